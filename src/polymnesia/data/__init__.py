@@ -1,0 +1,1 @@
+"""Real multilingual text: sources, the language table and aligned splits."""

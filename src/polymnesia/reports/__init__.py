@@ -1,0 +1,1 @@
+"""polymnesia.reports."""
