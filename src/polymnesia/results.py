@@ -1,0 +1,212 @@
+"""Long-format score records: the one currency between evaluation and reports.
+
+Every evaluation stage emits :class:`Score` records, one number each
+(model x language x metric, plus optional size, seed, step and setting). A run
+folder keeps them in ``RUN_DIR/results/scores.jsonl``; the report step of an
+experiment pivots them into the papers' tables (:mod:`polymnesia.reports.tables`)
+and plots (:mod:`polymnesia.reports.plots`). Because the records are long
+format, a report can always be rebuilt from the saved file alone.
+
+The helpers here work on plain lists and dicts (no pandas): ``filter_scores``
+selects, ``group_scores`` groups, ``pivot_mean`` averages into a
+``{(row, col): value}`` table.
+
+>>> s = [Score("BA", "fr", "ppl", 10.0), Score("BA", "de", "ppl", 12.0)]
+>>> pivot_mean(s, "model", "metric")
+{('BA', 'ppl'): 11.0}
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any
+
+from polymnesia.errors import ConfigError, DataError
+from polymnesia.io import append_jsonl, atomic_write_text, read_jsonl
+
+
+@dataclass(frozen=True)
+class Score:
+    """One number: ``model`` scored ``value`` on ``metric`` in language ``lang``.
+
+    ``model`` is the arm or method label ("Baseline", "BA", "LF-MLF");
+    ``task`` the evaluation ("lm", "belebele", "xnli"); ``group`` the language
+    group ("pretraining", "adapting", "other") when the stage knows it;
+    ``size``/``params`` the model size label and parameter count (paper 000
+    blocks its tables by size); ``seed``, ``step`` and ``setting`` (a
+    source-language set, a language order) distinguish repeated runs;
+    ``extra`` holds anything else and must be JSON-serialisable.
+    """
+
+    model: str
+    lang: str
+    metric: str
+    value: float
+    task: str = "lm"
+    group: str | None = None
+    size: str | None = None
+    params: int | None = None
+    seed: int | None = None
+    step: int | None = None
+    setting: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict; ``None`` fields and an empty ``extra`` are left out."""
+        out = {k: v for k, v in asdict(self).items() if v is not None}
+        if not out.get("extra"):
+            out.pop("extra", None)
+        return out
+
+
+SCORE_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(Score))
+_REQUIRED = ("model", "lang", "metric", "value")
+_STR_FIELDS = ("model", "lang", "metric", "task", "group", "size", "setting")
+_INT_FIELDS = ("params", "seed", "step")
+
+
+def score_from_dict(record: Mapping[str, Any], where: str = "score record") -> Score:
+    """Validate one record (as read from JSON) and build a :class:`Score`."""
+    unknown = sorted(set(record) - set(SCORE_FIELDS))
+    if unknown:
+        raise DataError(
+            f"{where}: unknown field(s) {', '.join(unknown)}; accepted: {', '.join(SCORE_FIELDS)}"
+        )
+    missing = [k for k in _REQUIRED if record.get(k) is None]
+    if missing:
+        raise DataError(f"{where}: missing required field(s) {', '.join(missing)}")
+    return Score(**_checked_fields(record, where))
+
+
+def _checked_fields(record: Mapping[str, Any], where: str) -> dict[str, Any]:
+    out = dict(record)
+    value = out["value"]
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise DataError(f"{where}: 'value' must be a number, got {value!r}")
+    out["value"] = float(value)
+    for key in _STR_FIELDS:
+        if out.get(key) is not None and not isinstance(out[key], str):
+            raise DataError(f"{where}: '{key}' must be a string, got {out[key]!r}")
+    for key in _INT_FIELDS:
+        v = out.get(key)
+        if v is not None and (isinstance(v, bool) or not isinstance(v, int)):
+            raise DataError(f"{where}: '{key}' must be an integer, got {v!r}")
+    if not isinstance(out.get("extra", {}), dict):
+        raise DataError(f"{where}: 'extra' must be a mapping, got {out['extra']!r}")
+    return out
+
+
+def _line(score: Score) -> str:
+    return json.dumps(score.to_dict(), ensure_ascii=False, sort_keys=True)
+
+
+def write_scores(path: str | os.PathLike[str], scores: Iterable[Score]) -> None:
+    """Write ``scores`` as JSON lines, replacing ``path`` atomically."""
+    atomic_write_text(path, "".join(_line(s) + "\n" for s in scores))
+
+
+def append_scores(path: str | os.PathLike[str], scores: Iterable[Score]) -> None:
+    """Append ``scores`` to a JSONL file (created if absent); a torn last line is skipped on read."""
+    for s in scores:
+        append_jsonl(path, s.to_dict())
+
+
+def read_scores(path: str | os.PathLike[str]) -> list[Score]:
+    """Read a scores JSONL file; a missing file or an invalid record raises :class:`DataError`."""
+    if not os.path.exists(path):
+        raise DataError(f"no scores file at {path}; run the evaluation stages first")
+    return [score_from_dict(r, f"{path} record {i + 1}") for i, r in enumerate(read_jsonl(path))]
+
+
+def _check_field(name: str) -> None:
+    if name not in SCORE_FIELDS:
+        raise ConfigError(f"unknown score field '{name}'; accepted: {', '.join(SCORE_FIELDS)}")
+
+
+def filter_scores(scores: Iterable[Score], **equals: Any) -> list[Score]:
+    """Scores whose fields equal the given values; a list/tuple/set value means "one of".
+
+    >>> filter_scores([Score("a", "fr", "ppl", 1.0)], model=["a", "b"], lang="fr")[0].model
+    'a'
+    """
+    for name in equals:
+        _check_field(name)
+
+    def keep(s: Score) -> bool:
+        for name, want in equals.items():
+            have = getattr(s, name)
+            if isinstance(want, (list, tuple, set, frozenset)):
+                if have not in want:
+                    return False
+            elif have != want:
+                return False
+        return True
+
+    return [s for s in scores if keep(s)]
+
+
+def unique(scores: Iterable[Score], name: str) -> list[Any]:
+    """Distinct values of field ``name`` in order of first appearance (``None`` included)."""
+    _check_field(name)
+    seen: dict[Any, None] = {}
+    for s in scores:
+        seen.setdefault(getattr(s, name), None)
+    return list(seen)
+
+
+def group_scores(scores: Iterable[Score], *names: str) -> dict[tuple[Any, ...], list[Score]]:
+    """Group scores by the tuple of fields ``names``, keys in order of first appearance."""
+    for name in names:
+        _check_field(name)
+    out: dict[tuple[Any, ...], list[Score]] = {}
+    for s in scores:
+        out.setdefault(tuple(getattr(s, n) for n in names), []).append(s)
+    return out
+
+
+def mean(values: Sequence[float]) -> float:
+    """Arithmetic mean; NaN for an empty sequence."""
+    return math.fsum(values) / len(values) if values else math.nan
+
+
+def std(values: Sequence[float], ddof: int = 1) -> float:
+    """Standard deviation with ``ddof`` (1: sample std); 0.0 for a single value, NaN for none."""
+    if not values:
+        return math.nan
+    if len(values) <= ddof:
+        return 0.0
+    m = mean(values)
+    return math.sqrt(math.fsum((v - m) ** 2 for v in values) / (len(values) - ddof))
+
+
+def pivot_mean(
+    scores: Iterable[Score],
+    row: str,
+    col: str,
+    agg: Callable[[Sequence[float]], float] = mean,
+) -> dict[tuple[Any, Any], float]:
+    """``{(row value, col value): agg(values)}`` over the scores sharing that cell."""
+    return {
+        (k[0], k[1]): agg([s.value for s in g]) for k, g in group_scores(scores, row, col).items()
+    }
+
+
+def scores_to_rows(scores: Iterable[Score]) -> list[dict[str, Any]]:
+    """A "frame" without pandas: one flat dict per score with every field (``extra`` kept as a dict)."""
+    return [asdict(s) for s in scores]
+
+
+def ordered(values: Iterable[Any], order: Collection[Any] | None) -> list[Any]:
+    """``values`` reordered so that those listed in ``order`` come first, in that order.
+
+    Values not in ``order`` keep their original order after them.
+    """
+    values = list(dict.fromkeys(values))
+    if not order:
+        return values
+    first = [v for v in order if v in values]
+    return first + [v for v in values if v not in first]
