@@ -121,3 +121,9 @@ def file_lock(path: str | os.PathLike[str], what: str) -> Iterator[None]:
             yield
         finally:
             fcntl.flock(f.fileno(), fcntl.LOCK_UN)
+
+
+def write_jsonl_atomic(path: str | os.PathLike[str], records: Sequence[dict[str, Any]]) -> None:
+    """Write all ``records`` as JSON lines in one atomic replace."""
+    lines = [json.dumps(r, ensure_ascii=False, sort_keys=True) + "\n" for r in records]
+    atomic_write_text(path, "".join(lines))

@@ -1,1 +1,1 @@
-"""polymnesia.evaluation."""
+"""Evaluation of models per language: likelihood, representations, generation, tasks."""

@@ -1,0 +1,125 @@
+"""Load YAML configs, apply ``a.b=value`` overrides, validate into typed objects.
+
+Every failure becomes one :class:`~polymnesia.errors.ConfigError` line naming
+the key, the bad value and what is accepted (with a close-match suggestion).
+"""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ValidationError
+
+from polymnesia.errors import ConfigError, suggest
+
+
+def load_yaml(path: str | Path) -> dict[str, Any]:
+    """Read a YAML mapping, with one-line errors for missing files and bad syntax."""
+    p = Path(path)
+    if not p.is_file():
+        raise ConfigError(f"config file not found: {p}")
+    try:
+        data = yaml.safe_load(p.read_text(encoding="utf-8"))
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f" line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        problem = getattr(e, "problem", None) or str(e).splitlines()[0]
+        raise ConfigError(f"malformed YAML in {p}{where}: {problem}") from None
+    except OSError as e:
+        raise ConfigError(f"cannot read config {p}: {e.strerror}") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"config {p} must be a YAML mapping at the top level, got {type(data).__name__}")
+    return data
+
+
+def apply_overrides(data: dict[str, Any], overrides: list[str]) -> dict[str, Any]:
+    """Return a copy of ``data`` with ``a.b.c=value`` overrides applied (values parsed as YAML)."""
+    out = copy.deepcopy(data)
+    for item in overrides:
+        if "=" not in item:
+            raise ConfigError(f"override '{item}' must look like key.path=value")
+        key, raw = item.split("=", 1)
+        parts = [p for p in key.strip().split(".") if p]
+        if not parts:
+            raise ConfigError(f"override '{item}' has an empty key")
+        try:
+            value = yaml.safe_load(raw) if raw.strip() else ""
+        except yaml.YAMLError:
+            value = raw
+        node = out
+        for i, part in enumerate(parts[:-1]):
+            nxt = node.get(part)
+            if nxt is None:
+                nxt = node[part] = {}
+            if not isinstance(nxt, dict):
+                raise ConfigError(f"override '{key}': '{'.'.join(parts[: i + 1])}' is not a mapping")
+            node = nxt
+        node[parts[-1]] = value
+    return out
+
+
+def _fields_at(model: type[BaseModel], loc: tuple[Any, ...]) -> list[str]:
+    """Field names of the (sub)model that ``loc`` points into, for suggestions."""
+    current: Any = model
+    for part in loc[:-1]:
+        fields = getattr(current, "model_fields", None)
+        if not fields or part not in fields:
+            return []
+        ann = fields[part].annotation
+        candidates = [ann, *getattr(ann, "__args__", ())]
+        current = next((c for c in candidates if isinstance(c, type) and issubclass(c, BaseModel)), None)
+        if current is None:
+            return []
+    return list(getattr(current, "model_fields", {}))
+
+
+def format_validation_error(err: ValidationError, model: type[BaseModel], source: str = "") -> str:
+    """One line for the first error of a pydantic ``ValidationError``."""
+    first = err.errors()[0]
+    loc = tuple(first.get("loc", ()))
+    key = ".".join(str(p) for p in loc) or "<root>"
+    where = f"{source}: " if source else ""
+    if first["type"] == "extra_forbidden":
+        fields = _fields_at(model, loc)
+        accepted = f"; accepted: {', '.join(fields)}" if fields else ""
+        return f"{where}unknown key '{key}'{suggest(str(loc[-1]), fields)}{accepted}"
+    value = first.get("input")
+    shown = repr(value) if not isinstance(value, dict) else "a mapping"
+    if first["type"] == "missing":
+        return f"{where}missing required key '{key}'"
+    msg = first["msg"]
+    if msg.startswith("Value error, "):
+        msg = msg[len("Value error, ") :]
+    return f"{where}bad value for '{key}': {shown}: {msg}"
+
+
+def validate(model: type[BaseModel], data: dict[str, Any], source: str = "") -> Any:
+    try:
+        return model.model_validate(data)
+    except ValidationError as e:
+        raise ConfigError(format_validation_error(e, model, source)) from None
+
+
+def resolve_config(data: dict[str, Any], source: str = "") -> Any:
+    """Validate a raw mapping into the typed config of the experiment it names."""
+    from polymnesia.experiments import EXPERIMENTS
+
+    name = data.get("experiment")
+    if name is None:
+        raise ConfigError(
+            f"{source + ': ' if source else ''}missing required key 'experiment'; accepted: {', '.join(EXPERIMENTS.names())}"
+        )
+    if not isinstance(name, str) or name not in EXPERIMENTS:
+        from polymnesia.errors import unknown
+
+        raise ConfigError(str(unknown("experiment", str(name), EXPERIMENTS.names())))
+    return validate(EXPERIMENTS.get(name).Config, data, source)
+
+
+def load_config(path: str | Path, overrides: list[str] | None = None) -> Any:
+    """Load, override and validate a config file into its experiment's typed config."""
+    data = apply_overrides(load_yaml(path), overrides or [])
+    return resolve_config(data, str(path))

@@ -1,0 +1,115 @@
+"""Per-language likelihood of held-out text: token perplexity and bits per byte.
+
+Each text is scored as one sequence ``BOS + tokens`` (truncated at
+``max_length``); the loss counts every text token (not BOS, and no EOS, as
+lm-evaluation-harness' rolling log-likelihood). Token perplexity depends on the
+tokenizer; bits per byte, ``sum NLL / (ln 2 * UTF-8 bytes)``, does not, so models
+with different vocabularies (a merged 48k against a 32k base) compare fairly by
+it. Under several processes the texts are sharded and the sums all-reduced.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+
+
+@dataclass
+class LMStats:
+    nll: float  # summed negative log-likelihood, nats
+    tokens: int
+    bytes: int
+    words: int
+
+    @property
+    def perplexity(self) -> float:
+        return math.exp(self.nll / max(1, self.tokens))
+
+    @property
+    def bits_per_byte(self) -> float:
+        return self.nll / (math.log(2) * max(1, self.bytes))
+
+    @property
+    def word_perplexity(self) -> float:
+        return math.exp(self.nll / max(1, self.words))
+
+    @property
+    def loss(self) -> float:
+        return self.nll / max(1, self.tokens)
+
+
+def encode_for_scoring(tokenizer, texts: Sequence[str], max_length: int) -> tuple[list[list[int]], list[int]]:  # type: ignore[no-untyped-def]
+    """Token ids with BOS prepended, and the UTF-8 byte count each covers."""
+    enc = tokenizer(list(texts), add_special_tokens=False)["input_ids"]
+    bos = [tokenizer.bos_token_id] if tokenizer.bos_token_id is not None else []
+    seqs, nbytes = [], []
+    for text, ids in zip(texts, enc, strict=True):
+        full = bos + list(ids)
+        if len(full) > max_length:
+            full = full[:max_length]
+            nbytes.append(len(tokenizer.decode(full[len(bos):]).encode("utf-8")))
+        else:
+            nbytes.append(len(text.encode("utf-8")))
+        seqs.append(full)
+    return seqs, nbytes
+
+
+@torch.no_grad()
+def sequence_nll(model: torch.nn.Module, seqs: Sequence[Sequence[int]], *, pad_id: int, batch_size: int,
+                 device: torch.device | str = "cpu") -> tuple[list[float], list[int]]:
+    """Summed NLL (nats) and number of predicted tokens for each sequence, in input order."""
+    order = sorted(range(len(seqs)), key=lambda i: len(seqs[i]))
+    nll = [0.0] * len(seqs)
+    count = [0] * len(seqs)
+    was_training = model.training
+    model.eval()
+    for start in range(0, len(order), batch_size):
+        idx = order[start : start + batch_size]
+        width = max(len(seqs[i]) for i in idx)
+        ids = torch.full((len(idx), width), pad_id, dtype=torch.long)
+        mask = torch.zeros((len(idx), width), dtype=torch.long)
+        for row, i in enumerate(idx):
+            ids[row, : len(seqs[i])] = torch.tensor(seqs[i])
+            mask[row, : len(seqs[i])] = 1
+        ids, mask = ids.to(device), mask.to(device)
+        logits = model(input_ids=ids, attention_mask=mask).logits.float()  # (B, L, V)
+        tok_nll = F.cross_entropy(logits[:, :-1].transpose(1, 2), ids[:, 1:], reduction="none")  # (B, L-1)
+        tok_mask = mask[:, 1:].float()
+        sums = (tok_nll * tok_mask).sum(dim=1).tolist()
+        counts = tok_mask.sum(dim=1).long().tolist()
+        for row, i in enumerate(idx):
+            nll[i], count[i] = sums[row], counts[row]
+    model.train(was_training)
+    return nll, count
+
+
+def _all_reduce(values: list[float]) -> list[float]:
+    import torch.distributed as dist
+
+    if not (dist.is_available() and dist.is_initialized()) or dist.get_world_size() == 1:
+        return values
+    t = torch.tensor(values, dtype=torch.float64)
+    dist.all_reduce(t)
+    return t.tolist()
+
+
+def lm_stats(model: torch.nn.Module, tokenizer, texts: Sequence[str], *, batch_size: int = 32,  # type: ignore[no-untyped-def]
+             max_length: int = 512, device: torch.device | str | None = None) -> LMStats:
+    """Likelihood statistics of ``texts`` (sharded over processes when distributed)."""
+    import torch.distributed as dist
+
+    rank, world = 0, 1
+    if dist.is_available() and dist.is_initialized():
+        rank, world = dist.get_rank(), dist.get_world_size()
+    mine = list(texts)[rank::world]
+    device = device or next(model.parameters()).device
+    seqs, nbytes = encode_for_scoring(tokenizer, mine, max_length)
+    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
+    nll, count = sequence_nll(model, seqs, pad_id=pad, batch_size=batch_size, device=device) if seqs else ([], [])
+    words = sum(len(t.split()) for t in mine)
+    tot = _all_reduce([sum(nll), float(sum(count)), float(sum(nbytes)), float(words)])
+    return LMStats(nll=tot[0], tokens=int(tot[1]), bytes=int(tot[2]), words=int(tot[3]))

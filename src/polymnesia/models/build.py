@@ -1,0 +1,108 @@
+"""Build, save and load decoder models in Hugging Face format (safetensors only)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+import torch
+from pydantic import Field, model_validator
+
+from polymnesia.config.base import StrictModel
+from polymnesia.errors import PolymnesiaError
+from polymnesia.models.presets import PRESETS
+
+
+class ModelConfig(StrictModel):
+    """Which model: a preset or explicit dimensions for a Mistral built from scratch, or a Hub id/folder."""
+
+    preset: str | None = Field("tiny", description="size preset (polymnesia ls presets); ignored with name_or_path")
+    name_or_path: str | None = Field(None, description="a Hub model id or a local HF model folder to start from")
+    hidden_size: int | None = Field(None, gt=0, description="override the preset's width")
+    num_hidden_layers: int | None = Field(None, gt=0)
+    num_attention_heads: int | None = Field(None, gt=0)
+    num_key_value_heads: int | None = Field(None, gt=0)
+    intermediate_size: int | None = Field(None, gt=0)
+    max_position_embeddings: int = Field(2048, gt=0)
+    tie_word_embeddings: bool = Field(False, description="tie the LM head to the input embeddings (Mistral: untied)")
+    dropout: float = Field(0.0, ge=0.0, lt=1.0, description="attention dropout")
+    dtype: Literal["float32", "bfloat16", "float16"] = "float32"
+    trust_remote_code: bool = Field(False, description="only for Hub models that need it")
+
+    @model_validator(mode="after")
+    def _check(self) -> ModelConfig:
+        if self.name_or_path is None and self.preset is not None and self.preset not in PRESETS:
+            from polymnesia.errors import unknown
+
+            raise ValueError(str(unknown("model preset", self.preset, PRESETS.names())))
+        return self
+
+    def dims(self) -> dict[str, int]:
+        base = PRESETS.get(self.preset or "tiny")
+        dims = {k: getattr(base, k) for k in base.__dataclass_fields__}
+        for k in dims:
+            if getattr(self, k) is not None:
+                dims[k] = getattr(self, k)
+        if dims["hidden_size"] % dims["num_attention_heads"]:
+            raise PolymnesiaError(
+                f"model.hidden_size {dims['hidden_size']} is not divisible by num_attention_heads {dims['num_attention_heads']}"
+            )
+        if dims["num_attention_heads"] % dims["num_key_value_heads"]:
+            raise PolymnesiaError("model.num_attention_heads must be a multiple of num_key_value_heads")
+        return dims
+
+
+def build_model(cfg: ModelConfig, tokenizer: Any, seed: int = 0) -> torch.nn.Module:
+    """A Mistral decoder from scratch sized by ``cfg`` with the tokenizer's vocabulary, or the Hub model."""
+    if cfg.name_or_path:
+        return load_model(cfg.name_or_path, trust_remote_code=cfg.trust_remote_code)
+    from transformers import MistralConfig, MistralForCausalLM
+
+    conf = MistralConfig(
+        vocab_size=len(tokenizer),
+        max_position_embeddings=cfg.max_position_embeddings,
+        tie_word_embeddings=cfg.tie_word_embeddings,
+        attention_dropout=cfg.dropout,
+        bos_token_id=tokenizer.bos_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+        pad_token_id=tokenizer.pad_token_id,
+        sliding_window=None,
+        initializer_range=0.02,
+        **cfg.dims(),
+    )
+    torch.manual_seed(seed)
+    model = MistralForCausalLM(conf)
+    return model.to(getattr(torch, cfg.dtype))
+
+
+def load_model(name_or_path: str | Path, *, trust_remote_code: bool = False) -> torch.nn.Module:
+    """Load a causal LM from a local folder (safetensors) or the Hub, with one-line errors."""
+    from transformers import AutoModelForCausalLM
+
+    path = Path(name_or_path)
+    local = path.exists()
+    if not local and (str(name_or_path).startswith((".", "/")) or str(name_or_path).count("/") > 1):
+        raise PolymnesiaError(f"model folder not found: {name_or_path}")
+    try:
+        return AutoModelForCausalLM.from_pretrained(
+            str(name_or_path), trust_remote_code=trust_remote_code, use_safetensors=True if local else None
+        )
+    except OSError as e:
+        if local:
+            raise PolymnesiaError(f"cannot load model from {name_or_path}: {str(e).splitlines()[0]}") from None
+        raise PolymnesiaError(
+            f"cannot load Hub model '{name_or_path}': the Hugging Face Hub is unreachable or the id is wrong; "
+            "offline, build a model from a preset (model.preset) or point model.name_or_path at a local folder"
+        ) from None
+
+
+def save_model(model: torch.nn.Module, path: Path) -> None:
+    """Save in HF format with safetensors, atomically (a temp folder renamed into place)."""
+    from polymnesia.io import atomic_dir
+
+    with atomic_dir(path) as tmp:
+        model.save_pretrained(tmp, safe_serialization=True)  # type: ignore[operator]
+
+
+def count_parameters(model: torch.nn.Module, trainable_only: bool = False) -> int:
+    return sum(p.numel() for p in model.parameters() if p.requires_grad or not trainable_only)

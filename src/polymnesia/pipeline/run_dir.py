@@ -1,0 +1,98 @@
+"""The run folder: resolved config, run record, merged metrics and scores.
+
+Layout (see docs/reports.md)::
+
+    RUN_DIR/config.yaml          resolved config
+    RUN_DIR/run.json             experiment, config hash, stages with fingerprints and status
+    RUN_DIR/metrics.jsonl        every stage's training/eval scalars, tagged with the stage
+    RUN_DIR/results/scores.jsonl every stage's score records
+    RUN_DIR/results/*.csv|.md    tables
+    RUN_DIR/plots/*.png          figures
+    RUN_DIR/report.md|.html      the report
+    RUN_DIR/stages/NAME          link to the stage's cache entry
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from polymnesia.errors import PolymnesiaError
+from polymnesia.io import atomic_write_json, atomic_write_text, atomic_write_yaml, read_jsonl
+
+
+def config_hash(config: Any) -> str:
+    dumped = config.model_dump(mode="json")
+    return hashlib.sha256(json.dumps(dumped, sort_keys=True).encode()).hexdigest()
+
+
+def default_run_dir(config: Any) -> Path:
+    """``runs/NAME-HASH8``: the same config always maps to the same folder (so it resumes)."""
+    return Path("runs") / f"{config.name}-{config_hash(config)[:8]}"
+
+
+def prepare_run_dir(run_dir: Path, config: Any) -> None:
+    """Create (or re-open) ``run_dir`` for ``config``; refuse a folder used by another config."""
+    record = run_dir / "run.json"
+    h = config_hash(config)
+    if record.exists():
+        try:
+            old = json.loads(record.read_text(encoding="utf-8"))
+        except (OSError, json.JSONDecodeError):
+            old = {}
+        if old.get("config_hash") != h:
+            raise PolymnesiaError(
+                f"run folder {run_dir} already holds a run of a different config "
+                f"(hash {str(old.get('config_hash'))[:8]} vs {h[:8]}); pass another --run-dir"
+            )
+    elif run_dir.exists() and any(p for p in run_dir.iterdir() if p.name != ".lock"):
+        raise PolymnesiaError(f"run folder {run_dir} exists and is not a polymnesia run; pass another --run-dir")
+    run_dir.mkdir(parents=True, exist_ok=True)
+    atomic_write_yaml(run_dir / "config.yaml", config.model_dump(mode="json"))
+    if not record.exists():
+        atomic_write_json(record, {"experiment": config.experiment, "name": config.name, "config_hash": h, "stages": {}})
+
+
+def update_run_record(run_dir: Path, stage: str, info: dict[str, Any]) -> None:
+    record = run_dir / "run.json"
+    data = json.loads(record.read_text(encoding="utf-8"))
+    data.setdefault("stages", {})[stage] = info
+    atomic_write_json(record, data)
+
+
+def link_stage(run_dir: Path, name: str, entry: Path) -> None:
+    link = run_dir / "stages" / name
+    link.parent.mkdir(parents=True, exist_ok=True)
+    tmp = link.with_name(f".{name}.tmp-link")
+    if tmp.is_symlink() or tmp.exists():
+        tmp.unlink()
+    os.symlink(entry.resolve(), tmp)
+    os.replace(tmp, link)
+
+
+def merge_stage_outputs(run_dir: Path, stage_entries: dict[str, Path]) -> None:
+    """Rewrite the run's metrics.jsonl and results/scores.jsonl from its stages' entries."""
+    metrics: list[str] = []
+    scores: list[str] = []
+    for name, entry in stage_entries.items():
+        for rec in read_jsonl(entry / "metrics.jsonl"):
+            metrics.append(json.dumps({"stage": name, **rec}, ensure_ascii=False, sort_keys=True))
+        for rec in read_jsonl(entry / "scores.jsonl"):
+            scores.append(json.dumps(rec, ensure_ascii=False, sort_keys=True))
+    atomic_write_text(run_dir / "metrics.jsonl", "".join(m + "\n" for m in metrics))
+    atomic_write_text(run_dir / "results" / "scores.jsonl", "".join(s + "\n" for s in scores))
+
+
+def load_run_config(run_dir: Path) -> Any:
+    """Re-validate the resolved config saved in a run folder."""
+    from polymnesia.config.loader import resolve_config
+
+    path = run_dir / "config.yaml"
+    if not path.is_file():
+        raise PolymnesiaError(f"{run_dir} is not a polymnesia run folder (no config.yaml)")
+    return resolve_config(yaml.safe_load(path.read_text(encoding="utf-8")), str(path))

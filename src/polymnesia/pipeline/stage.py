@@ -1,0 +1,99 @@
+"""What a stage is: a registered kind, its typed parameters, and its inputs.
+
+A :class:`StageSpec` names one node of an experiment's pipeline: which
+registered :class:`Stage` kind runs, with which parameters, reading which
+upstream stages' artifacts. Its fingerprint hashes the kind, the kind's
+``version``, the parameters and the fingerprints of its inputs, so a stage whose
+config and inputs are unchanged is found in the cache and reused.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from pydantic import BaseModel
+
+from polymnesia.registry import Registry
+
+if TYPE_CHECKING:
+    from polymnesia.results import Score
+
+
+@dataclass
+class StageContext:
+    """What a running stage sees."""
+
+    spec: StageSpec
+    out_dir: Path  # the stage's cache entry; artifacts go here
+    inputs: dict[str, Path]  # role -> upstream artifact folder
+    run_dir: Path | None = None
+    is_main_process: bool = True
+
+    @property
+    def params(self) -> Any:
+        return self.spec.params
+
+    def input(self, role: str) -> Path:
+        return self.inputs[role]
+
+
+class Stage(ABC):
+    """A kind of stage. Subclasses register with ``@STAGES.register(name, description)``.
+
+    ``version`` enters the fingerprint: bump it when a change to the code changes
+    what the stage produces, so old cache entries are not reused.
+    ``distributed`` stages run on every process (training); the others run on
+    the main process while the rest wait. ``resumable`` stages keep their
+    partial output (checkpoints) across an interruption; the others restart
+    from an empty folder.
+    """
+
+    version: ClassVar[str] = "1"
+    distributed: ClassVar[bool] = False
+    resumable: ClassVar[bool] = False
+
+    @abstractmethod
+    def run(self, ctx: StageContext) -> list[Score]:
+        """Produce artifacts in ``ctx.out_dir``; return score records (may be empty)."""
+
+
+STAGES: Registry[type[Stage]] = Registry("stage")
+
+
+def _canonical(obj: Any) -> Any:
+    if isinstance(obj, BaseModel):
+        return _canonical(obj.model_dump(mode="json"))
+    if isinstance(obj, dict):
+        return {str(k): _canonical(v) for k, v in sorted(obj.items(), key=lambda kv: str(kv[0]))}
+    if isinstance(obj, (list, tuple)):
+        return [_canonical(v) for v in obj]
+    if isinstance(obj, Path):
+        return str(obj)
+    return obj
+
+
+@dataclass
+class StageSpec:
+    """One node of a pipeline."""
+
+    name: str
+    kind: str
+    params: Any
+    inputs: dict[str, str] = field(default_factory=dict)  # role -> upstream stage name
+    label: str = ""  # a human description for --dry-run and the report
+
+    def fingerprint(self, input_fingerprints: dict[str, str]) -> str:
+        cls = STAGES.get(self.kind)
+        payload = {
+            "kind": self.kind,
+            "version": cls.version,
+            "params": _canonical(self.params),
+            "inputs": {role: input_fingerprints[up] for role, up in sorted(self.inputs.items())},
+        }
+        blob = json.dumps(payload, sort_keys=True, ensure_ascii=False).encode("utf-8")
+        return hashlib.sha256(blob).hexdigest()

@@ -1,0 +1,44 @@
+"""The training loop's typed config."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, model_validator
+
+from polymnesia.config.base import StrictModel
+
+
+class TrainConfig(StrictModel):
+    """Optimisation settings shared by every training stage (AdamW, warmup + cosine)."""
+
+    steps: int = Field(200, gt=0, description="optimizer steps")
+    batch_size: int = Field(16, gt=0, description="global batch in sequences, over all processes and accumulation")
+    grad_accum: int = Field(1, gt=0, description="micro-batches accumulated per optimizer step")
+    block_size: int = Field(128, gt=1, description="tokens per sequence (packed LM data)")
+    lr: float = Field(1e-3, gt=0, description="peak learning rate")
+    warmup_ratio: float = Field(0.1, ge=0, le=1, description="share of steps with linear warmup (paper: 10%)")
+    min_lr_ratio: float = Field(0.0, ge=0, le=1, description="final learning rate as a share of the peak")
+    weight_decay: float = Field(0.0, ge=0, description="AdamW weight decay (paper: 0)")
+    betas: tuple[float, float] = (0.9, 0.95)
+    eps: float = Field(1e-8, gt=0)
+    grad_clip: float | None = Field(1.0, description="max gradient norm; null to disable")
+    mixed_precision: Literal["no", "fp16", "bf16"] = "no"
+    log_every: int = Field(10, gt=0)
+    eval_every: int | None = Field(None, description="steps between evaluations during training")
+    checkpoint_every: int = Field(100, gt=0, description="steps between resumable checkpoints")
+    keep_checkpoints: int = Field(1, gt=0)
+    trackers: list[Literal["tensorboard", "mlflow", "wandb", "comet_ml", "aim", "clearml"]] = Field(
+        default_factory=list, description="Accelerate trackers to log to besides metrics.jsonl"
+    )
+    progress_bar: bool = True
+
+    @model_validator(mode="after")
+    def _check(self) -> TrainConfig:
+        if self.batch_size % self.grad_accum:
+            raise ValueError(f"batch_size {self.batch_size} must be divisible by grad_accum {self.grad_accum}")
+        return self
+
+    @property
+    def warmup_steps(self) -> int:
+        return int(round(self.warmup_ratio * self.steps))
