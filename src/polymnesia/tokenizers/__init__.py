@@ -1,1 +1,42 @@
-"""polymnesia.tokenizers."""
+"""polymnesia.tokenizers: byte-level BPE training, vocabulary merge, ChatML, fertility.
+
+Paper 000 section 3 (vocabulary expansion) and appendix C (ChatML prompts).
+"""
+
+from polymnesia.tokenizers.bpe import (
+    SPECIAL_TOKENS,
+    encode_document,
+    load_tokenizer,
+    save_tokenizer,
+    train_bpe,
+    train_bpe_mixture,
+)
+from polymnesia.tokenizers.chat import (
+    CHATML_TEMPLATE,
+    IGNORE_INDEX,
+    SYSTEM_PROMPT,
+    build_sft_example,
+    render_chatml,
+)
+from polymnesia.tokenizers.fertility import count_words, fertility, fertility_table
+from polymnesia.tokenizers.merge import MergeReport, merge_tokenizers, new_token_ids
+
+__all__ = [
+    "CHATML_TEMPLATE",
+    "IGNORE_INDEX",
+    "SPECIAL_TOKENS",
+    "SYSTEM_PROMPT",
+    "MergeReport",
+    "build_sft_example",
+    "count_words",
+    "encode_document",
+    "fertility",
+    "fertility_table",
+    "load_tokenizer",
+    "merge_tokenizers",
+    "new_token_ids",
+    "render_chatml",
+    "save_tokenizer",
+    "train_bpe",
+    "train_bpe_mixture",
+]
