@@ -21,6 +21,9 @@ from typing import Any
 
 import torch
 
+from polymnesia.errors import PolymnesiaError
+from polymnesia.registry import Registry
+
 
 @dataclass
 class LoopState:
@@ -65,3 +68,19 @@ class TrainingPlugin:
 
 #: computes gradients for one optimizer step from its micro-batches; returns the mean loss
 StepFn = Callable[[LoopState, list[dict[str, torch.Tensor]]], torch.Tensor]
+
+
+#: methods that plug into the loop, chosen by name in a stage's ``plugins`` list
+PLUGINS: Registry[type[TrainingPlugin]] = Registry("training plugin")
+
+
+def build_plugins(specs: list[dict[str, Any]]) -> list[TrainingPlugin]:
+    """``[{"name": "active_forgetting", "reset_every": 100}, ...]`` -> plugin objects."""
+    out = []
+    for spec in specs:
+        options = dict(spec)
+        name = options.pop("name", None)
+        if not name:
+            raise PolymnesiaError(f"training plugin entry {spec} has no 'name'; accepted: {', '.join(PLUGINS.names())}")
+        out.append(PLUGINS.get(name)(**options))
+    return out

@@ -1,0 +1,3 @@
+from polymnesia.cli.main import main
+
+raise SystemExit(main())

@@ -1,0 +1,183 @@
+"""The ``polymnesia`` command: thin subcommands that parse, build the config and call the library."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from polymnesia.errors import PolymnesiaError
+
+#: what ``polymnesia ls`` can list: category -> (module holding the registry, attribute, modules to import)
+CATALOG: dict[str, tuple[str, str, tuple[str, ...]]] = {
+    "experiments": ("polymnesia.experiments", "EXPERIMENTS", ()),
+    "stages": ("polymnesia.pipeline.stage", "STAGES", ("polymnesia.stages",)),
+    "sources": ("polymnesia.data.sources.base", "SOURCES", ("polymnesia.data.sources.builtin",)),
+    "languages": ("polymnesia.data.languages", "LANGUAGES", ()),
+    "metrics": ("polymnesia.metrics", "METRICS", ("polymnesia.metrics.all",)),
+    "presets": ("polymnesia.models.presets", "PRESETS", ()),
+    "combiners": ("polymnesia.gradients", "COMBINERS", ()),
+    "plugins": ("polymnesia.training.plugins", "PLUGINS", ("polymnesia.methods",)),
+}
+
+
+def _registry(category: str) -> Any:
+    module, attr, extra = CATALOG[category]
+    for name in extra:
+        try:
+            importlib.import_module(name)
+        except ModuleNotFoundError as e:
+            if e.name != name:
+                raise
+    return getattr(importlib.import_module(module), attr)
+
+
+def _parse_options(items: list[str]) -> dict[str, Any]:
+    import yaml
+
+    out: dict[str, Any] = {}
+    for item in items:
+        if "=" not in item:
+            raise PolymnesiaError(f"source option '{item}' must look like key=value")
+        k, v = item.split("=", 1)
+        out[k] = yaml.safe_load(v)
+    return out
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    import yaml
+
+    from polymnesia.config import load_config
+    from polymnesia.experiments import EXPERIMENTS
+    from polymnesia.io import file_lock
+    from polymnesia.pipeline.run_dir import default_run_dir, prepare_run_dir
+    from polymnesia.pipeline.runner import describe_plan, plan, run_pipeline
+    import polymnesia.stages  # noqa: F401
+
+    cfg = load_config(args.config, args.overrides)
+    exp = EXPERIMENTS.get(cfg.experiment)
+    specs = exp.build(cfg)
+    run_dir = Path(args.run_dir) if args.run_dir else default_run_dir(cfg)
+    if args.dry_run:
+        print(yaml.safe_dump(cfg.model_dump(mode="json"), sort_keys=False, allow_unicode=True).rstrip())
+        print(f"\n# run folder: {run_dir}\n# stages (reuse = cached, resume = interrupted, run = new):")
+        print(describe_plan(plan(specs)))
+        return 0
+    from accelerate import PartialState
+
+    state = PartialState()
+    if state.is_main_process:
+        prepare_run_dir(run_dir, cfg)
+        lock = file_lock(run_dir / ".lock", f"run folder {run_dir}")
+        lock.__enter__()
+    state.wait_for_everyone()
+    try:
+        run_pipeline(specs, run_dir, log=lambda m: print(m, flush=True))
+        if state.is_main_process:
+            report = exp.report(cfg, run_dir)
+            print(f"[polymnesia] report: {report}")
+    finally:
+        if state.is_main_process:
+            lock.__exit__(None, None, None)
+    return 0
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    from polymnesia.config import load_config
+    from polymnesia.experiments import EXPERIMENTS
+    from polymnesia.pipeline.runner import plan
+    import polymnesia.stages  # noqa: F401
+
+    for path in args.configs:
+        cfg = load_config(path, args.set or [])
+        specs = EXPERIMENTS.get(cfg.experiment).build(cfg)
+        plan(specs)
+        print(f"ok  {path}  ({cfg.experiment}, {len(specs)} stages)")
+    return 0
+
+
+def cmd_ls(args: argparse.Namespace) -> int:
+    categories = [args.what] if args.what else list(CATALOG)
+    for cat in categories:
+        if cat not in CATALOG:
+            from polymnesia.errors import unknown
+
+            raise unknown("category", cat, CATALOG)
+        try:
+            reg = _registry(cat)
+        except ModuleNotFoundError as e:
+            print(f"{cat}: (not available: {e.name})")
+            continue
+        print(f"{cat}:")
+        for entry in reg:
+            print(f"  {entry.name:22s} {entry.description}")
+    return 0
+
+
+def cmd_data(args: argparse.Namespace) -> int:
+    from polymnesia.data.catalog import describe_source, fetch_source
+
+    options = _parse_options(args.options)
+    if args.action == "fetch":
+        print(fetch_source(args.source, **options))
+    else:
+        print(json.dumps(describe_source(args.source, **options), indent=2, ensure_ascii=False))
+    return 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from polymnesia.experiments import EXPERIMENTS
+    from polymnesia.pipeline.run_dir import load_run_config
+
+    run_dir = Path(args.run_dir)
+    cfg = load_run_config(run_dir)
+    if not (run_dir / "results" / "scores.jsonl").exists():
+        raise PolymnesiaError(f"{run_dir} has no results/scores.jsonl yet; run the experiment first")
+    print(EXPERIMENTS.get(cfg.experiment).report(cfg, run_dir))
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="polymnesia", description="Multilingual continual learning of language models.")
+    sub = p.add_subparsers(dest="command", required=True)
+    r = sub.add_parser("run", help="run an experiment config")
+    r.add_argument("config")
+    r.add_argument("overrides", nargs="*", help="key.path=value overrides")
+    r.add_argument("--run-dir", help="run folder (default runs/NAME-CONFIGHASH)")
+    r.add_argument("--dry-run", action="store_true", help="print the resolved config and the stage plan, run nothing")
+    r.set_defaults(fn=cmd_run)
+    v = sub.add_parser("validate", help="check configs without running anything")
+    v.add_argument("configs", nargs="+")
+    v.add_argument("--set", action="append", help="key.path=value override applied to every config")
+    v.set_defaults(fn=cmd_validate)
+    ls = sub.add_parser("ls", help="list what is registered")
+    ls.add_argument("what", nargs="?", help=", ".join(CATALOG))
+    ls.set_defaults(fn=cmd_ls)
+    d = sub.add_parser("data", help="fetch a corpus into the cache or describe it")
+    d.add_argument("action", choices=["fetch", "info"])
+    d.add_argument("source")
+    d.add_argument("options", nargs="*", help="source options as key=value")
+    d.set_defaults(fn=cmd_data)
+    rep = sub.add_parser("report", help="rebuild the report of a run folder from its saved results")
+    rep.add_argument("run_dir")
+    rep.set_defaults(fn=cmd_report)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.fn(args))
+    except PolymnesiaError as e:
+        print(f"polymnesia: error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("polymnesia: interrupted; run the same command again to resume", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,44 @@
+"""What an experiment protocol is: a typed config, a pipeline builder and a report.
+
+One module per protocol from the papers lives next to this file and registers
+itself in :data:`EXPERIMENTS`; a YAML file picks it with ``experiment: NAME``.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from pathlib import Path
+from typing import ClassVar
+
+from pydantic import Field
+
+from polymnesia.config.base import StrictModel
+from polymnesia.pipeline.stage import StageSpec
+from polymnesia.registry import Registry
+
+
+class ExperimentConfig(StrictModel):
+    """Keys every experiment config has."""
+
+    experiment: str = Field(description="the protocol (polymnesia ls experiments)")
+    name: str = Field(description="a short name; the default run folder is runs/NAME-HASH")
+    description: str = ""
+    seed: int = Field(0, description="seed for model initialisation, data order and sampling")
+
+
+class Experiment(ABC):
+    """A protocol: ``Config`` validates the YAML, ``build`` returns the stages, ``report`` writes the report."""
+
+    Config: ClassVar[type[ExperimentConfig]]
+
+    @classmethod
+    @abstractmethod
+    def build(cls, cfg: ExperimentConfig) -> list[StageSpec]: ...
+
+    @classmethod
+    @abstractmethod
+    def report(cls, cfg: ExperimentConfig, run_dir: Path) -> Path:
+        """(Re)build tables, plots and the report from ``run_dir/results/scores.jsonl``."""
+
+
+EXPERIMENTS: Registry[type[Experiment]] = Registry("experiment")

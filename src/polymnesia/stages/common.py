@@ -1,0 +1,56 @@
+"""Helpers shared by stages that train or evaluate models."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from polymnesia.data.prepared import read_texts
+from polymnesia.data.sampling import sample_mixture
+from polymnesia.training.data import pack_documents
+
+
+def model_dir(stage_dir: Path) -> Path:
+    """Every model-producing stage writes an HF folder (weights + tokenizer) to ``model/``."""
+    return stage_dir / "model"
+
+
+def load_model_and_tokenizer(folder: Path) -> tuple[torch.nn.Module, Any]:
+    from polymnesia.models import load_model
+    from polymnesia.tokenizers.bpe import load_tokenizer
+
+    return load_model(folder), load_tokenizer(str(folder))
+
+
+def save_model_and_tokenizer(model: torch.nn.Module, tokenizer: Any, folder: Path) -> None:
+    from polymnesia.io import atomic_dir
+
+    with atomic_dir(folder) as tmp:
+        model.save_pretrained(tmp, safe_serialization=True)  # type: ignore[operator]
+        tokenizer.save_pretrained(tmp)
+
+
+def packed_mixture(data_dir: Path, tokenizer: Any, languages: list[str], *, temperature: float,
+                   block_size: int, seed: int, split: str = "train") -> torch.Tensor:
+    """Temperature-sampled documents of ``languages``, tokenized with BOS, packed with EOS."""
+    texts = {lang: read_texts(data_dir, lang, split) for lang in languages}
+    total = sum(len(v) for v in texts.values())
+    docs = [t for _, t in sample_mixture(texts, temperature, total, seed)]
+    ids = tokenizer(docs, add_special_tokens=False)["input_ids"]
+    bos = [tokenizer.bos_token_id] if tokenizer.bos_token_id is not None else []
+    return pack_documents([bos + list(x) for x in ids], block_size, tokenizer.eos_token_id)
+
+
+def validation_eval_fn(data_dir: Path, tokenizer: Any, languages: list[str], per_lang: int = 16):  # type: ignore[no-untyped-def]
+    """An eval_fn for the loop: mean validation loss and bits per byte over ``languages``."""
+    from polymnesia.evaluation.likelihood import lm_stats
+
+    texts = [t for lang in languages for t in read_texts(data_dir, lang, "validation", per_lang)]
+
+    def evaluate(model: torch.nn.Module) -> dict[str, float]:
+        stats = lm_stats(model, tokenizer, texts, batch_size=32, max_length=256)
+        return {"val_loss": round(stats.loss, 5), "val_bits_per_byte": round(stats.bits_per_byte, 5)}
+
+    return evaluate

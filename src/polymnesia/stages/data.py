@@ -1,0 +1,50 @@
+"""Stage ``prepare_data``: read a source, split by aligned id, write JSONL per language."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import Field
+
+from polymnesia.config.base import StrictModel
+from polymnesia.io import atomic_write_json, write_jsonl_atomic
+from polymnesia.pipeline.stage import STAGES, Stage, StageContext
+from polymnesia.results import Score
+
+SPLITS = ("train", "validation", "test")
+
+
+class PrepareDataParams(StrictModel):
+    source: str
+    options: dict[str, Any] = Field(default_factory=dict)
+    languages: list[str]
+    split_fractions: tuple[float, float, float] = (0.8, 0.1, 0.1)
+    split_seed: int = 0
+    max_train_per_lang: int | None = None
+    max_eval_per_lang: int | None = None
+
+
+@STAGES.register("prepare_data", "fetch a source, split it by aligned id, write LANG/SPLIT.jsonl")
+class PrepareData(Stage):
+    version = "1"
+
+    def run(self, ctx: StageContext) -> list[Score]:
+        from polymnesia.data.catalog import load_splits
+        from polymnesia.data.sources import get_source
+
+        p: PrepareDataParams = ctx.params
+        source = get_source(p.source, **p.options)
+        source.fetch()
+        caps = {"train": p.max_train_per_lang, "validation": p.max_eval_per_lang, "test": p.max_eval_per_lang}
+        splits = load_splits(source, p.languages, p.split_fractions, p.split_seed,
+                             {k: v for k, v in caps.items() if v is not None})
+        counts: dict[str, dict[str, int]] = {}
+        for lang, by_split in splits.items():
+            counts[lang] = {}
+            for split in SPLITS:
+                recs = by_split.get(split, [])
+                rows = [{"id": r.id, "lang": r.lang, "text": r.text, "label": r.label, "meta": r.meta} for r in recs]
+                write_jsonl_atomic(ctx.out_dir / lang / f"{split}.jsonl", rows)
+                counts[lang][split] = len(rows)
+        atomic_write_json(ctx.out_dir / "manifest.json", {"source": p.source, "counts": counts})
+        return []
