@@ -1,0 +1,229 @@
+"""Isotropy of contextual representations (Ethayarajh 2019), in time linear in the tokens.
+
+Ethayarajh, "How Contextual are Contextualized Word Representations?" (EMNLP
+2019; code kawine/contextual) defines, for one layer:
+
+* self-similarity of a word: mean cosine between its vectors in different
+  contexts (Definition 1), averaged over words;
+* intra-sentence similarity: mean cosine of each token vector to its
+  sentence's mean vector (Definition 2), averaged over sentences;
+* maximum explainable variance (MEV): share of the variance of a word's
+  occurrence matrix explained by its first principal component (Definition 3),
+  averaged over words;
+* anisotropy baselines: the same quantities for randomly sampled occurrences;
+  reported values are adjusted by subtracting them.
+
+Paper 000 (Table 2) reports self-similarity by language group, lower is better.
+
+Inputs: ``H [N, d]`` holds one vector per token occurrence, ``word_ids [N]``
+the word (type) of each occurrence, ``sent_ids [N]`` its sentence. Nothing
+here builds an N x N matrix: the mean pairwise cosine of unit vectors
+``u_1..u_n`` is ``(||sum u||^2 - n) / (n(n-1))``, so one pass of group sums
+suffices (:func:`mean_pairwise_cosine`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from polymnesia.errors import PolymnesiaError
+from polymnesia.metrics import register_metric
+
+try:  # torch is a dependency, but isotropy maths does not need it
+    import torch
+
+    _TORCH_OK: tuple[Any, ...] = (torch.float32, torch.float64)
+except ImportError:  # pragma: no cover
+    _TORCH_OK = ()
+
+
+CHUNK = 8192  # rows per block: temporaries stay small, so the cost stays linear in N
+
+
+def _vectors(H: Any) -> np.ndarray:
+    """``H`` as a 2-D float array, keeping float32 (blocks are upcast to float64 one at a time)."""
+    if hasattr(H, "detach"):  # a torch tensor
+        H = H.detach().cpu()
+        H = (H.float() if not H.is_floating_point() or H.dtype not in _TORCH_OK else H).numpy()
+    arr = np.asarray(H)
+    if not np.issubdtype(arr.dtype, np.floating):
+        arr = arr.astype(np.float64)
+    if arr.ndim != 2 or arr.shape[0] < 2:
+        raise PolymnesiaError(f"H must be [N, d] with N >= 2 token vectors, got shape {arr.shape}")
+    return arr
+
+
+def _ids(ids: Any, n: int, what: str) -> np.ndarray:
+    if hasattr(ids, "detach"):
+        ids = ids.detach().cpu().numpy()
+    arr = np.asarray(ids)
+    if arr.shape != (n,):
+        raise PolymnesiaError(f"{what} must hold one id per row of H ({n}), got shape {arr.shape}")
+    return arr
+
+
+def _unit(H: np.ndarray) -> np.ndarray:
+    """Rows scaled to unit length, in float64."""
+    X = np.asarray(H, dtype=np.float64)
+    norms = np.linalg.norm(X, axis=1, keepdims=True)
+    if np.any(norms == 0):
+        raise PolymnesiaError("H has an all-zero vector; cosine similarity is undefined for it")
+    return X / norms
+
+
+def _group_sums(
+    H: np.ndarray, ids: np.ndarray, normalise: bool
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per-group sums of H's rows (unit rows if ``normalise``), group sizes, each row's group.
+
+    Rows are visited in blocks of :data:`CHUNK` in group order, so each block
+    adds contiguous segments (``np.add.reduceat``) into the float64 result.
+    """
+    _, inverse, counts = np.unique(ids, return_inverse=True, return_counts=True)
+    inverse = inverse.reshape(-1)
+    order = np.argsort(inverse, kind="stable")
+    sorted_groups = inverse[order]
+    sums = np.zeros((len(counts), H.shape[1]))
+    for a in range(0, len(order), CHUNK):
+        rows, groups = order[a : a + CHUNK], sorted_groups[a : a + CHUNK]
+        X = _unit(H[rows]) if normalise else H[rows].astype(np.float64)
+        starts = np.flatnonzero(np.r_[True, groups[1:] != groups[:-1]])
+        sums[groups[starts]] += np.add.reduceat(X, starts, axis=0)
+    return sums, counts, inverse
+
+
+def mean_pairwise_cosine(U: npt.ArrayLike) -> float:
+    """Mean cosine over distinct pairs of ``U``'s rows: ``(||sum u||^2 - n) / (n(n-1))`` on unit rows."""
+    unit = _unit(_vectors(U))
+    n = unit.shape[0]  # small inputs only: no blocking
+    total = unit.sum(axis=0)
+    return float((total @ total - n) / (n * (n - 1)))
+
+
+@register_metric(
+    "self_similarity",
+    higher_is_better=False,
+    description="mean cosine between a word's contextual vectors, averaged over words (Ethayarajh 2019)",
+)
+def self_similarity(H: Any, word_ids: Any) -> float:
+    """Self-similarity (Ethayarajh 2019, Definition 1), averaged over words with >= 2 occurrences.
+
+    Per word: mean pairwise cosine of its occurrences' vectors, computed from
+    the word's sum of unit vectors; then the unweighted mean over words.
+    """
+    X = _vectors(H)
+    sums, counts, _ = _group_sums(X, _ids(word_ids, len(X), "word_ids"), normalise=True)
+    keep = counts >= 2
+    if not keep.any():
+        raise PolymnesiaError("self-similarity needs at least one word with >= 2 occurrences")
+    n = counts[keep].astype(np.float64)
+    sq = np.einsum("gd,gd->g", sums[keep], sums[keep])
+    return float(np.mean((sq - n) / (n * (n - 1))))
+
+
+@register_metric(
+    "intra_sentence_similarity",
+    higher_is_better=False,
+    description="mean cosine of each token vector to its sentence's mean vector (Ethayarajh 2019)",
+)
+def intra_sentence_similarity(H: Any, sent_ids: Any) -> float:
+    """Intra-sentence similarity (Ethayarajh 2019, Definition 2), averaged over sentences.
+
+    Per sentence ``s``: ``1/n sum_i cos(h_i, mean_s)`` with ``mean_s`` the mean
+    of the raw (not normalised) token vectors of ``s``.
+    """
+    X = _vectors(H)
+    sums, counts, inverse = _group_sums(X, _ids(sent_ids, len(X), "sent_ids"), normalise=False)
+    mean_unit = _unit(sums)  # direction of each sentence mean
+    cos = np.empty(len(X))
+    for a in range(0, len(X), CHUNK):
+        b = a + CHUNK
+        cos[a:b] = np.einsum("nd,nd->n", _unit(X[a:b]), mean_unit[inverse[a:b]])
+    per_sentence = np.bincount(inverse, weights=cos, minlength=len(counts)) / counts
+    return float(per_sentence.mean())
+
+
+def _mev_groups(X: np.ndarray, ids: np.ndarray) -> np.ndarray:
+    """First-singular-value share ``s_1^2 / sum s_i^2`` of each group with >= 2 rows."""
+    order = np.argsort(ids, kind="stable")
+    _, starts, counts = np.unique(ids[order], return_index=True, return_counts=True)
+    out: list[np.ndarray] = []
+    d = X.shape[1]
+    for c in np.unique(counts[counts >= 2]):
+        rows = order[starts[counts == c][:, None] + np.arange(c)]  # [G, c]
+        G = X[rows].astype(np.float64)  # [G, c, d]
+        gram = G @ G.transpose(0, 2, 1) if c <= d else G.transpose(0, 2, 1) @ G
+        eig = np.linalg.eigvalsh(gram)  # ascending, [G, min(c, d)]
+        out.append(eig[:, -1] / np.einsum("gcd,gcd->g", G, G))
+    return np.concatenate(out) if out else np.empty(0)
+
+
+@register_metric(
+    "first_pc_variance_explained",
+    higher_is_better=False,
+    description="share of a word's occurrence-matrix variance on its first principal component (Ethayarajh 2019 MEV)",
+)
+def first_pc_variance_explained(H: Any, word_ids: Any) -> float:
+    """Maximum explainable variance (Ethayarajh 2019, Definition 3), averaged over words.
+
+    For a word with occurrence matrix ``X_w [n, d]`` and singular values
+    ``s_i``: ``MEV(w) = s_1^2 / sum_i s_i^2``, on the UNcentred matrix as the
+    paper defines it (so "principal component" is the top singular direction).
+    Words with fewer than 2 occurrences are skipped. Cost per word is
+    ``O(n min(n, d)^2)``, computed in batches of words with equal counts.
+    """
+    X = _vectors(H)
+    mev = _mev_groups(X, _ids(word_ids, len(X), "word_ids"))
+    if mev.size == 0:
+        raise PolymnesiaError("MEV needs at least one word with >= 2 occurrences")
+    return float(mev.mean())
+
+
+def anisotropy_baseline(H: Any, n_pairs: int = 10_000, seed: int = 0) -> float:
+    """Mean cosine of ``n_pairs`` random pairs of distinct occurrences (Ethayarajh 2019, section 3.4)."""
+    X = _vectors(H)
+    if n_pairs < 1:
+        raise PolymnesiaError(f"n_pairs must be >= 1, got {n_pairs}")
+    rng = np.random.default_rng(seed)
+    i = rng.integers(0, len(X), n_pairs)
+    j = (i + rng.integers(1, len(X), n_pairs)) % len(X)  # j != i
+    return float(np.einsum("nd,nd->n", _unit(X[i]), _unit(X[j])).mean())
+
+
+def mev_baseline(H: Any, sample_size: int = 1000, seed: int = 0) -> float:
+    """MEV of ``sample_size`` uniformly sampled occurrences: the baseline for MEV (Ethayarajh 2019).
+
+    The value depends on the sample size (fewer rows, larger share); the
+    default 1000 is our choice, the paper does not state one.
+    """
+    X = _vectors(H)
+    rng = np.random.default_rng(seed)
+    rows = rng.choice(len(X), size=min(sample_size, len(X)), replace=False)
+    return float(_mev_groups(X[rows], np.zeros(len(rows), dtype=np.int64))[0])
+
+
+def isotropy_report(
+    H: Any, word_ids: Any, sent_ids: Any, seed: int = 0, n_pairs: int = 10_000
+) -> dict[str, float]:
+    """All isotropy measures, raw and anisotropy-adjusted (adjusted = raw - baseline).
+
+    Self-similarity and intra-sentence similarity are adjusted by the random
+    pair cosine (:func:`anisotropy_baseline`), MEV by :func:`mev_baseline`,
+    as Ethayarajh 2019 reports them.
+    """
+    X = _vectors(H)
+    base = anisotropy_baseline(X, n_pairs, seed)
+    base_mev = mev_baseline(X, seed=seed)
+    raw = {
+        "self_similarity": self_similarity(X, word_ids),
+        "intra_sentence_similarity": intra_sentence_similarity(X, sent_ids),
+        "first_pc_variance_explained": first_pc_variance_explained(X, word_ids),
+    }
+    report = dict(raw, anisotropy_baseline=base, mev_baseline=base_mev)
+    report["self_similarity_adjusted"] = raw["self_similarity"] - base
+    report["intra_sentence_similarity_adjusted"] = raw["intra_sentence_similarity"] - base
+    report["first_pc_variance_explained_adjusted"] = raw["first_pc_variance_explained"] - base_mev
+    return report
