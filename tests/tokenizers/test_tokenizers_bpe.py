@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import BASE_LANGS, HELD_OUT, sentences
+from tokenizers_corpus import BASE_LANGS, HELD_OUT, sentences
 
 from polymnesia.errors import ConfigError, PolymnesiaError
 from polymnesia.tokenizers import (
@@ -80,7 +80,11 @@ def test_mixture_is_deterministic_and_temperature_shifts_vocabulary():
     flat = train_bpe_mixture(texts, 400, temperature=50.0, **kwargs)
 
     def n_japanese(tok) -> int:  # type: ignore[no-untyped-def]
-        return sum(1 for t in tok.get_vocab() if any(ord(c) >= 0x80 for c in tok.convert_tokens_to_string([t])))
+        return sum(
+            1
+            for t in tok.get_vocab()
+            if any(ord(c) >= 0x80 for c in tok.convert_tokens_to_string([t]))
+        )
 
     # T=1 draws ja with p = 8/133; T=50 draws it about half the time, so it gets more merges.
     assert n_japanese(flat) > n_japanese(a)

@@ -29,12 +29,12 @@ import socket
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
-from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
 from transformers import AutoTokenizer, PreTrainedTokenizerFast
 
 from polymnesia.data.sampling import sample_mixture
 from polymnesia.errors import ConfigError, PolymnesiaError
 from polymnesia.io import atomic_dir
+from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
 
 UNK, BOS, EOS, PAD = "<unk>", "<s>", "</s>", "<pad>"
 IM_START, IM_END = "<|im_start|>", "<|im_end|>"
@@ -140,7 +140,9 @@ def wrap_backend(
     tok.chat_template = CHATML_TEMPLATE
     for i, token in enumerate(SPECIAL_TOKENS):
         if tok.convert_tokens_to_ids(token) != i:
-            raise PolymnesiaError(f"special token {token!r} did not get id {i}; tokenizer is broken")
+            raise PolymnesiaError(
+                f"special token {token!r} did not get id {i}; tokenizer is broken"
+            )
     return tok
 
 
@@ -163,7 +165,9 @@ def encode_document(
 def _required_id(tokenizer: PreTrainedTokenizerFast, which: str) -> int:
     token_id = getattr(tokenizer, f"{which}_token_id", None)
     if token_id is None:
-        raise ConfigError(f"tokenizer has no {which} token; set {which}_token or pass add_{which}=False")
+        raise ConfigError(
+            f"tokenizer has no {which} token; set {which}_token or pass add_{which}=False"
+        )
     return int(token_id)
 
 
@@ -175,7 +179,9 @@ def save_tokenizer(tokenizer: PreTrainedTokenizerFast, path: str | os.PathLike[s
     return target
 
 
-def load_tokenizer(path_or_hub_id: str, *, trust_remote_code: bool = False) -> PreTrainedTokenizerFast:
+def load_tokenizer(
+    path_or_hub_id: str, *, trust_remote_code: bool = False
+) -> PreTrainedTokenizerFast:
     """Load a fast tokenizer from a local folder (offline) or a Hugging Face Hub id.
 
     An unreachable Hub (offline machine, ``HF_HUB_OFFLINE=1``) gives one line

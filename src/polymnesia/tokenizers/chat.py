@@ -92,10 +92,14 @@ def build_sft_example(
     no room for a response token, :class:`DataError` is raised.
     """
     if output is None or not isinstance(output, str) or not output.strip():
-        raise DataError("SFT record has no output; every record needs a non-empty output (response)")
+        raise DataError(
+            "SFT record has no output; every record needs a non-empty output (response)"
+        )
     if max_length < 2:
         raise ConfigError(f"max_length must be >= 2, got {max_length}")
-    prompt_text = render_chatml(sft_messages(instruction, input, system), add_generation_prompt=True)
+    prompt_text = render_chatml(
+        sft_messages(instruction, input, system), add_generation_prompt=True
+    )
     prompt = encode_document(tokenizer, prompt_text, add_bos=True, add_eos=False)
     response = encode_document(tokenizer, output, add_bos=False, add_eos=False)
     response.append(_token_id(tokenizer, IM_END))
