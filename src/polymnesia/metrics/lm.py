@@ -1,0 +1,70 @@
+"""Language-modelling scores from summed negative log-likelihoods (natural log, nats).
+
+Paper 000 (Table 1) compares perplexity across models whose vocabularies
+differ (a 48,000-token adapted model against a 32,000-token base); per-token
+perplexity is then not comparable, per-byte or per-word scores are
+(lm-evaluation-harness reports word perplexity, byte perplexity and bits per
+byte the same way). Paper 003 (section 3.1) defines forgetting on the
+pre-training loss.
+"""
+
+from __future__ import annotations
+
+import math
+
+from polymnesia.errors import PolymnesiaError
+from polymnesia.metrics import register_metric
+
+
+def _per_unit(nll_sum: float, n: float, unit: str) -> float:
+    if n <= 0:
+        raise PolymnesiaError(f"number of {unit} must be positive, got {n}")
+    if not math.isfinite(nll_sum):
+        raise PolymnesiaError(f"summed negative log-likelihood must be finite, got {nll_sum}")
+    return float(nll_sum) / n
+
+
+@register_metric(
+    "perplexity", higher_is_better=False, description="exp(NLL sum / tokens), per-token perplexity"
+)
+def perplexity(nll_sum: float, n_tokens: int) -> float:
+    """Token perplexity ``exp(sum_i -log p(x_i) / n_tokens)``; only comparable under one tokenizer."""
+    return math.exp(_per_unit(nll_sum, n_tokens, "tokens"))
+
+
+@register_metric(
+    "bits_per_byte",
+    higher_is_better=False,
+    description="NLL sum in nats / (UTF-8 bytes * ln 2); tokenizer-independent",
+)
+def bits_per_byte(nll_sum_nats: float, n_bytes: int) -> float:
+    """Bits per UTF-8 byte ``sum_i -log p(x_i) / (n_bytes ln 2)`` (lm-evaluation-harness)."""
+    return _per_unit(nll_sum_nats, n_bytes, "bytes") / math.log(2)
+
+
+@register_metric(
+    "word_perplexity",
+    higher_is_better=False,
+    description="exp(NLL sum / words): perplexity per whitespace word, tokenizer-independent",
+)
+def word_perplexity(nll_sum: float, n_words: int) -> float:
+    """Word perplexity ``exp(sum_i -log p(x_i) / n_words)`` (lm-evaluation-harness).
+
+    ``n_words`` counts words of the original text (whitespace-split), not tokens.
+    """
+    return math.exp(_per_unit(nll_sum, n_words, "words"))
+
+
+@register_metric(
+    "forgetting",
+    higher_is_better=False,
+    description="F_p = L_p(theta_f) - L_p(theta_p): rise of the pre-training loss after fine-tuning (003 3.1)",
+)
+def forgetting(loss_after: float, loss_before: float) -> float:
+    """Forgetting ``F_p = L_p(theta_f) - L_p(theta_p)`` (003, section 3.1).
+
+    ``loss_after`` is the pre-training (e.g. masked/causal LM) loss of the
+    fine-tuned model ``theta_f``, ``loss_before`` that of the pre-trained
+    model ``theta_p``, both on the same data. Positive means forgetting.
+    """
+    return float(loss_after) - float(loss_before)
