@@ -65,6 +65,8 @@ def test_training_compresses_training_languages(base_tok):
 def test_vocab_size_below_byte_alphabet_is_refused():
     with pytest.raises(ConfigError, match="at least 262"):
         train_bpe(["abc"], 100)
+    with pytest.raises(ConfigError, match="one string"):
+        train_bpe("abc abc", 300)
 
 
 def _vocab_json(tok) -> str:  # type: ignore[no-untyped-def]

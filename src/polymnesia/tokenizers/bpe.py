@@ -62,6 +62,8 @@ def train_bpe(
     ``min_frequency`` times. The ChatML ``chat_template`` is set (see
     :mod:`.chat`).
     """
+    if isinstance(texts, str):
+        raise ConfigError("train_bpe needs an iterable of texts, got one string")
     floor = _N_BYTES + len(SPECIAL_TOKENS)
     if vocab_size < floor:
         raise ConfigError(
