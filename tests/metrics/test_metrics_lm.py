@@ -29,3 +29,17 @@ def test_bad_counts():
         perplexity(1.0, 0)
     with pytest.raises(PolymnesiaError, match="finite"):
         bits_per_byte(float("nan"), 3)
+
+
+def test_every_registered_metric_is_documented():
+    from pathlib import Path
+
+    import polymnesia.metrics.classification  # noqa: F401
+    import polymnesia.metrics.continual  # noqa: F401
+    import polymnesia.metrics.isotropy  # noqa: F401
+    import polymnesia.metrics.translation  # noqa: F401
+
+    doc = (Path(__file__).parents[2] / "docs" / "metrics.md").read_text(encoding="utf-8")
+    missing = [e.name for e in METRICS if f"`{e.name}`" not in doc]
+    assert not missing, f"undocumented metrics: {missing}"
+    assert all(e.description for e in METRICS)
