@@ -113,6 +113,13 @@ def test_missing_local_folder_is_one_line(tmp_path):
     assert "\n" not in str(err.value)
 
 
+def test_folder_without_tokenizer_is_one_line(tmp_path):
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(PolymnesiaError, match="holds no loadable tokenizer") as err:
+        load_tokenizer(str(tmp_path / "empty"))
+    assert "\n" not in str(err.value)
+
+
 def test_unreachable_hub_is_one_line(monkeypatch):
     import huggingface_hub.constants as hub_constants
 

@@ -198,7 +198,14 @@ def load_tokenizer(
                 f"tokenizer folder '{path_or_hub_id}' does not exist; pass a folder written by "
                 "save_tokenizer/save_pretrained or a Hub id such as 'org/name'"
             )
-        return _as_fast(_from_pretrained(str(folder), trust_remote_code, local_only=True), folder)
+        try:
+            tok = _from_pretrained(str(folder), trust_remote_code, local_only=True)
+        except (OSError, ValueError) as err:
+            raise PolymnesiaError(
+                f"folder '{path_or_hub_id}' holds no loadable tokenizer ({_first_line(err)}); "
+                "expected tokenizer.json and tokenizer_config.json from save_tokenizer"
+            ) from None
+        return _as_fast(tok, folder)
     return _load_from_hub(path_or_hub_id, trust_remote_code)
 
 
@@ -222,9 +229,15 @@ def _load_from_hub(hub_id: str, trust_remote_code: bool) -> PreTrainedTokenizerF
     except OSError as err:
         if offline or "couldn't connect" in str(err).lower():
             raise unreachable from None
-        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-        raise PolymnesiaError(f"cannot load tokenizer '{hub_id}' from the Hub: {first}") from None
+        raise PolymnesiaError(
+            f"cannot load tokenizer '{hub_id}' from the Hub: {_first_line(err)}"
+        ) from None
     return _as_fast(tok, hub_id)
+
+
+def _first_line(err: BaseException) -> str:
+    text = str(err).strip()
+    return text.splitlines()[0] if text else type(err).__name__
 
 
 def _from_pretrained(name: str, trust_remote_code: bool, *, local_only: bool) -> object:
