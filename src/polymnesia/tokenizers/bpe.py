@@ -226,7 +226,7 @@ def _load_from_hub(hub_id: str, trust_remote_code: bool) -> PreTrainedTokenizerF
     offline = bool(hub_constants.HF_HUB_OFFLINE) or not _hub_reachable(hub_constants.ENDPOINT)
     try:
         tok = _from_pretrained(hub_id, trust_remote_code, local_only=offline)
-    except OSError as err:
+    except (OSError, ValueError) as err:
         if offline or "couldn't connect" in str(err).lower():
             raise unreachable from None
         raise PolymnesiaError(
@@ -250,10 +250,11 @@ def _hub_reachable(endpoint: str, timeout: float = 3.0) -> bool:
     """True if a TCP connection to the Hub endpoint opens (or a proxy is configured)."""
     if any(os.environ.get(v) for v in ("HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy")):
         return True
-    host = endpoint.split("://", 1)[-1].split("/", 1)[0]
-    name, _, port = host.partition(":")
+    scheme, _, rest = endpoint.rpartition("://")
+    name, _, port = rest.split("/", 1)[0].partition(":")
+    default_port = 80 if scheme == "http" else 443
     try:
-        socket.create_connection((name, int(port or 443)), timeout=timeout).close()
+        socket.create_connection((name, int(port or default_port)), timeout=timeout).close()
     except OSError:
         return False
     return True
