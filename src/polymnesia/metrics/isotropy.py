@@ -79,19 +79,17 @@ def _group_sums(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per-group sums of H's rows (unit rows if ``normalise``), group sizes, each row's group.
 
-    Rows are visited in blocks of :data:`CHUNK` in group order, so each block
-    adds contiguous segments (``np.add.reduceat``) into the float64 result.
+    Rows are read in blocks of :data:`CHUNK`, in their own order (sequential
+    memory access), and scattered into the float64 result with ``np.add.at``.
     """
     _, inverse, counts = np.unique(ids, return_inverse=True, return_counts=True)
     inverse = inverse.reshape(-1)
-    order = np.argsort(inverse, kind="stable")
-    sorted_groups = inverse[order]
     sums = np.zeros((len(counts), H.shape[1]))
-    for a in range(0, len(order), CHUNK):
-        rows, groups = order[a : a + CHUNK], sorted_groups[a : a + CHUNK]
-        X = _unit(H[rows]) if normalise else H[rows].astype(np.float64)
-        starts = np.flatnonzero(np.r_[True, groups[1:] != groups[:-1]])
-        sums[groups[starts]] += np.add.reduceat(X, starts, axis=0)
+    for a in range(0, len(inverse), CHUNK):
+        block = H[a : a + CHUNK]
+        np.add.at(
+            sums, inverse[a : a + CHUNK], _unit(block) if normalise else block.astype(np.float64)
+        )
     return sums, counts, inverse
 
 
