@@ -13,7 +13,10 @@ def test_registry_lookup_and_suggestion():
     reg.add("alpha", 1, "first")
     reg.add("beta", 2)
     assert reg.get("alpha") == 1 and reg.names() == ["alpha", "beta"]
-    with pytest.raises(PolymnesiaError, match=r"unknown widget 'alpah' \(did you mean 'alpha'\?\); accepted: alpha, beta"):
+    with pytest.raises(
+        PolymnesiaError,
+        match=r"unknown widget 'alpah' \(did you mean 'alpha'\?\); accepted: alpha, beta",
+    ):
         reg.get("alpah")
     with pytest.raises(ValueError):
         reg.add("alpha", 3)

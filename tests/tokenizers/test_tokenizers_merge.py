@@ -5,13 +5,13 @@ from __future__ import annotations
 import json
 
 import pytest
+from tokenizers import Tokenizer, decoders, models, pre_tokenizers
 from tokenizers_corpus import BASE_LANGS, HELD_OUT, NEW_LANGS, sentences
 from transformers import PreTrainedTokenizerFast
 
 from polymnesia.errors import ConfigError, PolymnesiaError
 from polymnesia.tokenizers import load_tokenizer, merge_tokenizers, new_token_ids, save_tokenizer
 from polymnesia.tokenizers.merge import merge_tokenizer_json
-from tokenizers import Tokenizer, decoders, models, pre_tokenizers
 
 
 def _ids(tok, text):  # type: ignore[no-untyped-def]

@@ -18,21 +18,39 @@ def nano_model(seed: int = 0) -> torch.nn.Module:
     from transformers import MistralConfig, MistralForCausalLM
 
     torch.manual_seed(seed)
-    conf = MistralConfig(vocab_size=40, hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
-                         num_key_value_heads=1, intermediate_size=64, max_position_embeddings=64,
-                         tie_word_embeddings=False, sliding_window=None)
+    conf = MistralConfig(
+        vocab_size=40,
+        hidden_size=32,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        num_key_value_heads=1,
+        intermediate_size=64,
+        max_position_embeddings=64,
+        tie_word_embeddings=False,
+        sliding_window=None,
+    )
     return MistralForCausalLM(conf)
 
 
 def data() -> PackedLMData:
     g = torch.Generator().manual_seed(0)
     base = torch.arange(16) % 10 + 3  # a repeating pattern the model can learn
-    blocks = torch.stack([torch.roll(base, int(s)) for s in torch.randint(0, 10, (32,), generator=g)])
+    blocks = torch.stack(
+        [torch.roll(base, int(s)) for s in torch.randint(0, 10, (32,), generator=g)]
+    )
     return PackedLMData(blocks)
 
 
 def cfg(**kw) -> TrainConfig:  # type: ignore[no-untyped-def]
-    base = dict(steps=8, batch_size=8, block_size=16, lr=5e-3, log_every=1, checkpoint_every=4, progress_bar=False)
+    base = dict(
+        steps=8,
+        batch_size=8,
+        block_size=16,
+        lr=5e-3,
+        log_every=1,
+        checkpoint_every=4,
+        progress_bar=False,
+    )
     base.update(kw)
     return TrainConfig(**base)
 
@@ -91,6 +109,9 @@ class Poison(TrainingPlugin):
 
 
 def test_nan_loss_stops_with_step_and_checkpoint(tmp_path: Path):
-    with pytest.raises(TrainingDiverged, match=r"loss became nan at step 6; last good checkpoint: .*step_0000004 \(step 4\)"):
+    with pytest.raises(
+        TrainingDiverged,
+        match=r"loss became nan at step 6; last good checkpoint: .*step_0000004 \(step 4\)",
+    ):
         train(nano_model(), data(), cfg(), tmp_path, seed=0, plugins=[Poison()])
     assert (tmp_path / "checkpoints" / "step_0000004").is_dir()

@@ -39,7 +39,9 @@ def test_pack_documents_appends_eos_and_cuts_blocks():
 
 
 def test_padded_examples_mask_labels():
-    data = PaddedExamples([{"input_ids": [5, 6, 7], "labels": [-100, 6, 7]}, {"input_ids": [8]}], pad_id=0)
+    data = PaddedExamples(
+        [{"input_ids": [5, 6, 7], "labels": [-100, 6, 7]}, {"input_ids": [8]}], pad_id=0
+    )
     b = data.collate([0, 1])
     assert b["input_ids"].tolist() == [[5, 6, 7], [8, 0, 0]]
     assert b["labels"].tolist() == [[-100, 6, 7], [8, -100, -100]]

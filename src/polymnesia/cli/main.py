@@ -50,20 +50,26 @@ def _parse_options(items: list[str]) -> dict[str, Any]:
 def cmd_run(args: argparse.Namespace) -> int:
     import yaml
 
+    import polymnesia.stages  # noqa: F401
     from polymnesia.config import load_config
     from polymnesia.experiments import EXPERIMENTS
     from polymnesia.io import file_lock
     from polymnesia.pipeline.run_dir import default_run_dir, prepare_run_dir
     from polymnesia.pipeline.runner import describe_plan, plan, run_pipeline
-    import polymnesia.stages  # noqa: F401
 
     cfg = load_config(args.config, args.overrides)
     exp = EXPERIMENTS.get(cfg.experiment)
     specs = exp.build(cfg)
     run_dir = Path(args.run_dir) if args.run_dir else default_run_dir(cfg)
     if args.dry_run:
-        print(yaml.safe_dump(cfg.model_dump(mode="json"), sort_keys=False, allow_unicode=True).rstrip())
-        print(f"\n# run folder: {run_dir}\n# stages (reuse = cached, resume = interrupted, run = new):")
+        print(
+            yaml.safe_dump(
+                cfg.model_dump(mode="json"), sort_keys=False, allow_unicode=True
+            ).rstrip()
+        )
+        print(
+            f"\n# run folder: {run_dir}\n# stages (reuse = cached, resume = interrupted, run = new):"
+        )
         print(describe_plan(plan(specs)))
         return 0
     from accelerate import PartialState
@@ -86,10 +92,10 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
+    import polymnesia.stages  # noqa: F401
     from polymnesia.config import load_config
     from polymnesia.experiments import EXPERIMENTS
     from polymnesia.pipeline.runner import plan
-    import polymnesia.stages  # noqa: F401
 
     for path in args.configs:
         cfg = load_config(path, args.set or [])
@@ -135,19 +141,27 @@ def cmd_report(args: argparse.Namespace) -> int:
     run_dir = Path(args.run_dir)
     cfg = load_run_config(run_dir)
     if not (run_dir / "results" / "scores.jsonl").exists():
-        raise PolymnesiaError(f"{run_dir} has no results/scores.jsonl yet; run the experiment first")
+        raise PolymnesiaError(
+            f"{run_dir} has no results/scores.jsonl yet; run the experiment first"
+        )
     print(EXPERIMENTS.get(cfg.experiment).report(cfg, run_dir))
     return 0
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="polymnesia", description="Multilingual continual learning of language models.")
+    p = argparse.ArgumentParser(
+        prog="polymnesia", description="Multilingual continual learning of language models."
+    )
     sub = p.add_subparsers(dest="command", required=True)
     r = sub.add_parser("run", help="run an experiment config")
     r.add_argument("config")
     r.add_argument("overrides", nargs="*", help="key.path=value overrides")
     r.add_argument("--run-dir", help="run folder (default runs/NAME-CONFIGHASH)")
-    r.add_argument("--dry-run", action="store_true", help="print the resolved config and the stage plan, run nothing")
+    r.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="print the resolved config and the stage plan, run nothing",
+    )
     r.set_defaults(fn=cmd_run)
     v = sub.add_parser("validate", help="check configs without running anything")
     v.add_argument("configs", nargs="+")

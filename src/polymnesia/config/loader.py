@@ -54,7 +54,9 @@ def load_yaml(path: str | Path) -> dict[str, Any]:
     except OSError as e:
         raise ConfigError(f"cannot read config {p}: {e.strerror}") from None
     if not isinstance(data, dict):
-        raise ConfigError(f"config {p} must be a YAML mapping at the top level, got {type(data).__name__}")
+        raise ConfigError(
+            f"config {p} must be a YAML mapping at the top level, got {type(data).__name__}"
+        )
     return data
 
 
@@ -78,7 +80,9 @@ def apply_overrides(data: dict[str, Any], overrides: list[str]) -> dict[str, Any
             if nxt is None:
                 nxt = node[part] = {}
             if not isinstance(nxt, dict):
-                raise ConfigError(f"override '{key}': '{'.'.join(parts[: i + 1])}' is not a mapping")
+                raise ConfigError(
+                    f"override '{key}': '{'.'.join(parts[: i + 1])}' is not a mapping"
+                )
             node = nxt
         node[parts[-1]] = value
     return out
@@ -93,7 +97,9 @@ def _fields_at(model: type[BaseModel], loc: tuple[Any, ...]) -> list[str]:
             return []
         ann = fields[part].annotation
         candidates = [ann, *getattr(ann, "__args__", ())]
-        current = next((c for c in candidates if isinstance(c, type) and issubclass(c, BaseModel)), None)
+        current = next(
+            (c for c in candidates if isinstance(c, type) and issubclass(c, BaseModel)), None
+        )
         if current is None:
             return []
     return list(getattr(current, "model_fields", {}))

@@ -42,7 +42,9 @@ class LMStats:
         return self.nll / max(1, self.tokens)
 
 
-def encode_for_scoring(tokenizer, texts: Sequence[str], max_length: int) -> tuple[list[list[int]], list[int]]:  # type: ignore[no-untyped-def]
+def encode_for_scoring(
+    tokenizer, texts: Sequence[str], max_length: int
+) -> tuple[list[list[int]], list[int]]:  # type: ignore[no-untyped-def]
     """Token ids with BOS prepended, and the UTF-8 byte count each covers."""
     enc = tokenizer(list(texts), add_special_tokens=False)["input_ids"]
     bos = [tokenizer.bos_token_id] if tokenizer.bos_token_id is not None else []
@@ -51,7 +53,7 @@ def encode_for_scoring(tokenizer, texts: Sequence[str], max_length: int) -> tupl
         full = bos + list(ids)
         if len(full) > max_length:
             full = full[:max_length]
-            nbytes.append(len(tokenizer.decode(full[len(bos):]).encode("utf-8")))
+            nbytes.append(len(tokenizer.decode(full[len(bos) :]).encode("utf-8")))
         else:
             nbytes.append(len(text.encode("utf-8")))
         seqs.append(full)
@@ -59,8 +61,14 @@ def encode_for_scoring(tokenizer, texts: Sequence[str], max_length: int) -> tupl
 
 
 @torch.no_grad()
-def sequence_nll(model: torch.nn.Module, seqs: Sequence[Sequence[int]], *, pad_id: int, batch_size: int,
-                 device: torch.device | str = "cpu") -> tuple[list[float], list[int]]:
+def sequence_nll(
+    model: torch.nn.Module,
+    seqs: Sequence[Sequence[int]],
+    *,
+    pad_id: int,
+    batch_size: int,
+    device: torch.device | str = "cpu",
+) -> tuple[list[float], list[int]]:
     """Summed NLL (nats) and number of predicted tokens for each sequence, in input order."""
     order = sorted(range(len(seqs)), key=lambda i: len(seqs[i]))
     nll = [0.0] * len(seqs)
@@ -77,7 +85,9 @@ def sequence_nll(model: torch.nn.Module, seqs: Sequence[Sequence[int]], *, pad_i
             mask[row, : len(seqs[i])] = 1
         ids, mask = ids.to(device), mask.to(device)
         logits = model(input_ids=ids, attention_mask=mask).logits.float()  # (B, L, V)
-        tok_nll = F.cross_entropy(logits[:, :-1].transpose(1, 2), ids[:, 1:], reduction="none")  # (B, L-1)
+        tok_nll = F.cross_entropy(
+            logits[:, :-1].transpose(1, 2), ids[:, 1:], reduction="none"
+        )  # (B, L-1)
         tok_mask = mask[:, 1:].float()
         sums = (tok_nll * tok_mask).sum(dim=1).tolist()
         counts = tok_mask.sum(dim=1).long().tolist()
@@ -97,8 +107,15 @@ def _all_reduce(values: list[float]) -> list[float]:
     return t.tolist()
 
 
-def lm_stats(model: torch.nn.Module, tokenizer, texts: Sequence[str], *, batch_size: int = 32,  # type: ignore[no-untyped-def]
-             max_length: int = 512, device: torch.device | str | None = None) -> LMStats:
+def lm_stats(
+    model: torch.nn.Module,
+    tokenizer,
+    texts: Sequence[str],
+    *,
+    batch_size: int = 32,  # type: ignore[no-untyped-def]
+    max_length: int = 512,
+    device: torch.device | str | None = None,
+) -> LMStats:
     """Likelihood statistics of ``texts`` (sharded over processes when distributed)."""
     import torch.distributed as dist
 
@@ -109,7 +126,11 @@ def lm_stats(model: torch.nn.Module, tokenizer, texts: Sequence[str], *, batch_s
     device = device or next(model.parameters()).device
     seqs, nbytes = encode_for_scoring(tokenizer, mine, max_length)
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
-    nll, count = sequence_nll(model, seqs, pad_id=pad, batch_size=batch_size, device=device) if seqs else ([], [])
+    nll, count = (
+        sequence_nll(model, seqs, pad_id=pad, batch_size=batch_size, device=device)
+        if seqs
+        else ([], [])
+    )
     words = sum(len(t.split()) for t in mine)
     tot = _all_reduce([sum(nll), float(sum(count)), float(sum(nbytes)), float(words)])
     return LMStats(nll=tot[0], tokens=int(tot[1]), bytes=int(tot[2]), words=int(tot[3]))

@@ -31,7 +31,9 @@ class LanguageModelingConfig(ExperimentConfig):
     tokenizer: TokenizerConfig = Field(default_factory=TokenizerConfig)
     model: ModelConfig = Field(default_factory=ModelConfig)
     train: TrainConfig = Field(default_factory=TrainConfig)
-    mixture_temperature: float = Field(3.0, gt=0, description="language sampling temperature of the pretraining mixture")
+    mixture_temperature: float = Field(
+        3.0, gt=0, description="language sampling temperature of the pretraining mixture"
+    )
     evaluate: EvalConfig = Field(default_factory=EvalConfig)
 
 
@@ -39,29 +41,70 @@ def data_stage(cfg: LanguageModelingConfig | ExperimentConfig, languages: list[s
     from polymnesia.stages.data import PrepareDataParams
 
     d: DataConfig = cfg.data  # type: ignore[attr-defined]
-    return StageSpec("data", "prepare_data", PrepareDataParams(
-        source=d.source, options=d.options, languages=languages, split_fractions=d.split_fractions,
-        split_seed=d.split_seed, max_train_per_lang=d.max_train_per_lang, max_eval_per_lang=d.max_eval_per_lang))
+    return StageSpec(
+        "data",
+        "prepare_data",
+        PrepareDataParams(
+            source=d.source,
+            options=d.options,
+            languages=languages,
+            split_fractions=d.split_fractions,
+            split_seed=d.split_seed,
+            max_train_per_lang=d.max_train_per_lang,
+            max_eval_per_lang=d.max_eval_per_lang,
+        ),
+    )
 
 
 def tokenizer_stage(cfg: ExperimentConfig, t: TokenizerConfig, languages: list[str]) -> StageSpec:
     from polymnesia.stages.tokenizer import TrainTokenizerParams
 
-    return StageSpec("tokenizer", "train_tokenizer", TrainTokenizerParams(
-        languages=languages, vocab_size=t.vocab_size, temperature=t.temperature, sample_texts=t.sample_texts,
-        min_frequency=t.min_frequency, seed=cfg.seed, name_or_path=t.name_or_path), {"data": "data"})
+    return StageSpec(
+        "tokenizer",
+        "train_tokenizer",
+        TrainTokenizerParams(
+            languages=languages,
+            vocab_size=t.vocab_size,
+            temperature=t.temperature,
+            sample_texts=t.sample_texts,
+            min_frequency=t.min_frequency,
+            seed=cfg.seed,
+            name_or_path=t.name_or_path,
+        ),
+        {"data": "data"},
+    )
 
 
-def evaluate_stage(name: str, label: str, model_stage: str, groups: GroupsConfig, e: EvalConfig,
-                   size: str | None = None) -> StageSpec:
+def evaluate_stage(
+    name: str,
+    label: str,
+    model_stage: str,
+    groups: GroupsConfig,
+    e: EvalConfig,
+    size: str | None = None,
+) -> StageSpec:
     from polymnesia.stages.evaluate_lm import EvaluateLMParams
 
-    return StageSpec(name, "evaluate_lm", EvaluateLMParams(
-        label=label, size=size, languages=groups.group_of(), split=e.split, max_texts_per_lang=e.max_texts_per_lang,
-        batch_size=e.batch_size, max_length=e.max_length), {"data": "data", "model": model_stage})
+    return StageSpec(
+        name,
+        "evaluate_lm",
+        EvaluateLMParams(
+            label=label,
+            size=size,
+            languages=groups.group_of(),
+            split=e.split,
+            max_texts_per_lang=e.max_texts_per_lang,
+            batch_size=e.batch_size,
+            max_length=e.max_length,
+        ),
+        {"data": "data", "model": model_stage},
+    )
 
 
-@EXPERIMENTS.register("language_modeling", "tokenizer + decoder from scratch, perplexity and bits/byte by language group (quickstart)")
+@EXPERIMENTS.register(
+    "language_modeling",
+    "tokenizer + decoder from scratch, perplexity and bits/byte by language group (quickstart)",
+)
 class LanguageModeling(Experiment):
     Config = LanguageModelingConfig
 
@@ -74,9 +117,18 @@ class LanguageModeling(Experiment):
         return [
             data_stage(cfg, cfg.groups.all()),
             tokenizer_stage(cfg, cfg.tokenizer, langs),
-            StageSpec("pretrain", "pretrain", PretrainParams(
-                model=cfg.model, train=cfg.train, languages=langs, temperature=cfg.mixture_temperature,
-                seed=cfg.seed), {"data": "data", "tokenizer": "tokenizer"}),
+            StageSpec(
+                "pretrain",
+                "pretrain",
+                PretrainParams(
+                    model=cfg.model,
+                    train=cfg.train,
+                    languages=langs,
+                    temperature=cfg.mixture_temperature,
+                    seed=cfg.seed,
+                ),
+                {"data": "data", "tokenizer": "tokenizer"},
+            ),
             evaluate_stage("evaluate", cfg.label, "pretrain", cfg.groups, cfg.evaluate),
         ]
 

@@ -21,8 +21,15 @@ def describe_language(code: str) -> dict[str, Any]:
     return {"name": lang.name, "script": lang.script}
 
 
-def lm_tables(report: Report, run_dir: Path, scores: list[Score], groups: dict[str, list[str]],
-              headline: str, model_order: list[str] | None = None, number: int = 1) -> None:
+def lm_tables(
+    report: Report,
+    run_dir: Path,
+    scores: list[Score],
+    groups: dict[str, list[str]],
+    headline: str,
+    model_order: list[str] | None = None,
+    number: int = 1,
+) -> None:
     """Table 1 of paper 000 for the headline metric and the other one, plus per-language tables."""
     results = run_dir / "results"
     others = [m for m in ("bits_per_byte", "perplexity") if m != headline]
@@ -30,25 +37,51 @@ def lm_tables(report: Report, run_dir: Path, scores: list[Score], groups: dict[s
         if not any(s.metric == metric for s in scores):
             continue
         title = f"Table {number}{'' if i == 0 else chr(ord('a') + i)}: {METRIC_TITLES.get(metric, metric)} by language group"
-        t = group_table(scores, metric, groups, model_order=model_order, name=f"table{number}_{metric}",
-                        title=title, caption="mu_overall averages all evaluated languages.",
-                        higher_is_better=False)
+        t = group_table(
+            scores,
+            metric,
+            groups,
+            model_order=model_order,
+            name=f"table{number}_{metric}",
+            title=title,
+            caption="mu_overall averages all evaluated languages.",
+            higher_is_better=False,
+        )
         write_table(results, t)
         report.heading(t.title, 3).table(t)
     for metric in [headline, *others]:
         if any(s.metric == metric for s in scores):
-            t = language_table(scores, metric, groups, model_order=model_order, describe=describe_language,
-                               name=f"{metric}_by_language", title=f"{METRIC_TITLES.get(metric, metric)} per language")
+            t = language_table(
+                scores,
+                metric,
+                groups,
+                model_order=model_order,
+                describe=describe_language,
+                name=f"{metric}_by_language",
+                title=f"{METRIC_TITLES.get(metric, metric)} per language",
+            )
             write_table(results, t)
             report.heading(t.title, 3).table(t)
 
 
-def lm_bar_plot(report: Report, run_dir: Path, scores: list[Score], groups: dict[str, list[str]],
-                metric: str, model_order: list[str] | None = None) -> None:
+def lm_bar_plot(
+    report: Report,
+    run_dir: Path,
+    scores: list[Score],
+    groups: dict[str, list[str]],
+    metric: str,
+    model_order: list[str] | None = None,
+) -> None:
     rel = f"plots/{metric}_by_language.png"
-    bar_by_language([s for s in scores if s.metric == metric], metric, groups, run_dir / rel,
-                    model_order=model_order, title=f"{METRIC_TITLES.get(metric, metric)} per language (lower is better)",
-                    ylabel=METRIC_TITLES.get(metric, metric))
+    bar_by_language(
+        [s for s in scores if s.metric == metric],
+        metric,
+        groups,
+        run_dir / rel,
+        model_order=model_order,
+        title=f"{METRIC_TITLES.get(metric, metric)} per language (lower is better)",
+        ylabel=METRIC_TITLES.get(metric, metric),
+    )
     report.image(rel, f"{METRIC_TITLES.get(metric, metric)} per language, coloured by group.")
 
 
@@ -62,6 +95,11 @@ def training_curves(report: Report, run_dir: Path) -> None:
             ys.append(rec["loss"])
     if series:
         rel = "plots/training_loss.png"
-        line_plot(series, run_dir / rel, xlabel="optimizer step", ylabel="training loss (nats/token)",
-                  title="Training loss")
+        line_plot(
+            series,
+            run_dir / rel,
+            xlabel="optimizer step",
+            ylabel="training loss (nats/token)",
+            title="Training loss",
+        )
         report.image(rel, "Training loss of each training stage.")

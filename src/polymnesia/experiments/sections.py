@@ -20,17 +20,27 @@ class DataConfig(StrictModel):
     """Where the text comes from and how it is split."""
 
     source: str = Field("bible", description="data source (polymnesia ls sources)")
-    options: dict[str, Any] = Field(default_factory=dict, description="options passed to the source")
-    split_fractions: tuple[float, float, float] = Field((0.8, 0.1, 0.1), description="train/validation/test by aligned id")
+    options: dict[str, Any] = Field(
+        default_factory=dict, description="options passed to the source"
+    )
+    split_fractions: tuple[float, float, float] = Field(
+        (0.8, 0.1, 0.1), description="train/validation/test by aligned id"
+    )
     split_seed: int = 0
-    max_train_per_lang: int | None = Field(3000, gt=0, description="cap on training texts per language")
-    max_eval_per_lang: int | None = Field(300, gt=0, description="cap on validation and test texts per language")
+    max_train_per_lang: int | None = Field(
+        3000, gt=0, description="cap on training texts per language"
+    )
+    max_eval_per_lang: int | None = Field(
+        300, gt=0, description="cap on validation and test texts per language"
+    )
 
     @field_validator("source")
     @classmethod
     def _known_source(cls, v: str) -> str:
-        from polymnesia.data.sources import SOURCES
-        from polymnesia.data.sources import builtin  # noqa: F401
+        from polymnesia.data.sources import (
+            SOURCES,
+            builtin,  # noqa: F401
+        )
         from polymnesia.errors import unknown
 
         if v not in SOURCES:
@@ -43,7 +53,9 @@ class GroupsConfig(StrictModel):
 
     pretraining: list[str] = Field(description="languages the base model is pretrained on")
     adapting: list[str] = Field(default_factory=list, description="languages added by adaptation")
-    other: list[str] = Field(default_factory=list, description="languages in neither split (evaluation only)")
+    other: list[str] = Field(
+        default_factory=list, description="languages in neither split (evaluation only)"
+    )
 
     @field_validator("pretraining", "adapting", "other")
     @classmethod
@@ -76,8 +88,12 @@ class TokenizerConfig(StrictModel):
     """A byte-level BPE trained on a temperature-sampled mixture, or a Hub/local tokenizer."""
 
     name_or_path: str | None = Field(None, description="use this tokenizer instead of training one")
-    vocab_size: int = Field(8000, ge=300, description="size of the trained vocabulary (paper 000: 32,000)")
-    temperature: float = Field(3.0, gt=0, description="language sampling temperature for the training mixture")
+    vocab_size: int = Field(
+        8000, ge=300, description="size of the trained vocabulary (paper 000: 32,000)"
+    )
+    temperature: float = Field(
+        3.0, gt=0, description="language sampling temperature for the training mixture"
+    )
     sample_texts: int = Field(20000, gt=0, description="texts drawn for tokenizer training")
     min_frequency: int = Field(2, ge=1)
 
@@ -86,8 +102,13 @@ class EvalConfig(StrictModel):
     """Per-language likelihood evaluation."""
 
     split: str = Field("test", pattern="^(validation|test)$")
-    max_texts_per_lang: int | None = Field(None, gt=0, description="cap (default: all prepared texts)")
+    max_texts_per_lang: int | None = Field(
+        None, gt=0, description="cap (default: all prepared texts)"
+    )
     batch_size: int = Field(64, gt=0)
     max_length: int = Field(256, gt=1)
-    headline: str = Field("bits_per_byte", pattern="^(bits_per_byte|perplexity)$",
-                          description="metric of the headline table (bits per byte compares vocabularies fairly)")
+    headline: str = Field(
+        "bits_per_byte",
+        pattern="^(bits_per_byte|perplexity)$",
+        description="metric of the headline table (bits per byte compares vocabularies fairly)",
+    )

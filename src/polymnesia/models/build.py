@@ -16,15 +16,21 @@ from polymnesia.models.presets import PRESETS
 class ModelConfig(StrictModel):
     """Which model: a preset or explicit dimensions for a Mistral built from scratch, or a Hub id/folder."""
 
-    preset: str | None = Field("tiny", description="size preset (polymnesia ls presets); ignored with name_or_path")
-    name_or_path: str | None = Field(None, description="a Hub model id or a local HF model folder to start from")
+    preset: str | None = Field(
+        "tiny", description="size preset (polymnesia ls presets); ignored with name_or_path"
+    )
+    name_or_path: str | None = Field(
+        None, description="a Hub model id or a local HF model folder to start from"
+    )
     hidden_size: int | None = Field(None, gt=0, description="override the preset's width")
     num_hidden_layers: int | None = Field(None, gt=0)
     num_attention_heads: int | None = Field(None, gt=0)
     num_key_value_heads: int | None = Field(None, gt=0)
     intermediate_size: int | None = Field(None, gt=0)
     max_position_embeddings: int = Field(2048, gt=0)
-    tie_word_embeddings: bool = Field(False, description="tie the LM head to the input embeddings (Mistral: untied)")
+    tie_word_embeddings: bool = Field(
+        False, description="tie the LM head to the input embeddings (Mistral: untied)"
+    )
     dropout: float = Field(0.0, ge=0.0, lt=1.0, description="attention dropout")
     dtype: Literal["float32", "bfloat16", "float16"] = "float32"
     trust_remote_code: bool = Field(False, description="only for Hub models that need it")
@@ -48,7 +54,9 @@ class ModelConfig(StrictModel):
                 f"model.hidden_size {dims['hidden_size']} is not divisible by num_attention_heads {dims['num_attention_heads']}"
             )
         if dims["num_attention_heads"] % dims["num_key_value_heads"]:
-            raise PolymnesiaError("model.num_attention_heads must be a multiple of num_key_value_heads")
+            raise PolymnesiaError(
+                "model.num_attention_heads must be a multiple of num_key_value_heads"
+            )
         return dims
 
 
@@ -85,11 +93,15 @@ def load_model(name_or_path: str | Path, *, trust_remote_code: bool = False) -> 
         raise PolymnesiaError(f"model folder not found: {name_or_path}")
     try:
         return AutoModelForCausalLM.from_pretrained(
-            str(name_or_path), trust_remote_code=trust_remote_code, use_safetensors=True if local else None
+            str(name_or_path),
+            trust_remote_code=trust_remote_code,
+            use_safetensors=True if local else None,
         )
     except OSError as e:
         if local:
-            raise PolymnesiaError(f"cannot load model from {name_or_path}: {str(e).splitlines()[0]}") from None
+            raise PolymnesiaError(
+                f"cannot load model from {name_or_path}: {str(e).splitlines()[0]}"
+            ) from None
         raise PolymnesiaError(
             f"cannot load Hub model '{name_or_path}': the Hugging Face Hub is unreachable or the id is wrong; "
             "offline, build a model from a preset (model.preset) or point model.name_or_path at a local folder"

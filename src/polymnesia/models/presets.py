@@ -31,6 +31,18 @@ PRESETS.add("tiny", Preset(128, 2, 4, 2, 384), "128 wide, 2 layers: the quicksta
 PRESETS.add("mini", Preset(192, 3, 6, 2, 576), "192 wide, 3 layers: CPU scale sweeps")
 PRESETS.add("small", Preset(256, 4, 8, 4, 768), "256 wide, 4 layers: a few minutes on a GPU")
 PRESETS.add("base", Preset(512, 8, 8, 4, 1536), "512 wide, 8 layers (~30M body parameters)")
-PRESETS.add("paper-400m", Preset(1024, 24, 16, 8, 3584), "about 400M parameters with a 32k vocabulary (paper 000)")
-PRESETS.add("paper-782m", Preset(1536, 24, 16, 8, 4480), "about 780M parameters with a 32k vocabulary (paper 000)")
-PRESETS.add("paper-1.6b", Preset(2048, 28, 16, 8, 6144), "about 1.6B parameters with a 32k vocabulary (paper 000)")
+PRESETS.add(
+    "paper-400m",
+    Preset(1024, 24, 16, 8, 3584),
+    "about 400M parameters with a 32k vocabulary (paper 000)",
+)
+PRESETS.add(
+    "paper-782m",
+    Preset(1536, 24, 16, 8, 4480),
+    "about 780M parameters with a 32k vocabulary (paper 000)",
+)
+PRESETS.add(
+    "paper-1.6b",
+    Preset(2048, 28, 16, 8, 6144),
+    "about 1.6B parameters with a 32k vocabulary (paper 000)",
+)

@@ -51,11 +51,16 @@ def prepare_run_dir(run_dir: Path, config: Any) -> None:
                 f"(hash {str(old.get('config_hash'))[:8]} vs {h[:8]}); pass another --run-dir"
             )
     elif run_dir.exists() and any(p for p in run_dir.iterdir() if p.name != ".lock"):
-        raise PolymnesiaError(f"run folder {run_dir} exists and is not a polymnesia run; pass another --run-dir")
+        raise PolymnesiaError(
+            f"run folder {run_dir} exists and is not a polymnesia run; pass another --run-dir"
+        )
     run_dir.mkdir(parents=True, exist_ok=True)
     atomic_write_yaml(run_dir / "config.yaml", config.model_dump(mode="json"))
     if not record.exists():
-        atomic_write_json(record, {"experiment": config.experiment, "name": config.name, "config_hash": h, "stages": {}})
+        atomic_write_json(
+            record,
+            {"experiment": config.experiment, "name": config.name, "config_hash": h, "stages": {}},
+        )
 
 
 def update_run_record(run_dir: Path, stage: str, info: dict[str, Any]) -> None:

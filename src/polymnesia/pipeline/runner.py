@@ -50,7 +50,9 @@ def plan(specs: list[StageSpec]) -> list[PlannedStage]:
         STAGES.get(spec.kind)  # unknown kinds fail here, with suggestions
         for role, up in spec.inputs.items():
             if up not in fps:
-                raise PolymnesiaError(f"stage '{spec.name}' input '{role}' refers to unknown or later stage '{up}'")
+                raise PolymnesiaError(
+                    f"stage '{spec.name}' input '{role}' refers to unknown or later stage '{up}'"
+                )
         fp = spec.fingerprint(fps)
         fps[spec.name] = fp
         entry = entry_dir(spec.kind, fp)
@@ -68,7 +70,9 @@ def describe_plan(planned: list[PlannedStage]) -> str:
     lines = []
     for p in planned:
         ins = ", ".join(f"{r}<-{u}" for r, u in p.spec.inputs.items()) or "-"
-        lines.append(f"  {p.status:6s} {p.spec.name:28s} {p.spec.kind:18s} {p.fingerprint[:12]}  inputs: {ins}")
+        lines.append(
+            f"  {p.status:6s} {p.spec.name:28s} {p.spec.kind:18s} {p.fingerprint[:12]}  inputs: {ins}"
+        )
     return "\n".join(lines)
 
 
@@ -78,16 +82,37 @@ def _run_one(p: PlannedStage, inputs: dict[str, Path], run_dir: Path | None, is_
         shutil.rmtree(p.entry)  # a non-resumable stage restarts clean
     if is_main:
         p.entry.mkdir(parents=True, exist_ok=True)
-        atomic_write_json(p.entry / "spec.json", {"name": p.spec.name, "kind": p.spec.kind,
-                                                  "version": cls.version, "fingerprint": p.fingerprint,
-                                                  "params": json.loads(json.dumps(p.spec.params.model_dump(mode="json") if hasattr(p.spec.params, "model_dump") else p.spec.params))})
-    ctx = StageContext(spec=p.spec, out_dir=p.entry, inputs=inputs, run_dir=run_dir, is_main_process=is_main)
+        atomic_write_json(
+            p.entry / "spec.json",
+            {
+                "name": p.spec.name,
+                "kind": p.spec.kind,
+                "version": cls.version,
+                "fingerprint": p.fingerprint,
+                "params": json.loads(
+                    json.dumps(
+                        p.spec.params.model_dump(mode="json")
+                        if hasattr(p.spec.params, "model_dump")
+                        else p.spec.params
+                    )
+                ),
+            },
+        )
+    ctx = StageContext(
+        spec=p.spec, out_dir=p.entry, inputs=inputs, run_dir=run_dir, is_main_process=is_main
+    )
     start = time.time()
     scores = cls().run(ctx)
     if is_main:
         write_jsonl_atomic(p.entry / "scores.jsonl", [asdict(s) for s in scores])
-        atomic_write_json(p.entry / MARKER, {"fingerprint": p.fingerprint, "seconds": round(time.time() - start, 3),
-                                             "finished": time.strftime("%Y-%m-%dT%H:%M:%S")})
+        atomic_write_json(
+            p.entry / MARKER,
+            {
+                "fingerprint": p.fingerprint,
+                "seconds": round(time.time() - start, 3),
+                "finished": time.strftime("%Y-%m-%dT%H:%M:%S"),
+            },
+        )
 
 
 def run_pipeline(
@@ -113,7 +138,11 @@ def run_pipeline(
                 log(f"[polymnesia] {p.status:6s} {p.spec.name} ({p.spec.kind})")
             cls = STAGES.get(p.spec.kind)
             if cls.distributed:
-                lock = file_lock(p.entry.with_suffix(".lock"), f"stage cache entry {p.entry}") if is_main else None
+                lock = (
+                    file_lock(p.entry.with_suffix(".lock"), f"stage cache entry {p.entry}")
+                    if is_main
+                    else None
+                )
                 if lock:
                     lock.__enter__()
                 try:
@@ -128,8 +157,16 @@ def run_pipeline(
         entries[p.spec.name] = p.entry
         if is_main and run_dir is not None:
             rd.link_stage(run_dir, p.spec.name, p.entry)
-            rd.update_run_record(run_dir, p.spec.name, {"kind": p.spec.kind, "fingerprint": p.fingerprint,
-                                                        "status": p.status, "entry": str(p.entry)})
+            rd.update_run_record(
+                run_dir,
+                p.spec.name,
+                {
+                    "kind": p.spec.kind,
+                    "fingerprint": p.fingerprint,
+                    "status": p.status,
+                    "entry": str(p.entry),
+                },
+            )
             rd.merge_stage_outputs(run_dir, entries)
     return entries
 

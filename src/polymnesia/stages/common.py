@@ -32,8 +32,16 @@ def save_model_and_tokenizer(model: torch.nn.Module, tokenizer: Any, folder: Pat
         tokenizer.save_pretrained(tmp)
 
 
-def packed_mixture(data_dir: Path, tokenizer: Any, languages: list[str], *, temperature: float,
-                   block_size: int, seed: int, split: str = "train") -> torch.Tensor:
+def packed_mixture(
+    data_dir: Path,
+    tokenizer: Any,
+    languages: list[str],
+    *,
+    temperature: float,
+    block_size: int,
+    seed: int,
+    split: str = "train",
+) -> torch.Tensor:
     """Temperature-sampled documents of ``languages``, tokenized with BOS, packed with EOS."""
     texts = {lang: read_texts(data_dir, lang, split) for lang in languages}
     total = sum(len(v) for v in texts.values())
@@ -51,6 +59,9 @@ def validation_eval_fn(data_dir: Path, tokenizer: Any, languages: list[str], per
 
     def evaluate(model: torch.nn.Module) -> dict[str, float]:
         stats = lm_stats(model, tokenizer, texts, batch_size=32, max_length=256)
-        return {"val_loss": round(stats.loss, 5), "val_bits_per_byte": round(stats.bits_per_byte, 5)}
+        return {
+            "val_loss": round(stats.loss, 5),
+            "val_bits_per_byte": round(stats.bits_per_byte, 5),
+        }
 
     return evaluate

@@ -35,15 +35,23 @@ class PrepareData(Stage):
         p: PrepareDataParams = ctx.params
         source = get_source(p.source, **p.options)
         source.fetch()
-        caps = {"train": p.max_train_per_lang, "validation": p.max_eval_per_lang, "test": p.max_eval_per_lang}
-        splits = load_splits(source, p.languages, p.split_fractions, p.split_seed,
-                             {k: v for k, v in caps.items() if v is not None})
+        caps = {
+            "train": p.max_train_per_lang,
+            "validation": p.max_eval_per_lang,
+            "test": p.max_eval_per_lang,
+        }
         counts: dict[str, dict[str, int]] = {}
-        for lang, by_split in splits.items():
+        for lang in p.languages:  # one language at a time keeps memory small
+            by_split = load_splits(source, [lang], p.split_fractions, p.split_seed)[lang]
             counts[lang] = {}
             for split in SPLITS:
-                recs = by_split.get(split, [])
-                rows = [{"id": r.id, "lang": r.lang, "text": r.text, "label": r.label, "meta": r.meta} for r in recs]
+                recs = by_split.get(split, [])[
+                    : caps[split]
+                ]  # first texts in source (aligned-id) order
+                rows = [
+                    {"id": r.id, "lang": r.lang, "text": r.text, "label": r.label, "meta": r.meta}
+                    for r in recs
+                ]
                 write_jsonl_atomic(ctx.out_dir / lang / f"{split}.jsonl", rows)
                 counts[lang][split] = len(rows)
         atomic_write_json(ctx.out_dir / "manifest.json", {"source": p.source, "counts": counts})

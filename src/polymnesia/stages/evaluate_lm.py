@@ -38,7 +38,20 @@ class EvaluateLM(Stage):
             texts = read_texts(ctx.input("data"), lang, p.split, p.max_texts_per_lang)
             st = lm_stats(model, tokenizer, texts, batch_size=p.batch_size, max_length=p.max_length)
             extra = {"nll": st.nll, "tokens": st.tokens, "bytes": st.bytes, "texts": len(texts)}
-            for metric, value in (("perplexity", st.perplexity), ("bits_per_byte", st.bits_per_byte)):
-                scores.append(Score(model=p.label, lang=lang, metric=metric, value=value, group=group,
-                                    size=p.size, params=n_params, extra=extra))
+            for metric, value in (
+                ("perplexity", st.perplexity),
+                ("bits_per_byte", st.bits_per_byte),
+            ):
+                scores.append(
+                    Score(
+                        model=p.label,
+                        lang=lang,
+                        metric=metric,
+                        value=value,
+                        group=group,
+                        size=p.size,
+                        params=n_params,
+                        extra=extra,
+                    )
+                )
         return scores

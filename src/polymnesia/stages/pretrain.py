@@ -23,10 +23,14 @@ class PretrainParams(StrictModel):
     languages: list[str]
     temperature: float = 3.0
     seed: int = 0
-    plugins: list[dict[str, Any]] = Field(default_factory=list, description="training plugins by name")
+    plugins: list[dict[str, Any]] = Field(
+        default_factory=list, description="training plugins by name"
+    )
 
 
-@STAGES.register("pretrain", "train a causal LM on a temperature-sampled language mixture into model/")
+@STAGES.register(
+    "pretrain", "train a causal LM on a temperature-sampled language mixture into model/"
+)
 class Pretrain(Stage):
     version = "1"
     distributed = True
@@ -37,19 +41,44 @@ class Pretrain(Stage):
 
         p: PretrainParams = ctx.params
         tokenizer = load_tokenizer(str(ctx.input("tokenizer") / "tokenizer"))
-        blocks = packed_mixture(ctx.input("data"), tokenizer, p.languages, temperature=p.temperature,
-                                block_size=p.train.block_size, seed=p.seed)
+        blocks = packed_mixture(
+            ctx.input("data"),
+            tokenizer,
+            p.languages,
+            temperature=p.temperature,
+            block_size=p.train.block_size,
+            seed=p.seed,
+        )
         model = build_model(p.model, tokenizer, seed=p.seed)
         from polymnesia.training.data import PackedLMData
 
-        eval_fn = validation_eval_fn(ctx.input("data"), tokenizer, p.languages) if p.train.eval_every else None
-        model, result = train(model, PackedLMData(blocks), p.train, ctx.out_dir, seed=p.seed,
-                              plugins=build_plugins(p.plugins), eval_fn=eval_fn, tracker_name=ctx.spec.name)
+        eval_fn = (
+            validation_eval_fn(ctx.input("data"), tokenizer, p.languages)
+            if p.train.eval_every
+            else None
+        )
+        model, result = train(
+            model,
+            PackedLMData(blocks),
+            p.train,
+            ctx.out_dir,
+            seed=p.seed,
+            plugins=build_plugins(p.plugins),
+            eval_fn=eval_fn,
+            tracker_name=ctx.spec.name,
+        )
         if ctx.is_main_process:
             save_model_and_tokenizer(model, tokenizer, ctx.out_dir / "model")
-            atomic_write_json(ctx.out_dir / "train_summary.json", {
-                "steps": result.steps, "final_loss": result.final_loss, "tokens": result.tokens,
-                "seconds": round(result.seconds, 2), "resumed_from": result.resumed_from,
-                "parameters": count_parameters(model), "blocks": int(blocks.shape[0]),
-            })
+            atomic_write_json(
+                ctx.out_dir / "train_summary.json",
+                {
+                    "steps": result.steps,
+                    "final_loss": result.final_loss,
+                    "tokens": result.tokens,
+                    "seconds": round(result.seconds, 2),
+                    "resumed_from": result.resumed_from,
+                    "parameters": count_parameters(model),
+                    "blocks": int(blocks.shape[0]),
+                },
+            )
         return []

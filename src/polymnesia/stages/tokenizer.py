@@ -18,7 +18,9 @@ class TrainTokenizerParams(StrictModel):
     name_or_path: str | None = None
 
 
-@STAGES.register("train_tokenizer", "train a byte-level BPE tokenizer (or load a given one) into tokenizer/")
+@STAGES.register(
+    "train_tokenizer", "train a byte-level BPE tokenizer (or load a given one) into tokenizer/"
+)
 class TrainTokenizer(Stage):
     version = "1"
 
@@ -30,7 +32,13 @@ class TrainTokenizer(Stage):
             tok = load_tokenizer(p.name_or_path)
         else:
             texts = {lang: read_texts(ctx.input("data"), lang, "train") for lang in p.languages}
-            tok = train_bpe_mixture(texts, p.vocab_size, temperature=p.temperature, total=p.sample_texts,
-                                    seed=p.seed, min_frequency=p.min_frequency)
+            tok = train_bpe_mixture(
+                texts,
+                p.vocab_size,
+                temperature=p.temperature,
+                total=p.sample_texts,
+                seed=p.seed,
+                min_frequency=p.min_frequency,
+            )
         save_tokenizer(tok, ctx.out_dir / "tokenizer")
         return []

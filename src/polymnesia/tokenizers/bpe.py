@@ -29,12 +29,12 @@ import socket
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
+from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
 from transformers import AutoTokenizer, PreTrainedTokenizerFast
 
 from polymnesia.data.sampling import sample_mixture
 from polymnesia.errors import ConfigError, PolymnesiaError
 from polymnesia.io import atomic_dir
-from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
 
 UNK, BOS, EOS, PAD = "<unk>", "<s>", "</s>", "<pad>"
 IM_START, IM_END = "<|im_start|>", "<|im_end|>"

@@ -45,10 +45,10 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from tokenizers import Tokenizer
 from transformers import AutoTokenizer, PreTrainedTokenizerFast
 
 from polymnesia.errors import ConfigError, PolymnesiaError
-from tokenizers import Tokenizer
 
 Merge = tuple[str, str]
 

@@ -13,12 +13,18 @@ class TrainConfig(StrictModel):
     """Optimisation settings shared by every training stage (AdamW, warmup + cosine)."""
 
     steps: int = Field(200, gt=0, description="optimizer steps")
-    batch_size: int = Field(16, gt=0, description="global batch in sequences, over all processes and accumulation")
+    batch_size: int = Field(
+        16, gt=0, description="global batch in sequences, over all processes and accumulation"
+    )
     grad_accum: int = Field(1, gt=0, description="micro-batches accumulated per optimizer step")
     block_size: int = Field(128, gt=1, description="tokens per sequence (packed LM data)")
     lr: float = Field(1e-3, gt=0, description="peak learning rate")
-    warmup_ratio: float = Field(0.1, ge=0, le=1, description="share of steps with linear warmup (paper: 10%)")
-    min_lr_ratio: float = Field(0.0, ge=0, le=1, description="final learning rate as a share of the peak")
+    warmup_ratio: float = Field(
+        0.1, ge=0, le=1, description="share of steps with linear warmup (paper: 10%)"
+    )
+    min_lr_ratio: float = Field(
+        0.0, ge=0, le=1, description="final learning rate as a share of the peak"
+    )
     weight_decay: float = Field(0.0, ge=0, description="AdamW weight decay (paper: 0)")
     betas: tuple[float, float] = (0.9, 0.95)
     eps: float = Field(1e-8, gt=0)
@@ -36,7 +42,9 @@ class TrainConfig(StrictModel):
     @model_validator(mode="after")
     def _check(self) -> TrainConfig:
         if self.batch_size % self.grad_accum:
-            raise ValueError(f"batch_size {self.batch_size} must be divisible by grad_accum {self.grad_accum}")
+            raise ValueError(
+                f"batch_size {self.batch_size} must be divisible by grad_accum {self.grad_accum}"
+            )
         return self
 
     @property

@@ -71,8 +71,10 @@ def default_param_groups(model: torch.nn.Module, cfg: TrainConfig) -> list[dict[
     for p in model.parameters():
         if p.requires_grad:
             (decay if p.ndim >= 2 else no_decay).append(p)
-    groups = [{"name": "decay", "params": decay, "weight_decay": cfg.weight_decay},
-              {"name": "no_decay", "params": no_decay, "weight_decay": 0.0}]
+    groups = [
+        {"name": "decay", "params": decay, "weight_decay": cfg.weight_decay},
+        {"name": "no_decay", "params": no_decay, "weight_decay": 0.0},
+    ]
     return [g for g in groups if g["params"]]
 
 
@@ -111,7 +113,9 @@ def _save_checkpoint(acc: Any, ckpt_dir: Path, step: int, keep: int) -> None:
     acc.wait_for_everyone()
 
 
-def _micro_batches(data: TrainData, indices: list[int], cfg: TrainConfig, acc: Any) -> list[dict[str, torch.Tensor]]:
+def _micro_batches(
+    data: TrainData, indices: list[int], cfg: TrainConfig, acc: Any
+) -> list[dict[str, torch.Tensor]]:
     """This process's share of each micro-batch of one global batch."""
     per_micro = len(indices) // cfg.grad_accum
     per_proc = per_micro // acc.num_processes
@@ -124,7 +128,10 @@ def _micro_batches(data: TrainData, indices: list[int], cfg: TrainConfig, acc: A
 
 
 def _count_tokens(batches: list[dict[str, torch.Tensor]]) -> int:
-    return sum(int(b["attention_mask"].sum()) if "attention_mask" in b else b["input_ids"].numel() for b in batches)
+    return sum(
+        int(b["attention_mask"].sum()) if "attention_mask" in b else b["input_ids"].numel()
+        for b in batches
+    )
 
 
 def train(
@@ -147,8 +154,11 @@ def train(
     from accelerate import Accelerator
     from accelerate.utils import set_seed
 
-    acc = Accelerator(mixed_precision=cfg.mixed_precision, log_with=list(cfg.trackers) or None,
-                      project_dir=str(out_dir))
+    acc = Accelerator(
+        mixed_precision=cfg.mixed_precision,
+        log_with=list(cfg.trackers) or None,
+        project_dir=str(out_dir),
+    )
     per_proc = cfg.batch_size // cfg.grad_accum
     if per_proc % acc.num_processes:
         raise TrainingDiverged(
@@ -158,7 +168,9 @@ def train(
     groups: list[dict[str, Any]] = default_param_groups(model, cfg)
     for p in plugins:
         groups = p.param_groups(model, groups)
-    base = lambda s: warmup_cosine(s, warmup=cfg.warmup_steps, total=cfg.steps, min_ratio=cfg.min_lr_ratio)  # noqa: E731
+    base = lambda s: warmup_cosine(
+        s, warmup=cfg.warmup_steps, total=cfg.steps, min_ratio=cfg.min_lr_ratio
+    )  # noqa: E731
     lambdas = [g.pop("lr_lambda", base) for g in groups]
     for g in groups:
         g.pop("name", None)
@@ -181,18 +193,24 @@ def train(
             write_jsonl_atomic(metrics_path, kept)
     elif acc.is_main_process and metrics_path.exists():
         metrics_path.unlink()
-    state = LoopState(model=model, optimizer=optimizer, accelerator=acc, total_steps=cfg.steps, step=counters.step)
+    state = LoopState(
+        model=model, optimizer=optimizer, accelerator=acc, total_steps=cfg.steps, step=counters.step
+    )
     for p in plugins:
         p.setup(state)
     if cfg.trackers:
         acc.init_trackers(tracker_name, config=cfg.model_dump(mode="json"))
 
-    kill_at = int(os.environ.get("POLYMNESIA_TEST_KILL_AT_STEP", "0"))  # fault injection for resume tests
+    kill_at = int(
+        os.environ.get("POLYMNESIA_TEST_KILL_AT_STEP", "0")
+    )  # fault injection for resume tests
     bar = None
     if cfg.progress_bar and acc.is_main_process:
         from tqdm.auto import tqdm
 
-        bar = tqdm(total=cfg.steps, initial=counters.step, desc=tracker_name, mininterval=1.0, leave=False)
+        bar = tqdm(
+            total=cfg.steps, initial=counters.step, desc=tracker_name, mininterval=1.0, leave=False
+        )
     model.train()
     t0, tok0 = time.time(), counters.tokens
     while counters.step < cfg.steps:
@@ -220,11 +238,19 @@ def train(
             p.after_optimizer_step(state)
         if bar is not None:
             bar.update(1)
-            bar.set_postfix(loss=f"{loss_val:.3f}", tok_s=f"{(counters.tokens - tok0) / max(1e-9, time.time() - t0):.0f}")
+            bar.set_postfix(
+                loss=f"{loss_val:.3f}",
+                tok_s=f"{(counters.tokens - tok0) / max(1e-9, time.time() - t0):.0f}",
+            )
         do_eval = eval_fn is not None and cfg.eval_every and counters.step % cfg.eval_every == 0
         if do_eval or counters.step % cfg.log_every == 0 or counters.step == cfg.steps:
-            rec = {"step": counters.step, "loss": round(loss_val, 6), "lr": scheduler.get_last_lr()[0],
-                   "tokens": counters.tokens, "tokens_per_s": round((counters.tokens - tok0) / max(1e-9, time.time() - t0), 1)}
+            rec = {
+                "step": counters.step,
+                "loss": round(loss_val, 6),
+                "lr": scheduler.get_last_lr()[0],
+                "tokens": counters.tokens,
+                "tokens_per_s": round((counters.tokens - tok0) / max(1e-9, time.time() - t0), 1),
+            }
             if do_eval and eval_fn is not None:
                 model.eval()
                 rec.update(eval_fn(acc.unwrap_model(model)))
@@ -241,5 +267,7 @@ def train(
         bar.close()
     if cfg.trackers:
         acc.end_training()
-    result = TrainResult(counters.step, counters.loss, counters.tokens, time.time() - t0, resumed_from)
+    result = TrainResult(
+        counters.step, counters.loss, counters.tokens, time.time() - t0, resumed_from
+    )
     return acc.unwrap_model(model), result

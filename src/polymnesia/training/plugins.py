@@ -46,7 +46,9 @@ class TrainingPlugin:
 
     name: str = "plugin"
 
-    def param_groups(self, model: torch.nn.Module, groups: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    def param_groups(
+        self, model: torch.nn.Module, groups: list[dict[str, Any]]
+    ) -> list[dict[str, Any]]:
         """Edit the optimizer's parameter groups (each may carry an ``lr_lambda``)."""
         return groups
 
@@ -81,6 +83,8 @@ def build_plugins(specs: list[dict[str, Any]]) -> list[TrainingPlugin]:
         options = dict(spec)
         name = options.pop("name", None)
         if not name:
-            raise PolymnesiaError(f"training plugin entry {spec} has no 'name'; accepted: {', '.join(PLUGINS.names())}")
+            raise PolymnesiaError(
+                f"training plugin entry {spec} has no 'name'; accepted: {', '.join(PLUGINS.names())}"
+            )
         out.append(PLUGINS.get(name)(**options))
     return out

@@ -25,4 +25,6 @@ def windowed(step: int, *, window: int, warmup: int, total: int, min_ratio: floa
     Used for the token embeddings under active forgetting: the reference code
     (Chen et al. 2023) restarts the embeddings' schedule after every reset.
     """
-    return warmup_cosine(step % window, warmup=warmup, total=min(window, total), min_ratio=min_ratio)
+    return warmup_cosine(
+        step % window, warmup=warmup, total=min(window, total), min_ratio=min_ratio
+    )

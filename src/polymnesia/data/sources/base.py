@@ -40,7 +40,7 @@ class Source(ABC):
 SOURCES: Registry[type[Source]] = Registry("data source")
 
 
-def get_source(name: str, **options: Any) -> Source:
+def get_source(name: str, /, **options: Any) -> Source:
     """Build a registered source by name (importing the built-in sources first)."""
     import polymnesia.data.sources.builtin  # noqa: F401  (registers bible, udhr, local, hf)
 
