@@ -8,6 +8,7 @@ Every training stage calls :func:`train`; methods plug in through
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
 import os
 import re
@@ -168,9 +169,9 @@ def train(
     groups: list[dict[str, Any]] = default_param_groups(model, cfg)
     for p in plugins:
         groups = p.param_groups(model, groups)
-    base = lambda s: warmup_cosine(
-        s, warmup=cfg.warmup_steps, total=cfg.steps, min_ratio=cfg.min_lr_ratio
-    )  # noqa: E731
+    base = functools.partial(
+        warmup_cosine, warmup=cfg.warmup_steps, total=cfg.steps, min_ratio=cfg.min_lr_ratio
+    )
     lambdas = [g.pop("lr_lambda", base) for g in groups]
     for g in groups:
         g.pop("name", None)
