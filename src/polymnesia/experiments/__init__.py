@@ -1,6 +1,8 @@
-"""Experiment protocols, one module each, registered by name."""
+"""Experiment protocols, one module each, registered by name when this package is imported."""
 
-from polymnesia.experiments import language_modeling  # noqa: E402,F401  (registers)
 from polymnesia.experiments.base import EXPERIMENTS, Experiment, ExperimentConfig
+from polymnesia.registry_imports import import_submodules
+
+import_submodules(__name__)
 
 __all__ = ["EXPERIMENTS", "Experiment", "ExperimentConfig"]

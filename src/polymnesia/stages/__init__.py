@@ -1,3 +1,5 @@
-"""Built-in stage kinds; importing this package registers them (``polymnesia ls stages``)."""
+"""Built-in stage kinds; importing this package registers every module in it (``polymnesia ls stages``)."""
 
-from polymnesia.stages import data, evaluate_lm, pretrain, tokenizer  # noqa: F401
+from polymnesia.registry_imports import import_submodules
+
+import_submodules(__name__)
