@@ -1,0 +1,258 @@
+"""Sequence classification on top of a causal LM (or any Hub encoder/decoder).
+
+Inputs follow :mod:`polymnesia.evaluation.likelihood`: each text is encoded
+without special tokens and BOS is prepended (when the tokenizer has one);
+examples longer than ``max_length`` tokens are *truncated at the end* (the
+label of a verse does not depend on its tail). Decoder classifiers
+(``MistralForSequenceClassification``) pool the last non-padding token, so
+batches are padded on the right with ``config.pad_token_id``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+import torch
+
+from polymnesia.errors import DataError, PolymnesiaError
+
+Kind = Literal["sequence", "token"]
+HEAD_SEED = 1234  # default seed of the new classification head (see load_classifier)
+
+
+def _bos(tokenizer: Any) -> list[int]:
+    return [tokenizer.bos_token_id] if tokenizer.bos_token_id is not None else []
+
+
+def build_sequence_examples(
+    records: list[dict[str, Any]], tokenizer: Any, max_length: int
+) -> list[dict[str, Any]]:
+    """Prepared records -> ``{"input_ids", "labels": int, "lang", "id"}`` (BOS + text, truncated).
+
+    Records without a label (``label`` is None) are skipped: they cannot be
+    trained or scored. ``max_length`` counts BOS.
+    """
+    if max_length < 2:
+        raise PolymnesiaError(f"max_length must be at least 2 (BOS + one token), got {max_length}")
+    kept = [r for r in records if r.get("label") is not None]
+    if not kept:
+        return []
+    enc = tokenizer([r["text"] for r in kept], add_special_tokens=False)["input_ids"]
+    bos = _bos(tokenizer)
+    return [
+        {
+            "input_ids": (bos + list(ids))[:max_length],
+            "labels": int(r["label"]),
+            "lang": r["lang"],
+            "id": r["id"],
+        }
+        for r, ids in zip(kept, enc, strict=True)
+    ]
+
+
+class ClassificationData:
+    """Examples for the training loop (``TrainData``): right-padded batches.
+
+    ``labels`` is ``[B]`` for sequence examples (an int label) and ``[B, L]``
+    (``-100`` on padding) for token examples (a list of labels).
+    """
+
+    def __init__(self, examples: list[dict[str, Any]], pad_id: int) -> None:
+        if not examples:
+            raise DataError("no labelled examples to train on")
+        self.examples, self.pad_id = list(examples), int(pad_id)
+
+    def __len__(self) -> int:
+        return len(self.examples)
+
+    def collate(self, indices: Sequence[int]) -> dict[str, torch.Tensor]:
+        return collate_examples([self.examples[i] for i in indices], self.pad_id)
+
+
+def collate_examples(rows: Sequence[dict[str, Any]], pad_id: int) -> dict[str, torch.Tensor]:
+    """Right-pad ``rows`` into ``input_ids``, ``attention_mask`` and ``labels`` tensors."""
+    width = max(len(r["input_ids"]) for r in rows)
+    ids = torch.full((len(rows), width), pad_id, dtype=torch.long)
+    mask = torch.zeros((len(rows), width), dtype=torch.long)
+    token = isinstance(rows[0]["labels"], list)
+    labels = torch.full((len(rows), width), -100, dtype=torch.long) if token else None
+    for i, r in enumerate(rows):
+        n = len(r["input_ids"])
+        ids[i, :n] = torch.tensor(r["input_ids"], dtype=torch.long)
+        mask[i, :n] = 1
+        if labels is not None:
+            labels[i, :n] = torch.tensor(r["labels"], dtype=torch.long)
+    if labels is None:
+        labels = torch.tensor([int(r["labels"]) for r in rows], dtype=torch.long)
+    return {"input_ids": ids, "attention_mask": mask, "labels": labels}
+
+
+def resolve_model_folder(model_folder: str | Path) -> str:
+    """A model stage's entry (holding ``model/``), the ``model/`` folder itself, or a Hub id."""
+    path = Path(model_folder)
+    if (path / "model" / "config.json").exists():
+        return str(path / "model")
+    if path.exists():
+        if not (path / "config.json").exists():
+            raise PolymnesiaError(f"{path} holds no model (no config.json there or in model/)")
+        return str(path)
+    if str(model_folder).startswith((".", "/")):
+        raise PolymnesiaError(f"model folder not found: {model_folder}")
+    return str(model_folder)
+
+
+def load_classifier(
+    model_folder: str | Path,
+    num_labels: int,
+    kind: Kind = "sequence",
+    *,
+    seed: int = HEAD_SEED,
+) -> tuple[torch.nn.Module, Any]:
+    """A classifier (``AutoModelFor{Sequence,Token}Classification``) and its tokenizer.
+
+    The body comes from ``model_folder`` (a causal-LM folder written by a model
+    stage, or a Hub id); its LM head is dropped. The new head (every parameter
+    outside ``model.base_model_prefix``) is re-initialised from
+    ``torch.Generator().manual_seed(seed)``: weights ~ N(0, initializer_range),
+    biases 0, so the same seed gives the same head whatever the global RNG.
+    ``config.pad_token_id`` is set from the tokenizer (EOS when it has no pad).
+    """
+    from transformers import AutoModelForSequenceClassification, AutoModelForTokenClassification
+
+    from polymnesia.tokenizers.bpe import load_tokenizer
+
+    if kind not in ("sequence", "token"):
+        raise PolymnesiaError(f"classifier kind must be 'sequence' or 'token', got '{kind}'")
+    if num_labels < 2:
+        raise PolymnesiaError(f"a classifier needs at least 2 labels, got {num_labels}")
+    where = resolve_model_folder(model_folder)
+    tokenizer = load_tokenizer(where)
+    if tokenizer.pad_token_id is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    auto = (
+        AutoModelForSequenceClassification
+        if kind == "sequence"
+        else AutoModelForTokenClassification
+    )
+    try:
+        model = auto.from_pretrained(where, num_labels=num_labels)
+    except (OSError, ValueError) as e:
+        raise PolymnesiaError(
+            f"cannot load a {kind} classifier from {where}: {str(e).splitlines()[0]}"
+        ) from None
+    model.config.pad_token_id = tokenizer.pad_token_id
+    init_head(model, seed)
+    return model, tokenizer
+
+
+def head_parameters(model: torch.nn.Module) -> list[tuple[str, torch.nn.Parameter]]:
+    """Parameters outside the shared body (``base_model_prefix``): the task head."""
+    prefix = getattr(model, "base_model_prefix", "model") + "."
+    return [(n, p) for n, p in model.named_parameters() if not n.startswith(prefix)]
+
+
+@torch.no_grad()
+def init_head(model: torch.nn.Module, seed: int) -> None:
+    gen = torch.Generator().manual_seed(seed)
+    std = float(getattr(model.config, "initializer_range", 0.02))
+    for _, p in head_parameters(model):
+        if p.ndim >= 2:
+            p.copy_(torch.randn(p.shape, generator=gen) * std)
+        else:
+            p.zero_()
+
+
+@torch.no_grad()
+def predict(
+    model: torch.nn.Module, examples: list[dict[str, Any]], batch_size: int = 64
+) -> list[int] | list[list[int]]:
+    """Predicted labels in input order: an int per sequence example, or for token
+    examples a list with one label per scored position (``labels != -100``)."""
+    if not examples:
+        return []
+    pad_raw: Any = getattr(model.config, "pad_token_id", None)
+    pad = 0 if pad_raw is None else int(pad_raw)
+    device = next(model.parameters()).device
+    token = isinstance(examples[0]["labels"], list)
+    order = sorted(range(len(examples)), key=lambda i: len(examples[i]["input_ids"]))
+    out: list[Any] = [None] * len(examples)
+    was_training = model.training
+    model.eval()
+    for start in range(0, len(order), batch_size):
+        idx = order[start : start + batch_size]
+        batch = collate_examples([examples[i] for i in idx], pad)
+        logits = model(
+            input_ids=batch["input_ids"].to(device),
+            attention_mask=batch["attention_mask"].to(device),
+        ).logits
+        pred = logits.argmax(dim=-1).cpu()
+        for row, i in enumerate(idx):
+            if token:
+                keep = batch["labels"][row] != -100
+                out[i] = pred[row][keep].tolist()
+            else:
+                out[i] = int(pred[row])
+    model.train(was_training)
+    return out
+
+
+def evaluate_by_language(
+    model: torch.nn.Module,
+    examples_by_lang: dict[str, list[dict[str, Any]]],
+    *,
+    kind: Kind = "sequence",
+    metric: str = "accuracy",
+    batch_size: int = 64,
+    tag_names: Sequence[str] | None = None,
+) -> dict[str, float]:
+    """``metric`` per language, predicting every language's examples in one batched pass.
+
+    ``accuracy`` and ``macro_f1`` (sequence; macro-F1 over ``0..num_labels-1``),
+    token ``accuracy`` over scored positions, ``span_f1`` over BIO tags
+    (``tag_names`` maps label ids to tag strings; default ``config.id2label``).
+    Languages with no examples are left out.
+    """
+    from polymnesia.metrics.classification import accuracy, macro_f1, span_f1
+
+    accepted = {"sequence": ("accuracy", "macro_f1"), "token": ("accuracy", "span_f1")}
+    if metric not in accepted.get(kind, ()):
+        raise PolymnesiaError(
+            f"metric '{metric}' does not fit kind '{kind}'; accepted: {', '.join(accepted.get(kind, ()))}"
+        )
+    langs = [lang for lang, ex in examples_by_lang.items() if ex]
+    flat = [e for lang in langs for e in examples_by_lang[lang]]
+    preds = predict(model, flat, batch_size)
+    scores, start = {}, 0
+    for lang in langs:
+        n = len(examples_by_lang[lang])
+        p, gold_ex = preds[start : start + n], flat[start : start + n]
+        start += n
+        scores[lang] = _score(
+            p, gold_ex, kind, metric, model, tag_names, accuracy, macro_f1, span_f1
+        )
+    return scores
+
+
+def _gold_token_labels(ex: dict[str, Any]) -> list[int]:
+    return [int(x) for x in ex["labels"] if int(x) != -100]
+
+
+def _score(preds, gold_ex, kind, metric, model, tag_names, accuracy, macro_f1, span_f1) -> float:  # type: ignore[no-untyped-def]
+    if kind == "sequence":
+        gold = [int(e["labels"]) for e in gold_ex]
+        if metric == "macro_f1":
+            return float(macro_f1(preds, gold, n_labels=int(model.config.num_labels)))
+        return float(accuracy(preds, gold))
+    golds = [_gold_token_labels(e) for e in gold_ex]
+    if metric == "accuracy":
+        return float(accuracy([x for p in preds for x in p], [x for g in golds for x in g]))
+    names = (
+        list(tag_names)
+        if tag_names is not None
+        else [model.config.id2label[i] for i in range(int(model.config.num_labels))]
+    )
+    return float(
+        span_f1([[names[x] for x in p] for p in preds], [[names[x] for x in g] for g in golds])
+    )

@@ -1,0 +1,103 @@
+"""Hand-checkable tests of polymnesia.tasks.classification and the TaskConfig section."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from tasks_helpers import record  # type: ignore[import-not-found]
+
+from polymnesia.errors import DataError, PolymnesiaError
+from polymnesia.tasks import (
+    ClassificationData,
+    TaskConfig,
+    build_sequence_examples,
+    evaluate_by_language,
+    infer_num_labels,
+    load_classifier,
+    predict,
+)
+
+
+def test_sequence_examples_prepend_bos_truncate_and_skip_unlabelled(tiny_tok) -> None:  # type: ignore[no-untyped-def]
+    recs = [record(1, "en", "the earth", 3), record(2, "en", "no label", None)]
+    ex = build_sequence_examples(recs, tiny_tok, max_length=64)
+    ids = tiny_tok("the earth", add_special_tokens=False)["input_ids"]
+    assert ex == [
+        {"input_ids": [tiny_tok.bos_token_id, *ids], "labels": 3, "lang": "en", "id": "1.1.1"}
+    ]
+    short = build_sequence_examples(recs, tiny_tok, max_length=2)
+    assert short[0]["input_ids"] == [tiny_tok.bos_token_id, ids[0]]
+    with pytest.raises(PolymnesiaError, match="max_length"):
+        build_sequence_examples(recs, tiny_tok, max_length=1)
+
+
+def test_classification_data_right_pads() -> None:
+    data = ClassificationData(
+        [{"input_ids": [1, 5, 6], "labels": 2}, {"input_ids": [1, 7], "labels": 0}], pad_id=3
+    )
+    b = data.collate([1, 0])
+    assert len(data) == 2
+    assert b["input_ids"].tolist() == [[1, 7, 3], [1, 5, 6]]
+    assert b["attention_mask"].tolist() == [[1, 1, 0], [1, 1, 1]]
+    assert b["labels"].tolist() == [0, 2]
+    tok = ClassificationData([{"input_ids": [1, 5], "labels": [-100, 4]}], pad_id=0).collate([0, 0])
+    assert tok["labels"].tolist() == [[-100, 4], [-100, 4]]
+    with pytest.raises(DataError):
+        ClassificationData([], pad_id=0)
+
+
+def test_load_classifier_head_seed_and_pad(lm_folder, tiny_tok) -> None:  # type: ignore[no-untyped-def]
+    m1, tok = load_classifier(lm_folder, num_labels=9)
+    torch.manual_seed(99)  # the global RNG must not matter
+    m2, _ = load_classifier(lm_folder / "model", num_labels=9)
+    assert m1.config.pad_token_id == tok.pad_token_id == tiny_tok.pad_token_id
+    assert torch.equal(m1.score.weight, m2.score.weight)
+    assert m1.score.weight.shape[0] == 9 and float(m1.score.weight.detach().std()) > 0
+    m3, _ = load_classifier(lm_folder, num_labels=9, seed=7)
+    assert not torch.equal(m1.score.weight, m3.score.weight)
+    from polymnesia.models import load_model
+
+    lm = load_model(lm_folder / "model")
+    assert torch.equal(lm.model.embed_tokens.weight, m1.model.embed_tokens.weight)  # body kept
+    with pytest.raises(PolymnesiaError, match="not found"):
+        load_classifier("/nonexistent/folder", num_labels=2)
+
+
+def test_predict_matches_unbatched_logits(lm_folder, tiny_tok) -> None:  # type: ignore[no-untyped-def]
+    model, tok = load_classifier(lm_folder, num_labels=3)
+    recs = [
+        record(i, "en", t, i % 3)
+        for i, t in enumerate(["the earth", "God created the heavens and the earth", "void"])
+    ]
+    ex = build_sequence_examples(recs, tok, 32)
+    got = predict(model, ex, batch_size=2)
+    want = [int(model(input_ids=torch.tensor([e["input_ids"]])).logits.argmax()) for e in ex]
+    assert got == want
+
+
+def test_evaluate_by_language_equals_per_language_accuracy(lm_folder) -> None:  # type: ignore[no-untyped-def]
+    model, tok = load_classifier(lm_folder, num_labels=2)
+    en = build_sequence_examples(
+        [record(i, "en", "the earth and the deep", i % 2) for i in range(4)], tok, 32
+    )
+    de = build_sequence_examples([record(i, "de", "die Erde", 1) for i in range(3)], tok, 32)
+    scores = evaluate_by_language(model, {"en": en, "de": de, "fr": []})
+    assert set(scores) == {"en", "de"}
+    p_en, p_de = predict(model, en), predict(model, de)
+    assert scores["en"] == pytest.approx(
+        sum(int(p == e["labels"]) for p, e in zip(p_en, en, strict=True)) / 4
+    )
+    assert scores["de"] == pytest.approx(sum(int(p == 1) for p in p_de) / 3)
+    assert scores["en"] == 0.5  # identical texts -> one prediction, half the labels
+    with pytest.raises(PolymnesiaError, match="accepted"):
+        evaluate_by_language(model, {"en": en}, metric="span_f1")
+
+
+def test_task_config_and_num_labels() -> None:
+    assert TaskConfig().kind == "sequence"
+    with pytest.raises(ValueError, match="accepted"):
+        TaskConfig(kind="sequence", metric="span_f1")
+    assert infer_num_labels([record(1, "en", "a", 8), record(2, "en", "b", None)]) == 9
+    assert infer_num_labels([record(1, "en", "a b", None, tags=[0, 3])], kind="token") == 4
+    with pytest.raises(DataError):
+        infer_num_labels([record(1, "en", "a", None)])
