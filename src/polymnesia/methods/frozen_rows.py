@@ -1,0 +1,104 @@
+"""Training plugin ``frozen_rows``: train only new embedding rows (and the LM head).
+
+Paper 000, section 3 (vocabulary expansion): after merging the adapting
+vocabulary, "only the new token embeddings" and the LM head are trained, the
+Transformer stack and the base embedding rows stay frozen.
+
+How "frozen" is made exact:
+
+* ``param_groups``: with ``freeze_body`` every parameter other than the input
+  embeddings and the LM head gets ``requires_grad=False`` and leaves the
+  optimizer (so it cannot move at all);
+* ``before_optimizer_step``: the gradient rows ``< first_trainable_row`` of
+  the embedding matrix (and of a tied head, which is the same matrix) are
+  zeroed, so they add nothing to the Adam moments;
+* ``after_optimizer_step``: those rows are copied back from a snapshot taken
+  at setup. Masking gradients alone is not enough: AdamW's decoupled weight
+  decay still shrinks rows with zero gradient (reference-semantics.md, "pitfalls
+  seen in the field"). Restoring makes them bit-identical for any weight decay.
+
+An untied LM head is trained whole (all rows), as in the paper ("the new
+head"); ``freeze_head_rows=True`` freezes its old rows too.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from polymnesia.errors import ConfigError
+from polymnesia.training.plugins import PLUGINS, LoopState, TrainingPlugin
+
+
+def mask_rows_(grad: torch.Tensor | None, n_frozen: int) -> None:
+    """Zero the gradient of rows ``[0, n_frozen)`` in place."""
+    if grad is not None:
+        grad[:n_frozen].zero_()
+
+
+@PLUGINS.register(
+    "frozen_rows",
+    "train only embedding rows >= first_trainable_row and the LM head; old rows stay bit-identical",
+)
+class FrozenRows(TrainingPlugin):
+    name = "frozen_rows"
+
+    def __init__(
+        self, first_trainable_row: int, freeze_body: bool = True, freeze_head_rows: bool = False
+    ) -> None:
+        if isinstance(first_trainable_row, bool) or not isinstance(first_trainable_row, int):
+            raise ConfigError(
+                f"frozen_rows first_trainable_row must be an integer, got {first_trainable_row!r}"
+            )
+        if first_trainable_row < 0:
+            raise ConfigError(f"frozen_rows first_trainable_row must be >= 0, got {first_trainable_row}")
+        self.n_frozen = first_trainable_row
+        self.freeze_body, self.freeze_head_rows = freeze_body, freeze_head_rows
+        self._snapshots: list[tuple[torch.Tensor, torch.Tensor]] = []
+
+    def _matrices(self, model: torch.nn.Module) -> list[torch.nn.Parameter]:
+        """Parameters whose first rows are frozen: the input embeddings (+ head rows if asked)."""
+        emb = model.get_input_embeddings()  # type: ignore[operator]
+        if emb is None:
+            raise ConfigError("frozen_rows needs a model with input embeddings")
+        if self.n_frozen > emb.weight.shape[0]:
+            raise ConfigError(
+                f"frozen_rows first_trainable_row {self.n_frozen} exceeds the vocabulary "
+                f"({emb.weight.shape[0]} rows)"
+            )
+        out = [emb.weight]
+        head = model.get_output_embeddings()  # type: ignore[operator]
+        if self.freeze_head_rows and head is not None and head.weight is not emb.weight:
+            out.append(head.weight)
+        return out
+
+    def param_groups(
+        self, model: torch.nn.Module, groups: list[dict[str, Any]]
+    ) -> list[dict[str, Any]]:
+        if not self.freeze_body:
+            return groups
+        keep = {id(model.get_input_embeddings().weight)}  # type: ignore[operator]
+        head = model.get_output_embeddings()  # type: ignore[operator]
+        if head is not None:
+            keep.add(id(head.weight))
+        for p in model.parameters():
+            if id(p) not in keep:
+                p.requires_grad_(False)
+        for g in groups:
+            g["params"] = [p for p in g["params"] if id(p) in keep]
+        return [g for g in groups if g["params"]]
+
+    def setup(self, state: LoopState) -> None:
+        self._snapshots = [
+            (w, w.detach()[: self.n_frozen].clone()) for w in self._matrices(state.unwrapped)
+        ]
+
+    def before_optimizer_step(self, state: LoopState) -> None:
+        for w, _ in self._snapshots:
+            mask_rows_(w.grad, self.n_frozen)
+
+    @torch.no_grad()
+    def after_optimizer_step(self, state: LoopState) -> None:
+        for w, frozen in self._snapshots:
+            w[: self.n_frozen].copy_(frozen)

@@ -1,0 +1,59 @@
+"""A tiny Mistral and random packed data for plugin tests (hand-checkable, seconds)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from polymnesia.training.config import TrainConfig
+from polymnesia.training.data import PackedLMData
+from polymnesia.training.loop import train
+
+VOCAB = 50
+
+
+def tiny_model(tied: bool = False, seed: int = 0) -> torch.nn.Module:
+    from transformers import MistralConfig, MistralForCausalLM
+
+    conf = MistralConfig(
+        vocab_size=VOCAB,
+        hidden_size=16,
+        intermediate_size=32,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        num_key_value_heads=1,
+        max_position_embeddings=64,
+        tie_word_embeddings=tied,
+        pad_token_id=0,
+        bos_token_id=1,
+        eos_token_id=2,
+        sliding_window=None,
+    )
+    torch.manual_seed(seed)
+    return MistralForCausalLM(conf)
+
+
+def random_data(n: int = 64, block: int = 12, seed: int = 0) -> PackedLMData:
+    g = torch.Generator().manual_seed(seed)
+    return PackedLMData(torch.randint(3, VOCAB, (n, block), generator=g))
+
+
+def train_cfg(steps: int, **kw: Any) -> TrainConfig:
+    base = dict(
+        steps=steps,
+        batch_size=4,
+        block_size=12,
+        lr=1e-2,
+        warmup_ratio=0.0,
+        log_every=1,
+        checkpoint_every=1000,
+        progress_bar=False,
+    )
+    base.update(kw)
+    return TrainConfig(**base)
+
+
+def run(model: torch.nn.Module, steps: int, out: Path, plugins: list[Any], **kw: Any) -> Any:
+    return train(model, random_data(), train_cfg(steps, **kw), out, seed=0, plugins=plugins)
