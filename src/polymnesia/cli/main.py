@@ -72,9 +72,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         )
         print(describe_plan(plan(specs)))
         return 0
-    from accelerate import PartialState
+    from polymnesia.training.distributed import partial_state
 
-    state = PartialState()
+    state = partial_state()
     if state.is_main_process:
         prepare_run_dir(run_dir, cfg)
         lock = file_lock(run_dir / ".lock", f"run folder {run_dir}")

@@ -122,9 +122,9 @@ def run_pipeline(
     log: Callable[[str], None] = print,
 ) -> dict[str, Path]:
     """Execute ``specs`` in order; return stage name -> cache entry folder."""
-    from accelerate import PartialState
+    from polymnesia.training.distributed import partial_state
 
-    state = PartialState()
+    state = partial_state()
     is_main = state.is_main_process
     planned = plan(specs)
     entries: dict[str, Path] = {}

@@ -26,6 +26,7 @@ from polymnesia.errors import TrainingDiverged
 from polymnesia.io import append_jsonl, read_jsonl, write_jsonl_atomic
 from polymnesia.training.config import TrainConfig
 from polymnesia.training.data import IndexStream, TrainData
+from polymnesia.training.distributed import use_cpu
 from polymnesia.training.plugins import LoopState, StepFn, TrainingPlugin
 from polymnesia.training.schedule import warmup_cosine
 
@@ -156,6 +157,7 @@ def train(
     from accelerate.utils import set_seed
 
     acc = Accelerator(
+        cpu=use_cpu(),
         mixed_precision=cfg.mixed_precision,
         log_with=list(cfg.trackers) or None,
         project_dir=str(out_dir),
@@ -264,6 +266,8 @@ def train(
             os.kill(os.getpid(), signal.SIGKILL)
         if counters.step % cfg.checkpoint_every == 0 or counters.step == cfg.steps:
             _save_checkpoint(acc, ckpt_dir, counters.step, cfg.keep_checkpoints)
+        if state.extras.get("stop_training"):  # a plugin (e.g. early stopping) ends training
+            break
     if bar is not None:
         bar.close()
     if cfg.trackers:

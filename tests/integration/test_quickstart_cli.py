@@ -1,0 +1,125 @@
+"""The quickstart protocol end to end through the CLI, on the packaged UDHR with a nano model."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from smoke import SMOKE
+
+from polymnesia.cli.main import main
+from polymnesia.io import read_jsonl
+
+pytestmark = pytest.mark.integration
+CONFIG = str(Path(__file__).resolve().parents[2] / "configs" / "quickstart.yaml")
+
+
+def run_cli(*args: str) -> int:
+    return main(["run", CONFIG, *SMOKE, *args])
+
+
+def test_run_writes_tables_plots_report_and_reuses(isolated_cache: Path, tmp_path: Path, capsys):
+    run = tmp_path / "run"
+    assert run_cli("--run-dir", str(run)) == 0
+    for rel in (
+        "config.yaml",
+        "run.json",
+        "metrics.jsonl",
+        "results/scores.jsonl",
+        "report.md",
+        "report.html",
+        "results/table1_bits_per_byte.csv",
+        "results/table1_bits_per_byte.md",
+        "results/bits_per_byte_by_language.csv",
+        "plots/bits_per_byte_by_language.png",
+        "plots/training_loss.png",
+    ):
+        assert (run / rel).is_file(), rel
+    scores = read_jsonl(run / "results" / "scores.jsonl")
+    langs = {s["lang"] for s in scores if s["metric"] == "bits_per_byte"}
+    assert langs == {"en", "ru", "ar", "zh", "fr", "ja", "de", "hi"}
+    assert all(s["value"] > 0 for s in scores)
+    table = (run / "results" / "table1_bits_per_byte.md").read_text()
+    assert "mu_pretraining" in table and "mu_overall" in table and "Baseline" in table
+    report = (run / "report.md").read_text()
+    assert "plots/bits_per_byte_by_language.png" in report
+    # a second run of the same config reuses every stage
+    capsys.readouterr()
+    assert run_cli("--run-dir", str(run)) == 0
+    out = capsys.readouterr().out
+    assert out.count("reuse") == 4 and "run    " not in out
+    # the report can be rebuilt from the saved scores alone
+    (run / "report.md").unlink()
+    assert main(["report", str(run)]) == 0 and (run / "report.md").is_file()
+
+
+def test_dry_run_prints_config_and_plan(isolated_cache: Path, capsys):
+    assert run_cli("--dry-run") == 0
+    out = capsys.readouterr().out
+    assert "experiment: language_modeling" in out
+    for stage in ("data", "tokenizer", "pretrain", "evaluate"):
+        assert f" {stage} " in out
+    assert not (isolated_cache / "stages").exists()
+
+
+def test_run_folder_of_another_config_is_refused(isolated_cache: Path, tmp_path: Path, capsys):
+    run = tmp_path / "run"
+    assert run_cli("--run-dir", str(run), "--dry-run") == 0
+    run.mkdir()
+    (run / "run.json").write_text(json.dumps({"config_hash": "0" * 64}))
+    assert run_cli("--run-dir", str(run)) == 2
+    err = capsys.readouterr().err.strip()
+    assert "already holds a run of a different config" in err and len(err.splitlines()) == 1
+
+
+def test_killed_run_resumes_to_the_same_result(isolated_cache: Path, tmp_path: Path):
+    env = {**os.environ, "POLYMNESIA_CACHE": str(isolated_cache)}
+    cmd = [sys.executable, "-m", "polymnesia", "run", CONFIG, *SMOKE, "train.steps=8", "--run-dir"]
+    killed = subprocess.run(
+        [*cmd, str(tmp_path / "a")],
+        env={**env, "POLYMNESIA_TEST_KILL_AT_STEP": "5"},
+        capture_output=True,
+        text=True,
+    )
+    assert killed.returncode == -9  # SIGKILL mid-training, after the checkpoint at step 3
+    resumed = subprocess.run([*cmd, str(tmp_path / "a")], env=env, capture_output=True, text=True)
+    assert resumed.returncode == 0, resumed.stderr
+    assert "resume pretrain" in resumed.stdout
+    # an uninterrupted run of the same config in a fresh cache
+    fresh = {**env, "POLYMNESIA_CACHE": str(tmp_path / "cache2")}
+    (tmp_path / "cache2" / "data").mkdir(parents=True)
+    full = subprocess.run([*cmd, str(tmp_path / "b")], env=fresh, capture_output=True, text=True)
+    assert full.returncode == 0, full.stderr
+
+    def final(run: str) -> tuple[list[float], dict[str, float]]:
+        losses = [r["loss"] for r in read_jsonl(tmp_path / run / "metrics.jsonl")]
+        scores = {
+            f"{s['lang']}/{s['metric']}": s["value"]
+            for s in read_jsonl(tmp_path / run / "results" / "scores.jsonl")
+        }
+        return losses, scores
+
+    (la, sa), (lb, sb) = final("a"), final("b")
+    assert la == pytest.approx(lb, abs=1e-5) and len(la) == 8
+    assert sa == pytest.approx(sb, rel=1e-5)
+
+
+def test_bad_inputs_give_one_line(isolated_cache: Path, tmp_path: Path, capsys):
+    cases = [
+        (["model.preset=huge"], "unknown model preset 'huge'"),
+        (["data.source=bibel"], "unknown data source 'bibel' (did you mean 'bible'?)"),
+        (["groups.other=[xx]"], "unknown language code 'xx'"),
+        (["train.stpes=3"], "unknown key 'train.stpes' (did you mean 'steps'?)"),
+        (["train.lr=-1"], "bad value for 'train.lr'"),
+    ]
+    for overrides, expected in cases:
+        assert main(["run", CONFIG, *SMOKE, *overrides, "--dry-run"]) == 2
+        err = capsys.readouterr().err.strip()
+        assert expected in err, err
+        assert len(err.splitlines()) == 1
+    assert main(["run", str(tmp_path / "missing.yaml")]) == 2
+    assert "config file not found" in capsys.readouterr().err
