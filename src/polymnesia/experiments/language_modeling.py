@@ -9,7 +9,7 @@ pretraining, adapting and other languages, averaged per group as in Table 1.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field
 
@@ -26,21 +26,22 @@ from polymnesia.training.config import TrainConfig
 class LanguageModelingConfig(ExperimentConfig):
     experiment: Literal["language_modeling"] = "language_modeling"
     label: str = Field("Baseline", description="the model's name in tables")
-    data: DataConfig = Field(default_factory=DataConfig)
+    data: DataConfig = Field(default_factory=lambda: DataConfig())
     groups: GroupsConfig
-    tokenizer: TokenizerConfig = Field(default_factory=TokenizerConfig)
-    model: ModelConfig = Field(default_factory=ModelConfig)
-    train: TrainConfig = Field(default_factory=TrainConfig)
+    tokenizer: TokenizerConfig = Field(default_factory=lambda: TokenizerConfig())
+    model: ModelConfig = Field(default_factory=lambda: ModelConfig())
+    train: TrainConfig = Field(default_factory=lambda: TrainConfig())
     mixture_temperature: float = Field(
         3.0, gt=0, description="language sampling temperature of the pretraining mixture"
     )
-    evaluate: EvalConfig = Field(default_factory=EvalConfig)
+    evaluate: EvalConfig = Field(default_factory=lambda: EvalConfig())
 
 
-def data_stage(cfg: LanguageModelingConfig | ExperimentConfig, languages: list[str]) -> StageSpec:
+def data_stage(cfg: Any, languages: list[str]) -> StageSpec:
+    """The prepare-data stage of any experiment config with a ``data`` section."""
     from polymnesia.stages.data import PrepareDataParams
 
-    d: DataConfig = cfg.data  # type: ignore[attr-defined]
+    d: DataConfig = cfg.data
     return StageSpec(
         "data",
         "prepare_data",

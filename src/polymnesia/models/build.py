@@ -66,6 +66,7 @@ def build_model(cfg: ModelConfig, tokenizer: Any, seed: int = 0) -> torch.nn.Mod
         return load_model(cfg.name_or_path, trust_remote_code=cfg.trust_remote_code)
     from transformers import MistralConfig, MistralForCausalLM
 
+    kwargs: dict[str, Any] = dict(cfg.dims())
     conf = MistralConfig(
         vocab_size=len(tokenizer),
         max_position_embeddings=cfg.max_position_embeddings,
@@ -76,7 +77,7 @@ def build_model(cfg: ModelConfig, tokenizer: Any, seed: int = 0) -> torch.nn.Mod
         pad_token_id=tokenizer.pad_token_id,
         sliding_window=None,
         initializer_range=0.02,
-        **cfg.dims(),
+        **kwargs,
     )
     torch.manual_seed(seed)
     model = MistralForCausalLM(conf)

@@ -69,7 +69,8 @@ class _PluginState:
 
 def default_param_groups(model: torch.nn.Module, cfg: TrainConfig) -> list[dict[str, Any]]:
     """Weight decay on matrices only (not on norms and biases); frozen parameters left out."""
-    decay, no_decay = [], []
+    decay: list[torch.nn.Parameter] = []
+    no_decay: list[torch.nn.Parameter] = []
     for p in model.parameters():
         if p.requires_grad:
             (decay if p.ndim >= 2 else no_decay).append(p)
@@ -219,6 +220,8 @@ def train(
     while counters.step < cfg.steps:
         batches = _micro_batches(data, stream.next(cfg.batch_size), cfg, acc)
         loss = step_fn(state, batches)
+        if state.extras.get("stop_reason"):  # the step function ended training (LF-MLF's stop)
+            break
         loss_val = float(acc.reduce(loss.detach().float(), reduction="mean"))
         if not math.isfinite(loss_val):
             good = _checkpoints(ckpt_dir)

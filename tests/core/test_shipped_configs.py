@@ -1,0 +1,60 @@
+"""Every config under configs/ loads, validates and builds a stage plan."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from polymnesia.cli.main import main
+
+CONFIGS = sorted((Path(__file__).resolve().parents[2] / "configs").glob("*.yaml"))
+
+
+def test_there_are_configs():
+    assert any(p.name == "quickstart.yaml" for p in CONFIGS)
+
+
+@pytest.mark.parametrize("path", CONFIGS, ids=[p.stem for p in CONFIGS])
+def test_config_validates_and_plans(path: Path, isolated_cache: Path, capsys):
+    assert main(["validate", str(path)]) == 0
+    assert capsys.readouterr().out.startswith("ok ")
+
+
+def test_ls_lists_every_category(capsys):
+    assert main(["ls"]) == 0
+    out = capsys.readouterr().out
+    for category in (
+        "experiments:",
+        "stages:",
+        "sources:",
+        "languages:",
+        "metrics:",
+        "presets:",
+        "combiners:",
+        "plugins:",
+    ):
+        assert category in out
+    for name in (
+        "language_modeling",
+        "prepare_data",
+        "bible",
+        "udhr",
+        "lf_mlf",
+        "pcgrad",
+        "tiny",
+        "bits_per_byte",
+    ):
+        assert f"  {name} " in out, name
+
+
+def test_ls_unknown_category_is_one_line(capsys):
+    assert main(["ls", "stagez"]) == 2
+    err = capsys.readouterr().err
+    assert "unknown category 'stagez' (did you mean 'stages'?)" in err
+
+
+def test_data_info_udhr(capsys):
+    assert main(["data", "info", "udhr"]) == 0
+    out = capsys.readouterr().out
+    assert '"en"' in out and "licence" in out.lower()
