@@ -1,0 +1,138 @@
+"""Instruction data for English-only instruction tuning (paper 000 uses OpenOrca).
+
+Records are Alpaca-style ``{"instruction", "input", "output"}``. Two origins:
+
+* :func:`bible_instructions` derives records offline from the English Bible
+  verses of the prepared data (see :data:`DATA_CARD`);
+* :func:`hf_instructions` reads any Hub instruction dataset (OpenOrca, Alpaca,
+  ...) by name with a field mapping, through the ``hf`` source's loader
+  (one-line error when the Hub is unreachable).
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from polymnesia.errors import DataError
+
+#: the genre question, shared by instruction tuning and the zero-shot evaluation
+GENRE_INSTRUCTION = "Which part of the Bible is this verse from? Answer with one of: {choices}."
+CONTINUE_INSTRUCTION = "Continue this verse:"
+TASKS = ("genre", "continue")
+
+DATA_CARD = """# Bible instruction data (English, derived offline)
+
+Made by `polymnesia.data.instructions.bible_instructions` from the *train*
+split of the English Bible prepared by the `prepare_data` stage (World English
+Bible, public domain). Nothing is written by hand or by a model:
+
+* **genre**: instruction "Which part of the Bible is this verse from? Answer
+  with one of: law, history, ...", input = the verse, output = the name of
+  the genre of its book (9 classes, `polymnesia.data.sources.bible.BIBLE_GENRES`,
+  underscores as spaces).
+* **continue**: instruction "Continue this verse:", input = the first half of
+  the verse's words, output = the second half (verses of at least 6 words).
+
+Each verse gives at most one record per task; records are shuffled with the
+stage seed. Test and validation verses are never used, so the zero-shot genre
+evaluation (which asks the genre question about *test* verses in every
+language) sees no verse the model was tuned on. Limits: the genre of a verse is
+a property of its book, not always of its content, so the task is hard even
+for people; English only (paper 000 tunes on English OpenOrca).
+"""
+
+
+@dataclass(frozen=True)
+class InstructionRecord:
+    instruction: str
+    input: str
+    output: str
+
+    def as_dict(self) -> dict[str, str]:
+        return asdict(self)
+
+
+def genre_name(label: str) -> str:
+    return label.replace("_", " ")
+
+
+def genre_instruction(genres: Sequence[str]) -> str:
+    return GENRE_INSTRUCTION.format(choices=", ".join(genre_name(g) for g in genres))
+
+
+def check_record(rec: Mapping[str, Any], where: str) -> InstructionRecord:
+    """An :class:`InstructionRecord` from a mapping, or one line naming what is missing."""
+    out, ins = rec.get("output"), rec.get("instruction")
+    if not isinstance(out, str) or not out.strip():
+        raise DataError(f"instruction record {where} has no output; every record needs a non-empty output")
+    if not isinstance(ins, str) or not ins.strip():
+        raise DataError(f"instruction record {where} has no instruction")
+    inp = rec.get("input") or ""
+    return InstructionRecord(ins, str(inp), out)
+
+
+def split_verse(text: str) -> tuple[str, str] | None:
+    """First and second half of a verse's words, or None for verses under 6 words."""
+    words = text.split()
+    if len(words) < 6:
+        return None
+    mid = len(words) // 2
+    return " ".join(words[:mid]), " ".join(words[mid:])
+
+
+def bible_instructions(
+    verses: Sequence[Mapping[str, Any]],
+    genres: Sequence[str],
+    tasks: Sequence[str] = TASKS,
+    *,
+    limit: int | None = None,
+    seed: int = 0,
+) -> list[InstructionRecord]:
+    """Records from prepared Bible verses (dicts with ``text`` and ``meta.genre``); see DATA_CARD."""
+    bad = [t for t in tasks if t not in TASKS]
+    if bad:
+        raise DataError(f"unknown instruction task(s) {bad}; accepted: {', '.join(TASKS)}")
+    question = genre_instruction(genres)
+    out: list[InstructionRecord] = []
+    for v in verses:
+        text = v["text"]
+        if "genre" in tasks:
+            genre = (v.get("meta") or {}).get("genre")
+            if genre is None:
+                raise DataError(f"verse {v.get('id')} has no meta.genre; use the 'bible' source")
+            out.append(InstructionRecord(question, text, genre_name(genre)))
+        if "continue" in tasks and (halves := split_verse(text)):
+            out.append(InstructionRecord(CONTINUE_INSTRUCTION, halves[0], halves[1]))
+    random.Random(seed).shuffle(out)
+    return out[:limit] if limit else out
+
+
+def hf_instructions(
+    name: str,
+    *,
+    config: str | None = None,
+    split: str = "train",
+    fields: Mapping[str, str] | None = None,
+    limit: int | None = None,
+) -> list[InstructionRecord]:
+    """Records of a Hub dataset; ``fields`` maps instruction/input/output to its columns.
+
+    OpenOrca: ``{"instruction": "system_prompt", "input": "question", "output": "response"}``
+    (an empty system prompt falls back to the question alone); Alpaca: the identity.
+    """
+    from polymnesia.data.sources.hf import load_hf
+
+    m = {"instruction": "instruction", "input": "input", "output": "output", **(fields or {})}
+    ds = load_hf(name, config, split, False)
+    out = []
+    for i, row in enumerate(ds):
+        if limit and len(out) >= limit:
+            break
+        rec = {k: row.get(col) for k, col in m.items()}
+        if not (rec.get("instruction") or "").strip() and rec.get("input"):
+            rec["instruction"], rec["input"] = rec["input"], ""
+        out.append(check_record(rec, f"{i} of '{name}'"))
+    return out

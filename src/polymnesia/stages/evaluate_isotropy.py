@@ -1,0 +1,61 @@
+"""Stage ``evaluate_isotropy``: Table 2 of paper 000, isotropy of contextual embeddings.
+
+Per language: last-layer vectors of the test verses
+(:func:`polymnesia.evaluation.representations.contextual_vectors`), then
+:func:`polymnesia.metrics.isotropy.isotropy_report` (Ethayarajh 2019, linear
+time): self-similarity, intra-sentence similarity and first-PC variance, each
+anisotropy-adjusted (raw minus the random-pair baseline). The paper's Table 2
+reports self-similarity; lower is better.
+"""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from polymnesia.config.base import StrictModel
+from polymnesia.models import count_parameters
+from polymnesia.pipeline.stage import STAGES, Stage, StageContext
+from polymnesia.results import Score
+from polymnesia.stages.common import load_model_and_tokenizer
+
+ISOTROPY_METRICS = (
+    "self_similarity_adjusted",
+    "intra_sentence_similarity_adjusted",
+    "first_pc_variance_explained_adjusted",
+)
+
+
+class EvaluateIsotropyParams(StrictModel):
+    label: str = Field(description="the model's name in tables")
+    size: str | None = None
+    languages: dict[str, str] = Field(description="language -> group")
+    split: str = "test"
+    max_texts_per_lang: int | None = Field(200, gt=0)
+    max_length: int = Field(128, gt=2)
+    seed: int = 0
+
+
+@STAGES.register("evaluate_isotropy", "Ethayarajh isotropy of last-layer vectors per language (Table 2)")
+class EvaluateIsotropy(Stage):
+    version = "1"
+
+    def run(self, ctx: StageContext) -> list[Score]:
+        from polymnesia.data.prepared import read_texts
+        from polymnesia.evaluation.representations import contextual_vectors
+        from polymnesia.metrics.isotropy import isotropy_report
+
+        p: EvaluateIsotropyParams = ctx.params
+        model, tok = load_model_and_tokenizer(ctx.input("model") / "model")
+        n_params = count_parameters(model)
+        scores = []
+        for lang, group in p.languages.items():
+            texts = read_texts(ctx.input("data"), lang, p.split, p.max_texts_per_lang)
+            tv = contextual_vectors(model, tok, texts, max_length=p.max_length)
+            rep = isotropy_report(tv.H, tv.word_ids, tv.sent_ids, seed=p.seed)
+            extra = {k: v for k, v in rep.items() if k not in ISOTROPY_METRICS}
+            extra["tokens"] = int(len(tv.H))
+            for metric in ISOTROPY_METRICS:
+                scores.append(Score(model=p.label, lang=lang, metric=metric, value=rep[metric],
+                                    task="isotropy", group=group, size=p.size, params=n_params,
+                                    extra=extra))
+        return scores

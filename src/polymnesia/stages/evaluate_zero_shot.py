@@ -1,0 +1,65 @@
+"""Stage ``evaluate_zero_shot``: genre classification of verses in every language.
+
+The downstream task that works offline (replacing the paper's six benchmarks):
+after English-only instruction tuning, the model is asked the English genre
+question of :mod:`polymnesia.data.instructions` about a test verse in language
+X, and answers by likelihood: each of the 9 genre names is scored as the
+assistant's reply (summed log-probability of the name and ``<|im_end|>``), the
+most likely one is the prediction (as lm-evaluation-harness scores multiple
+choice). Accuracy and macro-F1 per language; ``extra.majority`` is the
+accuracy of always answering the most frequent genre of the sample.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from pydantic import Field
+
+from polymnesia.config.base import StrictModel
+from polymnesia.models import count_parameters
+from polymnesia.pipeline.stage import STAGES, Stage, StageContext
+from polymnesia.results import Score
+from polymnesia.stages.common import load_model_and_tokenizer
+
+
+class EvaluateZeroShotParams(StrictModel):
+    label: str
+    size: str | None = None
+    languages: dict[str, str] = Field(description="language -> group")
+    split: str = "test"
+    max_texts_per_lang: int | None = Field(90, gt=0)
+    seed: int = 0
+
+
+@STAGES.register("evaluate_zero_shot", "zero-shot genre classification of verses by answer likelihood")
+class EvaluateZeroShot(Stage):
+    version = "1"
+
+    def run(self, ctx: StageContext) -> list[Score]:
+        from polymnesia.data.instructions import genre_instruction, genre_name
+        from polymnesia.data.sources.bible import BIBLE_GENRES
+        from polymnesia.evaluation.generation import answer_logprobs, chat_prompt, sample_aligned
+        from polymnesia.metrics.classification import accuracy, macro_f1
+
+        p: EvaluateZeroShotParams = ctx.params
+        model, tok = load_model_and_tokenizer(ctx.input("model") / "model")
+        n_params = count_parameters(model)
+        names = [genre_name(g) for g in BIBLE_GENRES]
+        question = genre_instruction(BIBLE_GENRES)
+        sample = sample_aligned(ctx.input("data"), list(p.languages), p.split, p.max_texts_per_lang, p.seed)
+        scores = []
+        for lang, group in p.languages.items():
+            recs = sample[lang]
+            gold = [BIBLE_GENRES.index(r["meta"]["genre"]) for r in recs]
+            pred = []
+            for r in recs:
+                lp = answer_logprobs(model, tok, chat_prompt(question, r["text"]), names)
+                pred.append(max(range(len(lp)), key=lp.__getitem__))
+            extra = {"texts": len(recs), "majority": Counter(gold).most_common(1)[0][1] / len(gold),
+                     "predicted": dict(Counter(names[i] for i in pred))}
+            for metric, value in (("accuracy", accuracy(pred, gold)),
+                                  ("macro_f1", macro_f1(pred, gold, n_labels=len(names)))):
+                scores.append(Score(model=p.label, lang=lang, metric=metric, value=value, task="genre",
+                                    group=group, size=p.size, params=n_params, extra=extra))
+        return scores
