@@ -1,0 +1,197 @@
+"""Stage ``finetune_task``: fine-tune a pretrained model on a labelled task, then score it.
+
+One arm of paper 003's experiments (Mao et al. 2022, Section 5): the body of
+the ``model`` input (a causal LM from the pretraining stage) gets a new
+classification head and is fine-tuned on the *source* languages, either
+
+* ``method: slf``: single-language fine-tuning (the ordinary loop step; one source), or
+* ``method: <combiner>`` (uniform, pcgrad, gradvac, mgda, lf_mlf): a batch per
+  source language per step, per-language gradients combined
+  (:mod:`polymnesia.training.multilingual_step`).
+
+Then, on the test split: the task metric on each source (fine-tuning
+performance, Tables 4-6) and each target (zero-shot, Tables 1-3), and the
+causal-LM loss of held-out text under the fine-tuned body with the *base* LM
+head (``lm_loss``); F_p = L_p(theta_f) - L_p(theta_p) is formed in the report
+against the base model's loss from ``evaluate_lm`` (our measurement of the
+paper's forgetting, Section 3.2: the paper never measures it; the pretraining
+loss of a decoder is the causal LM loss, and the fine-tuned model has no LM
+head, so the pretrained one is reattached).
+
+Departures: a fixed number of steps instead of epochs; no learning-rate grid
+search or checkpoint selection on validation data (the paper grid-searches).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import Field
+
+from polymnesia.config.base import StrictModel
+from polymnesia.data.prepared import read_split, read_texts
+from polymnesia.errors import ConfigError, DataError
+from polymnesia.io import atomic_write_json
+from polymnesia.pipeline.stage import STAGES, Stage, StageContext
+from polymnesia.results import Score
+from polymnesia.tasks import TaskConfig
+from polymnesia.training.config import TrainConfig
+
+HEAD_SEED_BASE = 1234
+
+
+class FinetuneParams(StrictModel):
+    label: str = Field(description="the arm's name in tables (LF-MLF, Uniform-MLF, SLF, ...)")
+    method: str = Field(description="slf, or a gradient combiner (polymnesia ls combiners)")
+    method_options: dict[str, Any] = Field(default_factory=dict)
+    sources: list[str]
+    targets: list[str]
+    task: TaskConfig
+    train: TrainConfig
+    seed: int = 0
+    setting: str = Field(
+        "main", description="which part of the experiment (main, top3, branch name)"
+    )
+    max_eval_per_lang: int | None = None
+    eval_batch_size: int = 64
+    forgetting_languages: list[str] = Field(default_factory=list)
+    forgetting_texts: int | None = 50
+    forgetting_max_length: int = 128
+
+
+def _examples(data_dir, lang, split, task, tok, cap=None):  # type: ignore[no-untyped-def]
+    from polymnesia.tasks import build_sequence_examples, build_token_examples
+
+    recs = read_split(data_dir, lang, split)[:cap] if cap else read_split(data_dir, lang, split)
+    build = build_sequence_examples if task.kind == "sequence" else build_token_examples
+    return build(recs, tok, task.max_length), recs
+
+
+@STAGES.register(
+    "finetune_task",
+    "fine-tune a classifier (SLF or per-language combiner), score sources/targets/forgetting",
+)
+class FinetuneTask(Stage):
+    version = "1"
+    distributed = True
+    resumable = True
+
+    def run(self, ctx: StageContext) -> list[Score]:
+        p: FinetuneParams = ctx.params
+        if p.method == "slf" and len(p.sources) != 1:
+            raise ConfigError(f"method 'slf' fine-tunes one source language, got {p.sources}")
+        model, tok, n_labels = self._load(ctx)
+        model, result, stop = self._train(ctx, model, tok)
+        scores = self._task_scores(ctx, model, tok, n_labels)
+        scores += self._lm_scores(ctx, model, tok)
+        if ctx.is_main_process:
+            from polymnesia.stages.common import save_model_and_tokenizer
+
+            save_model_and_tokenizer(model, tok, ctx.out_dir / "model")
+            atomic_write_json(ctx.out_dir / "train_summary.json", {**result, **stop})
+        for s in scores:
+            s.extra.update({"stopped_at": stop.get("stop_step")})
+        return scores
+
+    def _load(self, ctx: StageContext):  # type: ignore[no-untyped-def]
+        from polymnesia.tasks import infer_num_labels, load_classifier
+
+        p: FinetuneParams = ctx.params
+        recs = [r for lang in p.sources for r in read_split(ctx.input("data"), lang, "train")]
+        n = p.task.num_labels or infer_num_labels(recs, p.task.kind)
+        model, tok = load_classifier(
+            ctx.input("model"), n, p.task.kind, seed=HEAD_SEED_BASE + p.seed
+        )
+        return model, tok, n
+
+    def _train(self, ctx: StageContext, model, tok):  # type: ignore[no-untyped-def]
+        from polymnesia.gradients import get_combiner
+        from polymnesia.tasks import ClassificationData
+        from polymnesia.training.loop import train
+        from polymnesia.training.multilingual_step import MultilingualData, MultilingualStep
+
+        p: FinetuneParams = ctx.params
+        sets = []
+        for lang in p.sources:
+            ex, _ = _examples(ctx.input("data"), lang, "train", p.task, tok)
+            if not ex:
+                raise DataError(
+                    f"source language '{lang}' has no labelled training data for task '{p.task.name}'"
+                )
+            sets.append(ClassificationData(ex, tok.pad_token_id))
+        kw: dict[str, Any] = {"seed": p.seed, "tracker_name": ctx.spec.name}
+        if p.method == "slf":
+            data: Any = sets[0]
+        else:
+            step = MultilingualStep(get_combiner(p.method, **p.method_options), p.sources)
+            data = MultilingualData(sets, p.sources, seed=p.seed)
+            kw.update(step_fn=step, plugins=[step])
+        model, res = train(model, data, p.train, ctx.out_dir, **kw)
+        stop: dict[str, Any] = {}
+        if p.method != "slf":
+            st = kw["step_fn"]
+            stop = {"last_weights": st.last_weights, **st.stop_info}
+        summary = {
+            "steps": res.steps,
+            "final_loss": res.final_loss,
+            "seconds": round(res.seconds, 2),
+        }
+        return model, summary, stop
+
+    def _task_scores(self, ctx: StageContext, model, tok, n_labels: int) -> list[Score]:  # type: ignore[no-untyped-def]
+        from polymnesia.tasks import evaluate_by_language
+
+        p: FinetuneParams = ctx.params
+        roles = {**{t: "target" for t in p.targets}, **{s: "source" for s in p.sources}}
+        ex = {
+            lang: _examples(ctx.input("data"), lang, "test", p.task, tok, p.max_eval_per_lang)[0]
+            for lang in roles
+        }
+        got = evaluate_by_language(
+            model, ex, kind=p.task.kind, metric=p.task.metric, batch_size=p.eval_batch_size
+        )
+        return [
+            Score(
+                model=p.label,
+                lang=lang,
+                metric=p.task.metric,
+                value=v,
+                task=p.task.name,
+                group=roles[lang],
+                seed=p.seed,
+                setting=p.setting,
+                extra={"n": len(ex[lang]), "method": p.method, "sources": p.sources},
+            )
+            for lang, v in got.items()
+        ]
+
+    def _lm_scores(self, ctx: StageContext, model, tok) -> list[Score]:  # type: ignore[no-untyped-def]
+        from polymnesia.evaluation.likelihood import lm_stats
+        from polymnesia.models import load_model
+
+        p: FinetuneParams = ctx.params
+        if not p.forgetting_languages:
+            return []
+        lm: Any = load_model(ctx.input("model") / "model")
+        body = getattr(model, model.base_model_prefix)
+        getattr(lm, str(lm.base_model_prefix)).load_state_dict(body.state_dict())
+        out = []
+        for lang in p.forgetting_languages:
+            texts = read_texts(ctx.input("data"), lang, "test", p.forgetting_texts)
+            st = lm_stats(
+                lm, tok, texts, batch_size=p.eval_batch_size, max_length=p.forgetting_max_length
+            )
+            out.append(
+                Score(
+                    model=p.label,
+                    lang=lang,
+                    metric="lm_loss",
+                    value=st.loss,
+                    task="lm",
+                    group="forgetting",
+                    seed=p.seed,
+                    setting=p.setting,
+                    extra={"tokens": st.tokens, "method": p.method},
+                )
+            )
+        return out
