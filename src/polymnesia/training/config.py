@@ -34,6 +34,7 @@ class TrainConfig(StrictModel):
     eval_every: int | None = Field(None, description="steps between evaluations during training")
     checkpoint_every: int = Field(100, gt=0, description="steps between resumable checkpoints")
     keep_checkpoints: int = Field(1, gt=0)
+    checkpoint_at_end: bool = Field(True, description="also checkpoint after the final step")
     trackers: list[Literal["tensorboard", "mlflow", "wandb", "comet_ml", "aim", "clearml"]] = Field(
         default_factory=list, description="Accelerate trackers to log to besides metrics.jsonl"
     )

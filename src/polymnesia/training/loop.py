@@ -267,7 +267,8 @@ def train(
                 acc.log(rec, step=counters.step)
         if kill_at and counters.step == kill_at:
             os.kill(os.getpid(), signal.SIGKILL)
-        if counters.step % cfg.checkpoint_every == 0 or counters.step == cfg.steps:
+        at_end = cfg.checkpoint_at_end and counters.step == cfg.steps
+        if counters.step % cfg.checkpoint_every == 0 or at_end:
             _save_checkpoint(acc, ckpt_dir, counters.step, cfg.keep_checkpoints)
         if state.extras.get("stop_training"):  # a plugin (e.g. early stopping) ends training
             break

@@ -1,0 +1,52 @@
+"""Shared pieces of the benchmark scripts: a tiny model and real multilingual token blocks."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+import torch
+
+
+def udhr_blocks(
+    block_size: int = 128,
+    vocab_size: int = 2000,
+    langs: tuple[str, ...] = ("en", "ru", "ar", "zh", "hi", "es"),
+):  # type: ignore[no-untyped-def]
+    """A byte-level BPE trained on packaged UDHR text and the text packed into blocks."""
+    from polymnesia.data.sources import get_source
+    from polymnesia.tokenizers.bpe import train_bpe
+    from polymnesia.training.data import pack_documents
+
+    src = get_source("udhr")
+    texts = [r.text for lang in langs for r in src.records(lang)]
+    tok = train_bpe(texts, vocab_size)
+    ids = tok(texts, add_special_tokens=False)["input_ids"]
+    blocks = pack_documents([[tok.bos_token_id, *x] for x in ids], block_size, tok.eos_token_id)
+    return tok, blocks
+
+
+def tiny_model(vocab_size: int, preset: str = "tiny", seed: int = 0) -> torch.nn.Module:
+    from transformers import MistralConfig, MistralForCausalLM
+
+    from polymnesia.models.presets import PRESETS
+
+    p = PRESETS.get(preset)
+    torch.manual_seed(seed)
+    conf = MistralConfig(
+        vocab_size=vocab_size,
+        hidden_size=p.hidden_size,
+        num_hidden_layers=p.num_hidden_layers,
+        num_attention_heads=p.num_attention_heads,
+        num_key_value_heads=p.num_key_value_heads,
+        intermediate_size=p.intermediate_size,
+        tie_word_embeddings=False,
+        sliding_window=None,
+    )
+    return MistralForCausalLM(conf)
+
+
+def timed(fn: Callable[[], object]) -> float:
+    t = time.perf_counter()
+    fn()
+    return time.perf_counter() - t

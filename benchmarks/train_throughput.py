@@ -1,0 +1,101 @@
+"""Training tokens/s of polymnesia's loop against the transformers Trainer, side by side.
+
+Same tiny Mistral (``tiny`` preset), same packed UDHR blocks, same global batch,
+AdamW with the same learning rate, warmup + cosine schedule, clipping at 1.0 and
+no evaluation or checkpointing inside the timed window. Each side runs twice,
+alternating, and its better run counts. Goal: ratio (polymnesia / Trainer) >= 1.0.
+
+    python benchmarks/train_throughput.py [--steps 40] [--batch 16] [--block 128]
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+from pathlib import Path
+
+import torch
+from _common import timed, tiny_model, udhr_blocks
+
+
+def run_polymnesia(blocks: torch.Tensor, vocab: int, steps: int, batch: int) -> float:
+    from polymnesia.training.config import TrainConfig
+    from polymnesia.training.data import PackedLMData
+    from polymnesia.training.loop import train
+
+    cfg = TrainConfig(
+        steps=steps,
+        batch_size=batch,
+        block_size=blocks.shape[1],
+        lr=1e-3,
+        log_every=10**6,
+        checkpoint_every=10**6,
+        checkpoint_at_end=False,
+        progress_bar=False,
+    )
+    model = tiny_model(vocab)
+    with tempfile.TemporaryDirectory() as d:
+        seconds = timed(lambda: train(model, PackedLMData(blocks), cfg, Path(d), seed=0))
+    return steps * batch * blocks.shape[1] / seconds
+
+
+def run_trainer(blocks: torch.Tensor, vocab: int, steps: int, batch: int) -> float:
+    from transformers import Trainer, TrainingArguments
+
+    class Blocks(torch.utils.data.Dataset):
+        def __len__(self) -> int:
+            return blocks.shape[0]
+
+        def __getitem__(self, i: int) -> dict[str, torch.Tensor]:
+            return {"input_ids": blocks[i], "labels": blocks[i]}
+
+    with tempfile.TemporaryDirectory() as d:
+        args = TrainingArguments(
+            output_dir=d,
+            max_steps=steps,
+            per_device_train_batch_size=batch,
+            learning_rate=1e-3,
+            lr_scheduler_type="cosine",
+            warmup_steps=max(1, steps // 10),
+            weight_decay=0.0,
+            max_grad_norm=1.0,
+            adam_beta1=0.9,
+            adam_beta2=0.95,
+            logging_steps=10**6,
+            save_strategy="no",
+            report_to=[],
+            use_cpu=True,
+            dataloader_num_workers=0,
+            disable_tqdm=True,
+            seed=0,
+        )
+        trainer = Trainer(model=tiny_model(vocab), args=args, train_dataset=Blocks())
+        seconds = timed(trainer.train)
+    return steps * batch * blocks.shape[1] / seconds
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--steps", type=int, default=40)
+    ap.add_argument("--batch", type=int, default=16)
+    ap.add_argument("--block", type=int, default=128)
+    a = ap.parse_args()
+    tok, blocks = udhr_blocks(a.block)
+    ours, theirs = [], []
+    for _ in range(2):
+        ours.append(run_polymnesia(blocks, len(tok), a.steps, a.batch))
+        theirs.append(run_trainer(blocks, len(tok), a.steps, a.batch))
+    print(
+        f"torch threads: {torch.get_num_threads()}, steps {a.steps}, batch {a.batch} x {a.block} tokens"
+    )
+    print(
+        f"polymnesia loop      : {max(ours):9.0f} tokens/s  (runs: {', '.join(f'{x:.0f}' for x in ours)})"
+    )
+    print(
+        f"transformers Trainer : {max(theirs):9.0f} tokens/s  (runs: {', '.join(f'{x:.0f}' for x in theirs)})"
+    )
+    print(f"ratio polymnesia / Trainer = {max(ours) / max(theirs):.3f}  (goal >= 1.0)")
+
+
+if __name__ == "__main__":
+    main()
