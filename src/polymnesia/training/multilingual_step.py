@@ -69,16 +69,17 @@ class MultilingualData:
             b = d.collate([order[i % len(order)] for i in indices])
             b[LANG_KEY] = torch.full((len(indices),), t, dtype=torch.long)
             parts.append(b)
-        return _concat(parts)
+        return _concat(parts, int(getattr(self.datasets[0], "pad_id", 0)))
 
 
-def _concat(parts: list[dict[str, torch.Tensor]]) -> dict[str, torch.Tensor]:
+def _concat(parts: list[dict[str, torch.Tensor]], pad_id: int) -> dict[str, torch.Tensor]:
+    """Concatenate per-language batches, right-padding to one width (ids: ``pad_id``; labels: -100)."""
     out = {}
     for key in parts[0]:
         tensors = [p[key] for p in parts]
         if tensors[0].dim() == 2:
             width = max(t.shape[1] for t in tensors)
-            fill = -100 if key == "labels" else 0
+            fill = {"labels": -100, "input_ids": pad_id}.get(key, 0)
             tensors = [
                 torch.nn.functional.pad(t, (0, width - t.shape[1]), value=fill) for t in tensors
             ]
