@@ -129,3 +129,24 @@ def test_tied_head_is_reset_with_embeddings(tmp_path: Path) -> None:
     model = tiny_model(tied=True)
     run(model, 3, tmp_path, [ActiveForgetting(reset_every=2, replay_schedule=False)], lr=1e-4)
     assert model.lm_head.weight is model.get_input_embeddings().weight
+
+
+@pytest.mark.integration
+def test_two_processes_end_identical_to_one(tmp_path: Path) -> None:
+    """Resets drawn on rank 0 and broadcast: 2 gloo processes end where 1 process ends."""
+    import os
+    import subprocess
+    import sys
+
+    script = str(Path(__file__).parent / "af_two_procs.py")
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    launchers = {"one": [sys.executable], "two": [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2"]}
+    weights = {}
+    for name, launcher in launchers.items():
+        out = tmp_path / name
+        out.mkdir()
+        res = subprocess.run([*launcher, script, str(out)], env=env, capture_output=True, text=True, timeout=300)
+        assert res.returncode == 0, res.stderr[-3000:]
+        weights[name] = torch.load(out / "weights.pt")
+    for k, v in weights["one"].items():
+        assert torch.allclose(v, weights["two"][k], atol=1e-5), k

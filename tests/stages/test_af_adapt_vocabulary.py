@@ -1,0 +1,88 @@
+"""adapt_vocabulary pieces: resizing, new-row initialisation, refusals (one line each)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from polymnesia.errors import PolymnesiaError
+from polymnesia.stages.adapt_vocabulary import AdaptVocabularyParams, check_resizable, resize_and_init
+from polymnesia.tokenizers import merge_tokenizers, train_bpe
+from polymnesia.training.config import TrainConfig
+
+BASE = ["the cat sat on the mat", "a dog and a cat", "the sun is hot today"] * 20
+NEW = ["le chat est sur le tapis", "un chien et un chat", "bonjour le soleil chaud"] * 20
+
+
+@pytest.fixture(scope="module")
+def toks():  # type: ignore[no-untyped-def]
+    base = train_bpe(BASE, 300)
+    merged, report = merge_tokenizers(base, train_bpe(NEW, 320))
+    return base, merged, report
+
+
+def model_for(vocab: int, tied: bool) -> torch.nn.Module:
+    from transformers import MistralConfig, MistralForCausalLM
+
+    conf = MistralConfig(vocab_size=vocab, hidden_size=16, intermediate_size=32, num_hidden_layers=1,
+                         num_attention_heads=2, num_key_value_heads=1, tie_word_embeddings=tied,
+                         pad_token_id=3, sliding_window=None)
+    torch.manual_seed(0)
+    return MistralForCausalLM(conf)
+
+
+@pytest.mark.parametrize("tied", [False, True])
+def test_resize_mean_init_keeps_old_rows(toks, tied: bool) -> None:  # type: ignore[no-untyped-def]
+    base, merged, report = toks
+    assert report.added > 0 and len(merged) == len(base) + report.added
+    model = model_for(len(base), tied)
+    emb0 = model.get_input_embeddings().weight.detach().clone()
+    head0 = model.lm_head.weight.detach().clone()
+    resize_and_init(model, merged, base, report.first_new_id, "mean")
+    emb = model.get_input_embeddings().weight.detach()
+    assert emb.shape[0] == len(merged)
+    assert torch.equal(emb[: len(base)], emb0)
+    assert torch.allclose(emb[len(base)], emb0.mean(0), atol=1e-6)
+    assert model.lm_head.weight.shape[0] == len(merged)
+    if not tied:
+        assert torch.equal(model.lm_head.weight.detach()[: len(base)], head0)
+        assert torch.allclose(model.lm_head.weight.detach()[-1], head0.mean(0), atol=1e-6)
+
+
+def test_subtoken_mean_init(toks) -> None:  # type: ignore[no-untyped-def]
+    base, merged, report = toks
+    model = model_for(len(base), False)
+    emb0 = model.get_input_embeddings().weight.detach().clone()
+    resize_and_init(model, merged, base, report.first_new_id, "subtoken_mean")
+    tid = report.first_new_id + report.added - 1
+    text = merged.convert_tokens_to_string([merged.convert_ids_to_tokens(tid)])
+    pieces = base(text, add_special_tokens=False)["input_ids"]
+    assert len(pieces) >= 1
+    assert torch.allclose(model.get_input_embeddings().weight.detach()[tid], emb0[pieces].mean(0), atol=1e-6)
+
+
+def test_not_resizable_is_one_line() -> None:
+    with pytest.raises(PolymnesiaError, match="no resizable input embeddings") as e:
+        check_resizable(torch.nn.Linear(3, 3))
+    assert "\n" not in str(e.value)
+
+
+def test_strict_overlap_refused_and_lenient_allowed() -> None:
+    train = TrainConfig(steps=1)
+    with pytest.raises(ValueError, match=r"adapting languages \['fr'\] are also pretraining"):
+        AdaptVocabularyParams(adapting=["fr"], pretraining=["en", "fr"], strict=True, train=train)
+    AdaptVocabularyParams(adapting=["fr"], pretraining=["en", "fr"], strict=False, train=train)
+
+
+def test_collision_with_special_token_is_one_line() -> None:
+    """A new vocabulary holding '<|im_end|>' as an ordinary token cannot be merged."""
+    import json
+
+    from polymnesia.tokenizers.merge import merge_tokenizer_json
+
+    base = json.loads(train_bpe(BASE, 300).backend_tokenizer.to_str())
+    new = json.loads(train_bpe(NEW, 320).backend_tokenizer.to_str())
+    new["added_tokens"] = [t for t in new["added_tokens"] if t["content"] != "<|im_end|>"]
+    with pytest.raises(PolymnesiaError, match="collide with special token") as e:
+        merge_tokenizer_json(base, new)
+    assert "\n" not in str(e.value)
