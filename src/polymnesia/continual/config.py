@@ -1,0 +1,54 @@
+"""Typed settings shared by the lifelong experiment and its stages."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, model_validator
+
+from polymnesia.config.base import StrictModel
+from polymnesia.continual.early_stopping import EarlyStoppingConfig
+
+
+class Hyper(StrictModel):
+    """Optimisation of one training run on one language (or on all, for MULTI)."""
+
+    lr: float = Field(gt=0, description="AdamW learning rate (paper: 5e-5 full, 5e-6 LoRA)")
+    batch_size: int = Field(16, gt=0, description="examples per optimizer step")
+    early_stopping: EarlyStoppingConfig
+
+
+OrderKind = Literal["resource", "shuffle", "explicit", "destructive_last"]
+
+
+class OrderConfig(StrictModel):
+    """One language order (paper 004 section 3.2)."""
+
+    name: str = Field(pattern=r"^[A-Za-z0-9_-]+$", description="short name used in file names")
+    kind: OrderKind = Field(
+        description="resource: by pretraining resource size; shuffle: seeded; explicit: as listed; "
+        "destructive_last: least destructive first, from earlier orders' performance changes"
+    )
+    seed: int = Field(0, description="shuffle seed")
+    resource_by: Literal["joshi", "pretraining_size"] = Field(
+        "pretraining_size",
+        description="pretraining_size: texts of the language in the base model's pretraining data "
+        "(0 if absent), ties by Joshi class; joshi: the Joshi et al. 2020 class",
+    )
+    languages: list[str] | None = Field(None, description="the order, for kind explicit")
+    sources: list[str] = Field(
+        default_factory=list, description="earlier orders whose runs decide destructive_last"
+    )
+    source_method: str = Field("vanilla", description="the sequential method those runs used")
+
+    @model_validator(mode="after")
+    def _fields_fit_kind(self) -> OrderConfig:
+        if (self.kind == "explicit") != (self.languages is not None):
+            raise ValueError(
+                f"order '{self.name}': 'languages' is given exactly when kind is explicit"
+            )
+        if (self.kind == "destructive_last") != bool(self.sources):
+            raise ValueError(
+                f"order '{self.name}': 'sources' (earlier order names) is given exactly when kind is destructive_last"
+            )
+        return self

@@ -1,0 +1,105 @@
+"""Per-language task examples for sequential training, on top of :mod:`polymnesia.tasks`.
+
+Sequence tasks read the prepared records' ``label`` (the Bible verse genre).
+Token tasks use the *constructed* language-ID tagging set of
+:func:`polymnesia.tasks.tagging.language_id_tagging`: for language ``l`` each
+example is the start of an ``l`` verse followed by the end of the same verse
+in the ``pivot`` language, every word tagged 0 (``l``) or 1 (pivot). Real text,
+constructed labels; it stands in offline for the paper's slot filling.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from polymnesia.data.prepared import read_split
+from polymnesia.errors import DataError
+from polymnesia.tasks.classification import build_sequence_examples
+from polymnesia.tasks.config import TaskConfig
+from polymnesia.tasks.tagging import build_token_examples, language_id_tagging
+
+
+def load_examples(
+    data_dir: Path,
+    lang: str,
+    split: str,
+    task: TaskConfig,
+    tokenizer: Any,
+    *,
+    cap: int | None,
+    seed: int,
+    pivot: str | None = None,
+) -> list[dict[str, Any]]:
+    """``cap`` evenly spaced records of ``lang``'s ``split`` as examples; one-line error if none.
+
+    Evenly spaced, not the first ``cap``: prepared Bible records follow the
+    book order, so a prefix would hold a single genre. Results are memoised
+    per process (the runner runs every step stage of a run in one process, and
+    each reads the same splits), keyed by folder, split, task and tokenizer.
+    """
+    key = (
+        str(data_dir),
+        lang,
+        split,
+        task.model_dump_json(),
+        _tok_key(tokenizer),
+        cap,
+        seed,
+        pivot,
+    )
+    if key not in _MEMO:
+        _MEMO[key] = _load(data_dir, lang, split, task, tokenizer, cap=cap, seed=seed, pivot=pivot)
+    return _MEMO[key]
+
+
+_MEMO: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
+
+
+def _tok_key(tokenizer: Any) -> str:
+    return f"{getattr(tokenizer, 'name_or_path', '')}:{len(tokenizer)}"
+
+
+def _load(
+    data_dir: Path,
+    lang: str,
+    split: str,
+    task: TaskConfig,
+    tokenizer: Any,
+    *,
+    cap: int | None,
+    seed: int,
+    pivot: str | None,
+) -> list[dict[str, Any]]:
+    records = spread(read_split(data_dir, lang, split), cap)
+    if task.kind == "sequence":
+        examples = build_sequence_examples(records, tokenizer, task.max_length)
+    else:
+        if pivot is None:
+            raise DataError("a token task needs task_pivot: the language mixed into every example")
+        tagged = language_id_tagging(records, read_split(data_dir, pivot, split), seed)
+        examples = build_token_examples(tagged, tokenizer, task.max_length)
+    if not examples:
+        raise DataError(
+            f"language '{lang}' has no labelled {split} examples for task '{task.name}' "
+            f"(prepared records: {len(records)}); remove it or use a source that labels it"
+        )
+    return examples
+
+
+def spread(records: list[dict[str, Any]], cap: int | None) -> list[dict[str, Any]]:
+    """``cap`` records at evenly spaced positions (all of them when ``cap`` is None or larger)."""
+    if cap is None or cap >= len(records):
+        return list(records)
+    return [records[i * len(records) // cap] for i in range(cap)]
+
+
+def num_labels(task: TaskConfig, data_dir: Path, languages: list[str]) -> int:
+    """The configured count, 2 for the language-ID tagging, else max label + 1 over the train data."""
+    from polymnesia.tasks.config import infer_num_labels
+
+    if task.num_labels is not None:
+        return task.num_labels
+    if task.kind == "token":
+        return 2
+    return infer_num_labels(r for lang in languages for r in read_split(data_dir, lang, "train"))

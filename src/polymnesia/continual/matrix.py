@@ -1,0 +1,70 @@
+"""The accuracy matrix R of paper 004 (section 3.3): build it from score records, compose it, store it.
+
+``R[i, j]`` is the score on language ``order[j]`` after training step ``i``
+(0-based; rows and columns in the learning order, the layout
+:mod:`polymnesia.metrics.continual` expects).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import numpy as np
+
+from polymnesia.errors import DataError
+from polymnesia.io import atomic_write_bytes, atomic_write_csv
+from polymnesia.results import Score
+
+
+def sequential_matrix(scores: Sequence[Score], order: Sequence[str]) -> np.ndarray:
+    """R from the scores of one sequential arm in one order (``step`` = row, ``lang`` = column)."""
+    T = len(order)
+    R = np.full((T, T), np.nan)
+    pos = {lang: j for j, lang in enumerate(order)}
+    for s in scores:
+        if s.step is not None and s.step < T and s.lang in pos:
+            R[s.step, pos[s.lang]] = s.value
+    if np.isnan(R).any():
+        missing = int(np.isnan(R).sum())
+        raise DataError(
+            f"accuracy matrix for order {list(order)} misses {missing} of {T * T} scores"
+        )
+    return R
+
+
+def compose_independent(
+    cross: Mapping[str, Mapping[str, float]], order: Sequence[str]
+) -> np.ndarray:
+    """R for MONO / NON-SHARED LoRA from their cross scores (004 eqs. 2-3, 6).
+
+    ``cross[a][j]`` is the score on language ``j`` of the model trained on ``a``
+    alone. After step ``i`` a learned language (``j <= i``) is scored with its
+    own model; a language not learned yet with the model of the language just
+    learned (``order[i]``), its zero-shot transfer. Rows below the diagonal are
+    therefore constant down each column: these methods cannot forget.
+    """
+    T = len(order)
+    R = np.empty((T, T))
+    for i in range(T):
+        for j, lang in enumerate(order):
+            R[i, j] = cross[lang][lang] if j <= i else cross[order[i]][lang]
+    return R
+
+
+def compose_joint(row: Mapping[str, float], order: Sequence[str]) -> np.ndarray:
+    """R for MULTI (004 eq. 1): one model trained on all languages, the same row after every step."""
+    return np.tile(np.array([row[lang] for lang in order], dtype=float), (len(order), 1))
+
+
+def save_matrix(R: np.ndarray, order: Sequence[str], path_stem: Path) -> tuple[Path, Path]:
+    """``STEM.csv`` (header: step, trained, then the languages) and ``STEM.npy``."""
+    rows = [[str(i), order[i], *[f"{v:.6f}" for v in R[i]]] for i in range(len(order))]
+    csv_path, npy_path = path_stem.with_suffix(".csv"), path_stem.with_suffix(".npy")
+    atomic_write_csv(csv_path, ["step", "trained", *order], rows)
+    import io
+
+    buf = io.BytesIO()
+    np.save(buf, R)
+    atomic_write_bytes(npy_path, buf.getvalue())
+    return csv_path, npy_path

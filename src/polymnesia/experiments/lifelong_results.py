@@ -1,0 +1,155 @@
+"""From the lifelong run's score records to accuracy matrices and metrics (paper 004)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from polymnesia.continual.matrix import (
+    compose_independent,
+    compose_joint,
+    save_matrix,
+    sequential_matrix,
+)
+from polymnesia.continual.methods import arm_label, get_method, table1_params
+from polymnesia.metrics import continual as cm
+from polymnesia.results import Score, filter_scores
+
+if TYPE_CHECKING:
+    from polymnesia.experiments.lifelong import LifelongConfig
+
+
+@dataclass
+class Arm:
+    """One method at one rank: its R per order (learning order) and its parameter counts."""
+
+    label: str
+    method: str
+    rank: int | None
+    per_model: int
+    params: int  # as Table 1 counts them
+    Rs: dict[str, np.ndarray] = field(default_factory=dict)
+    seconds: dict[str, float] = field(default_factory=dict)
+
+
+def read_orders(scores: list[Score]) -> dict[str, list[str]]:
+    """``{order name: languages}`` from the order stages' ``order_position`` records."""
+    out: dict[str, list[tuple[float, str]]] = {}
+    for s in filter_scores(scores, metric="order_position"):
+        out.setdefault(str(s.setting), []).append((s.value, s.lang))
+    return {name: [lang for _, lang in sorted(v)] for name, v in out.items()}
+
+
+def _seconds(scores: list[Score]) -> dict[str, float]:
+    seen: dict[tuple[Any, ...], dict[str, Any]] = {}
+    for s in scores:
+        seen[(s.setting, s.step, tuple(s.extra.get("trained", [])))] = s.extra
+    return {
+        k: float(sum(e.get(k, 0.0) for e in seen.values()))
+        for k in ("train_seconds", "eval_seconds", "train_examples_seen", "eval_examples")
+    }
+
+
+def collect_arms(
+    cfg: LifelongConfig, scores: list[Score], orders: dict[str, list[str]]
+) -> list[Arm]:
+    metric = cfg.task.metric
+    arms = []
+    T = len(cfg.languages)
+    for method, rank in cfg.arms():
+        label = arm_label(method, rank)
+        mine = filter_scores(scores, model=label, metric=metric)
+        if not mine:
+            continue
+        per_model = int(mine[0].params or 0)
+        arm = Arm(
+            label,
+            method,
+            rank,
+            per_model,
+            table1_params(method, per_model, T),
+            seconds=_seconds(mine),
+        )
+        sched = get_method(method).schedule
+        for name, order in orders.items():
+            if sched == "sequential":
+                arm.Rs[name] = sequential_matrix(filter_scores(mine, setting=name), order)
+            elif sched == "joint":
+                arm.Rs[name] = compose_joint({s.lang: s.value for s in mine}, order)
+            else:
+                cross: dict[str, dict[str, float]] = {}
+                for s in mine:
+                    cross.setdefault(s.extra["trained"][0], {})[s.lang] = s.value
+                arm.Rs[name] = compose_independent(cross, order)
+        arms.append(arm)
+    return arms
+
+
+def untrained_scores(scores: list[Score], metric: str) -> dict[str, float]:
+    return {s.lang: s.value for s in filter_scores(scores, model="untrained", metric=metric)}
+
+
+def save_matrices(arms: list[Arm], orders: dict[str, list[str]], folder: Path) -> list[Path]:
+    out = []
+    for arm in arms:
+        stem = arm.label.replace(" ", "_").replace("=", "").replace("-", "")
+        for name, R in arm.Rs.items():
+            out += list(save_matrix(R, orders[name], folder / f"R_{stem}_{name}"))
+    return out
+
+
+def _mean(values: list[float]) -> float:
+    arr = np.asarray(values, dtype=float)
+    return float(np.nanmean(arr)) if np.any(~np.isnan(arr)) else math.nan
+
+
+def arm_metrics(arm: Arm, orders: dict[str, list[str]], b: dict[str, float]) -> dict[str, float]:
+    """Every scalar metric of paper 004 and the common variants, averaged over the orders."""
+    rows: dict[str, list[float]] = {}
+    for name, R in arm.Rs.items():
+        order = orders[name]
+        vals = {
+            "final": float(R[-1].mean()),
+            "cbt": cm.cbt(R),
+            "cbt_paper_row": cm.cbt(R, row="paper"),
+            "cft": cm.cft(R),
+            "bwt_gem": cm.bwt_gem(R),
+            "forgetting_from_first": cm.forgetting_from_first(R),
+            "forgetting_from_best": cm.forgetting_from_best(R),
+            "fwt_vs_untrained": cm.fwt_vs_untrained(R, [b[lang] for lang in order])
+            if b
+            else math.nan,
+            "mean_average_learned": float(cm.average_learned(R).mean()),
+        }
+        for k, v in vals.items():
+            rows.setdefault(k, []).append(v)
+    return {k: _mean(v) for k, v in rows.items()}
+
+
+def final_by_language(arm: Arm, orders: dict[str, list[str]]) -> dict[str, float]:
+    """Score of each language after the last step, averaged over the orders."""
+    acc: dict[str, list[float]] = {}
+    for name, R in arm.Rs.items():
+        for j, lang in enumerate(orders[name]):
+            acc.setdefault(lang, []).append(float(R[-1, j]))
+    return {lang: _mean(v) for lang, v in acc.items()}
+
+
+def average_curve(arm: Arm) -> np.ndarray:
+    """Figure 2: the average over learned languages after each step, averaged over the orders."""
+    return np.mean([cm.average_learned(R) for R in arm.Rs.values()], axis=0)
+
+
+def per_language(arm: Arm, orders: dict[str, list[str]], hops: int) -> dict[str, Any]:
+    """P_avg (eq. 9) and MFT_h / MBT_h (eqs. 13-14) per language, over the orders."""
+    names = list(arm.Rs)
+    ords, Rs = [orders[n] for n in names], [arm.Rs[n] for n in names]
+    return {
+        "shift": cm.performance_shift(ords, Rs),
+        "mft": cm.multi_hop_by_language(ords, Rs, hops, "mft"),
+        "mbt": cm.multi_hop_by_language(ords, Rs, hops, "mbt"),
+    }

@@ -1,0 +1,237 @@
+"""Stage ``sequential_step``: train one model/adapter on one language (or all), then score every language.
+
+One stage per training step of paper 004's protocol: step ``k`` of a
+sequential method (VANILLA eq. 4, SHARED LoRA eq. 5) starts from the model or
+adapter of step ``k-1`` (input ``prev``) and trains on the ``k``-th language
+of its order (input ``order``); MONO (eqs. 2-3) and NON-SHARED LoRA (eq. 6)
+train each language from the base; MULTI (eq. 1) trains on all languages at
+once. Every step then scores the test split of every task language in one
+batched pass, which is row ``k`` of the accuracy matrix R; ``matrix.json``
+holds all rows so far. Because each step is its own cache entry, a run
+interrupted at language ``k`` resumes at ``k`` with rows ``0..k-1`` kept.
+
+Training: AdamW at a constant learning rate (the paper does not give a
+schedule), early stopping on the validation score of the languages being
+trained (:mod:`polymnesia.continual.early_stopping`), best epoch restored.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import time
+from typing import Any
+
+import torch
+from pydantic import Field
+
+from polymnesia.config.base import StrictModel
+from polymnesia.continual.config import Hyper
+from polymnesia.continual.early_stopping import EarlyStopping
+from polymnesia.continual.examples import load_examples, num_labels
+from polymnesia.continual.lora import LoraConfig, add_adapter, load_adapter, trainable_parameters
+from polymnesia.continual.methods import arm_label, get_method
+from polymnesia.io import atomic_dir, atomic_write_json
+from polymnesia.pipeline.stage import STAGES, Stage, StageContext
+from polymnesia.results import Score
+from polymnesia.tasks.config import TaskConfig
+
+KILL_ENV = "POLYMNESIA_TEST_KILL_AT_LANGUAGE"  # fault injection for the resume test
+
+
+class StepParams(StrictModel):
+    method: str = Field(description="multi, mono, vanilla, shared_lora or nonshared_lora")
+    rank: int | None = Field(None, description="LoRA rank; null: full fine-tuning")
+    lora: LoraConfig = Field(default_factory=LoraConfig)
+    hyper: Hyper
+    task: TaskConfig
+    task_pivot: str | None = None
+    languages: list[str] = Field(
+        description="the task languages, scored after the step (R columns)"
+    )
+    train_languages: list[str] | None = Field(
+        None, description="trained languages; null: the order's language at order_index"
+    )
+    order_index: int | None = None
+    setting: str | None = Field(None, description="the order's name (sequential methods)")
+    evaluate_only: bool = Field(False, description="score the untrained classifier (FWT baseline)")
+    train_per_lang: int | None = None
+    eval_per_lang: int | None = None
+    eval_batch_size: int = 64
+    seed: int = 0
+
+
+def _examples(
+    ctx: StageContext, p: StepParams, tok: Any, langs: list[str], split: str, cap: int | None
+) -> dict[str, list[dict[str, Any]]]:
+    return {
+        lang: load_examples(
+            ctx.input("data"), lang, split, p.task, tok, cap=cap, seed=p.seed, pivot=p.task_pivot
+        )
+        for lang in langs
+    }
+
+
+def _build_model(ctx: StageContext, p: StepParams, n_labels: int) -> tuple[torch.nn.Module, Any]:
+    """The classifier to train: from ``prev`` (sequential) or the base with a fresh head/adapter."""
+    from transformers import AutoModelForSequenceClassification, AutoModelForTokenClassification
+
+    from polymnesia.tasks.classification import load_classifier
+
+    model, tok = load_classifier(ctx.input("base"), n_labels, p.task.kind, seed=p.seed + 1234)
+    lora = get_method(p.method).uses_lora(p.rank)
+    prev = ctx.inputs.get("prev")
+    if lora and p.rank is not None:
+        if prev is not None:
+            return load_adapter(model, prev / "adapter"), tok
+        return add_adapter(model, p.rank, p.lora, p.task.kind), tok
+    if prev is not None:  # the previous step's whole classifier, head included
+        auto = (
+            AutoModelForSequenceClassification
+            if p.task.kind == "sequence"
+            else AutoModelForTokenClassification
+        )
+        model = auto.from_pretrained(str(prev / "model"))
+        model.config.pad_token_id = tok.pad_token_id
+    return model, tok
+
+
+def _train(
+    ctx: StageContext, p: StepParams, model: torch.nn.Module, tok: Any, langs: list[str]
+) -> tuple[torch.nn.Module, dict[str, Any]]:
+    from polymnesia.tasks.classification import ClassificationData, evaluate_by_language
+    from polymnesia.training.config import TrainConfig
+    from polymnesia.training.loop import train
+
+    train_ex = [
+        e for ex in _examples(ctx, p, tok, langs, "train", p.train_per_lang).values() for e in ex
+    ]
+    val = _examples(ctx, p, tok, langs, "validation", p.eval_per_lang)
+    h = p.hyper
+    batch = min(h.batch_size, len(train_ex))
+    spe = max(1, len(train_ex) // batch)
+
+    def score(m: torch.nn.Module) -> float:
+        s = evaluate_by_language(
+            m, val, kind=p.task.kind, metric=p.task.metric, batch_size=p.eval_batch_size
+        )
+        return sum(s.values()) / len(s)
+
+    stopper = EarlyStopping(h.early_stopping, spe, score)
+    steps = spe * h.early_stopping.max_epochs
+    cfg = TrainConfig(
+        steps=steps, batch_size=batch, lr=h.lr, warmup_ratio=0.0, min_lr_ratio=1.0,
+        weight_decay=0.0, log_every=spe, checkpoint_every=steps, progress_bar=False,
+    )  # fmt: skip
+    t0 = time.time()
+    model, result = train(
+        model,
+        ClassificationData(train_ex, tok.pad_token_id),
+        cfg,
+        ctx.out_dir,
+        seed=p.seed,
+        plugins=[stopper],
+        tracker_name=ctx.spec.name,
+    )
+    stopper.restore_best(model)
+    shutil.rmtree(ctx.out_dir / "checkpoints", ignore_errors=True)
+    return model, {
+        **stopper.summary(),
+        "steps": result.steps,
+        "train_examples": len(train_ex),
+        "train_seconds": round(time.time() - t0, 3),
+        "train_examples_seen": result.steps * batch,
+        "train_loss": result.final_loss,
+    }
+
+
+def _save(ctx: StageContext, p: StepParams, model: torch.nn.Module, tok: Any) -> None:
+    from polymnesia.stages.common import save_model_and_tokenizer
+
+    if get_method(p.method).uses_lora(p.rank):
+        with atomic_dir(ctx.out_dir / "adapter") as tmp:
+            model.save_pretrained(tmp)  # type: ignore[operator]
+    else:
+        save_model_and_tokenizer(model, tok, ctx.out_dir / "model")
+
+
+def _matrix(ctx: StageContext, p: StepParams, trained: list[str], row: dict[str, float]) -> None:
+    from polymnesia.stages.sequential_order import read_matrix
+
+    prev = ctx.inputs.get("prev")
+    before = (
+        read_matrix(prev)
+        if prev is not None and p.setting is not None
+        else {"order": [], "rows": []}
+    )
+    atomic_write_json(
+        ctx.out_dir / "matrix.json",
+        {
+            "columns": p.languages,
+            "order": [*before["order"], *trained],  # type: ignore[misc]
+            "rows": [*before["rows"], [row[lang] for lang in p.languages]],  # type: ignore[misc]
+            "metric": p.task.metric,
+        },
+    )
+
+
+@STAGES.register(
+    "sequential_step",
+    "train on one language (or all) and score every language: a row of R (paper 004)",
+)
+class SequentialStep(Stage):
+    version = "1"
+
+    def run(self, ctx: StageContext) -> list[Score]:
+        from polymnesia.stages.sequential_order import read_order
+        from polymnesia.tasks.classification import evaluate_by_language
+
+        p: StepParams = ctx.params
+        trained = (
+            p.train_languages
+            if p.train_languages is not None
+            else [read_order(ctx.input("order"))[p.order_index or 0]]
+        )
+        if os.environ.get(KILL_ENV) == str(p.order_index) and p.order_index is not None:
+            os.kill(os.getpid(), signal.SIGKILL)
+        n_labels = num_labels(p.task, ctx.input("data"), p.languages)
+        model, tok = _build_model(ctx, p, n_labels)
+        info: dict[str, Any] = {"trainable": trainable_parameters(model)}
+        if not p.evaluate_only:
+            model, summary = _train(ctx, p, model, tok, trained)
+            info.update(summary)
+            _save(ctx, p, model, tok)
+        test = _examples(ctx, p, tok, p.languages, "test", p.eval_per_lang)
+        t0 = time.time()
+        row = evaluate_by_language(
+            model, test, kind=p.task.kind, metric=p.task.metric, batch_size=p.eval_batch_size
+        )
+        info.update(
+            eval_seconds=round(time.time() - t0, 3),
+            eval_examples=sum(len(v) for v in test.values()),
+        )
+        _matrix(ctx, p, trained, row)
+        atomic_write_json(ctx.out_dir / "step_summary.json", {"trained": trained, **info})
+        label = "untrained" if p.evaluate_only else arm_label(p.method, p.rank)
+        extra = {
+            "method": p.method,
+            "rank": p.rank,
+            "trained": trained,
+            **{k: v for k, v in info.items() if k != "validation_history"},
+        }
+        return [
+            Score(
+                model=label,
+                lang=lang,
+                metric=p.task.metric,
+                value=float(v),
+                task=p.task.name,
+                params=int(info["trainable"]),
+                seed=p.seed,
+                step=p.order_index,
+                setting=p.setting,
+                extra=extra,
+            )  # fmt: skip
+            for lang, v in row.items()
+        ]
