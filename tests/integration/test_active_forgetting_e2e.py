@@ -16,7 +16,17 @@ ROOT = Path(__file__).resolve().parents[2]
 @pytest.mark.integration
 def test_smoke_run_produces_all_tables(isolated_cache: Path, tmp_path: Path) -> None:
     run_dir = tmp_path / "run"
-    assert main(["run", str(ROOT / "configs" / "active_forgetting_smoke.yaml"), "--run-dir", str(run_dir)]) == 0
+    assert (
+        main(
+            [
+                "run",
+                str(ROOT / "configs" / "active_forgetting_smoke.yaml"),
+                "--run-dir",
+                str(run_dir),
+            ]
+        )
+        == 0
+    )
     scores = read_scores(run_dir / "results" / "scores.jsonl")
     langs = {"en", "es", "fr", "de"}
     for metric in ("bits_per_byte", "self_similarity_adjusted", "chrf", "bleu", "accuracy"):
@@ -27,7 +37,11 @@ def test_smoke_run_produces_all_tables(isolated_cache: Path, tmp_path: Path) -> 
     vocab = {s.setting: s.value for s in scores if s.metric == "vocab_size"}
     assert vocab["merged"] > vocab["base"]
     # the merge makes the adapting language cheaper to encode, and never dearer for English
-    fert = {(s.lang, s.setting): s.value for s in scores if s.metric == "fertility_tokens_per_byte" and s.model == "BA"}
+    fert = {
+        (s.lang, s.setting): s.value
+        for s in scores
+        if s.metric == "fertility_tokens_per_byte" and s.model == "BA"
+    }
     assert fert[("fr", "merged")] < fert[("fr", "base")]
     assert fert[("en", "merged")] <= fert[("en", "base")]
     with open(run_dir / "results" / "self_similarity_adjusted.csv", encoding="utf-8") as f:
@@ -40,7 +54,9 @@ def test_smoke_run_produces_all_tables(isolated_cache: Path, tmp_path: Path) -> 
 
 
 @pytest.mark.integration
-def test_reset_interval_not_below_steps_is_one_line(isolated_cache: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_reset_interval_not_below_steps_is_one_line(
+    isolated_cache: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     cfg = ROOT / "configs" / "active_forgetting_smoke.yaml"
     rc = main(["run", str(cfg), "forgetting.reset_every=12", "--run-dir", str(tmp_path / "r")])
     err = capsys.readouterr().err.strip().splitlines()

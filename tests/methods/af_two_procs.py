@@ -18,8 +18,14 @@ from polymnesia.training.loop import train  # noqa: E402
 
 if __name__ == "__main__":
     out = Path(sys.argv[1])
-    model, _ = train(tiny_model(), random_data(), train_cfg(7), out, seed=0,
-                     plugins=[ActiveForgetting(reset_every=3, replay_schedule=True)])
+    model, _ = train(
+        tiny_model(),
+        random_data(),
+        train_cfg(7),
+        out,
+        seed=0,
+        plugins=[ActiveForgetting(reset_every=3, replay_schedule=True)],
+    )
     import os
 
     if int(os.environ.get("RANK", "0")) == 0:

@@ -140,12 +140,17 @@ def test_two_processes_end_identical_to_one(tmp_path: Path) -> None:
 
     script = str(Path(__file__).parent / "af_two_procs.py")
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    launchers = {"one": [sys.executable], "two": [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2"]}
+    launchers = {
+        "one": [sys.executable],
+        "two": [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2"],
+    }
     weights = {}
     for name, launcher in launchers.items():
         out = tmp_path / name
         out.mkdir()
-        res = subprocess.run([*launcher, script, str(out)], env=env, capture_output=True, text=True, timeout=300)
+        res = subprocess.run(
+            [*launcher, script, str(out)], env=env, capture_output=True, text=True, timeout=300
+        )
         assert res.returncode == 0, res.stderr[-3000:]
         weights[name] = torch.load(out / "weights.pt")
     for k, v in weights["one"].items():

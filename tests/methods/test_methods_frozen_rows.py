@@ -24,7 +24,11 @@ def test_frozen_rows_bit_identical_with_weight_decay(tmp_path: Path, tied: bool)
     model = tiny_model(tied=tied)
     emb0 = model.get_input_embeddings().weight.detach().clone()
     head0 = model.lm_head.weight.detach().clone()
-    body0 = {n: p.detach().clone() for n, p in model.named_parameters() if "embed" not in n and "lm_head" not in n}
+    body0 = {
+        n: p.detach().clone()
+        for n, p in model.named_parameters()
+        if "embed" not in n and "lm_head" not in n
+    }
     run(model, 5, tmp_path, [FrozenRows(first_trainable_row=30)], weight_decay=0.5, lr=1e-2)
     emb = model.get_input_embeddings().weight.detach()
     assert torch.equal(emb[:30], emb0[:30])

@@ -6,7 +6,11 @@ import pytest
 import torch
 
 from polymnesia.errors import PolymnesiaError
-from polymnesia.stages.adapt_vocabulary import AdaptVocabularyParams, check_resizable, resize_and_init
+from polymnesia.stages.adapt_vocabulary import (
+    AdaptVocabularyParams,
+    check_resizable,
+    resize_and_init,
+)
 from polymnesia.tokenizers import merge_tokenizers, train_bpe
 from polymnesia.training.config import TrainConfig
 
@@ -24,9 +28,17 @@ def toks():  # type: ignore[no-untyped-def]
 def model_for(vocab: int, tied: bool) -> torch.nn.Module:
     from transformers import MistralConfig, MistralForCausalLM
 
-    conf = MistralConfig(vocab_size=vocab, hidden_size=16, intermediate_size=32, num_hidden_layers=1,
-                         num_attention_heads=2, num_key_value_heads=1, tie_word_embeddings=tied,
-                         pad_token_id=3, sliding_window=None)
+    conf = MistralConfig(
+        vocab_size=vocab,
+        hidden_size=16,
+        intermediate_size=32,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        num_key_value_heads=1,
+        tie_word_embeddings=tied,
+        pad_token_id=3,
+        sliding_window=None,
+    )
     torch.manual_seed(0)
     return MistralForCausalLM(conf)
 
@@ -58,7 +70,9 @@ def test_subtoken_mean_init(toks) -> None:  # type: ignore[no-untyped-def]
     text = merged.convert_tokens_to_string([merged.convert_ids_to_tokens(tid)])
     pieces = base(text, add_special_tokens=False)["input_ids"]
     assert len(pieces) >= 1
-    assert torch.allclose(model.get_input_embeddings().weight.detach()[tid], emb0[pieces].mean(0), atol=1e-6)
+    assert torch.allclose(
+        model.get_input_embeddings().weight.detach()[tid], emb0[pieces].mean(0), atol=1e-6
+    )
 
 
 def test_not_resizable_is_one_line() -> None:

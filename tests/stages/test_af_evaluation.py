@@ -23,7 +23,9 @@ def test_token_word_ids_by_offsets() -> None:
 
 def test_figure9_prompt() -> None:
     p = build_prompt([("Hi.", "Salut.")], "Bye.", "English", "French")
-    assert p.startswith("The task is to translate the given sentence in English to language French.")
+    assert p.startswith(
+        "The task is to translate the given sentence in English to language French."
+    )
     assert p.endswith("English: Hi.\nFrench: Salut.\n\nEnglish: Bye.\nFrench:")
     chat = chat_prompt(p)
     assert chat.startswith(f"<|im_start|>system\n{SYSTEM_PROMPT}<|im_end|>\n<|im_start|>user\n")
@@ -35,9 +37,16 @@ def tok_model():  # type: ignore[no-untyped-def]
     from transformers import MistralConfig, MistralForCausalLM
 
     tok = train_bpe(["the cat sat on the mat", "law history wisdom prophets"] * 30, 300)
-    conf = MistralConfig(vocab_size=len(tok), hidden_size=16, intermediate_size=32, num_hidden_layers=1,
-                         num_attention_heads=2, num_key_value_heads=1, pad_token_id=tok.pad_token_id,
-                         sliding_window=None)
+    conf = MistralConfig(
+        vocab_size=len(tok),
+        hidden_size=16,
+        intermediate_size=32,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        num_key_value_heads=1,
+        pad_token_id=tok.pad_token_id,
+        sliding_window=None,
+    )
     torch.manual_seed(0)
     return tok, MistralForCausalLM(conf)
 
@@ -48,7 +57,9 @@ def test_answer_logprobs_match_manual_sum(tok_model) -> None:  # type: ignore[no
     lps = answer_logprobs(model, tok, prompt, ["law", "wisdom prophets"])
     head = [tok.bos_token_id] + tok(prompt, add_special_tokens=False)["input_ids"]
     for ans, lp in zip(["law", "wisdom prophets"], lps, strict=True):
-        tail = tok(ans, add_special_tokens=False)["input_ids"] + [tok.convert_tokens_to_ids("<|im_end|>")]
+        tail = tok(ans, add_special_tokens=False)["input_ids"] + [
+            tok.convert_tokens_to_ids("<|im_end|>")
+        ]
         ids = torch.tensor([head + tail])
         with torch.no_grad():
             logp = torch.log_softmax(model(input_ids=ids).logits[0], -1)
@@ -58,7 +69,10 @@ def test_answer_logprobs_match_manual_sum(tok_model) -> None:  # type: ignore[no
 
 def test_greedy_generate_batched_equals_single(tok_model) -> None:  # type: ignore[no-untyped-def]
     tok, model = tok_model
-    prompts = [chat_prompt("Continue:", "the cat"), chat_prompt("Continue this verse please:", "the mat sat")]
+    prompts = [
+        chat_prompt("Continue:", "the cat"),
+        chat_prompt("Continue this verse please:", "the mat sat"),
+    ]
     batched = greedy_generate(model, tok, prompts, max_new_tokens=5, batch_size=2)
     single = [greedy_generate(model, tok, [p], max_new_tokens=5)[0] for p in prompts]
     assert batched == single

@@ -15,7 +15,11 @@ from polymnesia.data.instructions import (
 from polymnesia.errors import DataError
 
 VERSES = [
-    {"id": "1.1.1", "text": "In the beginning God created the heavens and the earth.", "meta": {"genre": "law"}},
+    {
+        "id": "1.1.1",
+        "text": "In the beginning God created the heavens and the earth.",
+        "meta": {"genre": "law"},
+    },
     {"id": "45.1.1", "text": "Paul, a servant.", "meta": {"genre": "pauline"}},
 ]
 
@@ -43,7 +47,9 @@ def test_unknown_task_and_missing_genre() -> None:
         bible_instructions([{"id": "x", "text": "a b c d e f"}], ["law"], ["genre"])
 
 
-@pytest.mark.parametrize("rec", [{"instruction": "Say hi", "input": ""}, {"instruction": "Say hi", "output": "  "}])
+@pytest.mark.parametrize(
+    "rec", [{"instruction": "Say hi", "input": ""}, {"instruction": "Say hi", "output": "  "}]
+)
 def test_record_without_output_is_one_line(rec: dict) -> None:  # type: ignore[type-arg]
     with pytest.raises(DataError, match="has no output") as e:
         check_record(rec, "7")

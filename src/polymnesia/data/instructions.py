@@ -67,7 +67,9 @@ def check_record(rec: Mapping[str, Any], where: str) -> InstructionRecord:
     """An :class:`InstructionRecord` from a mapping, or one line naming what is missing."""
     out, ins = rec.get("output"), rec.get("instruction")
     if not isinstance(out, str) or not out.strip():
-        raise DataError(f"instruction record {where} has no output; every record needs a non-empty output")
+        raise DataError(
+            f"instruction record {where} has no output; every record needs a non-empty output"
+        )
     if not isinstance(ins, str) or not ins.strip():
         raise DataError(f"instruction record {where} has no instruction")
     inp = rec.get("input") or ""
@@ -127,7 +129,7 @@ def hf_instructions(
 
     m = {"instruction": "instruction", "input": "input", "output": "output", **(fields or {})}
     ds = load_hf(name, config, split, False)
-    out = []
+    out: list[InstructionRecord] = []
     for i, row in enumerate(ds):
         if limit and len(out) >= limit:
             break

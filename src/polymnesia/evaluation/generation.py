@@ -21,7 +21,9 @@ from polymnesia.tokenizers.chat import SYSTEM_PROMPT, render_chatml, sft_message
 
 def chat_prompt(instruction: str, input: str = "") -> str:
     """System turn (appendix C) + user turn + ``<|im_start|>assistant\\n``."""
-    return render_chatml(sft_messages(instruction, input or None, SYSTEM_PROMPT), add_generation_prompt=True)
+    return render_chatml(
+        sft_messages(instruction, input or None, SYSTEM_PROMPT), add_generation_prompt=True
+    )
 
 
 def _encode_prompt(tokenizer: Any, prompt: str) -> list[int]:
@@ -53,8 +55,12 @@ def greedy_generate(
         for r, s in enumerate(seqs):  # left padding
             ids[r, width - len(s) :], mask[r, width - len(s) :] = torch.tensor(s), 1
         gen = model.generate(  # type: ignore[operator]
-            input_ids=ids.to(device), attention_mask=mask.to(device), do_sample=False,
-            max_new_tokens=max_new_tokens, eos_token_id=stop, pad_token_id=tokenizer.pad_token_id,
+            input_ids=ids.to(device),
+            attention_mask=mask.to(device),
+            do_sample=False,
+            max_new_tokens=max_new_tokens,
+            eos_token_id=stop,
+            pad_token_id=tokenizer.pad_token_id,
         )
         for row in gen[:, width:].tolist():
             cut = next((i for i, t in enumerate(row) if t in stop), len(row))
@@ -78,7 +84,9 @@ def answer_logprobs(
     mask = torch.zeros_like(ids)
     for r, s in enumerate(seqs):
         ids[r, : len(s)], mask[r, : len(s)] = torch.tensor(s), 1
-    logp = F.log_softmax(model(input_ids=ids.to(device), attention_mask=mask.to(device)).logits.float(), -1)
+    logp = F.log_softmax(
+        model(input_ids=ids.to(device), attention_mask=mask.to(device)).logits.float(), -1
+    )
     out = []
     for r, t in enumerate(tails):
         pos = torch.arange(len(head) - 1, len(head) - 1 + len(t), device=logp.device)

@@ -30,7 +30,9 @@ class TokenVectors:
     sent_ids: np.ndarray  # [N] int64, text index of each token
 
 
-def token_word_ids(text: str, offsets: Sequence[tuple[int, int]], vocab: dict[str, int]) -> list[int]:
+def token_word_ids(
+    text: str, offsets: Sequence[tuple[int, int]], vocab: dict[str, int]
+) -> list[int]:
     """Word-type id of each token from its character offsets (-1: no word, e.g. only spaces)."""
     spans = [(m.start(), m.end(), m.group()) for m in _WORD.finditer(text)]
     out, w = [], 0
@@ -49,11 +51,21 @@ def token_word_ids(text: str, offsets: Sequence[tuple[int, int]], vocab: dict[st
 
 @torch.no_grad()
 def contextual_vectors(
-    model: torch.nn.Module, tokenizer: Any, texts: Sequence[str], *, max_length: int = 128, batch_size: int = 16
+    model: torch.nn.Module,
+    tokenizer: Any,
+    texts: Sequence[str],
+    *,
+    max_length: int = 128,
+    batch_size: int = 16,
 ) -> TokenVectors:
     """One last-layer vector per content token of ``texts`` (BOS is fed but not kept)."""
-    enc = tokenizer(list(texts), add_special_tokens=False, return_offsets_mapping=True,
-                    truncation=True, max_length=max_length - 1)
+    enc = tokenizer(
+        list(texts),
+        add_special_tokens=False,
+        return_offsets_mapping=True,
+        truncation=True,
+        max_length=max_length - 1,
+    )
     vocab: dict[str, int] = {}
     bos = tokenizer.bos_token_id
     model.eval()
@@ -67,12 +79,16 @@ def contextual_vectors(
         mask = torch.zeros_like(ids)
         for r, s in enumerate(seqs):
             ids[r, : len(s)], mask[r, : len(s)] = torch.tensor(s), 1
-        out = model(input_ids=ids.to(device), attention_mask=mask.to(device), output_hidden_states=True)
+        out = model(
+            input_ids=ids.to(device), attention_mask=mask.to(device), output_hidden_states=True
+        )
         last = out.hidden_states[-1].float().cpu()
         skip = 1 if bos is not None else 0
         for r, i in enumerate(idx):
             n = len(enc["input_ids"][i])
-            wid = np.asarray(token_word_ids(texts[i], enc["offset_mapping"][i], vocab), dtype=np.int64)
+            wid = np.asarray(
+                token_word_ids(texts[i], enc["offset_mapping"][i], vocab), dtype=np.int64
+            )
             keep = wid >= 0
             Hs.append(last[r, skip : skip + n].numpy()[keep])
             W.append(wid[keep])

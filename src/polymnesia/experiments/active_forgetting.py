@@ -123,46 +123,127 @@ def _size_stages(cfg: ActiveForgettingConfig, size: str | None) -> list[StageSpe
     g, d = cfg.groups, cfg.downstream
     langs = g.group_of()
     f = cfg.forgetting
-    af_plugin = {"name": "active_forgetting", "reset_every": f.reset_every, "std": f.std,
-                 "reset_head": f.reset_head, "replay_schedule": f.replay_schedule,
-                 "warmup_ratio": cfg.pretrain.warmup_ratio, "min_lr_ratio": cfg.pretrain.min_lr_ratio,
-                 "seed": cfg.seed}
+    af_plugin = {
+        "name": "active_forgetting",
+        "reset_every": f.reset_every,
+        "std": f.std,
+        "reset_head": f.reset_head,
+        "replay_schedule": f.replay_schedule,
+        "warmup_ratio": cfg.pretrain.warmup_ratio,
+        "min_lr_ratio": cfg.pretrain.min_lr_ratio,
+        "seed": cfg.seed,
+    }
     specs: list[StageSpec] = []
     for name, plugins in (("pretrain", []), ("pretrain_af", [af_plugin])):
-        specs.append(StageSpec(name + sfx, "pretrain", PretrainParams(
-            model=model, train=cfg.pretrain, languages=g.pretraining,
-            temperature=cfg.mixture_temperature, seed=cfg.seed, plugins=plugins),
-            {"data": "data", "tokenizer": "tokenizer"}))
+        specs.append(
+            StageSpec(
+                name + sfx,
+                "pretrain",
+                PretrainParams(
+                    model=model,
+                    train=cfg.pretrain,
+                    languages=g.pretraining,
+                    temperature=cfg.mixture_temperature,
+                    seed=cfg.seed,
+                    plugins=plugins,
+                ),
+                {"data": "data", "tokenizer": "tokenizer"},
+            )
+        )
     a = cfg.adapt
     for label, base in (("BA", "pretrain"), ("AFA", "pretrain_af")):
-        specs.append(StageSpec(f"adapt_{label}{sfx}", "adapt_vocabulary", AdaptVocabularyParams(
-            label=label, size=size, adapting=g.adapting, pretraining=g.pretraining, strict=a.strict,
-            new_vocab_size=a.new_vocab_size, max_new_tokens=a.max_new_tokens,
-            temperature=cfg.tokenizer.temperature, sample_texts=a.sample_texts,
-            min_frequency=cfg.tokenizer.min_frequency, init=a.init, fertility_languages=langs,
-            fertility_texts=cfg.evaluate.max_texts_per_lang or 200, train=a.train, seed=cfg.seed),
-            {"data": "data", "model": base + sfx}))
+        specs.append(
+            StageSpec(
+                f"adapt_{label}{sfx}",
+                "adapt_vocabulary",
+                AdaptVocabularyParams(
+                    label=label,
+                    size=size,
+                    adapting=g.adapting,
+                    pretraining=g.pretraining,
+                    strict=a.strict,
+                    new_vocab_size=a.new_vocab_size,
+                    max_new_tokens=a.max_new_tokens,
+                    temperature=cfg.tokenizer.temperature,
+                    sample_texts=a.sample_texts,
+                    min_frequency=cfg.tokenizer.min_frequency,
+                    init=a.init,
+                    fertility_languages=langs,
+                    fertility_texts=cfg.evaluate.max_texts_per_lang or 200,
+                    train=a.train,
+                    seed=cfg.seed,
+                ),
+                {"data": "data", "model": base + sfx},
+            )
+        )
     i = cfg.instruct
     sources = {"Baseline": "pretrain", "BA": "adapt_BA", "AFA": "adapt_AFA"}
     for label, src in sources.items():
-        specs.append(StageSpec(f"instruct_{label}{sfx}", "instruct", InstructParams(
-            source=i.source, tasks=i.tasks, dataset=i.dataset, dataset_config=i.dataset_config,
-            fields=i.fields, max_records=i.max_records, max_length=i.max_length, train=i.train,
-            seed=cfg.seed), {"data": "data", "model": src + sfx}))
+        specs.append(
+            StageSpec(
+                f"instruct_{label}{sfx}",
+                "instruct",
+                InstructParams(
+                    source=i.source,
+                    tasks=i.tasks,
+                    dataset=i.dataset,
+                    dataset_config=i.dataset_config,
+                    fields=i.fields,
+                    max_records=i.max_records,
+                    max_length=i.max_length,
+                    train=i.train,
+                    seed=cfg.seed,
+                ),
+                {"data": "data", "model": src + sfx},
+            )
+        )
     for label, src in sources.items():
         specs.append(evaluate_stage(f"lm_{label}{sfx}", label, src + sfx, g, cfg.evaluate, size))
-        specs.append(StageSpec(f"isotropy_{label}{sfx}", "evaluate_isotropy", EvaluateIsotropyParams(
-            label=label, size=size, languages=langs, max_texts_per_lang=d.isotropy_texts, seed=cfg.seed),
-            {"data": "data", "model": src + sfx}))
+        specs.append(
+            StageSpec(
+                f"isotropy_{label}{sfx}",
+                "evaluate_isotropy",
+                EvaluateIsotropyParams(
+                    label=label,
+                    size=size,
+                    languages=langs,
+                    max_texts_per_lang=d.isotropy_texts,
+                    seed=cfg.seed,
+                ),
+                {"data": "data", "model": src + sfx},
+            )
+        )
         tuned = f"instruct_{label}{sfx}"
-        specs.append(StageSpec(f"translation_{label}{sfx}", "evaluate_translation",
-            EvaluateTranslationParams(label=label, size=size, languages=langs, shots=d.translation_shots,
-                                      max_texts_per_lang=d.translation_texts,
-                                      max_new_tokens=d.max_new_tokens, seed=cfg.seed),
-            {"data": "data", "model": tuned}))
-        specs.append(StageSpec(f"zero_shot_{label}{sfx}", "evaluate_zero_shot", EvaluateZeroShotParams(
-            label=label, size=size, languages=langs, max_texts_per_lang=d.zero_shot_texts, seed=cfg.seed),
-            {"data": "data", "model": tuned}))
+        specs.append(
+            StageSpec(
+                f"translation_{label}{sfx}",
+                "evaluate_translation",
+                EvaluateTranslationParams(
+                    label=label,
+                    size=size,
+                    languages=langs,
+                    shots=d.translation_shots,
+                    max_texts_per_lang=d.translation_texts,
+                    max_new_tokens=d.max_new_tokens,
+                    seed=cfg.seed,
+                ),
+                {"data": "data", "model": tuned},
+            )
+        )
+        specs.append(
+            StageSpec(
+                f"zero_shot_{label}{sfx}",
+                "evaluate_zero_shot",
+                EvaluateZeroShotParams(
+                    label=label,
+                    size=size,
+                    languages=langs,
+                    max_texts_per_lang=d.zero_shot_texts,
+                    seed=cfg.seed,
+                ),
+                {"data": "data", "model": tuned},
+            )
+        )
     return specs
 
 
@@ -176,9 +257,12 @@ class ActiveForgetting(Experiment):
     @classmethod
     def build(cls, cfg: ExperimentConfig) -> list[StageSpec]:
         assert isinstance(cfg, ActiveForgettingConfig)
-        specs = [data_stage(cfg, cfg.groups.all()),
-                 tokenizer_stage(cfg, cfg.tokenizer, cfg.groups.pretraining)]
-        for size in cfg.sizes or [None]:
+        specs = [
+            data_stage(cfg, cfg.groups.all()),
+            tokenizer_stage(cfg, cfg.tokenizer, cfg.groups.pretraining),
+        ]
+        sizes: list[str | None] = list(cfg.sizes) or [None]
+        for size in sizes:
             specs += _size_stages(cfg, size)
         return specs
 

@@ -18,7 +18,11 @@ ARMS = ["Baseline", "BA", "AFA"]
 TABLES = [
     ("self_similarity_adjusted", "Table 2: Self-similarity (anisotropy-adjusted)", True),
     ("intra_sentence_similarity_adjusted", "Table 2b: Intra-sentence similarity (adjusted)", True),
-    ("first_pc_variance_explained_adjusted", "Table 2c: First-PC variance explained (adjusted)", True),
+    (
+        "first_pc_variance_explained_adjusted",
+        "Table 2c: First-PC variance explained (adjusted)",
+        True,
+    ),
     ("bleu", "Table 3: English-to-X translation, BLEU", False),
     ("chrf", "Table 3b: English-to-X translation, chrF", False),
     ("accuracy", "Table 4: Zero-shot genre classification accuracy (English-only SFT)", False),
@@ -33,9 +37,16 @@ def _lang_means(scores: Sequence[Score]) -> dict[str, float]:
     return {k: mean(v) for k, v in out.items()}
 
 
-def arm_groups(scores: Sequence[Score], metric: str, arm: str, groups: dict[str, list[str]],
-               size: str | None = None) -> dict[str, float]:
-    chosen = [s for s in filter_scores(scores, metric=metric, model=arm) if size is None or s.size == size]
+def arm_groups(
+    scores: Sequence[Score],
+    metric: str,
+    arm: str,
+    groups: dict[str, list[str]],
+    size: str | None = None,
+) -> dict[str, float]:
+    chosen = [
+        s for s in filter_scores(scores, metric=metric, model=arm) if size is None or s.size == size
+    ]
     return group_means(_lang_means(chosen), groups)
 
 
@@ -50,23 +61,39 @@ def fertility_table(scores: Sequence[Score], groups: dict[str, list[str]]) -> Ta
     rows: list[list[Any]] = []
     for group, langs in groups.items():
         for lang in langs:
-            vals = [cell.get((lang, f"fertility_{m}", t), math.nan)
-                    for m in ("tokens_per_word", "tokens_per_byte") for t in ("base", "merged")]
+            vals = [
+                cell.get((lang, f"fertility_{m}", t), math.nan)
+                for m in ("tokens_per_word", "tokens_per_byte")
+                for t in ("base", "merged")
+            ]
             rows.append([lang, group, *vals])
-    return Table(name="fertility", title="Tokenizer fertility before and after the merge",
-                 columns=["Language", "Group", "tokens/word base", "tokens/word merged",
-                          "tokens/byte base", "tokens/byte merged"], rows=rows,
-                 caption="Fertility on test verses; lower means cheaper encoding.")
+    return Table(
+        name="fertility",
+        title="Tokenizer fertility before and after the merge",
+        columns=[
+            "Language",
+            "Group",
+            "tokens/word base",
+            "tokens/word merged",
+            "tokens/byte base",
+            "tokens/byte merged",
+        ],
+        rows=rows,
+        caption="Fertility on test verses; lower means cheaper encoding.",
+    )
 
 
 def vocab_table(scores: Sequence[Score]) -> Table | None:
     v = {s.setting: s.value for s in scores if s.metric == "vocab_size"}
     if not v:
         return None
-    return Table(name="vocabulary", title="Vocabulary sizes",
-                 columns=["base |V|", "adapting |V^L|", "merged |V_merged|"],
-                 rows=[[int(v.get("base", 0)), int(v.get("new", 0)), int(v.get("merged", 0))]],
-                 caption="Paper 000: 32,000 + 16,000 = 48,000 (appendix A).")
+    return Table(
+        name="vocabulary",
+        title="Vocabulary sizes",
+        columns=["base |V|", "adapting |V^L|", "merged |V_merged|"],
+        rows=[[int(v.get("base", 0)), int(v.get("new", 0)), int(v.get("merged", 0))]],
+        caption="Paper 000: 32,000 + 16,000 = 48,000 (appendix A).",
+    )
 
 
 def claims(scores: Sequence[Score], groups: dict[str, list[str]], headline: str) -> list[str]:
@@ -74,17 +101,29 @@ def claims(scores: Sequence[Score], groups: dict[str, list[str]], headline: str)
     out = []
     lm = {a: arm_groups(scores, headline, a, groups) for a in ARMS}
     o = {a: lm[a]["overall"] for a in ARMS}
-    out.append(_verdict(o["AFA"] < o["Baseline"] and o["AFA"] < o["BA"],
-                        f"AFA lower {headline} than Baseline and BA (overall: Baseline {o['Baseline']:.3f}, "
-                        f"BA {o['BA']:.3f}, AFA {o['AFA']:.3f})"))
+    out.append(
+        _verdict(
+            o["AFA"] < o["Baseline"] and o["AFA"] < o["BA"],
+            f"AFA lower {headline} than Baseline and BA (overall: Baseline {o['Baseline']:.3f}, "
+            f"BA {o['BA']:.3f}, AFA {o['AFA']:.3f})",
+        )
+    )
     ot = {a: lm[a]["other"] for a in ARMS}
-    out.append(_verdict(ot["BA"] > ot["Baseline"],
-                        f"BA worse than Baseline on the 'other' languages ({headline}: Baseline "
-                        f"{ot['Baseline']:.3f}, BA {ot['BA']:.3f})"))
+    out.append(
+        _verdict(
+            ot["BA"] > ot["Baseline"],
+            f"BA worse than Baseline on the 'other' languages ({headline}: Baseline "
+            f"{ot['Baseline']:.3f}, BA {ot['BA']:.3f})",
+        )
+    )
     ss = {a: arm_groups(scores, "self_similarity_adjusted", a, groups)["overall"] for a in ARMS}
-    out.append(_verdict(ss["AFA"] < ss["BA"],
-                        f"AFA lower self-similarity than BA (overall adjusted: Baseline {ss['Baseline']:.3f}, "
-                        f"BA {ss['BA']:.3f}, AFA {ss['AFA']:.3f})"))
+    out.append(
+        _verdict(
+            ss["AFA"] < ss["BA"],
+            f"AFA lower self-similarity than BA (overall adjusted: Baseline {ss['Baseline']:.3f}, "
+            f"BA {ss['BA']:.3f}, AFA {ss['AFA']:.3f})",
+        )
+    )
     wins, total = 0, 0
     for metric in ("bleu", "chrf", "accuracy", "macro_f1"):
         vals = {a: arm_groups(scores, metric, a, groups)["overall"] for a in ARMS}
@@ -92,8 +131,13 @@ def claims(scores: Sequence[Score], groups: dict[str, list[str]], headline: str)
             continue
         total += 1
         wins += vals["AFA"] > max(vals["Baseline"], vals["BA"])
-    out.append(_verdict(2 * wins > total, f"AFA ahead on most tasks: best on {wins} of {total} "
-                        "downstream metrics (BLEU, chrF, genre accuracy, macro-F1; overall mean)"))
+    out.append(
+        _verdict(
+            2 * wins > total,
+            f"AFA ahead on most tasks: best on {wins} of {total} "
+            "downstream metrics (BLEU, chrF, genre accuracy, macro-F1; overall mean)",
+        )
+    )
     return out
 
 
@@ -101,7 +145,9 @@ def _verdict(ok: bool, text: str) -> str:
     return f"**{'holds' if ok else 'does not hold'}**: {text}"
 
 
-def figure3(report: Report, run_dir: Path, scores: Sequence[Score], groups: dict[str, list[str]]) -> None:
+def figure3(
+    report: Report, run_dir: Path, scores: Sequence[Score], groups: dict[str, list[str]]
+) -> None:
     """Average downstream score (mean of genre accuracy and chrF/100, overall) against parameters."""
     from polymnesia.reports.plots import line_plot
 
@@ -118,15 +164,29 @@ def figure3(report: Report, run_dir: Path, scores: Sequence[Score], groups: dict
             ys.append((acc + ch) / 2)
         series[arm] = (xs, ys)
     rel = "plots/figure3_scale.png"
-    line_plot(series, run_dir / rel, xlabel="parameters", ylabel="average score", logx=True,
-              title="Figure 3: average score vs parameter count")
-    report.image(rel, "Average of overall genre accuracy and chrF/100 per arm and size "
-                 "(x: parameter count of the instruction-tuned model).")
+    line_plot(
+        series,
+        run_dir / rel,
+        xlabel="parameters",
+        ylabel="average score",
+        logx=True,
+        title="Figure 3: average score vs parameter count",
+    )
+    report.image(
+        rel,
+        "Average of overall genre accuracy and chrF/100 per arm and size "
+        "(x: parameter count of the instruction-tuned model).",
+    )
 
 
 def _params(scores: Sequence[Score], size: str, arm: str | None = None) -> int:
     for s in scores:
-        if s.size == size and s.params and (arm is None or s.model == arm) and s.task in ("genre", "translation"):
+        if (
+            s.size == size
+            and s.params
+            and (arm is None or s.model == arm)
+            and s.task in ("genre", "translation")
+        ):
             return s.params
     return 0
 
@@ -135,7 +195,9 @@ def write_report(cfg: Any, run_dir: Path) -> Path:
     scores = read_scores(run_dir / "results" / "scores.jsonl")
     groups = cfg.groups.as_dict()
     results = run_dir / "results"
-    rep = Report(f"{cfg.name}: active forgetting, vocabulary expansion, English-only SFT (paper 000)")
+    rep = Report(
+        f"{cfg.name}: active forgetting, vocabulary expansion, English-only SFT (paper 000)"
+    )
     sizes = ", ".join(cfg.sizes) if cfg.sizes else str(cfg.model.preset or cfg.model.name_or_path)
     rep.paragraph(
         f"Arms: Baseline (pretrained), BA (baseline adapted), AFA (pretrained with active forgetting, "
@@ -146,21 +208,36 @@ def write_report(cfg: Any, run_dir: Path) -> Path:
         f"Tables 3-4 the instruction-tuned ones. Headline LM metric: {cfg.evaluate.headline} "
         "(the vocabularies differ, so token perplexity is not comparable across arms)."
     )
-    rep.heading("The paper's claims at this scale", 2).bullets(claims(scores, groups, cfg.evaluate.headline))
+    rep.heading("The paper's claims at this scale", 2).bullets(
+        claims(scores, groups, cfg.evaluate.headline)
+    )
     rep.heading("Results", 2)
-    lm_tables(rep, run_dir, [s for s in scores if s.task == "lm"], groups, cfg.evaluate.headline,
-              model_order=ARMS)
+    lm_tables(
+        rep,
+        run_dir,
+        [s for s in scores if s.task == "lm"],
+        groups,
+        cfg.evaluate.headline,
+        model_order=ARMS,
+    )
     for metric, title, lower in TABLES:
         if any(s.metric == metric for s in scores):
-            t = group_table(scores, metric, groups, model_order=ARMS, name=metric, title=title,
-                            caption="mu_overall averages all evaluated languages.",
-                            higher_is_better=not lower)
+            t = group_table(
+                scores,
+                metric,
+                groups,
+                model_order=ARMS,
+                name=metric,
+                title=title,
+                caption="mu_overall averages all evaluated languages.",
+                higher_is_better=not lower,
+            )
             write_table(results, t)
             rep.heading(title, 3).table(t)
-    for t in (vocab_table(scores), fertility_table(scores, groups)):
-        if t is not None:
-            write_table(results, t)
-            rep.heading(t.title, 3).table(t)
+    for extra in (vocab_table(scores), fertility_table(scores, groups)):
+        if extra is not None:
+            write_table(results, extra)
+            rep.heading(extra.title, 3).table(extra)
     rep.heading("Figures", 2)
     figure3(rep, run_dir, scores, groups)
     training_curves(rep, run_dir)

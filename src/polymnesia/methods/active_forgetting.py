@@ -84,7 +84,9 @@ def reset_adam_state(optimizer: torch.optim.Optimizer, params: list[torch.nn.Par
                 st["step"] = 0
 
 
-def redraw_(weight: torch.Tensor, std: float, generator: torch.Generator, pad_id: int | None) -> None:
+def redraw_(
+    weight: torch.Tensor, std: float, generator: torch.Generator, pad_id: int | None
+) -> None:
     """Re-draw ``weight`` in place from N(0, std), padding row zero."""
     fresh = torch.randn(weight.shape, generator=generator, dtype=torch.float32) * std
     if pad_id is not None and 0 <= pad_id < weight.shape[0]:
@@ -122,7 +124,9 @@ class ActiveForgetting(TrainingPlugin):
         if not std > 0:
             raise ConfigError(f"active_forgetting std must be > 0, got {std}")
         if not 0 <= warmup_ratio <= 1:
-            raise ConfigError(f"active_forgetting warmup_ratio must be in [0, 1], got {warmup_ratio}")
+            raise ConfigError(
+                f"active_forgetting warmup_ratio must be in [0, 1], got {warmup_ratio}"
+            )
         self.std, self.reset_head, self.replay = std, bool(reset_head), bool(replay_schedule)
         self.warmup_ratio, self.min_lr_ratio, self.seed = warmup_ratio, min_lr_ratio, seed
         self.resets: list[int] = []

@@ -52,7 +52,9 @@ class FrozenRows(TrainingPlugin):
                 f"frozen_rows first_trainable_row must be an integer, got {first_trainable_row!r}"
             )
         if first_trainable_row < 0:
-            raise ConfigError(f"frozen_rows first_trainable_row must be >= 0, got {first_trainable_row}")
+            raise ConfigError(
+                f"frozen_rows first_trainable_row must be >= 0, got {first_trainable_row}"
+            )
         self.n_frozen = first_trainable_row
         self.freeze_body, self.freeze_head_rows = freeze_body, freeze_head_rows
         self._snapshots: list[tuple[torch.Tensor, torch.Tensor]] = []

@@ -30,7 +30,11 @@ from polymnesia.io import atomic_write_json
 from polymnesia.models import count_parameters
 from polymnesia.pipeline.stage import STAGES, Stage, StageContext
 from polymnesia.results import Score
-from polymnesia.stages.common import load_model_and_tokenizer, packed_mixture, save_model_and_tokenizer
+from polymnesia.stages.common import (
+    load_model_and_tokenizer,
+    packed_mixture,
+    save_model_and_tokenizer,
+)
 from polymnesia.training.config import TrainConfig
 
 log = logging.getLogger(__name__)
@@ -39,9 +43,13 @@ log = logging.getLogger(__name__)
 class AdaptVocabularyParams(StrictModel):
     label: str = Field("adapted", description="the adapted model's name in tables (BA, AFA)")
     size: str | None = Field(None, description="size label of the model (scale sweeps)")
-    adapting: list[str] = Field(min_length=1, description="languages the new vocabulary is learned on")
+    adapting: list[str] = Field(
+        min_length=1, description="languages the new vocabulary is learned on"
+    )
     pretraining: list[str] = Field(default_factory=list, description="the base model's languages")
-    strict: bool = Field(False, description="refuse (rather than warn) adapting languages that overlap pretraining")
+    strict: bool = Field(
+        False, description="refuse (rather than warn) adapting languages that overlap pretraining"
+    )
     new_vocab_size: int = Field(4000, ge=300, description="size of V^L (paper 000: 16,000)")
     max_new_tokens: int | None = Field(None, description="cap on tokens appended by the merge")
     temperature: float = Field(3.0, gt=0)
@@ -117,7 +125,10 @@ def _init_rows(
 
 
 def fertility_scores(
-    tokenizers: dict[str, Any], texts: dict[str, list[str]], groups: dict[str, str], p: AdaptVocabularyParams
+    tokenizers: dict[str, Any],
+    texts: dict[str, list[str]],
+    groups: dict[str, str],
+    p: AdaptVocabularyParams,
 ) -> list[Score]:
     from polymnesia.tokenizers.fertility import fertility
 
@@ -127,8 +138,16 @@ def fertility_scores(
             f = fertility(tok, lang_texts)
             for metric in ("tokens_per_word", "tokens_per_byte"):
                 out.append(
-                    Score(model=p.label, lang=lang, metric=f"fertility_{metric}", value=f[metric],
-                          task="fertility", group=groups.get(lang), size=p.size, setting=name)
+                    Score(
+                        model=p.label,
+                        lang=lang,
+                        metric=f"fertility_{metric}",
+                        value=f[metric],
+                        task="fertility",
+                        group=groups.get(lang),
+                        size=p.size,
+                        setting=name,
+                    )
                 )
     return out
 
@@ -157,31 +176,70 @@ class AdaptVocabulary(Stage):
         model, base = load_model_and_tokenizer(ctx.input("model") / "model")
         check_resizable(model)
         texts = {lang: read_texts(data, lang, "train") for lang in p.adapting}
-        new = train_bpe_mixture(texts, p.new_vocab_size, temperature=p.temperature,
-                                total=p.sample_texts, seed=p.seed, min_frequency=p.min_frequency)
+        new = train_bpe_mixture(
+            texts,
+            p.new_vocab_size,
+            temperature=p.temperature,
+            total=p.sample_texts,
+            seed=p.seed,
+            min_frequency=p.min_frequency,
+        )
         merged, report = merge_tokenizers(base, new, max_new_tokens=p.max_new_tokens)
         if report.added == 0:
             raise ConfigError("the adapting vocabulary adds no new token to the base vocabulary")
         resize_and_init(model, merged, base, report.first_new_id, p.init)
-        blocks = packed_mixture(data, merged, p.adapting, temperature=p.temperature,
-                                block_size=p.train.block_size, seed=p.seed)
+        blocks = packed_mixture(
+            data,
+            merged,
+            p.adapting,
+            temperature=p.temperature,
+            block_size=p.train.block_size,
+            seed=p.seed,
+        )
         plugin = FrozenRows(first_trainable_row=report.first_new_id)
-        model, result = train(model, PackedLMData(blocks), p.train, ctx.out_dir, seed=p.seed,
-                              plugins=[plugin, *build_plugins([])], tracker_name=ctx.spec.name)
+        model, result = train(
+            model,
+            PackedLMData(blocks),
+            p.train,
+            ctx.out_dir,
+            seed=p.seed,
+            plugins=[plugin, *build_plugins([])],
+            tracker_name=ctx.spec.name,
+        )
         for prm in model.parameters():
             prm.requires_grad_(True)
         scores = [
-            Score(model=p.label, lang="all", metric="vocab_size", value=float(v), task="vocabulary",
-                  size=p.size, setting=k)
-            for k, v in (("base", report.base_size), ("new", report.new_size), ("merged", report.merged_size))
+            Score(
+                model=p.label,
+                lang="all",
+                metric="vocab_size",
+                value=float(v),
+                task="vocabulary",
+                size=p.size,
+                setting=k,
+            )
+            for k, v in (
+                ("base", report.base_size),
+                ("new", report.new_size),
+                ("merged", report.merged_size),
+            )
         ]
-        ev = {lang: read_texts(data, lang, "test", p.fertility_texts) for lang in p.fertility_languages}
+        ev = {
+            lang: read_texts(data, lang, "test", p.fertility_texts)
+            for lang in p.fertility_languages
+        }
         scores += fertility_scores({"base": base, "merged": merged}, ev, p.fertility_languages, p)
         if ctx.is_main_process:
             save_model_and_tokenizer(model, merged, ctx.out_dir / "model")
-            atomic_write_json(ctx.out_dir / "train_summary.json", {
-                "merge": report.as_dict(), "steps": result.steps, "final_loss": result.final_loss,
-                "seconds": round(result.seconds, 2), "parameters": count_parameters(model),
-                "trainable_rows": len(merged) - report.first_new_id,
-            })
+            atomic_write_json(
+                ctx.out_dir / "train_summary.json",
+                {
+                    "merge": report.as_dict(),
+                    "steps": result.steps,
+                    "final_loss": result.final_loss,
+                    "seconds": round(result.seconds, 2),
+                    "parameters": count_parameters(model),
+                    "trainable_rows": len(merged) - report.first_new_id,
+                },
+            )
         return scores

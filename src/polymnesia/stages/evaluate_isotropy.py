@@ -35,7 +35,9 @@ class EvaluateIsotropyParams(StrictModel):
     seed: int = 0
 
 
-@STAGES.register("evaluate_isotropy", "Ethayarajh isotropy of last-layer vectors per language (Table 2)")
+@STAGES.register(
+    "evaluate_isotropy", "Ethayarajh isotropy of last-layer vectors per language (Table 2)"
+)
 class EvaluateIsotropy(Stage):
     version = "1"
 
@@ -55,7 +57,17 @@ class EvaluateIsotropy(Stage):
             extra = {k: v for k, v in rep.items() if k not in ISOTROPY_METRICS}
             extra["tokens"] = int(len(tv.H))
             for metric in ISOTROPY_METRICS:
-                scores.append(Score(model=p.label, lang=lang, metric=metric, value=rep[metric],
-                                    task="isotropy", group=group, size=p.size, params=n_params,
-                                    extra=extra))
+                scores.append(
+                    Score(
+                        model=p.label,
+                        lang=lang,
+                        metric=metric,
+                        value=rep[metric],
+                        task="isotropy",
+                        group=group,
+                        size=p.size,
+                        params=n_params,
+                        extra=extra,
+                    )
+                )
         return scores

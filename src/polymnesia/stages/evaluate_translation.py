@@ -32,7 +32,9 @@ class EvaluateTranslationParams(StrictModel):
     shots: int = Field(4, ge=0, description="examples in the prompt (paper: 4)")
     max_texts_per_lang: int | None = Field(16, gt=0)
     max_new_tokens: int = Field(64, gt=0)
-    max_shot_chars: int = Field(200, gt=20, description="examples are drawn among verses this short")
+    max_shot_chars: int = Field(
+        200, gt=20, description="examples are drawn among verses this short"
+    )
     batch_size: int = 8
     seed: int = 0
 
@@ -42,7 +44,9 @@ def build_prompt(examples: list[tuple[str, str]], source: str, src_name: str, tg
     return FIGURE9.format(language=tgt_name, text=f"{shots}{src_name}: {source}\n{tgt_name}:")
 
 
-@STAGES.register("evaluate_translation", "English-to-X few-shot greedy translation, BLEU and chrF (Table 3)")
+@STAGES.register(
+    "evaluate_translation", "English-to-X few-shot greedy translation, BLEU and chrF (Table 3)"
+)
 class EvaluateTranslation(Stage):
     version = "1"
 
@@ -63,17 +67,45 @@ class EvaluateTranslation(Stage):
             pair = [p.source_lang, lang]
             test = sample_aligned(data, pair, "test", p.max_texts_per_lang, p.seed)
             train = sample_aligned(data, pair, "train", None)
-            short = [i for i, r in enumerate(train[p.source_lang])
-                     if len(r["text"]) <= p.max_shot_chars and len(train[lang][i]["text"]) <= p.max_shot_chars]
-            examples = [(train[p.source_lang][i]["text"], train[lang][i]["text"]) for i in short[: p.shots]]
+            short = [
+                i
+                for i, r in enumerate(train[p.source_lang])
+                if len(r["text"]) <= p.max_shot_chars
+                and len(train[lang][i]["text"]) <= p.max_shot_chars
+            ]
+            examples = [
+                (train[p.source_lang][i]["text"], train[lang][i]["text"]) for i in short[: p.shots]
+            ]
             name = get_language(lang).name
-            prompts = [chat_prompt(build_prompt(examples, r["text"], src_name, name))
-                       for r in test[p.source_lang]]
-            hyps = greedy_generate(model, tok, prompts, max_new_tokens=p.max_new_tokens, batch_size=p.batch_size)
+            prompts = [
+                chat_prompt(build_prompt(examples, r["text"], src_name, name))
+                for r in test[p.source_lang]
+            ]
+            hyps = greedy_generate(
+                model, tok, prompts, max_new_tokens=p.max_new_tokens, batch_size=p.batch_size
+            )
             refs = [r["text"] for r in test[lang]]
             tokenize = bleu_tokenizer_for(lang)
-            extra = {"texts": len(refs), "bleu_tokenize": tokenize, "sample_hyp": hyps[0] if hyps else ""}
-            for metric, value in (("bleu", bleu(hyps, refs, tokenize=tokenize)), ("chrf", chrf(hyps, refs))):
-                scores.append(Score(model=p.label, lang=lang, metric=metric, value=value, task="translation",
-                                    group=group, size=p.size, params=n_params, extra=extra))
+            extra = {
+                "texts": len(refs),
+                "bleu_tokenize": tokenize,
+                "sample_hyp": hyps[0] if hyps else "",
+            }
+            for metric, value in (
+                ("bleu", bleu(hyps, refs, tokenize=tokenize)),
+                ("chrf", chrf(hyps, refs)),
+            ):
+                scores.append(
+                    Score(
+                        model=p.label,
+                        lang=lang,
+                        metric=metric,
+                        value=value,
+                        task="translation",
+                        group=group,
+                        size=p.size,
+                        params=n_params,
+                        extra=extra,
+                    )
+                )
         return scores

@@ -32,7 +32,9 @@ class EvaluateZeroShotParams(StrictModel):
     seed: int = 0
 
 
-@STAGES.register("evaluate_zero_shot", "zero-shot genre classification of verses by answer likelihood")
+@STAGES.register(
+    "evaluate_zero_shot", "zero-shot genre classification of verses by answer likelihood"
+)
 class EvaluateZeroShot(Stage):
     version = "1"
 
@@ -47,7 +49,9 @@ class EvaluateZeroShot(Stage):
         n_params = count_parameters(model)
         names = [genre_name(g) for g in BIBLE_GENRES]
         question = genre_instruction(BIBLE_GENRES)
-        sample = sample_aligned(ctx.input("data"), list(p.languages), p.split, p.max_texts_per_lang, p.seed)
+        sample = sample_aligned(
+            ctx.input("data"), list(p.languages), p.split, p.max_texts_per_lang, p.seed
+        )
         scores = []
         for lang, group in p.languages.items():
             recs = sample[lang]
@@ -56,10 +60,26 @@ class EvaluateZeroShot(Stage):
             for r in recs:
                 lp = answer_logprobs(model, tok, chat_prompt(question, r["text"]), names)
                 pred.append(max(range(len(lp)), key=lp.__getitem__))
-            extra = {"texts": len(recs), "majority": Counter(gold).most_common(1)[0][1] / len(gold),
-                     "predicted": dict(Counter(names[i] for i in pred))}
-            for metric, value in (("accuracy", accuracy(pred, gold)),
-                                  ("macro_f1", macro_f1(pred, gold, n_labels=len(names)))):
-                scores.append(Score(model=p.label, lang=lang, metric=metric, value=value, task="genre",
-                                    group=group, size=p.size, params=n_params, extra=extra))
+            extra = {
+                "texts": len(recs),
+                "majority": Counter(gold).most_common(1)[0][1] / len(gold),
+                "predicted": dict(Counter(names[i] for i in pred)),
+            }
+            for metric, value in (
+                ("accuracy", accuracy(pred, gold)),
+                ("macro_f1", macro_f1(pred, gold, n_labels=len(names))),
+            ):
+                scores.append(
+                    Score(
+                        model=p.label,
+                        lang=lang,
+                        metric=metric,
+                        value=value,
+                        task="genre",
+                        group=group,
+                        size=p.size,
+                        params=n_params,
+                        extra=extra,
+                    )
+                )
         return scores

@@ -25,10 +25,18 @@ from polymnesia.training.config import TrainConfig
 
 
 class InstructParams(StrictModel):
-    source: Literal["bible", "hf"] = Field("bible", description="offline Bible-derived data or a Hub dataset")
-    language: str = Field("en", description="language of the instruction data (paper: English only)")
-    tasks: list[str] = Field(default_factory=lambda: ["genre", "continue"], description="bible tasks")
-    dataset: str | None = Field(None, description="Hub dataset name (source: hf), e.g. Open-Orca/OpenOrca")
+    source: Literal["bible", "hf"] = Field(
+        "bible", description="offline Bible-derived data or a Hub dataset"
+    )
+    language: str = Field(
+        "en", description="language of the instruction data (paper: English only)"
+    )
+    tasks: list[str] = Field(
+        default_factory=lambda: ["genre", "continue"], description="bible tasks"
+    )
+    dataset: str | None = Field(
+        None, description="Hub dataset name (source: hf), e.g. Open-Orca/OpenOrca"
+    )
     dataset_config: str | None = None
     dataset_split: str = "train"
     fields: dict[str, str] = Field(
@@ -50,8 +58,13 @@ def load_records(p: InstructParams, data_dir: object) -> list:  # type: ignore[t
     if p.source == "hf":
         if not p.dataset:
             raise ConfigError("instruct source 'hf' needs 'dataset' (a Hub dataset name)")
-        return hf_instructions(p.dataset, config=p.dataset_config, split=p.dataset_split,
-                               fields=p.fields, limit=p.max_records)
+        return hf_instructions(
+            p.dataset,
+            config=p.dataset_config,
+            split=p.dataset_split,
+            fields=p.fields,
+            limit=p.max_records,
+        )
     verses = read_split(Path(str(data_dir)), p.language, "train")
     return bible_instructions(verses, BIBLE_GENRES, p.tasks, limit=p.max_records, seed=p.seed)
 
@@ -75,14 +88,26 @@ class Instruct(Stage):
             build_sft_example(tok, r.instruction, r.input, r.output, max_length=p.max_length)
             for r in records
         ]
-        model, result = train(model, PaddedExamples(examples, tok.pad_token_id), p.train,
-                              ctx.out_dir, seed=p.seed, tracker_name=ctx.spec.name)
+        model, result = train(
+            model,
+            PaddedExamples(examples, tok.pad_token_id),
+            p.train,
+            ctx.out_dir,
+            seed=p.seed,
+            tracker_name=ctx.spec.name,
+        )
         if ctx.is_main_process:
             save_model_and_tokenizer(model, tok, ctx.out_dir / "model")
             if p.source == "bible":
                 atomic_write_text(ctx.out_dir / "data_card.md", DATA_CARD)
-            atomic_write_json(ctx.out_dir / "train_summary.json", {
-                "records": len(records), "steps": result.steps, "final_loss": result.final_loss,
-                "seconds": round(result.seconds, 2), "source": p.source,
-            })
+            atomic_write_json(
+                ctx.out_dir / "train_summary.json",
+                {
+                    "records": len(records),
+                    "steps": result.steps,
+                    "final_loss": result.final_loss,
+                    "seconds": round(result.seconds, 2),
+                    "source": p.source,
+                },
+            )
         return []
