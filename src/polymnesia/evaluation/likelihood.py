@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -60,6 +61,23 @@ def encode_for_scoring(
     return seqs, nbytes
 
 
+def length_batches(lengths: Sequence[int], batch_size: int, max_tokens: int) -> list[list[int]]:
+    """Indices sorted by length, cut into batches of at most ``batch_size`` sequences and
+    ``max_tokens`` padded tokens (so memory for the [B, L, V] logits stays bounded)."""
+    order = sorted(range(len(lengths)), key=lambda i: lengths[i])
+    batches: list[list[int]] = []
+    current: list[int] = []
+    for i in order:
+        width = max(lengths[i], lengths[current[-1]] if current else 0)
+        if current and (len(current) >= batch_size or (len(current) + 1) * width > max_tokens):
+            batches.append(current)
+            current = []
+        current.append(i)
+    if current:
+        batches.append(current)
+    return batches
+
+
 @torch.no_grad()
 def sequence_nll(
     model: torch.nn.Module,
@@ -68,15 +86,14 @@ def sequence_nll(
     pad_id: int,
     batch_size: int,
     device: torch.device | str = "cpu",
+    max_tokens: int = 8192,
 ) -> tuple[list[float], list[int]]:
     """Summed NLL (nats) and number of predicted tokens for each sequence, in input order."""
-    order = sorted(range(len(seqs)), key=lambda i: len(seqs[i]))
     nll = [0.0] * len(seqs)
     count = [0] * len(seqs)
     was_training = model.training
     model.eval()
-    for start in range(0, len(order), batch_size):
-        idx = order[start : start + batch_size]
+    for idx in length_batches([len(s) for s in seqs], batch_size, max_tokens):
         width = max(len(seqs[i]) for i in idx)
         ids = torch.full((len(idx), width), pad_id, dtype=torch.long)
         mask = torch.zeros((len(idx), width), dtype=torch.long)
@@ -84,9 +101,9 @@ def sequence_nll(
             ids[row, : len(seqs[i])] = torch.tensor(seqs[i])
             mask[row, : len(seqs[i])] = 1
         ids, mask = ids.to(device), mask.to(device)
-        logits = model(input_ids=ids, attention_mask=mask).logits.float()  # (B, L, V)
+        logits = model(input_ids=ids, attention_mask=mask).logits  # (B, L, V)
         tok_nll = F.cross_entropy(
-            logits[:, :-1].transpose(1, 2), ids[:, 1:], reduction="none"
+            logits[:, :-1].float().transpose(1, 2), ids[:, 1:], reduction="none"
         )  # (B, L-1)
         tok_mask = mask[:, 1:].float()
         sums = (tok_nll * tok_mask).sum(dim=1).tolist()
@@ -109,12 +126,13 @@ def _all_reduce(values: list[float]) -> list[float]:
 
 def lm_stats(
     model: torch.nn.Module,
-    tokenizer,
+    tokenizer: Any,
     texts: Sequence[str],
     *,
-    batch_size: int = 32,  # type: ignore[no-untyped-def]
+    batch_size: int = 32,
     max_length: int = 512,
     device: torch.device | str | None = None,
+    max_tokens: int = 8192,
 ) -> LMStats:
     """Likelihood statistics of ``texts`` (sharded over processes when distributed)."""
     import torch.distributed as dist

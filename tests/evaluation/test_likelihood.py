@@ -1,0 +1,49 @@
+"""Likelihood evaluation on hand-checkable models."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from polymnesia.evaluation.likelihood import LMStats, length_batches, sequence_nll
+
+
+class Uniform(torch.nn.Module):
+    """A 'model' whose logits are all zero: every token has probability 1/V."""
+
+    def __init__(self, vocab: int) -> None:
+        super().__init__()
+        self.vocab = vocab
+        self.dummy = torch.nn.Parameter(torch.zeros(1))
+
+    def forward(self, input_ids, attention_mask=None):  # type: ignore[no-untyped-def]
+        class Out:
+            pass
+
+        out = Out()
+        out.logits = torch.zeros(*input_ids.shape, self.vocab)  # type: ignore[attr-defined]
+        return out
+
+
+def test_uniform_model_nll_is_log_vocab_per_predicted_token():
+    seqs = [[1, 5, 6, 7], [1, 9], [1, 2, 3]]
+    nll, count = sequence_nll(Uniform(10), seqs, pad_id=0, batch_size=2, max_tokens=100)
+    assert count == [3, 1, 2]  # BOS is never predicted, padding never counted
+    assert nll == pytest.approx([3 * math.log(10), math.log(10), 2 * math.log(10)])
+
+
+def test_stats_formulas():
+    st = LMStats(nll=6 * math.log(2), tokens=3, bytes=2, words=1)
+    assert st.bits_per_byte == pytest.approx(3.0)  # 6 bits over 2 bytes
+    assert st.perplexity == pytest.approx(4.0)  # exp(2 ln 2)
+    assert st.word_perplexity == pytest.approx(64.0)
+
+
+def test_length_batches_respect_token_budget_and_cover_all():
+    lengths = [5, 1, 9, 3, 3, 8]
+    batches = length_batches(lengths, batch_size=3, max_tokens=12)
+    assert sorted(i for b in batches for i in b) == list(range(6))
+    for b in batches:
+        assert len(b) <= 3 and len(b) * max(lengths[i] for i in b) <= 12 or len(b) == 1
