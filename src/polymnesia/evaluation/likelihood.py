@@ -145,7 +145,9 @@ def lm_stats(
     seqs, nbytes = encode_for_scoring(tokenizer, mine, max_length)
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
     nll, count = (
-        sequence_nll(model, seqs, pad_id=pad, batch_size=batch_size, device=device)
+        sequence_nll(
+            model, seqs, pad_id=pad, batch_size=batch_size, device=device, max_tokens=max_tokens
+        )
         if seqs
         else ([], [])
     )
