@@ -1,0 +1,111 @@
+"""The stage cache: fingerprints, reuse, resume status, and plan errors, with toy stages."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from polymnesia.config.base import StrictModel
+from polymnesia.errors import PolymnesiaError
+from polymnesia.io import atomic_write_text
+from polymnesia.pipeline.runner import plan, run_pipeline
+from polymnesia.pipeline.stage import STAGES, Stage, StageContext, StageSpec
+from polymnesia.results import Score
+
+CALLS: list[str] = []
+
+
+class Params(StrictModel):
+    value: int
+
+
+@STAGES.register("test_write", "writes its value (tests only)")
+class Write(Stage):
+    def run(self, ctx: StageContext) -> list[Score]:
+        CALLS.append(ctx.spec.name)
+        atomic_write_text(ctx.out_dir / "value.txt", str(ctx.params.value))
+        return [Score(model="m", lang="en", metric="value", value=float(ctx.params.value))]
+
+
+@STAGES.register("test_add", "adds its value to its input's (tests only)")
+class Add(Stage):
+    resumable = True
+
+    def run(self, ctx: StageContext) -> list[Score]:
+        CALLS.append(ctx.spec.name)
+        base = int((ctx.input("src") / "value.txt").read_text())
+        atomic_write_text(ctx.out_dir / "value.txt", str(base + ctx.params.value))
+        return []
+
+
+def specs(a: int = 1, b: int = 2) -> list[StageSpec]:
+    return [
+        StageSpec("a", "test_write", Params(value=a)),
+        StageSpec("b", "test_add", Params(value=b), {"src": "a"}),
+    ]
+
+
+def test_runs_then_reuses(isolated_cache: Path, tmp_path: Path):
+    CALLS.clear()
+    entries = run_pipeline(specs(), None, log=lambda m: None)
+    assert (entries["b"] / "value.txt").read_text() == "3" and CALLS == ["a", "b"]
+    assert [p.status for p in plan(specs())] == ["reuse", "reuse"]
+    run_pipeline(specs(), None, log=lambda m: None)
+    assert CALLS == ["a", "b"]  # nothing recomputed
+
+
+def test_fingerprint_follows_params_inputs_and_version(isolated_cache: Path):
+    base = [p.fingerprint for p in plan(specs())]
+    changed_b = [p.fingerprint for p in plan(specs(b=5))]
+    changed_a = [p.fingerprint for p in plan(specs(a=7))]
+    assert changed_b[0] == base[0] and changed_b[1] != base[1]
+    assert changed_a[0] != base[0] and changed_a[1] != base[1]  # an input changed
+    old = Add.version
+    try:
+        Add.version = "2"
+        assert plan(specs())[1].fingerprint != base[1]
+    finally:
+        Add.version = old
+
+
+def test_partial_entries_resume_or_restart(isolated_cache: Path):
+    planned = plan(specs())
+    for p in planned:  # an interrupted run left folders without the completion marker
+        p.entry.mkdir(parents=True)
+        (p.entry / "junk").write_text("x")
+    again = plan(specs())
+    assert [p.status for p in again] == ["run", "resume"]
+    CALLS.clear()
+    entries = run_pipeline(specs(), None, log=lambda m: None)
+    assert not (entries["a"] / "junk").exists()  # non-resumable: restarted clean
+    assert (entries["b"] / "junk").exists()  # resumable: partial output kept for the stage
+
+
+def test_plan_errors(isolated_cache: Path):
+    with pytest.raises(PolymnesiaError, match="unknown stage 'test_wrte'"):
+        plan([StageSpec("a", "test_wrte", Params(value=1))])
+    with pytest.raises(PolymnesiaError, match="refers to unknown or later stage 'z'"):
+        plan([StageSpec("b", "test_add", Params(value=1), {"src": "z"})])
+    with pytest.raises(PolymnesiaError, match="duplicate stage names"):
+        plan(
+            [
+                StageSpec("a", "test_write", Params(value=1)),
+                StageSpec("a", "test_write", Params(value=2)),
+            ]
+        )
+
+
+def test_run_folder_collects_scores(isolated_cache: Path, tmp_path: Path):
+
+    from polymnesia.io import read_jsonl
+    from polymnesia.pipeline.run_dir import prepare_run_dir
+
+    class Cfg(StrictModel):
+        experiment: str = "x"
+        name: str = "toy"
+
+    prepare_run_dir(tmp_path / "run", Cfg())
+    run_pipeline(specs(), tmp_path / "run", log=lambda m: None)
+    assert read_jsonl(tmp_path / "run" / "results" / "scores.jsonl")[0]["value"] == 1.0
+    assert (tmp_path / "run" / "stages" / "b" / "value.txt").read_text() == "3"
