@@ -48,7 +48,7 @@ def lm_tables(
             higher_is_better=False,
         )
         write_table(results, t)
-        report.heading(t.title, 3).table(t)
+        report.table(t)
     for metric in [headline, *others]:
         if any(s.metric == metric for s in scores):
             t = language_table(
@@ -61,7 +61,7 @@ def lm_tables(
                 title=f"{METRIC_TITLES.get(metric, metric)} per language",
             )
             write_table(results, t)
-            report.heading(t.title, 3).table(t)
+            report.table(t)
 
 
 def lm_bar_plot(
