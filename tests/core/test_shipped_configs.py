@@ -57,4 +57,6 @@ def test_ls_unknown_category_is_one_line(capsys):
 def test_data_info_udhr(capsys):
     assert main(["data", "info", "udhr"]) == 0
     out = capsys.readouterr().out
-    assert '"en"' in out and "licence" in out.lower()
+    assert "\nen    English" in out and "licence" in out.lower()
+    assert main(["data", "info", "udhr", "--json"]) == 0
+    assert '"en"' in capsys.readouterr().out
