@@ -1,0 +1,31 @@
+"""A tiny Mistral saved as safetensors (single file or sharded) for layer-scan tests."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+
+
+def tiny_mistral(layers: int = 3, seed: int = 0) -> torch.nn.Module:
+    from transformers import MistralConfig, MistralForCausalLM
+
+    conf = MistralConfig(
+        vocab_size=40,
+        hidden_size=16,
+        intermediate_size=24,
+        num_hidden_layers=layers,
+        num_attention_heads=2,
+        num_key_value_heads=1,
+        max_position_embeddings=32,
+        tie_word_embeddings=False,
+        sliding_window=None,
+    )
+    torch.manual_seed(seed)
+    return MistralForCausalLM(conf)
+
+
+def save(model: torch.nn.Module, folder: Path, shard: str | None = None) -> Path:
+    kw = {"max_shard_size": shard} if shard else {}
+    model.save_pretrained(folder, safe_serialization=True, **kw)  # type: ignore[operator]
+    return folder
