@@ -1,3 +1,12 @@
 """Import every metric module so the registry is complete (``polymnesia ls metrics``)."""
 
-from polymnesia.metrics import classification, continual, isotropy, lm, stats, translation  # noqa: F401
+from polymnesia.metrics import (  # noqa: F401
+    classification,
+    continual,
+    drift,
+    isotropy,
+    lm,
+    similarity,
+    stats,
+    translation,
+)
