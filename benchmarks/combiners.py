@@ -11,6 +11,11 @@ Prints, measured side by side in one run:
    per combiner, as a ratio of the step with ``uniform`` (goals: <= 1.25x at
    T = 3, <= 1.6x at T = 10).
 
+4. the same ratio on the real training loop (``polymnesia.training.loop.train``
+   with :class:`~polymnesia.training.multilingual_step.MultilingualStep`) and
+   the ``tiny`` preset as a 9-label sequence classifier (what ``lf_mlf`` runs),
+   AdamW, clipping, the scheduler and the flat [T, D] buffers included.
+
 Run: ``python benchmarks/combiners.py [--quick]``.
 """
 
@@ -21,6 +26,7 @@ import statistics
 import time
 from collections.abc import Callable, Mapping
 from functools import partial
+from typing import Any
 
 import numpy as np
 import torch
@@ -144,6 +150,96 @@ def bench_steps(model: torch.nn.Module, repeats: int, batch: int, seq: int) -> N
         print(f"   T={t:2d}  " + "  ".join(cells) + f"   worst {worst:.2f}x, goal <= {goals[t]}x")
 
 
+def tiny_classifier(vocab: int = 6000) -> torch.nn.Module:
+    """The ``tiny`` preset (128 wide, 2 layers) as MistralForSequenceClassification, 9 labels."""
+    from transformers import MistralConfig, MistralForSequenceClassification
+
+    from polymnesia.models import PRESETS
+
+    dims = PRESETS.get("tiny")
+    config = MistralConfig(
+        vocab_size=vocab,
+        pad_token_id=3,
+        max_position_embeddings=128,
+        **{k: getattr(dims, k) for k in dims.__dataclass_fields__},
+    )
+    config.num_labels = 9
+    torch.manual_seed(0)
+    return MistralForSequenceClassification(config)
+
+
+def loop_step_ms(name: str, t: int, steps: int, batch: int, seq: int) -> float:
+    """Milliseconds per optimizer step of ``train`` with a per-language step (after 1 warm-up step)."""
+    import tempfile
+    from pathlib import Path
+
+    from polymnesia.tasks import ClassificationData
+    from polymnesia.training.config import TrainConfig
+    from polymnesia.training.loop import train
+    from polymnesia.training.multilingual_step import MultilingualData, MultilingualStep
+    from polymnesia.training.plugins import LoopState, TrainingPlugin
+
+    gen = torch.Generator().manual_seed(t)
+    sets = [
+        ClassificationData(
+            [
+                {
+                    "input_ids": torch.randint(4, 6000, (seq,), generator=gen).tolist(),
+                    "labels": i % 9,
+                }
+                for i in range(64)
+            ],
+            pad_id=3,
+        )
+        for _ in range(t)
+    ]
+    langs = [f"l{i}" for i in range(t)]
+    options: dict[str, Any] = {"granularity": "tensor"} if name == "gradvac" else {}
+    model = tiny_classifier()
+    if name == "gradvac":
+        options["sizes"] = block_sizes(
+            [(n, p) for n, p in model.named_parameters() if n.startswith("model.")], "tensor"
+        )
+    step = MultilingualStep(get_combiner(name, **options), langs)
+    cfg = TrainConfig(
+        steps=steps + 1,
+        batch_size=batch,
+        progress_bar=False,
+        checkpoint_every=10_000,
+        log_every=10_000,
+    )
+    with tempfile.TemporaryDirectory() as tmp:
+        start = 0.0
+
+        class _Clock(TrainingPlugin):  # starts the clock after the warm-up step
+            def after_optimizer_step(self, state: LoopState) -> None:
+                nonlocal start
+                if state.step == 1:
+                    start = time.perf_counter()
+
+        train(
+            model,
+            MultilingualData(sets, langs),
+            cfg,
+            Path(tmp),
+            step_fn=step,
+            plugins=[step, _Clock()],
+        )
+        return 1000 * (time.perf_counter() - start) / steps
+
+
+def bench_loop(steps: int, batch: int, seq: int) -> None:
+    goals = {3: 1.25, 10: 1.6}
+    print(
+        f"4. real training loop, tiny preset classifier, {batch} x {seq} tokens per language, {steps} steps (ms/step, ratio to uniform)"
+    )
+    for t in (3, 10):
+        times = {n: loop_step_ms(n, t, steps, batch, seq) for n in NAMES}
+        cells = [f"{n} {times[n]:7.1f} ms ({times[n] / times['uniform']:4.2f}x)" for n in NAMES]
+        worst = max(times[n] / times["uniform"] for n in NAMES)
+        print(f"   T={t:2d}  " + "  ".join(cells) + f"   worst {worst:.2f}x, goal <= {goals[t]}x")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer repeats")
@@ -156,6 +252,7 @@ def main() -> None:
     sizes = block_sizes([(n, p) for n, p in model.named_parameters()], "tensor")
     bench_combine(sizes, repeats)
     bench_steps(model, repeats=3 if args.quick else 7, batch=8, seq=64)
+    bench_loop(steps=3 if args.quick else 10, batch=16, seq=48)
 
 
 if __name__ == "__main__":
