@@ -66,6 +66,9 @@ class PretrainSection(StrictModel):
 
 
 class EvaluationSection(StrictModel):
+    max_train_per_lang: int | None = Field(
+        2000, gt=0, description="labelled training examples per source (seeded sample by verse id)"
+    )
     max_eval_per_lang: int | None = Field(
         None, gt=0, description="cap on test examples per language"
     )
@@ -229,6 +232,7 @@ def finetune_stage(
         train=cfg.finetune,
         seed=seed,
         setting=setting,
+        max_train_per_lang=e.max_train_per_lang,
         max_eval_per_lang=e.max_eval_per_lang,
         eval_batch_size=e.batch_size,
         forgetting_languages=cfg.forgetting_languages() if setting == "main" else [],

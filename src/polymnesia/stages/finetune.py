@@ -24,6 +24,7 @@ search or checkpoint selection on validation data (the paper grid-searches).
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any
 
 from pydantic import Field
@@ -52,17 +53,33 @@ class FinetuneParams(StrictModel):
     setting: str = Field(
         "main", description="which part of the experiment (main, top3, branch name)"
     )
-    max_eval_per_lang: int | None = None
+    max_train_per_lang: int | None = Field(
+        None, description="labelled training examples per source, a seeded sample by verse id"
+    )
+    max_eval_per_lang: int | None = Field(
+        None, description="test examples per language, a seeded sample by verse id"
+    )
+    subset_seed: int = 0
     eval_batch_size: int = 64
     forgetting_languages: list[str] = Field(default_factory=list)
     forgetting_texts: int | None = 50
     forgetting_max_length: int = 128
 
 
-def _examples(data_dir, lang, split, task, tok, cap=None):  # type: ignore[no-untyped-def]
+def sample_by_id(records: list[dict[str, Any]], n: int | None, seed: int) -> list[dict[str, Any]]:
+    """At most ``n`` records chosen by a seeded hash of their id: the same verse ids in every
+    language (aligned), spread over the whole split. (prepare_data's caps keep the *first*
+    ids, i.e. only Genesis for the Bible: one genre.)"""
+    if n is None or len(records) <= n:
+        return records
+    key = lambda r: hashlib.sha256(f"{seed}:{r['id']}".encode()).hexdigest()  # noqa: E731
+    return sorted(records, key=key)[:n]
+
+
+def _examples(data_dir, lang, split, task, tok, cap=None, seed=0):  # type: ignore[no-untyped-def]
     from polymnesia.tasks import build_sequence_examples, build_token_examples
 
-    recs = read_split(data_dir, lang, split)[:cap] if cap else read_split(data_dir, lang, split)
+    recs = sample_by_id(read_split(data_dir, lang, split), cap, seed)
     build = build_sequence_examples if task.kind == "sequence" else build_token_examples
     return build(recs, tok, task.max_length), recs
 
@@ -72,7 +89,7 @@ def _examples(data_dir, lang, split, task, tok, cap=None):  # type: ignore[no-un
     "fine-tune a classifier (SLF or per-language combiner), score sources/targets/forgetting",
 )
 class FinetuneTask(Stage):
-    version = "1"
+    version = "2"
     distributed = True
     resumable = True
 
@@ -113,7 +130,9 @@ class FinetuneTask(Stage):
         p: FinetuneParams = ctx.params
         sets = []
         for lang in p.sources:
-            ex, _ = _examples(ctx.input("data"), lang, "train", p.task, tok)
+            ex, _ = _examples(
+                ctx.input("data"), lang, "train", p.task, tok, p.max_train_per_lang, p.subset_seed
+            )
             if not ex:
                 raise DataError(
                     f"source language '{lang}' has no labelled training data for task '{p.task.name}'"
@@ -144,7 +163,9 @@ class FinetuneTask(Stage):
         p: FinetuneParams = ctx.params
         roles = {**{t: "target" for t in p.targets}, **{s: "source" for s in p.sources}}
         ex = {
-            lang: _examples(ctx.input("data"), lang, "test", p.task, tok, p.max_eval_per_lang)[0]
+            lang: _examples(
+                ctx.input("data"), lang, "test", p.task, tok, p.max_eval_per_lang, p.subset_seed
+            )[0]
             for lang in roles
         }
         got = evaluate_by_language(
