@@ -24,9 +24,22 @@ class PrepareDataParams(StrictModel):
     max_eval_per_lang: int | None = None
 
 
+def spread_sample(records: list[Any], cap: int | None, seed: int) -> list[Any]:
+    """The first ``cap`` records in a seeded hash order of their aligned ids.
+
+    Every language uses the same order, so capped languages keep the same
+    (parallel) ids, and the sample is spread over the whole corpus rather than
+    its first book.
+    """
+    from polymnesia.data.splits import unit_hash
+
+    ordered = sorted(records, key=lambda r: unit_hash(r.id, seed + 104_729))
+    return ordered[:cap] if cap is not None else ordered
+
+
 @STAGES.register("prepare_data", "fetch a source, split it by aligned id, write LANG/SPLIT.jsonl")
 class PrepareData(Stage):
-    version = "1"
+    version = "2"
 
     def run(self, ctx: StageContext) -> list[Score]:
         from polymnesia.data.catalog import load_splits
@@ -45,9 +58,7 @@ class PrepareData(Stage):
             by_split = load_splits(source, [lang], p.split_fractions, p.split_seed)[lang]
             counts[lang] = {}
             for split in SPLITS:
-                recs = by_split.get(split, [])[
-                    : caps[split]
-                ]  # first texts in source (aligned-id) order
+                recs = spread_sample(by_split.get(split, []), caps[split], p.split_seed)
                 rows = [
                     {"id": r.id, "lang": r.lang, "text": r.text, "label": r.label, "meta": r.meta}
                     for r in recs
