@@ -72,25 +72,34 @@ def greedy_generate(
 def answer_logprobs(
     model: torch.nn.Module, tokenizer: Any, prompt: str, answers: Sequence[str]
 ) -> list[float]:
-    """Summed log p(answer + <|im_end|> | prompt) for each candidate, in one batch."""
+    """Summed log p(answer + <|im_end|> | prompt) for each candidate.
+
+    The prompt runs once; its key/value cache is repeated for the candidates,
+    whose tokens (right-padded) run in one batch on top of it.
+    """
     model.eval()
     device = next(model.parameters()).device
     head = _encode_prompt(tokenizer, prompt)
     end = tokenizer.convert_tokens_to_ids(IM_END)
     tails = [list(tokenizer(a, add_special_tokens=False)["input_ids"]) + [end] for a in answers]
-    seqs = [head + t for t in tails]
-    width = max(len(s) for s in seqs)
-    ids = torch.full((len(seqs), width), tokenizer.pad_token_id, dtype=torch.long)
-    mask = torch.zeros_like(ids)
-    for r, s in enumerate(seqs):
-        ids[r, : len(s)], mask[r, : len(s)] = torch.tensor(s), 1
-    logp = F.log_softmax(
-        model(input_ids=ids.to(device), attention_mask=mask.to(device)).logits.float(), -1
-    )
+    first = model(input_ids=torch.tensor([head], device=device), use_cache=True)
+    last = F.log_softmax(first.logits[0, -1].float(), -1)
+    cache = first.past_key_values
+    cache.batch_repeat_interleave(len(tails))
+    width = max(len(t) for t in tails)
+    ids = torch.full((len(tails), width), tokenizer.pad_token_id, dtype=torch.long)
+    mask = torch.zeros((len(tails), len(head) + width), dtype=torch.long)
+    mask[:, : len(head)] = 1
+    for r, t in enumerate(tails):
+        ids[r, : len(t)], mask[r, len(head) : len(head) + len(t)] = torch.tensor(t), 1
+    logits = model(
+        input_ids=ids.to(device), attention_mask=mask.to(device), past_key_values=cache
+    ).logits
+    logp = F.log_softmax(logits.float(), -1)
     out = []
     for r, t in enumerate(tails):
-        pos = torch.arange(len(head) - 1, len(head) - 1 + len(t), device=logp.device)
-        out.append(float(logp[r, pos, torch.tensor(t, device=logp.device)].sum()))
+        rest = sum(float(logp[r, i - 1, t[i]]) for i in range(1, len(t)))
+        out.append(float(last[t[0]]) + rest)
     return out
 
 
