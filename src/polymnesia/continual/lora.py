@@ -21,7 +21,7 @@ from polymnesia.errors import ConfigError
 class LoraConfig(StrictModel):
     """Rank, scale, dropout and target layers of the adapters."""
 
-    alpha: float | None = Field(None, gt=0, description="scale numerator; null = the rank (paper)")
+    alpha: int | None = Field(None, gt=0, description="scale numerator; null = the rank (paper)")
     dropout: float = Field(0.1, ge=0, lt=1, description="LoRA dropout (paper: 0.1)")
     target_modules: list[str] = Field(
         default_factory=lambda: ["q_proj", "k_proj", "v_proj", "o_proj"],
