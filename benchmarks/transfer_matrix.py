@@ -71,8 +71,9 @@ def main() -> None:
     test = {lang: v[1] for lang, v in data.items()}
     torch.manual_seed(0)
     cfg = MistralConfig(vocab_size=len(tok), hidden_size=128, intermediate_size=384, num_hidden_layers=2,
-                        num_attention_heads=4, num_key_value_heads=2, num_labels=9, pad_token_id=tok.pad_token_id or 0)  # fmt: skip
-    model = MistralForSequenceClassification(cfg)
+                        num_attention_heads=4, num_key_value_heads=2, num_labels=9, pad_token_id=tok.pad_token_id or 0)  # type: ignore[call-arg]  # fmt: skip
+    model: torch.nn.Module = MistralForSequenceClassification(cfg)
+    pad = int(tok.pad_token_id or 0)
     t_train = t_val = t_eval = 0.0
     n_train = n_eval = 0
     start = time.time()
@@ -96,9 +97,7 @@ def main() -> None:
                          checkpoint_every=10**9, log_every=10**9, progress_bar=False)  # fmt: skip
         t = time.time()
         with tempfile.TemporaryDirectory() as d:
-            model, res = train(
-                model, ClassificationData(tr, cfg.pad_token_id), tc, Path(d), plugins=[stop]
-            )
+            model, res = train(model, ClassificationData(tr, pad), tc, Path(d), plugins=[stop])
         t_train += time.time() - t - val_s[0]
         t_val += val_s[0]
         n_train += res.steps * args.batch
