@@ -81,6 +81,8 @@ def test_streaming_scan_equals_in_memory(tmp_path: Path, shard: str | None) -> N
     assert all(n.endswith(".weight") for n in streamed)  # 2-D weights only, norms skipped
     assert "model.layers.2.self_attn.q_proj.weight" in streamed
     assert not any("norm" in n for n in streamed)
+    assert "model.embed_tokens.weight" not in streamed and "lm_head.weight" not in streamed
+    assert "lm_head.weight" in spectrum_scan(folder, include_embeddings=True)
     for n in streamed:
         assert streamed[n] == pytest.approx(in_memory[n], rel=1e-6), n
 

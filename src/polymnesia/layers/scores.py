@@ -31,6 +31,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from polymnesia.layers.select import always_trainable
 from polymnesia.layers.stream import (
     iter_module_tensors,
     iter_pairs,
@@ -91,11 +92,17 @@ def relative_change(before: torch.Tensor, after: torch.Tensor) -> float:
 
 
 def spectrum_scan(
-    source: str | Path | torch.nn.Module, *, pattern: str | None = None
+    source: str | Path | torch.nn.Module,
+    *,
+    pattern: str | None = None,
+    include_embeddings: bool = False,
 ) -> dict[str, float]:
     """SNR of every weight matrix (``ndim >= 2``) of a safetensors folder or an in-memory model.
 
-    A folder is streamed one tensor at a time; ``pattern`` (regex) narrows the scan.
+    A folder is streamed one tensor at a time; ``pattern`` (regex) narrows the
+    scan. The input embeddings and LM head are skipped unless
+    ``include_embeddings``: selection never picks them (Spectrum always leaves
+    them trainable) and their vocabulary-sized SVDs dominate the scan time.
     """
     stream: Iterable[tuple[str, torch.Tensor]]
     if isinstance(source, torch.nn.Module):
@@ -104,7 +111,11 @@ def spectrum_scan(
         )
     else:
         stream = iter_tensors(source, pattern=pattern)
-    return {name: spectrum_snr(t) for name, t in stream}
+    return {
+        name: spectrum_snr(t)
+        for name, t in stream
+        if include_embeddings or not always_trainable(name)
+    }
 
 
 def most_changed_scan(
