@@ -239,7 +239,7 @@ def build_report(cfg: LifelongConfig, run_dir: Path) -> Path:
     scores = read_scores(run_dir / "results" / "scores.jsonl")
     orders = read_orders(scores)
     arms = collect_arms(cfg, scores, orders)
-    hops = min(cfg.hops, len(cfg.languages) - 1)
+    hops = min(cfg.hops, max(0, len(cfg.languages) - 2))  # MFT_h, MBT_h need h <= T-2
     save_matrices(arms, orders, run_dir / "results" / "R")
     b = untrained_scores(scores, cfg.task.metric)
     metrics = {a.label: arm_metrics(a, orders, b) for a in arms}
