@@ -68,8 +68,8 @@ class FinetuneParams(StrictModel):
 
 def sample_by_id(records: list[dict[str, Any]], n: int | None, seed: int) -> list[dict[str, Any]]:
     """At most ``n`` records chosen by a seeded hash of their id: the same verse ids in every
-    language (aligned), spread over the whole split. (prepare_data's caps keep the *first*
-    ids, i.e. only Genesis for the Bible: one genre.)"""
+    language (aligned), spread over the whole split (every genre), whatever order the
+    prepared split is in."""
     if n is None or len(records) <= n:
         return records
     key = lambda r: hashlib.sha256(f"{seed}:{r['id']}".encode()).hexdigest()  # noqa: E731
