@@ -102,7 +102,7 @@ def spectrum_scan(
     A folder is streamed one tensor at a time; ``pattern`` (regex) narrows the
     scan. The input embeddings and LM head are skipped unless
     ``include_embeddings``: selection never picks them (Spectrum always leaves
-    them trainable) and their vocabulary-sized SVDs dominate the scan time.
+    them trainable) and theirs are the largest (vocabulary-sized) SVDs.
     """
     stream: Iterable[tuple[str, torch.Tensor]]
     if isinstance(source, torch.nn.Module):
