@@ -165,6 +165,8 @@ def line_plot(
     fig = Figure(figsize=(6.4, 4.2))
     ax = fig.add_subplot()
     for i, (label, (xs, ys)) in enumerate(series.items()):
+        if len(xs) == 0:
+            raise DataError(f"line_plot: series '{label}' has no points")
         if len(xs) != len(ys):
             raise DataError(
                 f"line_plot: series '{label}' has {len(xs)} x values but {len(ys)} y values"
