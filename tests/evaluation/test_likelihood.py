@@ -47,3 +47,31 @@ def test_length_batches_respect_token_budget_and_cover_all():
     assert sorted(i for b in batches for i in b) == list(range(6))
     for b in batches:
         assert len(b) <= 3 and len(b) * max(lengths[i] for i in b) <= 12 or len(b) == 1
+
+
+def test_head_on_valid_positions_matches_full_logits():
+    from transformers import MistralConfig, MistralForCausalLM
+
+    from polymnesia.evaluation.likelihood import _token_nll
+
+    torch.manual_seed(0)
+    conf = MistralConfig(
+        vocab_size=50,
+        hidden_size=32,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        num_key_value_heads=1,
+        intermediate_size=64,
+        sliding_window=None,
+    )
+    model = MistralForCausalLM(conf).eval()
+    ids = torch.tensor([[1, 5, 7, 9, 3], [1, 4, 0, 0, 0]])
+    mask = torch.tensor([[1, 1, 1, 1, 1], [1, 1, 0, 0, 0]])
+    with torch.no_grad():
+        fast = _token_nll(model, ids, mask)
+        logits = model(input_ids=ids, attention_mask=mask).logits[:, :-1]
+        full = (
+            torch.nn.functional.cross_entropy(logits.transpose(1, 2), ids[:, 1:], reduction="none")
+            * mask[:, 1:]
+        )
+    torch.testing.assert_close(fast, full, rtol=1e-5, atol=1e-5)

@@ -21,6 +21,7 @@ CATALOG: dict[str, tuple[str, str, tuple[str, ...]]] = {
     "presets": ("polymnesia.models.presets", "PRESETS", ()),
     "combiners": ("polymnesia.gradients", "COMBINERS", ()),
     "plugins": ("polymnesia.training.plugins", "PLUGINS", ("polymnesia.methods",)),
+    "methods": ("polymnesia.continual.methods", "METHODS", ()),
 }
 
 

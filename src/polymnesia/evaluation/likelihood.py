@@ -61,6 +61,32 @@ def encode_for_scoring(
     return seqs, nbytes
 
 
+def _token_nll(model: torch.nn.Module, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """NLL of every next token, ``(B, L-1)``.
+
+    For standard decoders (a ``get_decoder()`` body and a linear LM head, no logit
+    soft-capping) the LM head runs only on the positions that predict a real
+    token, skipping padding and the last position; otherwise full logits.
+    """
+    targets = ids[:, 1:]
+    valid = mask[:, 1:].bool()
+    out = torch.zeros(targets.shape, dtype=torch.float32, device=ids.device)
+    head = model.get_output_embeddings() if hasattr(model, "get_output_embeddings") else None
+    softcap = getattr(getattr(model, "config", None), "final_logit_softcapping", None)
+    if hasattr(model, "get_decoder") and isinstance(head, torch.nn.Linear) and not softcap:
+        hidden = model.get_decoder()(
+            input_ids=ids, attention_mask=mask
+        ).last_hidden_state  # (B, L, d)
+        logits = head(hidden[:, :-1][valid])  # (N, V): only positions with a target
+        out[valid] = F.cross_entropy(logits.float(), targets[valid], reduction="none")
+        return out
+    logits = model(input_ids=ids, attention_mask=mask).logits[:, :-1]  # (B, L-1, V)
+    flat = F.cross_entropy(
+        logits.float().reshape(-1, logits.shape[-1]), targets.reshape(-1), reduction="none"
+    )
+    return flat.view(targets.shape) * valid
+
+
 def length_batches(lengths: Sequence[int], batch_size: int, max_tokens: int) -> list[list[int]]:
     """Indices sorted by length, cut into batches of at most ``batch_size`` sequences and
     ``max_tokens`` padded tokens (so memory for the [B, L, V] logits stays bounded)."""
@@ -78,7 +104,7 @@ def length_batches(lengths: Sequence[int], batch_size: int, max_tokens: int) -> 
     return batches
 
 
-@torch.no_grad()
+@torch.inference_mode()
 def sequence_nll(
     model: torch.nn.Module,
     seqs: Sequence[Sequence[int]],
@@ -101,10 +127,7 @@ def sequence_nll(
             ids[row, : len(seqs[i])] = torch.tensor(seqs[i])
             mask[row, : len(seqs[i])] = 1
         ids, mask = ids.to(device), mask.to(device)
-        logits = model(input_ids=ids, attention_mask=mask).logits  # (B, L, V)
-        tok_nll = F.cross_entropy(
-            logits[:, :-1].float().transpose(1, 2), ids[:, 1:], reduction="none"
-        )  # (B, L-1)
+        tok_nll = _token_nll(model, ids, mask)  # (B, L-1), zero where nothing is predicted
         tok_mask = mask[:, 1:].float()
         sums = (tok_nll * tok_mask).sum(dim=1).tolist()
         counts = tok_mask.sum(dim=1).long().tolist()
