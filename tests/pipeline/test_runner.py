@@ -117,9 +117,13 @@ def test_spread_sample_is_parallel_and_spread():
 
     ids = [f"{b}.1.{v}" for b in range(1, 67) for v in range(1, 30)]
     en = [TextRecord(i, "en", "x") for i in ids]
-    fr = [TextRecord(i, "fr", "y") for i in ids if not i.endswith(".7")]  # a language missing some verses
+    fr = [
+        TextRecord(i, "fr", "y") for i in ids if not i.endswith(".7")
+    ]  # a language missing some verses
     a, b = spread_sample(en, 100, 0), spread_sample(fr, 100, 0)
     assert len({r.id.split(".")[0] for r in a}) > 30  # many books, not just the first
     common = {r.id for r in a} & {r.id for r in b}
     assert len(common) > 90  # the same ids where both languages have them
-    assert spread_sample(en, None, 0) != en and sorted(r.id for r in spread_sample(en, None, 0)) == sorted(ids)
+    assert spread_sample(en, None, 0) != en and sorted(
+        r.id for r in spread_sample(en, None, 0)
+    ) == sorted(ids)

@@ -71,12 +71,14 @@ def _token_nll(model: torch.nn.Module, ids: torch.Tensor, mask: torch.Tensor) ->
     targets = ids[:, 1:]
     valid = mask[:, 1:].bool()
     out = torch.zeros(targets.shape, dtype=torch.float32, device=ids.device)
-    head = model.get_output_embeddings() if hasattr(model, "get_output_embeddings") else None
+    get_head = getattr(model, "get_output_embeddings", None)
+    get_decoder = getattr(model, "get_decoder", None)
+    head = get_head() if callable(get_head) else None
     softcap = getattr(getattr(model, "config", None), "final_logit_softcapping", None)
-    if hasattr(model, "get_decoder") and isinstance(head, torch.nn.Linear) and not softcap:
-        hidden = model.get_decoder()(
-            input_ids=ids, attention_mask=mask
-        ).last_hidden_state  # (B, L, d)
+    if callable(get_decoder) and isinstance(head, torch.nn.Linear) and not softcap:
+        full = bool(mask.all())  # no padding: attention takes its unmasked causal path
+        body = get_decoder()
+        hidden = body(input_ids=ids, attention_mask=None if full else mask).last_hidden_state
         logits = head(hidden[:, :-1][valid])  # (N, V): only positions with a target
         out[valid] = F.cross_entropy(logits.float(), targets[valid], reduction="none")
         return out
