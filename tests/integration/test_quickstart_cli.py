@@ -123,3 +123,10 @@ def test_bad_inputs_give_one_line(isolated_cache: Path, tmp_path: Path, capsys):
         assert len(err.splitlines()) == 1
     assert main(["run", str(tmp_path / "missing.yaml")]) == 2
     assert "config file not found" in capsys.readouterr().err
+
+
+def test_complete_entries_drop_their_checkpoints(isolated_cache: Path, tmp_path: Path):
+    assert run_cli("--run-dir", str(tmp_path / "run")) == 0
+    entry = (tmp_path / "run" / "stages" / "pretrain").resolve()
+    assert (entry / "_complete.json").is_file() and (entry / "model").is_dir()
+    assert not (entry / "checkpoints").exists()

@@ -113,6 +113,9 @@ def _run_one(p: PlannedStage, inputs: dict[str, Path], run_dir: Path | None, is_
                 "finished": time.strftime("%Y-%m-%dT%H:%M:%S"),
             },
         )
+        # a complete entry is reused as a whole: its resume checkpoints (optimizer
+        # states, often several times the model's size) are no longer needed
+        shutil.rmtree(p.entry / "checkpoints", ignore_errors=True)
 
 
 def run_pipeline(
