@@ -158,7 +158,7 @@ def table_html(table: Table, floatfmt: str = ".3f") -> str:
     for i, row in enumerate(table.rows):
         if is_block(row) and width > 1:
             rows.append(
-                f'<tr class="block"><td colspan="{width}">{html.escape(format_cell(row[0]))}</td></tr>'
+                f'<tr class="block"><td colspan="{width}">{html.escape(table.block_label(row))}</td></tr>'
             )
             continue
         cells = [html.escape(format_cell(v, floatfmt)) for v in row]

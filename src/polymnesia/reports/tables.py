@@ -42,9 +42,10 @@ class Table:
     """A rectangular table plus optional block-header rows.
 
     A row with a single cell is a *block header* (e.g. "Number of parameters =
-    400M"); Markdown shows it padded with empty cells as in paper 000, the CSV
-    instead repeats its label in a leading ``block_column`` column so that the
-    file stays tidy. ``bold`` lists (row, column) cells to emphasise.
+    400M"); it holds the raw block value ("400M") and ``block_format`` makes
+    the displayed label ("Number of parameters = {}"). Markdown shows the label
+    padded with empty cells as in paper 000; the CSV instead repeats the raw
+    value in a leading ``block_column`` column so that the file stays tidy. ``bold`` lists (row, column) cells to emphasise.
     """
 
     name: str
@@ -54,6 +55,11 @@ class Table:
     caption: str = ""
     block_column: str | None = None
     bold: list[tuple[int, int]] = field(default_factory=list)
+    block_format: str = "{}"
+
+    def block_label(self, row: Sequence[Any]) -> str:
+        """The displayed text of a block-header row, e.g. "Number of parameters = 400M"."""
+        return self.block_format.format(format_cell(row[0]))
 
 
 def format_cell(value: Any, floatfmt: str = ".3f") -> str:
@@ -78,6 +84,11 @@ def to_markdown(table: Table, floatfmt: str = ".3f") -> str:
     lines = ["| " + " | ".join(_md_escape(c) for c in table.columns) + " |"]
     lines.append("|" + "---|" * width)
     for i, row in enumerate(table.rows):
+        if is_block(row):
+            lines.append(
+                "| " + " | ".join([_md_escape(table.block_label(row))] + [""] * (width - 1)) + " |"
+            )
+            continue
         cells = [_md_escape(format_cell(v, floatfmt)) for v in row]
         cells = [f"**{c}**" if (i, j) in bold else c for j, c in enumerate(cells)]
         cells += [""] * (width - len(cells))
@@ -246,7 +257,7 @@ def group_table(
     for block in blocks:
         in_block = [s for s in chosen if size_label(s) == block] if use_blocks else chosen
         if use_blocks:
-            rows.append([f"Number of parameters = {block}"])
+            rows.append([block])
         for model in ordered(unique(in_block, "model"), model_order):
             stats = group_means(_lang_means(filter_scores(in_block, model=model)), groups)
             rows.append([model, *(stats[g] for g in groups), stats["overall"]])
@@ -257,6 +268,7 @@ def group_table(
         rows=rows,
         caption=_with_direction(caption, _direction(metric, higher_is_better)),
         block_column="size" if use_blocks else None,
+        block_format="Number of parameters = {}",
     )
 
 
