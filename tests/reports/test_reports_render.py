@@ -1,78 +1,74 @@
-"""Report builder: report.md carries tables and image links, report.html embeds images."""
+"""Report.write: report.md with tables and image links, one self-contained report.html."""
 
 from __future__ import annotations
 
 import base64
+from pathlib import Path
 
 import pytest
 
 from polymnesia.errors import ConfigError
+from polymnesia.reports.plots import bar_plot
 from polymnesia.reports.render import Report, inline_html, table_html
-from polymnesia.reports.tables import Table
+from polymnesia.reports.tables import Table, to_markdown
 
 TABLE = Table(
-    name="ppl",
-    title="Perplexity",
-    columns=["Model", "mu_overall"],
-    rows=[["400M"], ["BA", 31.4514], ["AFA", 30.0]],
-    caption="Lower is better.",
-    block_column="size",
-    block_format="Number of parameters = {}",
-    bold=[(2, 1)],
-)
-PNG_BYTES = b"\x89PNG\r\n\x1a\n" + b"fake-image-bytes"
+    "t1", "Table 1: ppl", ["Model", "mu_overall"],
+    [["Number of parameters = 1M"], ["Baseline", 31.451], ["BA <b>", 30.0]],
+    caption="(Lower is better)", block_column="size",
+)  # fmt: skip
 
 
-def _report() -> Report:
-    r = Report("Run <1>")
-    r.heading("Results").paragraph("AFA is **better**, see `ppl`.").table(TABLE)
-    r.image("plots/ppl.png", "Per-language perplexity").bullets(["one", "two"]).code("a < b")
-    return r
+def build(run_dir: Path) -> Report:
+    bar_plot({"en": 1.0, "fr": 2.0}, run_dir / "plots" / "p.png")
+    rep = Report("Demo run")
+    rep.heading("Results").paragraph("Scores are **means** over `3` seeds.").table(TABLE)
+    rep.image("plots/p.png", "Per language").bullets(["one", "two"]).code("polymnesia report RUN")
+    return rep
 
 
-def test_markdown_has_tables_and_image_links(tmp_path):
-    (tmp_path / "plots").mkdir()
-    (tmp_path / "plots" / "ppl.png").write_bytes(PNG_BYTES)
-    md_path, html_path = _report().write(tmp_path)
-    md = md_path.read_text()
-    assert md.startswith("# Run <1>\n\n## Results\n")
-    assert "| Number of parameters = 400M |  |\n| BA | 31.451 |\n| AFA | **30.000** |\n" in md
-    assert "![Per-language perplexity](plots/ppl.png)" in md
-    assert "- one\n- two\n" in md and "```\na < b\n```" in md
+def test_write_markdown(tmp_path: Path) -> None:
+    md_path, html_path = build(tmp_path).write(tmp_path)
+    assert (md_path, html_path) == (tmp_path / "report.md", tmp_path / "report.html")
+    md = md_path.read_text(encoding="utf-8")
+    assert md.startswith("# Demo run\n\n## Results\n")
+    assert "**Table 1: ppl**\n\n" + to_markdown(TABLE) + "\n*(Lower is better)*\n" in md
+    assert "| Baseline | 31.451 |" in md and "| Number of parameters = 1M |  |" in md
+    assert "![Per language](plots/p.png)\n\n*Per language*\n" in md
+    assert "- one\n- two\n" in md and "```\npolymnesia report RUN\n```\n" in md
     assert sorted(p.name for p in tmp_path.iterdir()) == ["plots", "report.html", "report.md"]
 
 
-def test_html_embeds_images_and_escapes(tmp_path):
-    (tmp_path / "plots").mkdir()
-    (tmp_path / "plots" / "ppl.png").write_bytes(PNG_BYTES)
-    _, html_path = _report().write(tmp_path)
-    page = html_path.read_text()
-    assert f"data:image/png;base64,{base64.b64encode(PNG_BYTES).decode()}" in page
-    assert "<title>Run &lt;1&gt;</title>" in page and "a &lt; b" in page
-    assert "<strong>better</strong>" in page and "<code>ppl</code>" in page
-    assert '<td colspan="2">Number of parameters = 400M</td>' in page
-    assert "<td><strong>30.000</strong></td>" in page
-    assert 'src="plots/' not in page  # nothing refers outside the file
+def test_write_html_is_self_contained(tmp_path: Path) -> None:
+    _, html_path = build(tmp_path).write(tmp_path)
+    page = html_path.read_text(encoding="utf-8")
+    png = (tmp_path / "plots" / "p.png").read_bytes()
+    assert f'src="data:image/png;base64,{base64.b64encode(png).decode()}"' in page
+    assert 'src="plots/' not in page
+    assert "<table>" in page and '<td colspan="2">Number of parameters = 1M</td>' in page
+    assert "<td>BA &lt;b&gt;</td><td>30.000</td>" in page
+    assert "<strong>means</strong>" in page and "<code>3</code>" in page
+    assert "<figcaption>Per language</figcaption>" in page
 
 
-def test_missing_image_is_visible_not_fatal(tmp_path):
-    _, html_path = _report().write(tmp_path)
-    assert "[missing image: plots/ppl.png]" in html_path.read_text()
+def test_missing_image_is_visible_not_fatal(tmp_path: Path) -> None:
+    page = Report("r").image("plots/absent.png").to_html(tmp_path)
+    assert '<p class="missing">[missing image: plots/absent.png]</p>' in page
 
 
-def test_table_html_rows():
-    out = table_html(TABLE)
-    assert "<th>Model</th><th>mu_overall</th>" in out
-    assert "<tr><td>BA</td><td>31.451</td></tr>" in out
-    assert '<div class="caption">Lower is better.</div>' in out
+@pytest.mark.parametrize("bad", ["../elsewhere.png", "/tmp/x.png", "plots/../../x.png"])
+def test_image_outside_run_folder_rejected(bad: str) -> None:
+    with pytest.raises(ConfigError, match="must be relative to the run folder") as err:
+        Report("r").image(bad)
+    assert "\n" not in str(err.value)
 
 
-def test_inline_html():
-    assert inline_html("x*y*z & *it*") == "x*y*z &amp; <em>it</em>"
+def test_heading_level_checked() -> None:
+    with pytest.raises(ConfigError, match="heading level 7 is out of range; accepted: 1 to 6"):
+        Report("r").heading("x", 7)
 
 
-def test_bad_arguments():
-    with pytest.raises(ConfigError, match="heading level 9"):
-        Report("t").heading("x", 9)
-    with pytest.raises(ConfigError, match="relative to the run folder"):
-        Report("t").image("../outside.png")
+def test_inline_html_and_bold_cells() -> None:
+    assert inline_html("a *b* **c** `d<e`") == "a <em>b</em> <strong>c</strong> <code>d&lt;e</code>"
+    t = Table("t", "", ["M", "x"], [["A", 1.0]], bold=[(0, 1)])
+    assert "<td>A</td><td><strong>1.000</strong></td>" in table_html(t)

@@ -23,7 +23,7 @@ from typing import Any
 
 from polymnesia.errors import ConfigError
 from polymnesia.io import atomic_write_text
-from polymnesia.reports.tables import Table, format_cell, is_block, table_markdown_block
+from polymnesia.reports.tables import Table, format_cell, table_markdown_block
 
 _STYLE = """
 body { font-family: system-ui, sans-serif; max-width: 1100px; margin: 2em auto; padding: 0 1em; color: #222; }
@@ -156,7 +156,7 @@ def table_html(table: Table, floatfmt: str = ".3f") -> str:
     head = "".join(f"<th>{html.escape(str(c))}</th>" for c in table.columns)
     rows = []
     for i, row in enumerate(table.rows):
-        if is_block(row) and width > 1:
+        if table.is_block_row(row):
             rows.append(
                 f'<tr class="block"><td colspan="{width}">{html.escape(table.block_label(row))}</td></tr>'
             )

@@ -41,11 +41,14 @@ MISSING = "–"  # paper 003 marks cells that do not apply with an en dash
 class Table:
     """A rectangular table plus optional block-header rows.
 
-    A row with a single cell is a *block header* (e.g. "Number of parameters =
-    400M"); it holds the raw block value ("400M") and ``block_format`` makes
-    the displayed label ("Number of parameters = {}"). Markdown shows the label
-    padded with empty cells as in paper 000; the CSV instead repeats the raw
-    value in a leading ``block_column`` column so that the file stays tidy. ``bold`` lists (row, column) cells to emphasise.
+    In a table of two or more columns, a row with a single cell is a *block
+    header* (e.g. "Number of parameters = 400M"); it holds the raw block value
+    ("400M") and ``block_format`` makes the displayed label ("Number of
+    parameters = {}"). Markdown and HTML show the label across the row as in
+    paper 000; the CSV instead repeats the raw value in a leading
+    ``block_column`` column so that the file stays tidy (without a
+    ``block_column`` the label is kept as a padded row). ``bold`` lists
+    (row, column) cells to emphasise.
     """
 
     name: str
@@ -56,6 +59,10 @@ class Table:
     block_column: str | None = None
     bold: list[tuple[int, int]] = field(default_factory=list)
     block_format: str = "{}"
+
+    def is_block_row(self, row: Sequence[Any]) -> bool:
+        """Whether ``row`` is a block header (a single cell in a wider table)."""
+        return len(row) == 1 and len(self.columns) > 1
 
     def block_label(self, row: Sequence[Any]) -> str:
         """The displayed text of a block-header row, e.g. "Number of parameters = 400M"."""
@@ -73,10 +80,6 @@ def format_cell(value: Any, floatfmt: str = ".3f") -> str:
     return str(value)
 
 
-def is_block(row: Sequence[Any]) -> bool:
-    return len(row) == 1
-
-
 def to_markdown(table: Table, floatfmt: str = ".3f") -> str:
     """The table as a GitHub-flavoured Markdown grid (no title or caption), ending in a newline."""
     width = len(table.columns)
@@ -84,7 +87,7 @@ def to_markdown(table: Table, floatfmt: str = ".3f") -> str:
     lines = ["| " + " | ".join(_md_escape(c) for c in table.columns) + " |"]
     lines.append("|" + "---|" * width)
     for i, row in enumerate(table.rows):
-        if is_block(row):
+        if table.is_block_row(row):
             lines.append(
                 "| " + " | ".join([_md_escape(table.block_label(row))] + [""] * (width - 1)) + " |"
             )
@@ -112,8 +115,11 @@ def to_csv_rows(table: Table, floatfmt: str | None = None) -> tuple[list[str], l
     out: list[list[str]] = []
     block = ""
     for row in table.rows:
-        if is_block(row):
+        if table.is_block_row(row) and table.block_column:
             block = format_cell(row[0])
+            continue
+        if table.is_block_row(row):
+            out.append([table.block_label(row)] + [""] * (len(table.columns) - 1))
             continue
         cells = [_csv_cell(v, fmt) for v in row]
         out.append([block, *cells] if table.block_column else cells)
