@@ -206,3 +206,13 @@ def test_block_rows_in_csv_and_single_column_tables() -> None:
     assert not single.is_block_row(["en"])
     assert to_csv_rows(single) == (["size", "lang"], [["", "en"], ["", "fr"]])
     assert to_markdown(single).splitlines()[2:] == ["| en |", "| fr |"]
+
+
+def test_seed_table_best_along_columns() -> None:
+    scores = [sc("M", "fr", 1.0, seed=0), sc("N", "fr", 3.0, seed=0), sc("N", "de", 0.5, seed=0)]
+    scores.append(sc("M", "de", 0.7, seed=0))
+    t = seed_table(scores, "ppl", best="max", best_along="col")
+    assert t.bold == [(0, 2), (1, 1)]  # de: M 0.7 > 0.5; fr: N 3.0 > 1.0
+    assert seed_table(scores, "ppl", best="min", best_along="col").bold == [(0, 1), (1, 2)]
+    with pytest.raises(ConfigError, match="best_along 'diag'"):
+        seed_table(scores, "ppl", best_along="diag")

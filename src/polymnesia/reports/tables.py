@@ -352,6 +352,7 @@ def seed_table(
     col_order: Sequence[Any] | None = None,
     marks: Mapping[str, str] | None = None,
     best: str | None = None,
+    best_along: str = "row",
     floatfmt: str = ".2f",
     ddof: int = 1,
     name: str | None = None,
@@ -365,11 +366,15 @@ def seed_table(
     the sample std; the paper does not say which) are taken over seeds.
     ``marks`` maps a label to a suffix such as "●" (paper 003: "statistically
     inferior to LF-MLF"); a cell looks up "ROW|COL", then ROW, then COL.
-    ``best="max"`` or ``"min"`` bolds the best mean in each row. Empty cells
-    show "–", as in the paper.
+    ``best="max"`` or ``"min"`` bolds the best mean in each row
+    (``best_along="row"``, paper 003 Tables 4-6 with languages as rows) or in
+    each column (``best_along="col"``, methods as rows). Empty cells show "–",
+    as in the paper.
     """
     if best not in (None, "max", "min"):
         raise ConfigError(f"best '{best}' is not supported; accepted: 'max', 'min', None")
+    if best_along not in ("row", "col"):
+        raise ConfigError(f"best_along '{best_along}' is not supported; accepted: 'row', 'col'")
     chosen = _metric_scores(scores, metric, "seed_table")
     row_labels = ordered(unique(chosen, row_key), row_order)
     col_labels = ordered(unique(chosen, col_key), col_order)
@@ -381,14 +386,20 @@ def seed_table(
         rows=[],
         caption=caption,
     )
-    for i, r in enumerate(row_labels):
-        stats = [_seed_stats(cells.get((r, c), []), ddof) for c in col_labels]
+    grid = [[_seed_stats(cells.get((r, c), []), ddof) for c in col_labels] for r in row_labels]
+    for r, stats in zip(row_labels, grid, strict=True):
         text = [
             _seed_cell(st, floatfmt, _mark(marks, r, c))
             for st, c in zip(stats, col_labels, strict=True)
         ]
         table.rows.append([r, *text])
-        table.bold += [(i, j + 1) for j in _best_cols(stats, best)]
+    if best_along == "row":
+        table.bold = [(i, j + 1) for i, stats in enumerate(grid) for j in _best_cols(stats, best)]
+    else:
+        columns = [list(col) for col in zip(*grid, strict=True)] if grid else []
+        table.bold = sorted(
+            (i, j + 1) for j, col in enumerate(columns) for i in _best_cols(col, best)
+        )
     return table
 
 
