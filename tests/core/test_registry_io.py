@@ -52,3 +52,12 @@ def test_file_lock_refuses_second_holder(tmp_path: Path):
         )
         out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout
         assert "in use by another polymnesia process" in out
+
+
+def test_atomic_write_uses_the_usual_file_mode(tmp_path: Path):
+    old = os.umask(0o022)
+    try:
+        atomic_write_text(tmp_path / "r.md", "x")
+    finally:
+        os.umask(old)
+    assert (tmp_path / "r.md").stat().st_mode & 0o777 == 0o644
