@@ -30,3 +30,30 @@ def isolated_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
         (cache / "data" / "bible").symlink_to(real / "data" / "bible")
     monkeypatch.setenv("POLYMNESIA_CACHE", str(cache))
     return cache
+
+
+@pytest.fixture(scope="session")
+def make_tok_model():  # type: ignore[no-untyped-def]
+    """Factory: a tiny BPE trained on ``sentences`` and a 16-wide, 1-layer Mistral (seed 0) for it."""
+
+    def make(sentences: list[str]):  # type: ignore[no-untyped-def]
+        import torch
+        from transformers import MistralConfig, MistralForCausalLM
+
+        from polymnesia.tokenizers import train_bpe
+
+        tok = train_bpe(sentences * 30, 300)
+        conf = MistralConfig(
+            vocab_size=len(tok),
+            hidden_size=16,
+            intermediate_size=32,
+            num_hidden_layers=1,
+            num_attention_heads=2,
+            num_key_value_heads=1,
+            pad_token_id=tok.pad_token_id,
+            sliding_window=None,
+        )
+        torch.manual_seed(0)
+        return tok, MistralForCausalLM(conf)
+
+    return make

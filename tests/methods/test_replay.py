@@ -7,7 +7,6 @@ import torch
 
 from polymnesia.errors import ConfigError, DataError
 from polymnesia.methods.replay import generative_replay, mix_replay, replay_size
-from polymnesia.tokenizers import train_bpe
 from polymnesia.tokenizers.bpe import IM_END
 
 P2 = [f"ml{i}" for i in range(100)]
@@ -45,22 +44,8 @@ def test_pool_too_small() -> None:
 
 
 @pytest.fixture(scope="module")
-def tok_model():  # type: ignore[no-untyped-def]
-    from transformers import MistralConfig, MistralForCausalLM
-
-    tok = train_bpe(["the cat sat on the mat", "translate this sentence please"] * 30, 300)
-    conf = MistralConfig(
-        vocab_size=len(tok),
-        hidden_size=16,
-        intermediate_size=32,
-        num_hidden_layers=1,
-        num_attention_heads=2,
-        num_key_value_heads=1,
-        pad_token_id=tok.pad_token_id,
-        sliding_window=None,
-    )
-    torch.manual_seed(0)
-    return tok, MistralForCausalLM(conf)
+def tok_model(make_tok_model):  # type: ignore[no-untyped-def]
+    return make_tok_model(["the cat sat on the mat", "translate this sentence please"])
 
 
 def _force(model: torch.nn.Module, token_id: int):  # type: ignore[no-untyped-def]

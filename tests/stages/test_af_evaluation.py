@@ -9,7 +9,6 @@ import torch
 from polymnesia.evaluation.generation import answer_logprobs, chat_prompt, greedy_generate
 from polymnesia.evaluation.representations import contextual_vectors, token_word_ids
 from polymnesia.stages.evaluate_translation import build_prompt
-from polymnesia.tokenizers import train_bpe
 from polymnesia.tokenizers.chat import SYSTEM_PROMPT
 
 
@@ -33,22 +32,8 @@ def test_figure9_prompt() -> None:
 
 
 @pytest.fixture(scope="module")
-def tok_model():  # type: ignore[no-untyped-def]
-    from transformers import MistralConfig, MistralForCausalLM
-
-    tok = train_bpe(["the cat sat on the mat", "law history wisdom prophets"] * 30, 300)
-    conf = MistralConfig(
-        vocab_size=len(tok),
-        hidden_size=16,
-        intermediate_size=32,
-        num_hidden_layers=1,
-        num_attention_heads=2,
-        num_key_value_heads=1,
-        pad_token_id=tok.pad_token_id,
-        sliding_window=None,
-    )
-    torch.manual_seed(0)
-    return tok, MistralForCausalLM(conf)
+def tok_model(make_tok_model):  # type: ignore[no-untyped-def]
+    return make_tok_model(["the cat sat on the mat", "law history wisdom prophets"])
 
 
 def test_answer_logprobs_match_manual_sum(tok_model) -> None:  # type: ignore[no-untyped-def]
