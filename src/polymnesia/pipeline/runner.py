@@ -16,10 +16,9 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
 
 from polymnesia.errors import PolymnesiaError
-from polymnesia.io import atomic_write_json, file_lock, read_jsonl, write_jsonl_atomic
+from polymnesia.io import atomic_write_json, file_lock, write_jsonl_atomic
 from polymnesia.paths import cache_dir
 from polymnesia.pipeline import run_dir as rd
 from polymnesia.pipeline.stage import STAGES, StageContext, StageSpec
@@ -172,7 +171,3 @@ def run_pipeline(
             )
             rd.merge_stage_outputs(run_dir, entries)
     return entries
-
-
-def stage_scores(entry: Path) -> list[dict[str, Any]]:
-    return read_jsonl(entry / "scores.jsonl")
