@@ -32,13 +32,13 @@ typecheck: install
 	$(BIN)/mypy
 
 unit: install
-	$(BIN)/pytest -m "not integration"
+	$(BIN)/pytest
 
 integration: install
 	$(BIN)/pytest -m integration
 
 test: lint typecheck
-	$(BIN)/pytest
+	$(BIN)/pytest -m "integration or not integration"
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -1,10 +1,16 @@
 """One small registry for everything chosen by name in a config.
 
-Stages, data sources, combiners, metrics, model presets and experiments each
-live in a :class:`Registry`; YAML picks entries by name, ``polymnesia ls``
-lists them with their one-line descriptions.
+Stages, data sources, combiners, metrics, training plugins, continual-learning
+methods, model presets, languages and experiments each live in a
+:class:`Registry`. There is one registration mechanism: an entry registers
+itself when its module is imported (``@REGISTRY.register(name, description)``),
+and the package that holds the entries imports all of its modules
+(:func:`polymnesia.registry_imports.import_submodules` in its ``__init__``).
+A registry names that package, and imports it the first time it is asked for
+an entry, so a lookup never misses an entry whose module nobody imported yet.
+``polymnesia ls`` lists every registry (:func:`all_registries`).
 
->>> combiners = Registry("combiner")
+>>> combiners = Registry("combiner", "combiners")
 >>> @combiners.register("mean", "average of the rows")
 ... def mean(x): ...
 >>> combiners.get("mean") is mean
@@ -13,13 +19,16 @@ True
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from polymnesia.errors import unknown
 
 T = TypeVar("T")
+
+_ALL: dict[str, Registry[Any]] = {}
 
 
 @dataclass(frozen=True)
@@ -30,11 +39,26 @@ class Entry(Generic[T]):
 
 
 class Registry(Generic[T]):
-    """A named table of objects with descriptions and helpful lookup errors."""
+    """A named table of objects with descriptions and helpful lookup errors.
 
-    def __init__(self, kind: str) -> None:
+    ``kind`` names one entry in messages ("stage"); ``category`` names the list
+    in ``polymnesia ls`` ("stages"); ``package`` is the package whose modules
+    register the entries (imported on first lookup).
+    """
+
+    def __init__(self, kind: str, category: str | None = None, package: str | None = None) -> None:
         self.kind = kind
+        self.category = category or f"{kind}s"
+        self.package = package
         self._entries: dict[str, Entry[T]] = {}
+        self._loaded = package is None
+        _ALL[self.category] = self
+
+    def _load(self) -> None:
+        if not self._loaded:
+            self._loaded = True  # before the import: modules register while it runs
+            assert self.package is not None
+            importlib.import_module(self.package)
 
     def register(self, name: str, description: str = "") -> Callable[[T], T]:
         """Decorator registering ``obj`` under ``name`` (first docstring line if no description)."""
@@ -54,16 +78,25 @@ class Registry(Generic[T]):
         self._entries[name] = Entry(name, obj, description)
 
     def get(self, name: str) -> T:
+        self._load()
         try:
             return self._entries[name].obj
         except KeyError:
             raise unknown(self.kind, name, self._entries) from None
 
     def __contains__(self, name: object) -> bool:
+        self._load()
         return name in self._entries
 
     def __iter__(self) -> Iterator[Entry[T]]:
+        self._load()
         return iter(sorted(self._entries.values(), key=lambda e: e.name))
 
     def names(self) -> list[str]:
+        self._load()
         return sorted(self._entries)
+
+
+def all_registries() -> dict[str, Registry[Any]]:
+    """Every registry created so far, by category (``polymnesia ls`` imports the library first)."""
+    return dict(sorted(_ALL.items()))

@@ -4,8 +4,8 @@ from typing import Any
 import pytest
 import yaml
 
-from polymnesia.config.loader import load_config
 from polymnesia.errors import PolymnesiaError
+from polymnesia.experiments import load_config
 
 SMOKE = Path(__file__).resolve().parents[2] / "configs" / "lifelong_smoke.yaml"
 

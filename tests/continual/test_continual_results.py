@@ -1,8 +1,8 @@
 import numpy as np
 import pytest
 
-from polymnesia.experiments.lifelong_report import table1
-from polymnesia.experiments.lifelong_results import (
+from polymnesia.experiments.lifelong.report import table1
+from polymnesia.experiments.lifelong.results import (
     Arm,
     arm_metrics,
     average_curve,

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from golden import mismatches
 from polymnesia.cli.main import main
 from polymnesia.results import read_scores
 
@@ -27,6 +28,7 @@ def test_smoke_run_produces_all_tables(isolated_cache: Path, tmp_path: Path) -> 
         )
         == 0
     )
+    assert mismatches(run_dir, "active_forgetting_smoke") == []
     scores = read_scores(run_dir / "results" / "scores.jsonl")
     langs = {"en", "es", "fr", "de"}
     for metric in ("bits_per_byte", "self_similarity_adjusted", "chrf", "bleu", "accuracy"):

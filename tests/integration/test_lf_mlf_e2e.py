@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from golden import mismatches
 from polymnesia.cli.main import main
 from polymnesia.io import read_jsonl
 
@@ -17,6 +18,7 @@ FAST = ["methods=[uniform,lf_mlf]", "seeds=[0,1]"]
 def test_lf_mlf_smoke_report(isolated_cache: Path, tmp_path: Path) -> None:
     run = tmp_path / "run"
     assert main(["run", CONFIG, *FAST, "--run-dir", str(run)]) == 0
+    assert mismatches(run, "lf_mlf_smoke", subset=True) == []  # scores as before the restructuring
     scores = read_jsonl(run / "results" / "scores.jsonl")
     models = {s["model"] for s in scores}
     assert {"Uniform-MLF", "LF-MLF", "SLF-en", "SLF-de", "SLF-fr", "base"} <= models

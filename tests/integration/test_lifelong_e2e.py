@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from golden import mismatches
 from polymnesia.cli.main import main
 from polymnesia.results import read_scores
 
@@ -24,6 +25,7 @@ def test_smoke_run_reports_every_method_order_and_metric(
 ) -> None:
     run = tmp_path / "run"
     assert main(["run", CONFIG, "--run-dir", str(run)]) == 0
+    assert mismatches(run, "lifelong_smoke") == []  # the scores recorded before the restructuring
     scores = read_scores(run / "results" / "scores.jsonl")
     orders = {s.setting for s in scores if s.metric == "order_position"}
     assert orders == {"resource", "shuffle1", "destructive"}

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from smoke import SMOKE
 
+from golden import mismatches
 from polymnesia.cli.main import main
 from polymnesia.io import read_jsonl
 
@@ -25,6 +26,7 @@ def run_cli(*args: str) -> int:
 def test_run_writes_tables_plots_report_and_reuses(isolated_cache: Path, tmp_path: Path, capsys):
     run = tmp_path / "run"
     assert run_cli("--run-dir", str(run)) == 0
+    assert mismatches(run, "quickstart") == []  # the scores recorded before the restructuring
     for rel in (
         "config.yaml",
         "run.json",

@@ -10,13 +10,12 @@ import pytest
 from metrics_model_helpers import TEXTS, model_folder
 
 from polymnesia.errors import PolymnesiaError
+from polymnesia.evaluation.embeddings import folder_layer_states, layer_mean_states
 from polymnesia.metrics import METRICS
 from polymnesia.metrics.drift import (
     activation_covariance,
     covariance_drift,
-    folder_layer_states,
     layer_cosine,
-    layer_mean_states,
     layerwise_covariance_drift,
     linear_cka,
     mean_activations,

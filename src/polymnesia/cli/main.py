@@ -1,9 +1,11 @@
-"""The ``polymnesia`` command: thin subcommands that parse, build the config and call the library."""
+"""The ``polymnesia`` command: thin subcommands that parse, build the config and call the library.
+
+The library is imported inside the subcommands (a documented start-up cost: ``--help`` and
+argument errors answer at once, without loading torch and transformers)."""
 
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
 import sys
 from pathlib import Path
@@ -11,29 +13,14 @@ from typing import Any
 
 from polymnesia.errors import PolymnesiaError
 
-#: what ``polymnesia ls`` can list: category -> (module holding the registry, attribute, modules to import)
-CATALOG: dict[str, tuple[str, str, tuple[str, ...]]] = {
-    "experiments": ("polymnesia.experiments", "EXPERIMENTS", ()),
-    "stages": ("polymnesia.pipeline.stage", "STAGES", ("polymnesia.stages",)),
-    "sources": ("polymnesia.data.sources.base", "SOURCES", ("polymnesia.data.sources.builtin",)),
-    "languages": ("polymnesia.data.languages", "LANGUAGES", ()),
-    "metrics": ("polymnesia.metrics", "METRICS", ("polymnesia.metrics.all",)),
-    "presets": ("polymnesia.models.presets", "PRESETS", ()),
-    "combiners": ("polymnesia.gradients", "COMBINERS", ()),
-    "plugins": ("polymnesia.training.plugins", "PLUGINS", ("polymnesia.methods",)),
-    "methods": ("polymnesia.continual.methods", "METHODS", ()),
-}
 
+def _registries() -> dict[str, Any]:
+    """Every registry, by category. Importing the protocols imports every layer below them,
+    so every registry exists (and each loads its own entries on first use)."""
+    import polymnesia.experiments  # noqa: F401  (start-up cost: imported when needed)
+    from polymnesia.registry import all_registries
 
-def _registry(category: str) -> Any:
-    module, attr, extra = CATALOG[category]
-    for name in extra:
-        try:
-            importlib.import_module(name)
-        except ModuleNotFoundError as e:
-            if e.name != name:
-                raise
-    return getattr(importlib.import_module(module), attr)
+    return all_registries()
 
 
 def _parse_options(items: list[str]) -> dict[str, Any]:
@@ -51,9 +38,7 @@ def _parse_options(items: list[str]) -> dict[str, Any]:
 def cmd_run(args: argparse.Namespace) -> int:
     import yaml
 
-    import polymnesia.stages  # noqa: F401
-    from polymnesia.config import load_config
-    from polymnesia.experiments import EXPERIMENTS
+    from polymnesia.experiments import EXPERIMENTS, load_config
     from polymnesia.io import file_lock
     from polymnesia.pipeline.run_dir import default_run_dir, prepare_run_dir
     from polymnesia.pipeline.runner import describe_plan, plan, run_pipeline
@@ -73,7 +58,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         )
         print(describe_plan(plan(specs)))
         return 0
-    from polymnesia.training.distributed import partial_state
+    from polymnesia.runtime import partial_state
 
     state = partial_state()
     if state.is_main_process:
@@ -93,9 +78,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    import polymnesia.stages  # noqa: F401
-    from polymnesia.config import load_config
-    from polymnesia.experiments import EXPERIMENTS
+    from polymnesia.experiments import EXPERIMENTS, load_config
     from polymnesia.pipeline.runner import plan
 
     for path in args.configs:
@@ -107,17 +90,14 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 
 def cmd_ls(args: argparse.Namespace) -> int:
-    categories = [args.what] if args.what else list(CATALOG)
-    for cat in categories:
-        if cat not in CATALOG:
-            from polymnesia.errors import unknown
+    from polymnesia.errors import unknown
 
-            raise unknown("category", cat, CATALOG)
-        try:
-            reg = _registry(cat)
-        except ModuleNotFoundError as e:
-            print(f"{cat}: (not available: {e.name})")
-            continue
+    registries = _registries()
+    categories = [args.what] if args.what else list(registries)
+    for cat in categories:
+        if cat not in registries:
+            raise unknown("category", cat, registries)
+        reg = registries[cat]
         print(f"{cat}:")
         for entry in reg:
             print(f"  {entry.name:22s} {entry.description}")
@@ -164,8 +144,7 @@ def format_source_info(info: dict[str, Any]) -> str:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from polymnesia.experiments import EXPERIMENTS
-    from polymnesia.pipeline.run_dir import load_run_config
+    from polymnesia.experiments import EXPERIMENTS, load_run_config
 
     run_dir = Path(args.run_dir)
     cfg = load_run_config(run_dir)
@@ -197,7 +176,11 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("--set", action="append", help="key.path=value override applied to every config")
     v.set_defaults(fn=cmd_validate)
     ls = sub.add_parser("ls", help="list what is registered")
-    ls.add_argument("what", nargs="?", help=", ".join(CATALOG))
+    ls.add_argument(
+        "what",
+        nargs="?",
+        help="experiments, stages, sources, languages, metrics, presets, combiners, plugins, methods",
+    )
     ls.set_defaults(fn=cmd_ls)
     d = sub.add_parser("data", help="fetch a corpus into the cache or describe it")
     d.add_argument("action", choices=["fetch", "info"])

@@ -130,25 +130,3 @@ def validate(model: type[BaseModel], data: dict[str, Any], source: str = "") -> 
         return model.model_validate(data)
     except ValidationError as e:
         raise ConfigError(format_validation_error(e, model, source)) from None
-
-
-def resolve_config(data: dict[str, Any], source: str = "") -> Any:
-    """Validate a raw mapping into the typed config of the experiment it names."""
-    from polymnesia.experiments import EXPERIMENTS
-
-    name = data.get("experiment")
-    if name is None:
-        raise ConfigError(
-            f"{source + ': ' if source else ''}missing required key 'experiment'; accepted: {', '.join(EXPERIMENTS.names())}"
-        )
-    if not isinstance(name, str) or name not in EXPERIMENTS:
-        from polymnesia.errors import unknown
-
-        raise ConfigError(str(unknown("experiment", str(name), EXPERIMENTS.names())))
-    return validate(EXPERIMENTS.get(name).Config, data, source)
-
-
-def load_config(path: str | Path, overrides: list[str] | None = None) -> Any:
-    """Load, override and validate a config file into its experiment's typed config."""
-    data = apply_overrides(load_yaml(path), overrides or [])
-    return resolve_config(data, str(path))

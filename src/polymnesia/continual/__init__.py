@@ -2,7 +2,6 @@
 
 ``methods``: the five training methods MULTI, MONO, VANILLA, SHARED LoRA and
 NON-SHARED LoRA (eqs. 1-6), registered by name; ``orders``: language orders;
-``lora``: PEFT wiring; ``early_stopping``: the early-stopping plugin;
 ``matrix``: the accuracy matrix R, its storage and composition;
 ``analysis``: results by script, family and resource class.
 """

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from polymnesia.config.base import StrictModel
-from polymnesia.continual.early_stopping import EarlyStoppingConfig
+from polymnesia.methods.early_stopping import EarlyStoppingConfig
+from polymnesia.training.plugins import validate_plugin_spec
 
 
 class Hyper(StrictModel):
@@ -16,6 +17,14 @@ class Hyper(StrictModel):
     lr: float = Field(gt=0, description="AdamW learning rate (paper: 5e-5 full, 5e-6 LoRA)")
     batch_size: int = Field(16, gt=0, description="examples per optimizer step")
     early_stopping: EarlyStoppingConfig
+    plugins: list[dict[str, Any]] = Field(
+        default_factory=list, description="training plugins (polymnesia ls plugins)"
+    )
+
+    @field_validator("plugins")
+    @classmethod
+    def _plugins(cls, v: list[Any]) -> list[dict[str, Any]]:
+        return [validate_plugin_spec(s) for s in v]
 
 
 OrderKind = Literal["resource", "shuffle", "explicit", "destructive_last"]

@@ -16,7 +16,7 @@ from typing import Any
 from polymnesia.data.prepared import read_split
 from polymnesia.errors import DataError
 from polymnesia.tasks.classification import build_sequence_examples
-from polymnesia.tasks.config import TaskConfig
+from polymnesia.tasks.config import TaskConfig, infer_num_labels
 from polymnesia.tasks.tagging import build_token_examples, language_id_tagging
 
 
@@ -96,7 +96,6 @@ def spread(records: list[dict[str, Any]], cap: int | None) -> list[dict[str, Any
 
 def num_labels(task: TaskConfig, data_dir: Path, languages: list[str]) -> int:
     """The configured count, 2 for the language-ID tagging, else max label + 1 over the train data."""
-    from polymnesia.tasks.config import infer_num_labels
 
     if task.num_labels is not None:
         return task.num_labels

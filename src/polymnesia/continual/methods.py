@@ -51,7 +51,7 @@ class Method:
         return self.lora if self.lora is not None else rank is not None
 
 
-METHODS: Registry[Method] = Registry("continual-learning method")
+METHODS: Registry[Method] = Registry("continual-learning method", "methods")
 METHODS.add(
     "multi",
     Method("multi", "MULTI", "eq. 1", "joint", None, 5e-5, 50, 5),

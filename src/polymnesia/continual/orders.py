@@ -13,6 +13,7 @@ import math
 import random
 from collections.abc import Mapping, Sequence
 
+from polymnesia.data.languages import get_language
 from polymnesia.errors import ConfigError
 
 
@@ -49,7 +50,6 @@ def resource_order(languages: Sequence[str], sizes: Mapping[str, float]) -> list
 
 def joshi_sizes(languages: Sequence[str]) -> dict[str, float]:
     """The Joshi et al. 2020 resource class (0-5) of each language, from the language table."""
-    from polymnesia.data.languages import get_language
 
     return {lang: float(get_language(lang).joshi_class) for lang in languages}
 

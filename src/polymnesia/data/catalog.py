@@ -22,8 +22,6 @@ from polymnesia.errors import DataError
 def build_source(source_name: str, options: Mapping[str, Any]) -> Source:
     """Build a registered source; unlike ``get_source`` it allows an option called ``name``
     (the ``hf`` source's dataset name)."""
-    import polymnesia.data.sources.builtin  # noqa: F401  (registers bible, udhr, local, hf)
-
     return SOURCES.get(source_name)(**options)
 
 

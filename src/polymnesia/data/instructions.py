@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from polymnesia.data.sources.hf import load_hf
 from polymnesia.errors import DataError
 
 #: the genre question, shared by instruction tuning and the zero-shot evaluation
@@ -125,7 +126,6 @@ def hf_instructions(
     OpenOrca: ``{"instruction": "system_prompt", "input": "question", "output": "response"}``
     (an empty system prompt falls back to the question alone); Alpaca: the identity.
     """
-    from polymnesia.data.sources.hf import load_hf
 
     m = {"instruction": "instruction", "input": "input", "output": "output", **(fields or {})}
     ds = load_hf(name, config, split, False)

@@ -162,7 +162,7 @@ def resource_level(code: str) -> ResourceLevel:
 
 
 def _build_registry() -> Registry[Language]:
-    registry: Registry[Language] = Registry("language")
+    registry: Registry[Language] = Registry("language", "languages")
     for lang in all_languages():
         registry.add(lang.code, lang, lang.describe())
     return registry

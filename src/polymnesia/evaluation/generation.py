@@ -15,6 +15,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
+from polymnesia.data.prepared import read_split
 from polymnesia.tokenizers.bpe import IM_END
 from polymnesia.tokenizers.chat import SYSTEM_PROMPT, render_chatml, sft_messages
 
@@ -113,8 +114,6 @@ def sample_aligned(
     compare languages on translations of the same verses.
     """
     import random
-
-    from polymnesia.data.prepared import read_split
 
     by_lang = {lang: {r["id"]: r for r in read_split(data_dir, lang, split)} for lang in langs}
     common = sorted(set.intersection(*(set(v) for v in by_lang.values())))

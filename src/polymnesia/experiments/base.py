@@ -41,4 +41,6 @@ class Experiment(ABC):
         """(Re)build tables, plots and the report from ``run_dir/results/scores.jsonl``."""
 
 
-EXPERIMENTS: Registry[type[Experiment]] = Registry("experiment")
+EXPERIMENTS: Registry[type[Experiment]] = Registry(
+    "experiment", "experiments", "polymnesia.experiments"
+)

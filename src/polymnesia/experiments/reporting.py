@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from polymnesia.data.languages import get_language
 from polymnesia.io import read_jsonl
 from polymnesia.reports.plots import bar_by_language, line_plot
 from polymnesia.reports.render import Report
@@ -15,7 +16,6 @@ METRIC_TITLES = {"bits_per_byte": "Bits per byte", "perplexity": "Token perplexi
 
 
 def describe_language(code: str) -> dict[str, Any]:
-    from polymnesia.data.languages import get_language
 
     lang = get_language(code)
     return {"name": lang.name, "script": lang.script}

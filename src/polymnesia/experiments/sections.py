@@ -1,51 +1,51 @@
-"""Config sections shared by several experiments."""
+"""Config sections that several protocols share.
+
+Sections that a stage consumes live next to that stage's layer (``DataConfig``
+in :mod:`polymnesia.data.config`, ``TokenizerConfig`` in
+:mod:`polymnesia.tokenizers.config`, ``ModelConfig`` in :mod:`polymnesia.models`,
+``TrainConfig`` in :mod:`polymnesia.training.config`, ``EvalConfig`` in
+:mod:`polymnesia.evaluation.config`); they are re-exported here. This module
+adds the two that are protocol concepts: the language groups of paper 000 and
+the base model that every protocol pretrains (or loads) in the same way.
+"""
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 from pydantic import Field, field_validator, model_validator
 
 from polymnesia.config.base import StrictModel
+from polymnesia.data.config import DataConfig, check_language, check_languages
+from polymnesia.evaluation.config import EvalConfig
+from polymnesia.models import ModelConfig
+from polymnesia.tokenizers.config import TokenizerConfig
+from polymnesia.training.config import TrainConfig
+
+__all__ = [
+    "BaseModelSection",
+    "DataConfig",
+    "EvalConfig",
+    "GroupsConfig",
+    "ModelConfig",
+    "TokenizerConfig",
+    "TrainConfig",
+    "check_language",
+    "flat_base",
+    "unique_languages",
+]
 
 
-def check_language(code: str) -> str:
-    from polymnesia.data.languages import get_language
-
-    get_language(code)  # one-line error with a suggestion for unknown codes
-    return code
-
-
-class DataConfig(StrictModel):
-    """Where the text comes from and how it is split."""
-
-    source: str = Field("bible", description="data source (polymnesia ls sources)")
-    options: dict[str, Any] = Field(
-        default_factory=dict, description="options passed to the source"
-    )
-    split_fractions: tuple[float, float, float] = Field(
-        (0.8, 0.1, 0.1), description="train/validation/test by aligned id"
-    )
-    split_seed: int = 0
-    max_train_per_lang: int | None = Field(
-        3000, gt=0, description="cap on training texts per language"
-    )
-    max_eval_per_lang: int | None = Field(
-        300, gt=0, description="cap on validation and test texts per language"
-    )
-
-    @field_validator("source")
-    @classmethod
-    def _known_source(cls, v: str) -> str:
-        from polymnesia.data.sources import (
-            SOURCES,
-            builtin,  # noqa: F401
-        )
-        from polymnesia.errors import unknown
-
-        if v not in SOURCES:
-            raise ValueError(str(unknown("data source", v, SOURCES.names())))
-        return v
+def unique_languages(codes: list[str], key: str = "languages") -> list[str]:
+    """Known codes, each once (one line naming the duplicate)."""
+    check_languages(codes)
+    seen: set[str] = set()
+    for c in codes:
+        if c in seen:
+            raise ValueError(f"language '{c}' is listed twice in {key}")
+        seen.add(c)
+    return codes
 
 
 class GroupsConfig(StrictModel):
@@ -60,7 +60,7 @@ class GroupsConfig(StrictModel):
     @field_validator("pretraining", "adapting", "other")
     @classmethod
     def _codes(cls, v: list[str]) -> list[str]:
-        return [check_language(c) for c in v]
+        return check_languages(v)
 
     @model_validator(mode="after")
     def _disjoint(self) -> GroupsConfig:
@@ -84,31 +84,46 @@ class GroupsConfig(StrictModel):
         return {lang: g for g, langs in self.as_dict().items() for lang in langs}
 
 
-class TokenizerConfig(StrictModel):
-    """A byte-level BPE trained on a temperature-sampled mixture, or a Hub/local tokenizer."""
+class BaseModelSection(StrictModel):
+    """The base model every protocol starts from: a tokenizer and a decoder pretrained on a
+    temperature-sampled mixture of ``languages`` (or loaded with ``model.name_or_path``).
 
-    name_or_path: str | None = Field(None, description="use this tokenizer instead of training one")
-    vocab_size: int = Field(
-        8000, ge=300, description="size of the trained vocabulary (paper 000: 32,000)"
+    The same settings give the same cache entries in every protocol, so a base
+    model pretrained for one experiment is reused by the others.
+    """
+
+    languages: list[str] = Field(min_length=1, description="pretraining languages")
+    tokenizer: TokenizerConfig = Field(default_factory=TokenizerConfig)
+    model: ModelConfig = Field(default_factory=ModelConfig)
+    train: TrainConfig = Field(default_factory=TrainConfig)
+    mixture_temperature: float = Field(
+        3.0, gt=0, description="language sampling temperature of the pretraining mixture"
     )
-    temperature: float = Field(
-        3.0, gt=0, description="language sampling temperature for the training mixture"
-    )
-    sample_texts: int = Field(20000, gt=0, description="texts drawn for tokenizer training")
-    min_frequency: int = Field(2, ge=1)
+
+    @field_validator("languages")
+    @classmethod
+    def _codes(cls, v: list[str]) -> list[str]:
+        return unique_languages(v, "languages")
 
 
-class EvalConfig(StrictModel):
-    """Per-language likelihood evaluation."""
+def flat_base(cfg: Any, train: TrainConfig) -> BaseModelSection:
+    """The base model of a protocol whose config keeps its pieces at the top level (paper 000's
+    layout: ``tokenizer``, ``model``, ``mixture_temperature``, ``groups.pretraining``)."""
+    return BaseModelSection(
+        languages=cfg.groups.pretraining,
+        tokenizer=cfg.tokenizer,
+        model=cfg.model,
+        train=train,
+        mixture_temperature=cfg.mixture_temperature,
+    )
 
-    split: str = Field("test", pattern="^(validation|test)$")
-    max_texts_per_lang: int | None = Field(
-        None, gt=0, description="cap (default: all prepared texts)"
-    )
-    batch_size: int = Field(64, gt=0)
-    max_length: int = Field(256, gt=1)
-    headline: str = Field(
-        "bits_per_byte",
-        pattern="^(bits_per_byte|perplexity)$",
-        description="metric of the headline table (bits per byte compares vocabularies fairly)",
-    )
+
+def rename_key(data: Any, old: str, new: str, where: str) -> Any:
+    """Accept a renamed key of an older config (``old`` -> ``new``) with a warning."""
+    if isinstance(data, dict) and old in data:
+        if new in data:
+            raise ValueError(f"{where} has both '{old}' (old name) and '{new}'; keep '{new}'")
+        warnings.warn(f"{where}.{old} is now called {where}.{new}", FutureWarning, stacklevel=2)
+        data = {**data, new: data[old]}
+        del data[old]
+    return data

@@ -7,7 +7,6 @@
 See docs/gradients.md for the equations each method implements.
 """
 
-from polymnesia.gradients import gradvac, lf_mlf, mgda, pcgrad, uniform  # noqa: F401  (register)
 from polymnesia.gradients.base import COMBINERS, Combiner, check_grads, get_combiner
 from polymnesia.gradients.flat import (
     assign_flat_grad,
@@ -16,6 +15,9 @@ from polymnesia.gradients.flat import (
     per_language_gradients,
 )
 from polymnesia.gradients.qp import InfeasibleQP, QPSolution, solve_simplex_qp
+from polymnesia.registry_imports import import_submodules
+
+import_submodules(__name__)
 
 __all__ = [
     "COMBINERS",

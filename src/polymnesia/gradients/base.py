@@ -74,7 +74,7 @@ class Combiner:
         self.weights = None
 
 
-COMBINERS: Registry[type[Combiner]] = Registry("combiner")
+COMBINERS: Registry[type[Combiner]] = Registry("combiner", "combiners", "polymnesia.gradients")
 
 
 def get_combiner(name: str, **options: Any) -> Combiner:

@@ -42,7 +42,9 @@ import functools
 from typing import Any
 
 import torch
+from pydantic import Field, ValidationError
 
+from polymnesia.config.base import StrictModel
 from polymnesia.errors import ConfigError
 from polymnesia.training.plugins import PLUGINS, LoopState, TrainingPlugin
 from polymnesia.training.schedule import windowed
@@ -101,6 +103,18 @@ def _broadcast(weight: torch.Tensor, accelerator: Any) -> None:
         dist.broadcast(weight, src=0)
 
 
+class ActiveForgettingOptions(StrictModel):
+    """Options of the ``active_forgetting`` plugin (paper 000, Table 4)."""
+
+    reset_every: int = Field(gt=0, description="K: optimizer steps between embedding resets")
+    std: float = Field(0.02, gt=0, description="std of the re-drawn embeddings")
+    reset_head: bool = Field(False, description="also reset an untied LM head")
+    replay_schedule: bool = Field(True, description="embedding LR replays warmup+decay per window")
+    warmup_ratio: float = Field(0.1, ge=0, le=1, description="warmup share of each window")
+    min_lr_ratio: float = Field(0.0, ge=0, le=1, description="final LR share of each window")
+    seed: int = Field(0, description="seed of the re-drawn embeddings")
+
+
 @PLUGINS.register(
     "active_forgetting",
     "re-draw the token embeddings every K steps, reset their Adam state and replay their LR schedule",
@@ -109,27 +123,27 @@ class ActiveForgetting(TrainingPlugin):
     """See the module docstring. Options are the keys of a stage's ``plugins`` entry."""
 
     name = "active_forgetting"
+    Options = ActiveForgettingOptions
 
-    def __init__(
-        self,
-        reset_every: int,
-        std: float = 0.02,
-        reset_head: bool = False,
-        replay_schedule: bool = True,
-        warmup_ratio: float = 0.1,
-        min_lr_ratio: float = 0.0,
-        seed: int = 0,
-    ) -> None:
-        self.reset_every = check_reset_every(reset_every)
-        if not std > 0:
-            raise ConfigError(f"active_forgetting std must be > 0, got {std}")
-        if not 0 <= warmup_ratio <= 1:
-            raise ConfigError(
-                f"active_forgetting warmup_ratio must be in [0, 1], got {warmup_ratio}"
-            )
-        self.std, self.reset_head, self.replay = std, bool(reset_head), bool(replay_schedule)
-        self.warmup_ratio, self.min_lr_ratio, self.seed = warmup_ratio, min_lr_ratio, seed
+    def __init__(self, **options: Any) -> None:
+        check_reset_every(options.get("reset_every"))
+        try:
+            o = ActiveForgettingOptions(**options)
+        except ValidationError as e:
+            err = e.errors()[0]
+            where = ".".join(str(x) for x in err["loc"])
+            raise ConfigError(f"active_forgetting {where}: {err['msg']}") from None
+        self.reset_every = o.reset_every
+        self.std, self.reset_head, self.replay = o.std, o.reset_head, o.replay_schedule
+        self.warmup_ratio, self.min_lr_ratio, self.seed = o.warmup_ratio, o.min_lr_ratio, o.seed
         self.resets: list[int] = []
+
+    @classmethod
+    def check_train(cls, options: dict[str, Any], train: Any) -> None:
+        try:
+            check_reset_every(options["reset_every"], train.steps)
+        except ConfigError as e:
+            raise ValueError(str(e)) from None
 
     # -- which parameters are "the embeddings"
     def _targets(self, model: torch.nn.Module) -> list[torch.nn.Parameter]:

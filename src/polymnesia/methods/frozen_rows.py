@@ -26,7 +26,9 @@ from __future__ import annotations
 from typing import Any
 
 import torch
+from pydantic import Field
 
+from polymnesia.config.base import StrictModel
 from polymnesia.errors import ConfigError
 from polymnesia.training.plugins import PLUGINS, LoopState, TrainingPlugin
 
@@ -37,12 +39,21 @@ def mask_rows_(grad: torch.Tensor | None, n_frozen: int) -> None:
         grad[:n_frozen].zero_()
 
 
+class FrozenRowsOptions(StrictModel):
+    """Options of the ``frozen_rows`` plugin (paper 000, vocabulary expansion)."""
+
+    first_trainable_row: int = Field(ge=0, description="embedding rows below this stay frozen")
+    freeze_body: bool = Field(True, description="freeze every parameter but embeddings and head")
+    freeze_head_rows: bool = Field(False, description="also freeze the head's old rows")
+
+
 @PLUGINS.register(
     "frozen_rows",
     "train only embedding rows >= first_trainable_row and the LM head; old rows stay bit-identical",
 )
 class FrozenRows(TrainingPlugin):
     name = "frozen_rows"
+    Options = FrozenRowsOptions
 
     def __init__(
         self, first_trainable_row: int, freeze_body: bool = True, freeze_head_rows: bool = False

@@ -11,11 +11,16 @@ Frozen means exact: in ``param_groups`` the frozen tensors get
 gradient nor AdamW's decoupled weight decay can move them (they stay
 bit-identical). Give either ``params`` (explicit names) or a ``strategy``:
 
-* ``spectrum``: SNR of every matrix of ``source`` (a safetensors folder,
-  streamed; default: the model being trained, in memory);
+* ``spectrum``: SNR of every matrix of ``source`` (default: the model being
+  trained, in memory);
 * ``most_changed``: relative Frobenius change from ``before`` (the base
-  model folder) to ``after`` (default: the model being trained, i.e. the
-  Phase 1 model);
+  model) to ``after`` (default: the model being trained, i.e. the Phase 1
+  model);
+
+``source``, ``before`` and ``after`` name *stage inputs* (roles such as
+``base``) in a config; the stage resolves them to those stages' model folders,
+which are streamed from safetensors (a path given to the constructor directly
+works the same way);
 * ``random``: seeded random scores.
 
 then ``pct`` (default 50) or ``top_k`` layers per weight type (``by: type``)
@@ -59,10 +64,16 @@ class LayerFreezingConfig(StrictModel):
         "selected", description="freeze the selected layers (paper 002) or the others (Spectrum)"
     )
     pattern: str | None = Field(None, description="regex: only matching matrices are candidates")
-    source: str | None = Field(None, description="spectrum: folder to scan (default: the model)")
-    before: str | None = Field(None, description="most_changed: the base model folder")
+    source: str | None = Field(
+        None, description="spectrum: the stage input whose model is scanned (default: the model)"
+    )
+    before: str | None = Field(
+        None, description="most_changed: the stage input holding the model before fine-tuning"
+    )
     after: str | None = Field(
-        None, description="most_changed: the fine-tuned folder (default: the model)"
+        None,
+        description="most_changed: the stage input holding the fine-tuned model "
+        "(default: the model being trained)",
     )
     seed: int = Field(0, description="random: the seed of the draw")
 
@@ -71,7 +82,9 @@ class LayerFreezingConfig(StrictModel):
         if (self.params is None) == (self.strategy is None):
             raise ValueError("give exactly one of params (names) or strategy")
         if self.strategy == "most_changed" and not self.before:
-            raise ValueError("strategy most_changed needs 'before' (the base model folder)")
+            raise ValueError(
+                "strategy most_changed needs 'before' (a stage input: the model before)"
+            )
         if self.pct is not None and self.top_k is not None:
             raise ValueError("give pct or top_k, not both")
         return self
@@ -117,6 +130,8 @@ def resolve_frozen(cfg: LayerFreezingConfig, model: torch.nn.Module) -> list[str
 )
 class LayerFreezing(TrainingPlugin):
     name = "layer_freezing"
+    Options = LayerFreezingConfig
+    input_options = ("source", "before", "after")
 
     def __init__(self, **options: Any) -> None:
         try:

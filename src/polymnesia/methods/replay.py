@@ -29,6 +29,7 @@ import numpy as np
 import torch
 
 from polymnesia.errors import ConfigError, DataError
+from polymnesia.evaluation.generation import chat_prompt, greedy_generate
 
 T = TypeVar("T")
 
@@ -87,7 +88,6 @@ def generative_replay(
     an ``output`` is ignored and replaced). Answers that come out empty are
     dropped with ``drop_empty`` (they would teach the model to stop at once).
     """
-    from polymnesia.evaluation.generation import chat_prompt, greedy_generate
 
     for i, rec in enumerate(instructions):
         if not str(rec.get("instruction", "")).strip():

@@ -1,31 +1,12 @@
-"""Metrics as pure functions, registered by name (``polymnesia ls metrics``)."""
+"""Metrics as pure functions, registered by name (``polymnesia ls metrics``).
 
-from __future__ import annotations
+Metrics take tensors, arrays and numbers, never models: code that runs a model
+to get those numbers lives in :mod:`polymnesia.evaluation`.
+"""
 
-from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
+from polymnesia.metrics.base import METRICS, MetricInfo, register_metric
+from polymnesia.registry_imports import import_submodules
 
-from polymnesia.registry import Registry
+import_submodules(__name__)
 
-
-@dataclass(frozen=True)
-class MetricInfo:
-    fn: Callable[..., Any]
-    higher_is_better: bool
-
-
-METRICS: Registry[MetricInfo] = Registry("metric")
-
-
-def register_metric(
-    name: str, *, higher_is_better: bool, description: str = ""
-) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """Register a metric function under ``name``; the function is returned unchanged."""
-
-    def decorator(fn: Callable[..., Any]) -> Callable[..., Any]:
-        doc = (fn.__doc__ or "").strip().splitlines()
-        METRICS.add(name, MetricInfo(fn, higher_is_better), description or (doc[0] if doc else ""))
-        return fn
-
-    return decorator
+__all__ = ["METRICS", "MetricInfo", "register_metric"]

@@ -13,7 +13,7 @@ import numpy as np
 import numpy.typing as npt
 
 from polymnesia.errors import PolymnesiaError
-from polymnesia.metrics import register_metric
+from polymnesia.metrics.base import register_metric
 
 Span = tuple[str, int, int]  # (type, start, end exclusive)
 

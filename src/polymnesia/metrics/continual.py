@@ -28,7 +28,7 @@ import numpy as np
 import numpy.typing as npt
 
 from polymnesia.errors import PolymnesiaError
-from polymnesia.metrics import register_metric
+from polymnesia.metrics.base import register_metric
 
 Kind = Literal["mft", "mbt"]
 

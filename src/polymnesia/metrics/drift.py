@@ -4,7 +4,7 @@ Paper 002 feeds the same English prompts (MT-Bench) to the model before and
 after Phase 2 and compares "the mean hidden activations, for each model
 layer": for a model with ``l`` layers, ``X in R^{l x d}`` holds, per layer,
 the hidden state averaged over the ``n`` samples (each sample mean-pooled over
-its tokens, :func:`layer_mean_states` then :func:`mean_activations`). Then
+its tokens, :func:`polymnesia.evaluation.embeddings.layer_mean_states` then :func:`mean_activations`). Then
 
 * ``mu = 1/l sum_i X^(i)``, ``Xbar = X - mu``,
   ``Sigma = Xbar^T Xbar / (l - 1)`` in ``R^{d x d}`` (:func:`activation_covariance`);
@@ -23,15 +23,12 @@ the cosine between the two models' mean activations of each layer.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
-import torch
 
 from polymnesia.errors import PolymnesiaError
-from polymnesia.metrics import register_metric
+from polymnesia.metrics.base import register_metric
 
 
 def _mat(X: Any, what: str) -> np.ndarray:
@@ -119,58 +116,3 @@ def layer_cosine(X1: Any, X2: Any) -> np.ndarray:
     _same_shape(a, b)
     den = np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1)
     return np.asarray(np.where(den > 0, (a * b).sum(axis=1) / np.where(den > 0, den, 1), 0.0))
-
-
-@torch.no_grad()
-def layer_mean_states(
-    model: torch.nn.Module,
-    tokenizer: Any,
-    texts: Sequence[str],
-    *,
-    max_length: int = 128,
-    batch_size: int = 16,
-    include_embeddings: bool = False,
-) -> np.ndarray:
-    """``[layers, n, d]`` float32: each text's hidden states mean-pooled over its tokens, per layer.
-
-    Layers are the decoder-layer outputs (``hidden_states[1:]``); with
-    ``include_embeddings`` the embedding output comes first. BOS is prepended
-    when the tokenizer has one; padding is masked out of the mean.
-    """
-    if not texts:
-        raise PolymnesiaError("layer_mean_states needs at least one text")
-    model.eval()
-    device = next(model.parameters()).device
-    bos, pad = tokenizer.bos_token_id, tokenizer.pad_token_id or 0
-    enc = tokenizer(
-        list(texts), add_special_tokens=False, truncation=True, max_length=max_length - 1
-    )
-    out: list[np.ndarray] = []
-    for start in range(0, len(texts), batch_size):
-        seqs = [
-            ([bos] if bos is not None else []) + list(s)
-            for s in enc["input_ids"][start : start + batch_size]
-        ]
-        if any(not s for s in seqs):
-            raise PolymnesiaError("layer_mean_states: a text has no tokens and there is no BOS")
-        width = max(len(s) for s in seqs)
-        ids = torch.full((len(seqs), width), pad, dtype=torch.long)
-        mask = torch.zeros_like(ids)
-        for r, s in enumerate(seqs):
-            ids[r, : len(s)], mask[r, : len(s)] = torch.tensor(s), 1
-        hs = model(
-            input_ids=ids.to(device), attention_mask=mask.to(device), output_hidden_states=True
-        ).hidden_states
-        layers = hs if include_embeddings else hs[1:]
-        m = mask.to(device).unsqueeze(-1).float()
-        pooled = torch.stack([(h.float() * m).sum(1) / m.sum(1) for h in layers])  # [L, b, d]
-        out.append(pooled.cpu().numpy().astype(np.float32))
-    return np.concatenate(out, axis=1)
-
-
-def folder_layer_states(folder: str | Path, texts: Sequence[str], **kw: Any) -> np.ndarray:
-    """:func:`layer_mean_states` for a polymnesia model folder (weights + tokenizer)."""
-    from polymnesia.stages.common import load_model_and_tokenizer
-
-    model, tokenizer = load_model_and_tokenizer(Path(folder))
-    return layer_mean_states(model, tokenizer, texts, **kw)

@@ -30,7 +30,7 @@ import numpy as np
 import numpy.typing as npt
 
 from polymnesia.errors import PolymnesiaError
-from polymnesia.metrics import register_metric
+from polymnesia.metrics.base import register_metric
 
 try:  # torch is a dependency, but isotropy maths does not need it
     import torch

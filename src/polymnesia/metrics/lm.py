@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 
 from polymnesia.errors import PolymnesiaError
-from polymnesia.metrics import register_metric
+from polymnesia.metrics.base import register_metric
 
 
 def _per_unit(nll_sum: float, n: float, unit: str) -> float:

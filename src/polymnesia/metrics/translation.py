@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from polymnesia.errors import PolymnesiaError
-from polymnesia.metrics import register_metric
+from polymnesia.metrics.base import register_metric
 
 # Languages written without spaces between words: character-level BLEU for them.
 _CHAR_SCRIPTS = {"th", "lo", "km", "my", "bo", "dz", "yue", "wuu"}

@@ -9,7 +9,8 @@ import torch
 from pydantic import Field, model_validator
 
 from polymnesia.config.base import StrictModel
-from polymnesia.errors import PolymnesiaError
+from polymnesia.errors import PolymnesiaError, unknown
+from polymnesia.io import atomic_dir
 from polymnesia.models.presets import PRESETS
 
 
@@ -38,8 +39,6 @@ class ModelConfig(StrictModel):
     @model_validator(mode="after")
     def _check(self) -> ModelConfig:
         if self.name_or_path is None and self.preset is not None and self.preset not in PRESETS:
-            from polymnesia.errors import unknown
-
             raise ValueError(str(unknown("model preset", self.preset, PRESETS.names())))
         return self
 
@@ -111,7 +110,6 @@ def load_model(name_or_path: str | Path, *, trust_remote_code: bool = False) -> 
 
 def save_model(model: torch.nn.Module, path: Path) -> None:
     """Save in HF format with safetensors, atomically (a temp folder renamed into place)."""
-    from polymnesia.io import atomic_dir
 
     with atomic_dir(path) as tmp:
         model.save_pretrained(tmp, safe_serialization=True)  # type: ignore[operator]

@@ -24,7 +24,7 @@ class Preset:
     intermediate_size: int
 
 
-PRESETS: Registry[Preset] = Registry("model preset")
+PRESETS: Registry[Preset] = Registry("model preset", "presets")
 PRESETS.add("nano", Preset(32, 1, 2, 1, 96), "32 wide, 1 layer: unit tests (~0.1M body parameters)")
 PRESETS.add("micro", Preset(64, 2, 4, 2, 192), "64 wide, 2 layers: end-to-end tests")
 PRESETS.add("tiny", Preset(128, 2, 4, 2, 384), "128 wide, 2 layers: the quickstart on a laptop CPU")

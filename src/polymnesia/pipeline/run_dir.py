@@ -20,8 +20,6 @@ import os
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from polymnesia.errors import PolymnesiaError
 from polymnesia.io import atomic_write_json, atomic_write_text, atomic_write_yaml, read_jsonl
 
@@ -91,13 +89,3 @@ def merge_stage_outputs(run_dir: Path, stage_entries: dict[str, Path]) -> None:
             scores.append(json.dumps(rec, ensure_ascii=False, sort_keys=True))
     atomic_write_text(run_dir / "metrics.jsonl", "".join(m + "\n" for m in metrics))
     atomic_write_text(run_dir / "results" / "scores.jsonl", "".join(s + "\n" for s in scores))
-
-
-def load_run_config(run_dir: Path) -> Any:
-    """Re-validate the resolved config saved in a run folder."""
-    from polymnesia.config.loader import resolve_config
-
-    path = run_dir / "config.yaml"
-    if not path.is_file():
-        raise PolymnesiaError(f"{run_dir} is not a polymnesia run folder (no config.yaml)")
-    return resolve_config(yaml.safe_load(path.read_text(encoding="utf-8")), str(path))

@@ -17,11 +17,12 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+import polymnesia.pipeline.run_dir as rd
 from polymnesia.errors import PolymnesiaError
 from polymnesia.io import atomic_write_json, file_lock, write_jsonl_atomic
 from polymnesia.paths import cache_dir
-from polymnesia.pipeline import run_dir as rd
 from polymnesia.pipeline.stage import STAGES, StageContext, StageSpec
+from polymnesia.runtime import partial_state
 
 MARKER = "_complete.json"
 
@@ -124,7 +125,6 @@ def run_pipeline(
     log: Callable[[str], None] = print,
 ) -> dict[str, Path]:
     """Execute ``specs`` in order; return stage name -> cache entry folder."""
-    from polymnesia.training.distributed import partial_state
 
     state = partial_state()
     is_main = state.is_main_process

@@ -4,7 +4,9 @@ A :class:`StageSpec` names one node of an experiment's pipeline: which
 registered :class:`Stage` kind runs, with which parameters, reading which
 upstream stages' artifacts. Its fingerprint hashes the kind, the kind's
 ``version``, the parameters and the fingerprints of its inputs, so a stage whose
-config and inputs are unchanged is found in the cache and reused.
+config and inputs are unchanged is found in the cache and reused. A parameter
+that only changes how results are shown (a report's headline metric) is marked
+``Field(..., json_schema_extra=NOT_FINGERPRINTED)`` and left out of the hash.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import BaseModel
 
+from polymnesia.config.base import NOT_FINGERPRINTED
 from polymnesia.registry import Registry
 
 if TYPE_CHECKING:
@@ -62,12 +65,21 @@ class Stage(ABC):
         """Produce artifacts in ``ctx.out_dir``; return score records (may be empty)."""
 
 
-STAGES: Registry[type[Stage]] = Registry("stage")
+STAGES: Registry[type[Stage]] = Registry("stage", "stages", "polymnesia.stages")
 
 
 def _canonical(obj: Any) -> Any:
     if isinstance(obj, BaseModel):
-        return _canonical(obj.model_dump(mode="json"))
+        skip = {
+            name
+            for name, f in type(obj).model_fields.items()
+            if f.json_schema_extra == NOT_FINGERPRINTED
+        }
+        return {
+            k: _canonical(v)
+            for k, v in sorted(obj.model_dump(mode="json").items())
+            if k not in skip
+        }
     if isinstance(obj, dict):
         return {str(k): _canonical(v) for k, v in sorted(obj.items(), key=lambda kv: str(kv[0]))}
     if isinstance(obj, (list, tuple)):

@@ -31,6 +31,7 @@ from typing import Any
 
 from polymnesia.errors import ConfigError, DataError
 from polymnesia.io import atomic_write_csv, atomic_write_text
+from polymnesia.metrics import METRICS
 from polymnesia.results import Score, filter_scores, group_scores, mean, ordered, std, unique
 
 NA = "N/A"
@@ -203,7 +204,6 @@ def _metric_scores(scores: Sequence[Score], metric: str, what: str) -> list[Scor
 def _direction(metric: str, higher_is_better: bool | None) -> bool | None:
     if higher_is_better is not None:
         return higher_is_better
-    from polymnesia.metrics import METRICS
 
     return METRICS.get(metric).higher_is_better if metric in METRICS else None
 

@@ -27,6 +27,7 @@ from polymnesia.config.base import StrictModel
 from polymnesia.data.prepared import read_texts
 from polymnesia.errors import ConfigError, PolymnesiaError
 from polymnesia.io import atomic_write_json
+from polymnesia.methods.frozen_rows import FrozenRows
 from polymnesia.models import count_parameters
 from polymnesia.pipeline.stage import STAGES, Stage, StageContext
 from polymnesia.results import Score
@@ -35,38 +36,54 @@ from polymnesia.stages.common import (
     packed_mixture,
     save_model_and_tokenizer,
 )
+from polymnesia.tokenizers.bpe import train_bpe_mixture
+from polymnesia.tokenizers.fertility import fertility
+from polymnesia.tokenizers.merge import merge_tokenizers
 from polymnesia.training.config import TrainConfig
+from polymnesia.training.data import PackedLMData
+from polymnesia.training.loop import train
+from polymnesia.training.plugins import build_plugins
 
 log = logging.getLogger(__name__)
 
 
+class AdaptConfig(StrictModel):
+    """Vocabulary expansion (paper 000, section 3: 32,000 + 16,000 = 48,000 tokens)."""
+
+    new_vocab_size: int = Field(3000, ge=300, description="size of the adapting vocabulary V^L")
+    max_new_tokens: int | None = Field(
+        None, gt=0, description="cap on tokens appended by the merge"
+    )
+    init: Literal["mean", "subtoken_mean"] = Field("mean", description="initialisation of new rows")
+    strict: bool = Field(
+        False, description="refuse (rather than warn) adapting languages that overlap pretraining"
+    )
+    sample_texts: int = Field(8000, gt=0, description="texts drawn to train V^L")
+    train: TrainConfig = Field(default_factory=TrainConfig)
+
+
 class AdaptVocabularyParams(StrictModel):
+    adapt: AdaptConfig = Field(default_factory=AdaptConfig)
     label: str = Field("adapted", description="the adapted model's name in tables (BA, AFA)")
     size: str | None = Field(None, description="size label of the model (scale sweeps)")
     adapting: list[str] = Field(
         min_length=1, description="languages the new vocabulary is learned on"
     )
     pretraining: list[str] = Field(default_factory=list, description="the base model's languages")
-    strict: bool = Field(
-        False, description="refuse (rather than warn) adapting languages that overlap pretraining"
+    temperature: float = Field(
+        3.0, gt=0, description="language sampling temperature of V^L's mixture"
     )
-    new_vocab_size: int = Field(4000, ge=300, description="size of V^L (paper 000: 16,000)")
-    max_new_tokens: int | None = Field(None, description="cap on tokens appended by the merge")
-    temperature: float = Field(3.0, gt=0)
-    sample_texts: int = Field(10000, gt=0, description="texts drawn to train V^L")
     min_frequency: int = Field(2, ge=1)
-    init: Literal["mean", "subtoken_mean"] = Field("mean", description="initialisation of new rows")
     fertility_languages: dict[str, str] = Field(
         default_factory=dict, description="language -> group whose fertility is recorded"
     )
     fertility_texts: int = Field(200, gt=0, description="test texts per language for fertility")
-    train: TrainConfig
     seed: int = 0
 
     @model_validator(mode="after")
     def _overlap(self) -> AdaptVocabularyParams:
         both = sorted(set(self.adapting) & set(self.pretraining))
-        if both and self.strict:
+        if both and self.adapt.strict:
             raise ValueError(
                 f"adapting languages {both} are also pretraining languages; remove them or set strict: false"
             )
@@ -130,7 +147,6 @@ def fertility_scores(
     groups: dict[str, str],
     p: AdaptVocabularyParams,
 ) -> list[Score]:
-    from polymnesia.tokenizers.fertility import fertility
 
     out = []
     for lang, lang_texts in texts.items():
@@ -162,12 +178,6 @@ class AdaptVocabulary(Stage):
     resumable = True
 
     def run(self, ctx: StageContext) -> list[Score]:
-        from polymnesia.methods.frozen_rows import FrozenRows
-        from polymnesia.tokenizers.bpe import train_bpe_mixture
-        from polymnesia.tokenizers.merge import merge_tokenizers
-        from polymnesia.training.data import PackedLMData
-        from polymnesia.training.loop import train
-        from polymnesia.training.plugins import build_plugins
 
         p: AdaptVocabularyParams = ctx.params
         if overlap := sorted(set(p.adapting) & set(p.pretraining)):
@@ -178,32 +188,32 @@ class AdaptVocabulary(Stage):
         texts = {lang: read_texts(data, lang, "train") for lang in p.adapting}
         new = train_bpe_mixture(
             texts,
-            p.new_vocab_size,
+            p.adapt.new_vocab_size,
             temperature=p.temperature,
-            total=p.sample_texts,
+            total=p.adapt.sample_texts,
             seed=p.seed,
             min_frequency=p.min_frequency,
         )
-        merged, report = merge_tokenizers(base, new, max_new_tokens=p.max_new_tokens)
+        merged, report = merge_tokenizers(base, new, max_new_tokens=p.adapt.max_new_tokens)
         if report.added == 0:
             raise ConfigError("the adapting vocabulary adds no new token to the base vocabulary")
-        resize_and_init(model, merged, base, report.first_new_id, p.init)
+        resize_and_init(model, merged, base, report.first_new_id, p.adapt.init)
         blocks = packed_mixture(
             data,
             merged,
             p.adapting,
             temperature=p.temperature,
-            block_size=p.train.block_size,
+            block_size=p.adapt.train.block_size,
             seed=p.seed,
         )
         plugin = FrozenRows(first_trainable_row=report.first_new_id)
         model, result = train(
             model,
             PackedLMData(blocks),
-            p.train,
+            p.adapt.train,
             ctx.out_dir,
             seed=p.seed,
-            plugins=[plugin, *build_plugins([])],
+            plugins=[plugin, *build_plugins(p.adapt.train.plugins, ctx.inputs)],
             tracker_name=ctx.spec.name,
         )
         for prm in model.parameters():

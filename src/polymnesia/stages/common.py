@@ -9,27 +9,17 @@ import torch
 
 from polymnesia.data.prepared import read_texts
 from polymnesia.data.sampling import sample_mixture
+from polymnesia.evaluation.likelihood import lm_stats
+from polymnesia.models.io import load_model_and_tokenizer, model_dir, save_model_and_tokenizer
 from polymnesia.training.data import pack_documents
 
-
-def model_dir(stage_dir: Path) -> Path:
-    """Every model-producing stage writes an HF folder (weights + tokenizer) to ``model/``."""
-    return stage_dir / "model"
-
-
-def load_model_and_tokenizer(folder: Path) -> tuple[torch.nn.Module, Any]:
-    from polymnesia.models import load_model
-    from polymnesia.tokenizers.bpe import load_tokenizer
-
-    return load_model(folder), load_tokenizer(str(folder))
-
-
-def save_model_and_tokenizer(model: torch.nn.Module, tokenizer: Any, folder: Path) -> None:
-    from polymnesia.io import atomic_dir
-
-    with atomic_dir(folder) as tmp:
-        model.save_pretrained(tmp, safe_serialization=True)  # type: ignore[operator]
-        tokenizer.save_pretrained(tmp)
+__all__ = [
+    "load_model_and_tokenizer",
+    "model_dir",
+    "packed_mixture",
+    "save_model_and_tokenizer",
+    "validation_eval_fn",
+]
 
 
 def packed_mixture(
@@ -53,8 +43,6 @@ def packed_mixture(
 
 def validation_eval_fn(data_dir: Path, tokenizer: Any, languages: list[str], per_lang: int = 16):  # type: ignore[no-untyped-def]
     """An eval_fn for the loop: mean validation loss and bits per byte over ``languages``."""
-    from polymnesia.evaluation.likelihood import lm_stats
-
     texts = [t for lang in languages for t in read_texts(data_dir, lang, "validation", per_lang)]
 
     def evaluate(model: torch.nn.Module) -> dict[str, float]:

@@ -7,6 +7,10 @@ from typing import Any
 from pydantic import Field
 
 from polymnesia.config.base import StrictModel
+from polymnesia.data.catalog import load_splits
+from polymnesia.data.config import DataConfig
+from polymnesia.data.sources import get_source
+from polymnesia.data.splits import unit_hash
 from polymnesia.io import atomic_write_json, write_jsonl_atomic
 from polymnesia.pipeline.stage import STAGES, Stage, StageContext
 from polymnesia.results import Score
@@ -15,13 +19,8 @@ SPLITS = ("train", "validation", "test")
 
 
 class PrepareDataParams(StrictModel):
-    source: str
-    options: dict[str, Any] = Field(default_factory=dict)
-    languages: list[str]
-    split_fractions: tuple[float, float, float] = (0.8, 0.1, 0.1)
-    split_seed: int = 0
-    max_train_per_lang: int | None = None
-    max_eval_per_lang: int | None = None
+    data: DataConfig
+    languages: list[str] = Field(min_length=1)
 
 
 def spread_sample(records: list[Any], cap: int | None, seed: int) -> list[Any]:
@@ -31,7 +30,6 @@ def spread_sample(records: list[Any], cap: int | None, seed: int) -> list[Any]:
     (parallel) ids, and the sample is spread over the whole corpus rather than
     its first book.
     """
-    from polymnesia.data.splits import unit_hash
 
     ordered = sorted(records, key=lambda r: unit_hash(r.id, seed + 104_729))
     return ordered[:cap] if cap is not None else ordered
@@ -42,28 +40,27 @@ class PrepareData(Stage):
     version = "2"
 
     def run(self, ctx: StageContext) -> list[Score]:
-        from polymnesia.data.catalog import load_splits
-        from polymnesia.data.sources import get_source
 
         p: PrepareDataParams = ctx.params
-        source = get_source(p.source, **p.options)
+        d = p.data
+        source = get_source(d.source, **d.options)
         source.fetch()
         caps = {
-            "train": p.max_train_per_lang,
-            "validation": p.max_eval_per_lang,
-            "test": p.max_eval_per_lang,
+            "train": d.max_train_per_lang,
+            "validation": d.max_eval_per_lang,
+            "test": d.max_eval_per_lang,
         }
         counts: dict[str, dict[str, int]] = {}
         for lang in p.languages:  # one language at a time keeps memory small
-            by_split = load_splits(source, [lang], p.split_fractions, p.split_seed)[lang]
+            by_split = load_splits(source, [lang], d.split_fractions, d.split_seed)[lang]
             counts[lang] = {}
             for split in SPLITS:
-                recs = spread_sample(by_split.get(split, []), caps[split], p.split_seed)
+                recs = spread_sample(by_split.get(split, []), caps[split], d.split_seed)
                 rows = [
                     {"id": r.id, "lang": r.lang, "text": r.text, "label": r.label, "meta": r.meta}
                     for r in recs
                 ]
                 write_jsonl_atomic(ctx.out_dir / lang / f"{split}.jsonl", rows)
                 counts[lang][split] = len(rows)
-        atomic_write_json(ctx.out_dir / "manifest.json", {"source": p.source, "counts": counts})
+        atomic_write_json(ctx.out_dir / "manifest.json", {"source": d.source, "counts": counts})
         return []

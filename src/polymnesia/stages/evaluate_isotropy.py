@@ -13,6 +13,9 @@ from __future__ import annotations
 from pydantic import Field
 
 from polymnesia.config.base import StrictModel
+from polymnesia.data.prepared import read_texts
+from polymnesia.evaluation.representations import contextual_vectors
+from polymnesia.metrics.isotropy import isotropy_report
 from polymnesia.models import count_parameters
 from polymnesia.pipeline.stage import STAGES, Stage, StageContext
 from polymnesia.results import Score
@@ -42,9 +45,6 @@ class EvaluateIsotropy(Stage):
     version = "1"
 
     def run(self, ctx: StageContext) -> list[Score]:
-        from polymnesia.data.prepared import read_texts
-        from polymnesia.evaluation.representations import contextual_vectors
-        from polymnesia.metrics.isotropy import isotropy_report
 
         p: EvaluateIsotropyParams = ctx.params
         model, tok = load_model_and_tokenizer(ctx.input("model") / "model")

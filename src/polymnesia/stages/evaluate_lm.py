@@ -6,6 +6,8 @@ from pydantic import Field
 
 from polymnesia.config.base import StrictModel
 from polymnesia.data.prepared import read_texts
+from polymnesia.evaluation.config import EvalConfig
+from polymnesia.evaluation.likelihood import lm_stats
 from polymnesia.models import count_parameters
 from polymnesia.pipeline.stage import STAGES, Stage, StageContext
 from polymnesia.results import Score
@@ -16,10 +18,7 @@ class EvaluateLMParams(StrictModel):
     label: str = Field(description="the model's name in tables (an arm: Baseline, BA, AFA)")
     size: str | None = None
     languages: dict[str, str] = Field(description="language -> group")
-    split: str = "test"
-    max_texts_per_lang: int | None = None
-    batch_size: int = 64
-    max_length: int = 256
+    eval: EvalConfig = Field(default_factory=EvalConfig)
 
 
 @STAGES.register("evaluate_lm", "token perplexity and bits per byte per language and group")
@@ -28,15 +27,15 @@ class EvaluateLM(Stage):
     distributed = True
 
     def run(self, ctx: StageContext) -> list[Score]:
-        from polymnesia.evaluation.likelihood import lm_stats
 
         p: EvaluateLMParams = ctx.params
         model, tokenizer = load_model_and_tokenizer(ctx.input("model") / "model")
         n_params = count_parameters(model)
         scores: list[Score] = []
         for lang, group in p.languages.items():
-            texts = read_texts(ctx.input("data"), lang, p.split, p.max_texts_per_lang)
-            st = lm_stats(model, tokenizer, texts, batch_size=p.batch_size, max_length=p.max_length)
+            e = p.eval
+            texts = read_texts(ctx.input("data"), lang, e.split, e.max_texts_per_lang)
+            st = lm_stats(model, tokenizer, texts, batch_size=e.batch_size, max_length=e.max_length)
             extra = {"nll": st.nll, "tokens": st.tokens, "bytes": st.bytes, "texts": len(texts)}
             for metric, value in (
                 ("perplexity", st.perplexity),

@@ -13,6 +13,9 @@ from __future__ import annotations
 from pydantic import Field
 
 from polymnesia.config.base import StrictModel
+from polymnesia.data.languages import get_language
+from polymnesia.evaluation.generation import chat_prompt, greedy_generate, sample_aligned
+from polymnesia.metrics.translation import bleu, bleu_tokenizer_for, chrf
 from polymnesia.models import count_parameters
 from polymnesia.pipeline.stage import STAGES, Stage, StageContext
 from polymnesia.results import Score
@@ -51,9 +54,6 @@ class EvaluateTranslation(Stage):
     version = "1"
 
     def run(self, ctx: StageContext) -> list[Score]:
-        from polymnesia.data.languages import get_language
-        from polymnesia.evaluation.generation import chat_prompt, greedy_generate, sample_aligned
-        from polymnesia.metrics.translation import bleu, bleu_tokenizer_for, chrf
 
         p: EvaluateTranslationParams = ctx.params
         model, tok = load_model_and_tokenizer(ctx.input("model") / "model")

@@ -17,6 +17,10 @@ from collections import Counter
 from pydantic import Field
 
 from polymnesia.config.base import StrictModel
+from polymnesia.data.instructions import genre_instruction, genre_name
+from polymnesia.data.sources.bible import BIBLE_GENRES
+from polymnesia.evaluation.generation import answer_logprobs, chat_prompt, sample_aligned
+from polymnesia.metrics.classification import accuracy, macro_f1
 from polymnesia.models import count_parameters
 from polymnesia.pipeline.stage import STAGES, Stage, StageContext
 from polymnesia.results import Score
@@ -39,10 +43,6 @@ class EvaluateZeroShot(Stage):
     version = "1"
 
     def run(self, ctx: StageContext) -> list[Score]:
-        from polymnesia.data.instructions import genre_instruction, genre_name
-        from polymnesia.data.sources.bible import BIBLE_GENRES
-        from polymnesia.evaluation.generation import answer_logprobs, chat_prompt, sample_aligned
-        from polymnesia.metrics.classification import accuracy, macro_f1
 
         p: EvaluateZeroShotParams = ctx.params
         model, tok = load_model_and_tokenizer(ctx.input("model") / "model")

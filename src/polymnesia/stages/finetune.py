@@ -32,13 +32,45 @@ from pydantic import Field
 from polymnesia.config.base import StrictModel
 from polymnesia.data.prepared import read_split, read_texts
 from polymnesia.errors import ConfigError, DataError
+from polymnesia.evaluation.likelihood import lm_stats
+from polymnesia.gradients import get_combiner
 from polymnesia.io import atomic_write_json
+from polymnesia.models import load_model
 from polymnesia.pipeline.stage import STAGES, Stage, StageContext
 from polymnesia.results import Score
-from polymnesia.tasks import TaskConfig
+from polymnesia.stages.common import save_model_and_tokenizer
+from polymnesia.tasks import (
+    ClassificationData,
+    TaskConfig,
+    build_sequence_examples,
+    build_token_examples,
+    evaluate_by_language,
+    infer_num_labels,
+    load_classifier,
+)
 from polymnesia.training.config import TrainConfig
+from polymnesia.training.loop import train
+from polymnesia.training.multilingual_step import MultilingualData, MultilingualStep
+from polymnesia.training.plugins import build_plugins
 
 HEAD_SEED_BASE = 1234
+
+
+class FinetuneEvalConfig(StrictModel):
+    """How much labelled data each arm trains and is scored on, and how F_p is measured."""
+
+    max_train_per_lang: int | None = Field(
+        2000, gt=0, description="labelled training examples per source (seeded sample by verse id)"
+    )
+    max_eval_per_lang: int | None = Field(
+        None, gt=0, description="cap on test examples per language (seeded sample by verse id)"
+    )
+    batch_size: int = Field(64, gt=0, description="evaluation batch size")
+    forgetting_texts: int | None = Field(
+        50, gt=0, description="held-out texts per language for F_p"
+    )
+    forgetting_max_length: int = Field(128, gt=1)
+    forgetting_languages: list[str] | None = Field(None, description="default: every data language")
 
 
 class FinetuneParams(StrictModel):
@@ -49,21 +81,15 @@ class FinetuneParams(StrictModel):
     targets: list[str]
     task: TaskConfig
     train: TrainConfig
+    evaluation: FinetuneEvalConfig = Field(default_factory=FinetuneEvalConfig)
+    forgetting_languages: list[str] = Field(
+        default_factory=list, description="languages whose LM loss is scored (F_p); empty: none"
+    )
     seed: int = 0
     setting: str = Field(
         "main", description="which part of the experiment (main, top3, branch name)"
     )
-    max_train_per_lang: int | None = Field(
-        None, description="labelled training examples per source, a seeded sample by verse id"
-    )
-    max_eval_per_lang: int | None = Field(
-        None, description="test examples per language, a seeded sample by verse id"
-    )
     subset_seed: int = 0
-    eval_batch_size: int = 64
-    forgetting_languages: list[str] = Field(default_factory=list)
-    forgetting_texts: int | None = 50
-    forgetting_max_length: int = 128
 
 
 def sample_by_id(records: list[dict[str, Any]], n: int | None, seed: int) -> list[dict[str, Any]]:
@@ -77,7 +103,6 @@ def sample_by_id(records: list[dict[str, Any]], n: int | None, seed: int) -> lis
 
 
 def _examples(data_dir, lang, split, task, tok, cap=None, seed=0):  # type: ignore[no-untyped-def]
-    from polymnesia.tasks import build_sequence_examples, build_token_examples
 
     recs = sample_by_id(read_split(data_dir, lang, split), cap, seed)
     build = build_sequence_examples if task.kind == "sequence" else build_token_examples
@@ -102,8 +127,6 @@ class FinetuneTask(Stage):
         scores = self._task_scores(ctx, model, tok, n_labels)
         scores += self._lm_scores(ctx, model, tok)
         if ctx.is_main_process:
-            from polymnesia.stages.common import save_model_and_tokenizer
-
             save_model_and_tokenizer(model, tok, ctx.out_dir / "model")
             atomic_write_json(ctx.out_dir / "train_summary.json", {**result, **stop})
         for s in scores:
@@ -111,7 +134,6 @@ class FinetuneTask(Stage):
         return scores
 
     def _load(self, ctx: StageContext):  # type: ignore[no-untyped-def]
-        from polymnesia.tasks import infer_num_labels, load_classifier
 
         p: FinetuneParams = ctx.params
         recs = [r for lang in p.sources for r in read_split(ctx.input("data"), lang, "train")]
@@ -122,29 +144,32 @@ class FinetuneTask(Stage):
         return model, tok, n
 
     def _train(self, ctx: StageContext, model, tok):  # type: ignore[no-untyped-def]
-        from polymnesia.gradients import get_combiner
-        from polymnesia.tasks import ClassificationData
-        from polymnesia.training.loop import train
-        from polymnesia.training.multilingual_step import MultilingualData, MultilingualStep
 
         p: FinetuneParams = ctx.params
         sets = []
         for lang in p.sources:
             ex, _ = _examples(
-                ctx.input("data"), lang, "train", p.task, tok, p.max_train_per_lang, p.subset_seed
+                ctx.input("data"),
+                lang,
+                "train",
+                p.task,
+                tok,
+                p.evaluation.max_train_per_lang,
+                p.subset_seed,
             )
             if not ex:
                 raise DataError(
                     f"source language '{lang}' has no labelled training data for task '{p.task.name}'"
                 )
             sets.append(ClassificationData(ex, tok.pad_token_id))
-        kw: dict[str, Any] = {"seed": p.seed, "tracker_name": ctx.spec.name}
+        plugins = build_plugins(p.train.plugins, ctx.inputs)
+        kw: dict[str, Any] = {"seed": p.seed, "tracker_name": ctx.spec.name, "plugins": plugins}
         if p.method == "slf":
             data: Any = sets[0]
         else:
             step = MultilingualStep(get_combiner(p.method, **p.method_options), p.sources)
             data = MultilingualData(sets, p.sources, seed=p.seed)
-            kw.update(step_fn=step, plugins=[step])
+            kw.update(step_fn=step, plugins=[step, *plugins])
         model, res = train(model, data, p.train, ctx.out_dir, **kw)
         stop: dict[str, Any] = {}
         if p.method != "slf":
@@ -158,18 +183,23 @@ class FinetuneTask(Stage):
         return model, summary, stop
 
     def _task_scores(self, ctx: StageContext, model, tok, n_labels: int) -> list[Score]:  # type: ignore[no-untyped-def]
-        from polymnesia.tasks import evaluate_by_language
 
         p: FinetuneParams = ctx.params
         roles = {**{t: "target" for t in p.targets}, **{s: "source" for s in p.sources}}
         ex = {
             lang: _examples(
-                ctx.input("data"), lang, "test", p.task, tok, p.max_eval_per_lang, p.subset_seed
+                ctx.input("data"),
+                lang,
+                "test",
+                p.task,
+                tok,
+                p.evaluation.max_eval_per_lang,
+                p.subset_seed,
             )[0]
             for lang in roles
         }
         got = evaluate_by_language(
-            model, ex, kind=p.task.kind, metric=p.task.metric, batch_size=p.eval_batch_size
+            model, ex, kind=p.task.kind, metric=p.task.metric, batch_size=p.evaluation.batch_size
         )
         return [
             Score(
@@ -187,8 +217,6 @@ class FinetuneTask(Stage):
         ]
 
     def _lm_scores(self, ctx: StageContext, model, tok) -> list[Score]:  # type: ignore[no-untyped-def]
-        from polymnesia.evaluation.likelihood import lm_stats
-        from polymnesia.models import load_model
 
         p: FinetuneParams = ctx.params
         if not p.forgetting_languages:
@@ -198,9 +226,13 @@ class FinetuneTask(Stage):
         getattr(lm, str(lm.base_model_prefix)).load_state_dict(body.state_dict())
         out = []
         for lang in p.forgetting_languages:
-            texts = read_texts(ctx.input("data"), lang, "test", p.forgetting_texts)
+            texts = read_texts(ctx.input("data"), lang, "test", p.evaluation.forgetting_texts)
             st = lm_stats(
-                lm, tok, texts, batch_size=p.eval_batch_size, max_length=p.forgetting_max_length
+                lm,
+                tok,
+                texts,
+                batch_size=p.evaluation.batch_size,
+                max_length=p.evaluation.forgetting_max_length,
             )
             out.append(
                 Score(

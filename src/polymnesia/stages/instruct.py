@@ -16,23 +16,29 @@ from typing import Literal
 from pydantic import Field
 
 from polymnesia.config.base import StrictModel
+from polymnesia.data.instructions import DATA_CARD, bible_instructions, hf_instructions
 from polymnesia.data.prepared import read_split
+from polymnesia.data.sources.bible import BIBLE_GENRES
+from polymnesia.errors import ConfigError
 from polymnesia.io import atomic_write_json, atomic_write_text
 from polymnesia.pipeline.stage import STAGES, Stage, StageContext
 from polymnesia.results import Score
 from polymnesia.stages.common import load_model_and_tokenizer, save_model_and_tokenizer
+from polymnesia.tokenizers.chat import build_sft_example
 from polymnesia.training.config import TrainConfig
+from polymnesia.training.data import PaddedExamples
+from polymnesia.training.loop import train
+from polymnesia.training.plugins import build_plugins
 
 
-class InstructParams(StrictModel):
+class InstructConfig(StrictModel):
+    """English-only instruction tuning (paper 000, Table 5: OpenOrca; Bible-derived offline)."""
+
     source: Literal["bible", "hf"] = Field(
         "bible", description="offline Bible-derived data or a Hub dataset"
     )
-    language: str = Field(
-        "en", description="language of the instruction data (paper: English only)"
-    )
     tasks: list[str] = Field(
-        default_factory=lambda: ["genre", "continue"], description="bible tasks"
+        default_factory=lambda: ["genre", "continue"], min_length=1, description="bible tasks"
     )
     dataset: str | None = Field(
         None, description="Hub dataset name (source: hf), e.g. Open-Orca/OpenOrca"
@@ -44,29 +50,34 @@ class InstructParams(StrictModel):
     )
     max_records: int | None = Field(2000, gt=0, description="cap on instruction records")
     max_length: int = Field(256, gt=8, description="tokens per example (prompt + response)")
-    train: TrainConfig
+    train: TrainConfig = Field(default_factory=TrainConfig)
+
+
+class InstructParams(StrictModel):
+    instruct: InstructConfig = Field(default_factory=InstructConfig)
+    language: str = Field(
+        "en", description="language of the instruction data (paper: English only)"
+    )
     seed: int = 0
 
 
 def load_records(p: InstructParams, data_dir: object) -> list:  # type: ignore[type-arg]
+    """The instruction records of ``p`` (Bible-derived from ``data_dir``, or a Hub dataset)."""
     from pathlib import Path
 
-    from polymnesia.data.instructions import bible_instructions, hf_instructions
-    from polymnesia.data.sources.bible import BIBLE_GENRES
-    from polymnesia.errors import ConfigError
-
-    if p.source == "hf":
-        if not p.dataset:
+    i = p.instruct
+    if i.source == "hf":
+        if not i.dataset:
             raise ConfigError("instruct source 'hf' needs 'dataset' (a Hub dataset name)")
         return hf_instructions(
-            p.dataset,
-            config=p.dataset_config,
-            split=p.dataset_split,
-            fields=p.fields,
-            limit=p.max_records,
+            i.dataset,
+            config=i.dataset_config,
+            split=i.dataset_split,
+            fields=i.fields,
+            limit=i.max_records,
         )
     verses = read_split(Path(str(data_dir)), p.language, "train")
-    return bible_instructions(verses, BIBLE_GENRES, p.tasks, limit=p.max_records, seed=p.seed)
+    return bible_instructions(verses, BIBLE_GENRES, i.tasks, limit=i.max_records, seed=p.seed)
 
 
 @STAGES.register("instruct", "instruction-tune a model on ChatML records, loss on responses only")
@@ -76,29 +87,28 @@ class Instruct(Stage):
     resumable = True
 
     def run(self, ctx: StageContext) -> list[Score]:
-        from polymnesia.data.instructions import DATA_CARD
-        from polymnesia.tokenizers.chat import build_sft_example
-        from polymnesia.training.data import PaddedExamples
-        from polymnesia.training.loop import train
 
         p: InstructParams = ctx.params
         records = load_records(p, ctx.input("data"))
         model, tok = load_model_and_tokenizer(ctx.input("model") / "model")
         examples = [
-            build_sft_example(tok, r.instruction, r.input, r.output, max_length=p.max_length)
+            build_sft_example(
+                tok, r.instruction, r.input, r.output, max_length=p.instruct.max_length
+            )
             for r in records
         ]
         model, result = train(
             model,
             PaddedExamples(examples, tok.pad_token_id),
-            p.train,
+            p.instruct.train,
             ctx.out_dir,
             seed=p.seed,
+            plugins=build_plugins(p.instruct.train.plugins, ctx.inputs),
             tracker_name=ctx.spec.name,
         )
         if ctx.is_main_process:
             save_model_and_tokenizer(model, tok, ctx.out_dir / "model")
-            if p.source == "bible":
+            if p.instruct.source == "bible":
                 atomic_write_text(ctx.out_dir / "data_card.md", DATA_CARD)
             atomic_write_json(
                 ctx.out_dir / "train_summary.json",
@@ -107,7 +117,7 @@ class Instruct(Stage):
                     "steps": result.steps,
                     "final_loss": result.final_loss,
                     "seconds": round(result.seconds, 2),
-                    "source": p.source,
+                    "source": p.instruct.source,
                 },
             )
         return []

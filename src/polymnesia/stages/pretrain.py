@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any
-
-from pydantic import Field
-
 from polymnesia.config.base import StrictModel
 from polymnesia.io import atomic_write_json
 from polymnesia.models import ModelConfig, build_model, count_parameters
 from polymnesia.pipeline.stage import STAGES, Stage, StageContext
 from polymnesia.results import Score
 from polymnesia.stages.common import packed_mixture, save_model_and_tokenizer, validation_eval_fn
+from polymnesia.tokenizers.bpe import load_tokenizer
 from polymnesia.training.config import TrainConfig
+from polymnesia.training.data import PackedLMData
 from polymnesia.training.loop import train
 from polymnesia.training.plugins import build_plugins
 
@@ -23,9 +21,6 @@ class PretrainParams(StrictModel):
     languages: list[str]
     temperature: float = 3.0
     seed: int = 0
-    plugins: list[dict[str, Any]] = Field(
-        default_factory=list, description="training plugins by name"
-    )
 
 
 @STAGES.register(
@@ -37,7 +32,6 @@ class Pretrain(Stage):
     resumable = True
 
     def run(self, ctx: StageContext) -> list[Score]:
-        from polymnesia.tokenizers.bpe import load_tokenizer
 
         p: PretrainParams = ctx.params
         tokenizer = load_tokenizer(str(ctx.input("tokenizer") / "tokenizer"))
@@ -50,7 +44,6 @@ class Pretrain(Stage):
             seed=p.seed,
         )
         model = build_model(p.model, tokenizer, seed=p.seed)
-        from polymnesia.training.data import PackedLMData
 
         eval_fn = (
             validation_eval_fn(ctx.input("data"), tokenizer, p.languages)
@@ -63,7 +56,7 @@ class Pretrain(Stage):
             p.train,
             ctx.out_dir,
             seed=p.seed,
-            plugins=build_plugins(p.plugins),
+            plugins=build_plugins(p.train.plugins, ctx.inputs),
             eval_fn=eval_fn,
             tracker_name=ctx.spec.name,
         )

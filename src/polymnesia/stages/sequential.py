@@ -12,7 +12,7 @@ interrupted at language ``k`` resumes at ``k`` with rows ``0..k-1`` kept.
 
 Training: AdamW at a constant learning rate (the paper does not give a
 schedule), early stopping on the validation score of the languages being
-trained (:mod:`polymnesia.continual.early_stopping`), best epoch restored.
+trained (:mod:`polymnesia.methods.early_stopping`), best epoch restored.
 """
 
 from __future__ import annotations
@@ -28,14 +28,24 @@ from pydantic import Field
 
 from polymnesia.config.base import StrictModel
 from polymnesia.continual.config import Hyper
-from polymnesia.continual.early_stopping import EarlyStopping
 from polymnesia.continual.examples import load_examples, num_labels
-from polymnesia.continual.lora import LoraConfig, add_adapter, load_adapter, trainable_parameters
 from polymnesia.continual.methods import arm_label, get_method
 from polymnesia.io import atomic_dir, atomic_write_json
+from polymnesia.methods.early_stopping import EarlyStopping
+from polymnesia.models.lora import LoraConfig, add_adapter, load_adapter, trainable_parameters
 from polymnesia.pipeline.stage import STAGES, Stage, StageContext
 from polymnesia.results import Score
+from polymnesia.stages.common import save_model_and_tokenizer
+from polymnesia.stages.sequential_order import read_matrix, read_order
+from polymnesia.tasks.classification import (
+    ClassificationData,
+    evaluate_by_language,
+    load_classifier,
+)
 from polymnesia.tasks.config import TaskConfig
+from polymnesia.training.config import TrainConfig
+from polymnesia.training.loop import train
+from polymnesia.training.plugins import build_plugins
 
 KILL_ENV = "POLYMNESIA_TEST_KILL_AT_LANGUAGE"  # fault injection for the resume test
 
@@ -77,8 +87,6 @@ def _build_model(ctx: StageContext, p: StepParams, n_labels: int) -> tuple[torch
     """The classifier to train: from ``prev`` (sequential) or the base with a fresh head/adapter."""
     from transformers import AutoModelForSequenceClassification, AutoModelForTokenClassification
 
-    from polymnesia.tasks.classification import load_classifier
-
     model, tok = load_classifier(ctx.input("base"), n_labels, p.task.kind, seed=p.seed + 1234)
     lora = get_method(p.method).uses_lora(p.rank)
     prev = ctx.inputs.get("prev")
@@ -100,9 +108,6 @@ def _build_model(ctx: StageContext, p: StepParams, n_labels: int) -> tuple[torch
 def _train(
     ctx: StageContext, p: StepParams, model: torch.nn.Module, tok: Any, langs: list[str]
 ) -> tuple[torch.nn.Module, dict[str, Any]]:
-    from polymnesia.tasks.classification import ClassificationData, evaluate_by_language
-    from polymnesia.training.config import TrainConfig
-    from polymnesia.training.loop import train
 
     train_ex = [
         e for ex in _examples(ctx, p, tok, langs, "train", p.train_per_lang).values() for e in ex
@@ -131,7 +136,7 @@ def _train(
         cfg,
         ctx.out_dir,
         seed=p.seed,
-        plugins=[stopper],
+        plugins=[stopper, *build_plugins(h.plugins, ctx.inputs)],
         tracker_name=ctx.spec.name,
     )
     stopper.restore_best(model)
@@ -147,7 +152,6 @@ def _train(
 
 
 def _save(ctx: StageContext, p: StepParams, model: torch.nn.Module, tok: Any) -> None:
-    from polymnesia.stages.common import save_model_and_tokenizer
 
     if get_method(p.method).uses_lora(p.rank):
         with atomic_dir(ctx.out_dir / "adapter") as tmp:
@@ -157,7 +161,6 @@ def _save(ctx: StageContext, p: StepParams, model: torch.nn.Module, tok: Any) ->
 
 
 def _matrix(ctx: StageContext, p: StepParams, trained: list[str], row: dict[str, float]) -> None:
-    from polymnesia.stages.sequential_order import read_matrix
 
     prev = ctx.inputs.get("prev")
     before = (
@@ -184,8 +187,6 @@ class SequentialStep(Stage):
     version = "1"
 
     def run(self, ctx: StageContext) -> list[Score]:
-        from polymnesia.stages.sequential_order import read_order
-        from polymnesia.tasks.classification import evaluate_by_language
 
         p: StepParams = ctx.params
         trained = (

@@ -20,7 +20,9 @@ from polymnesia.continual.orders import (
     shuffled_order,
     validate_order,
 )
+from polymnesia.data.prepared import read_split
 from polymnesia.io import atomic_write_json
+from polymnesia.metrics.continual import performance_shift
 from polymnesia.pipeline.stage import STAGES, Stage, StageContext
 from polymnesia.results import Score
 
@@ -41,7 +43,6 @@ def read_matrix(stage_dir: Path) -> dict[str, object]:
 
 
 def _pretraining_sizes(data_dir: Path, p: OrderParams) -> dict[str, float]:
-    from polymnesia.data.prepared import read_split
 
     joshi = joshi_sizes(p.languages)
     size = {
@@ -52,7 +53,6 @@ def _pretraining_sizes(data_dir: Path, p: OrderParams) -> dict[str, float]:
 
 
 def _destructive(ctx: StageContext, p: OrderParams) -> list[str]:
-    from polymnesia.metrics.continual import performance_shift
 
     mats = [read_matrix(ctx.input(f"source_{i}")) for i in range(len(p.order.sources))]
     shifts = performance_shift(

@@ -6,16 +6,14 @@ from polymnesia.config.base import StrictModel
 from polymnesia.data.prepared import read_texts
 from polymnesia.pipeline.stage import STAGES, Stage, StageContext
 from polymnesia.results import Score
+from polymnesia.tokenizers.bpe import load_tokenizer, save_tokenizer, train_bpe_mixture
+from polymnesia.tokenizers.config import TokenizerConfig
 
 
 class TrainTokenizerParams(StrictModel):
+    tokenizer: TokenizerConfig
     languages: list[str]
-    vocab_size: int
-    temperature: float
-    sample_texts: int
-    min_frequency: int = 2
     seed: int = 0
-    name_or_path: str | None = None
 
 
 @STAGES.register(
@@ -25,20 +23,20 @@ class TrainTokenizer(Stage):
     version = "1"
 
     def run(self, ctx: StageContext) -> list[Score]:
-        from polymnesia.tokenizers.bpe import load_tokenizer, save_tokenizer, train_bpe_mixture
 
         p: TrainTokenizerParams = ctx.params
-        if p.name_or_path:
-            tok = load_tokenizer(p.name_or_path)
+        t = p.tokenizer
+        if t.name_or_path:
+            tok = load_tokenizer(t.name_or_path)
         else:
             texts = {lang: read_texts(ctx.input("data"), lang, "train") for lang in p.languages}
             tok = train_bpe_mixture(
                 texts,
-                p.vocab_size,
-                temperature=p.temperature,
-                total=p.sample_texts,
+                t.vocab_size,
+                temperature=t.temperature,
+                total=t.sample_texts,
                 seed=p.seed,
-                min_frequency=p.min_frequency,
+                min_frequency=t.min_frequency,
             )
         save_tokenizer(tok, ctx.out_dir / "tokenizer")
         return []

@@ -17,6 +17,8 @@ from typing import Any, Literal
 import torch
 
 from polymnesia.errors import DataError, PolymnesiaError
+from polymnesia.metrics.classification import accuracy, macro_f1, span_f1
+from polymnesia.tokenizers.bpe import load_tokenizer
 
 Kind = Literal["sequence", "token"]
 HEAD_SEED = 1234  # default seed of the new classification head (see load_classifier)
@@ -121,8 +123,6 @@ def load_classifier(
     """
     from transformers import AutoModelForSequenceClassification, AutoModelForTokenClassification
 
-    from polymnesia.tokenizers.bpe import load_tokenizer
-
     if kind not in ("sequence", "token"):
         raise PolymnesiaError(f"classifier kind must be 'sequence' or 'token', got '{kind}'")
     if num_labels < 2:
@@ -214,7 +214,6 @@ def evaluate_by_language(
     (``tag_names`` maps label ids to tag strings; default ``config.id2label``).
     Languages with no examples are left out.
     """
-    from polymnesia.metrics.classification import accuracy, macro_f1, span_f1
 
     accepted = {"sequence": ("accuracy", "macro_f1"), "token": ("accuracy", "span_f1")}
     if metric not in accepted.get(kind, ()):

@@ -12,7 +12,6 @@ from polymnesia.tokenizers.bpe import (
     train_bpe_mixture,
 )
 from polymnesia.tokenizers.chat import (
-    CHATML_TEMPLATE,
     IGNORE_INDEX,
     SYSTEM_PROMPT,
     build_sft_example,
@@ -20,6 +19,7 @@ from polymnesia.tokenizers.chat import (
 )
 from polymnesia.tokenizers.fertility import count_words, fertility, fertility_table
 from polymnesia.tokenizers.merge import MergeReport, merge_tokenizers, new_token_ids
+from polymnesia.tokenizers.special import CHATML_TEMPLATE
 
 __all__ = [
     "CHATML_TEMPLATE",

@@ -35,12 +35,16 @@ from transformers import AutoTokenizer, PreTrainedTokenizerFast
 from polymnesia.data.sampling import sample_mixture
 from polymnesia.errors import ConfigError, PolymnesiaError
 from polymnesia.io import atomic_dir
-
-UNK, BOS, EOS, PAD = "<unk>", "<s>", "</s>", "<pad>"
-IM_START, IM_END = "<|im_start|>", "<|im_end|>"
-
-#: Special tokens in id order: ``SPECIAL_TOKENS[i]`` has id ``i``.
-SPECIAL_TOKENS: tuple[str, ...] = (UNK, BOS, EOS, PAD, IM_START, IM_END)
+from polymnesia.tokenizers.special import (
+    BOS,
+    CHATML_TEMPLATE,
+    EOS,
+    IM_END,
+    IM_START,
+    PAD,
+    SPECIAL_TOKENS,
+    UNK,
+)
 
 DEFAULT_MAX_LENGTH = 2048
 _N_BYTES = 256
@@ -128,7 +132,6 @@ def wrap_backend(
     model_max_length: int = DEFAULT_MAX_LENGTH,
 ) -> PreTrainedTokenizerFast:
     """Wrap a ``tokenizers.Tokenizer`` holding :data:`SPECIAL_TOKENS` as a transformers tokenizer."""
-    from polymnesia.tokenizers.chat import CHATML_TEMPLATE
 
     tok = PreTrainedTokenizerFast(
         tokenizer_object=backend,

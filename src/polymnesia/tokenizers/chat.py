@@ -23,20 +23,13 @@ from collections.abc import Mapping, Sequence
 from transformers import PreTrainedTokenizerFast
 
 from polymnesia.errors import ConfigError, DataError
-from polymnesia.tokenizers.bpe import IM_END, IM_START, encode_document
+from polymnesia.tokenizers.bpe import encode_document
+from polymnesia.tokenizers.special import IM_END, IM_START
 
 #: System prompt of paper 000, appendix C (identical in Figures 4-9).
 SYSTEM_PROMPT = (
     "You are a large language model trained to solve multiple NLP tasks accurately. "
     "For any given NLP task, you must produce an output that is factually correct and succinct."
-)
-
-#: Jinja template for ``tokenizer.apply_chat_template``; same text as :func:`render_chatml`.
-CHATML_TEMPLATE = (
-    "{% for message in messages %}"
-    "{{ '<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>' + '\\n' }}"
-    "{% endfor %}"
-    "{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}"
 )
 
 IGNORE_INDEX = -100

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from polymnesia.config.base import StrictModel
+from polymnesia.training.plugins import PLUGINS, validate_plugin_spec
 
 
 class TrainConfig(StrictModel):
@@ -39,6 +40,20 @@ class TrainConfig(StrictModel):
         default_factory=list, description="Accelerate trackers to log to besides metrics.jsonl"
     )
     progress_bar: bool = True
+    plugins: list[dict[str, Any]] = Field(
+        default_factory=list,
+        description="training methods plugged into the loop: [{name: NAME, option: value}] "
+        "(polymnesia ls plugins)",
+    )
+
+    @field_validator("plugins")
+    @classmethod
+    def _plugins(cls, v: list[Any]) -> list[dict[str, Any]]:
+        specs = [validate_plugin_spec(s) for s in v]
+        names = [s["name"] for s in specs]
+        if len(set(names)) < len(names):
+            raise ValueError(f"a plugin is listed twice: {names}")
+        return specs
 
     @model_validator(mode="after")
     def _check(self) -> TrainConfig:
@@ -46,7 +61,16 @@ class TrainConfig(StrictModel):
             raise ValueError(
                 f"batch_size {self.batch_size} must be divisible by grad_accum {self.grad_accum}"
             )
+        for spec in self.plugins:
+            options = {k: v for k, v in spec.items() if k != "name"}
+            PLUGINS.get(spec["name"]).check_train(options, self)
         return self
+
+    def with_plugins(self, *specs: dict[str, Any]) -> TrainConfig:
+        """This config with ``specs`` appended to its plugins (validated)."""
+        data = self.model_dump()
+        data["plugins"] = [*self.plugins, *specs]
+        return TrainConfig.model_validate(data)
 
     @property
     def warmup_steps(self) -> int:

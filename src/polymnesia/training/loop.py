@@ -24,9 +24,9 @@ import torch
 
 from polymnesia.errors import TrainingDiverged
 from polymnesia.io import append_jsonl, read_jsonl, write_jsonl_atomic
+from polymnesia.runtime import use_cpu
 from polymnesia.training.config import TrainConfig
 from polymnesia.training.data import IndexStream, TrainData
-from polymnesia.training.distributed import use_cpu
 from polymnesia.training.plugins import LoopState, StepFn, TrainingPlugin
 from polymnesia.training.schedule import warmup_cosine
 

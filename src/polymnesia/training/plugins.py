@@ -15,13 +15,17 @@ per-language gradient combiners supply their own.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from pathlib import Path
+from typing import Any, ClassVar
 
 import torch
+from pydantic import ValidationError
 
+from polymnesia.config.base import StrictModel
 from polymnesia.errors import PolymnesiaError
+from polymnesia.models.io import model_dir
 from polymnesia.registry import Registry
 
 
@@ -42,9 +46,24 @@ class LoopState:
 
 
 class TrainingPlugin:
-    """Base class with no-op hooks; override what the method needs."""
+    """Base class with no-op hooks; override what the method needs.
+
+    ``Options`` (a :class:`~polymnesia.config.base.StrictModel`) types the keys of a
+    plugin entry in a config (``train.plugins: [{name: NAME, key: value}]``); they are
+    validated once, when the config is loaded, and passed to ``__init__`` as keywords.
+    ``check_train`` checks options against the rest of the training config.
+    ``input_options`` name options whose value is a stage *input role* (another
+    stage's model), resolved to that stage's model folder when the plugin is built,
+    so no cache path ever enters a config or a fingerprint.
+    """
 
     name: str = "plugin"
+    Options: ClassVar[type[StrictModel] | None] = None
+    input_options: ClassVar[tuple[str, ...]] = ()
+
+    @classmethod
+    def check_train(cls, options: dict[str, Any], train: Any) -> None:
+        """Raise ``ValueError`` if ``options`` do not fit ``train`` (a TrainConfig)."""
 
     def param_groups(
         self, model: torch.nn.Module, groups: list[dict[str, Any]]
@@ -73,11 +92,53 @@ StepFn = Callable[[LoopState, list[dict[str, torch.Tensor]]], torch.Tensor]
 
 
 #: methods that plug into the loop, chosen by name in a stage's ``plugins`` list
-PLUGINS: Registry[type[TrainingPlugin]] = Registry("training plugin")
+PLUGINS: Registry[type[TrainingPlugin]] = Registry(
+    "training plugin", "plugins", "polymnesia.methods"
+)
 
 
-def build_plugins(specs: list[dict[str, Any]]) -> list[TrainingPlugin]:
-    """``[{"name": "active_forgetting", "reset_every": 100}, ...]`` -> plugin objects."""
+def validate_plugin_spec(spec: Any) -> dict[str, Any]:
+    """One plugin entry of a config, checked against the plugin's ``Options``; returns it with
+    every option filled in (defaults included), so equal settings give equal fingerprints.
+    Raises ``ValueError`` (a pydantic validator turns it into one config line)."""
+    if not isinstance(spec, dict):
+        raise ValueError(f"a plugin entry is a mapping with 'name', got {spec!r}")
+    options = dict(spec)
+    name = options.pop("name", None)
+    if name not in PLUGINS:
+        raise ValueError(
+            f"unknown training plugin {name!r}; accepted: {', '.join(PLUGINS.names())}"
+        )
+    cls = PLUGINS.get(name)
+    if cls.Options is None:
+        return {"name": name, **options}
+    try:
+        typed = cls.Options.model_validate(options)
+    except ValidationError as e:
+        err = e.errors()[0]
+        where = ".".join(str(x) for x in err["loc"])
+        msg = str(err["msg"]).removeprefix("Value error, ")
+        accepted = ", ".join(cls.Options.model_fields)
+        raise ValueError(
+            f"plugin {name}: {where + ': ' if where else ''}{msg} (options: {accepted})"
+        ) from None
+    return {"name": name, **typed.model_dump(mode="json")}
+
+
+def plugin_input_roles(specs: list[dict[str, Any]]) -> set[str]:
+    """The stage input roles that ``specs`` refer to (their ``input_options`` values)."""
+    roles: set[str] = set()
+    for spec in specs:
+        for key in PLUGINS.get(spec["name"]).input_options:
+            if spec.get(key):
+                roles.add(str(spec[key]))
+    return roles
+
+
+def build_plugins(
+    specs: list[dict[str, Any]], inputs: Mapping[str, Path] | None = None
+) -> list[TrainingPlugin]:
+    """Config entries -> plugin objects; ``inputs`` (role -> stage folder) resolve input options."""
     out = []
     for spec in specs:
         options = dict(spec)
@@ -86,5 +147,15 @@ def build_plugins(specs: list[dict[str, Any]]) -> list[TrainingPlugin]:
             raise PolymnesiaError(
                 f"training plugin entry {spec} has no 'name'; accepted: {', '.join(PLUGINS.names())}"
             )
-        out.append(PLUGINS.get(name)(**options))
+        cls = PLUGINS.get(name)
+        for key in cls.input_options:
+            role = options.get(key)
+            if role:
+                if inputs is None or role not in inputs:
+                    raise PolymnesiaError(
+                        f"plugin {name}: {key} names stage input '{role}', which this stage "
+                        f"does not have; inputs: {', '.join(sorted(inputs or {}))}"
+                    )
+                options[key] = str(model_dir(inputs[role]))
+        out.append(cls(**options))
     return out

@@ -37,11 +37,9 @@ class Source(ABC):
         return {"name": self.name, "licence": self.licence, "languages": self.languages()}
 
 
-SOURCES: Registry[type[Source]] = Registry("data source")
+SOURCES: Registry[type[Source]] = Registry("data source", "sources", "polymnesia.data.sources")
 
 
 def get_source(name: str, /, **options: Any) -> Source:
-    """Build a registered source by name (importing the built-in sources first)."""
-    import polymnesia.data.sources.builtin  # noqa: F401  (registers bible, udhr, local, hf)
-
+    """Build a registered source by name."""
     return SOURCES.get(name)(**options)

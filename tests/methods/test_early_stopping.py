@@ -4,7 +4,7 @@ import pytest
 import torch
 from pydantic import ValidationError
 
-from polymnesia.continual.early_stopping import EarlyStopping, EarlyStoppingConfig
+from polymnesia.methods.early_stopping import EarlyStopping, EarlyStoppingConfig
 from polymnesia.training.plugins import LoopState
 
 

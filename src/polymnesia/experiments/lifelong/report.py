@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from polymnesia.continual.analysis import RESOURCE_COLUMNS, group_means, hop_average, ranking
-from polymnesia.experiments.lifelong_results import (
+from polymnesia.experiments.lifelong.config import LifelongConfig
+from polymnesia.experiments.lifelong.results import (
     Arm,
     arm_metrics,
     average_curve,
@@ -24,9 +25,6 @@ from polymnesia.reports import plots
 from polymnesia.reports.render import Report
 from polymnesia.reports.tables import Table, matrix_table
 from polymnesia.results import read_scores
-
-if TYPE_CHECKING:
-    from polymnesia.experiments.lifelong import LifelongConfig
 
 BLOCKS = {"shared_lora": "SHARED LoRA", "nonshared_lora": "NON-SHARED LoRA"}
 
@@ -238,7 +236,7 @@ def comparison(
 def build_report(cfg: LifelongConfig, run_dir: Path) -> Path:
     scores = read_scores(run_dir / "results" / "scores.jsonl")
     orders = read_orders(scores)
-    arms = collect_arms(cfg, scores, orders)
+    arms = collect_arms(cfg, scores, orders, run_dir / "stages")
     hops = min(cfg.hops, max(0, len(cfg.languages) - 2))  # MFT_h, MBT_h need h <= T-2
     save_matrices(arms, orders, run_dir / "results" / "R")
     b = untrained_scores(scores, cfg.task.metric)
@@ -246,7 +244,7 @@ def build_report(cfg: LifelongConfig, run_dir: Path) -> Path:
     rep = Report(f"{cfg.name}: sequential learning over {len(cfg.languages)} languages (paper 004)")
     rep.paragraph(
         f"Task '{cfg.task.name}' ({cfg.task.kind}, {cfg.task.metric}) on {', '.join(cfg.languages)}; base "
-        f"{cfg.base.model.preset or cfg.base.model.name_or_path} pretrained on {', '.join(cfg.base.pretraining)}. "
+        f"{cfg.base.model.preset or cfg.base.model.name_or_path} pretrained on {', '.join(cfg.base.languages)}. "
         f"Methods: {', '.join(a.label for a in arms)}. R matrices (CSV and .npy) are in results/R/."
     )
     rep.heading("Orders", 2)

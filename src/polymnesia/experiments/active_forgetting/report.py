@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from polymnesia.experiments.reporting import lm_tables, training_curves
+from polymnesia.reports.plots import line_plot
 from polymnesia.reports.render import Report
 from polymnesia.reports.tables import Table, group_means, group_table, write_table
 from polymnesia.results import Score, filter_scores, mean, read_scores
@@ -149,7 +150,6 @@ def figure3(
     report: Report, run_dir: Path, scores: Sequence[Score], groups: dict[str, list[str]]
 ) -> None:
     """Average downstream score (mean of genre accuracy and chrF/100, overall) against parameters."""
-    from polymnesia.reports.plots import line_plot
 
     sizes = sorted({s.size for s in scores if s.size}, key=lambda z: _params(scores, z))
     if len(sizes) < 2:

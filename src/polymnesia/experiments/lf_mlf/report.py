@@ -15,7 +15,18 @@ from typing import Any
 
 import numpy as np
 
-from polymnesia.experiments.lf_mlf import REFERENCE, LFMLFConfig, label_of
+from polymnesia.experiments.lf_mlf.config import REFERENCE, LFMLFConfig, label_of
+from polymnesia.experiments.reporting import training_curves
+from polymnesia.metrics.lm import forgetting
+from polymnesia.metrics.stats import (
+    average_ranks,
+    bonferroni_dunn_cd,
+    friedman,
+    friedman_critical,
+    significance_marks,
+)
+from polymnesia.reports.cd_diagram import plot_cd_diagram
+from polymnesia.reports.plots import heatmap, line_plot
 from polymnesia.reports.render import Report
 from polymnesia.reports.tables import seed_table, write_table
 from polymnesia.results import Score, filter_scores, read_scores
@@ -30,7 +41,6 @@ def _seed_means(scores: list[Score]) -> dict[str, dict[int, float]]:
 
 
 def _marks(per_seed: dict[str, dict[int, float]], higher: bool = True) -> dict[str, str]:
-    from polymnesia.metrics.stats import significance_marks
 
     if REFERENCE not in per_seed:
         return {}
@@ -100,7 +110,6 @@ def finetune_table(rep: Report, run_dir: Path, cfg: LFMLFConfig, scores: list[Sc
 
 def forgetting_scores(scores: list[Score]) -> list[Score]:
     """F_p = L_p(theta_f) - L_p(theta_p) per model, language and seed (nats per token)."""
-    from polymnesia.metrics.lm import forgetting
 
     base = {
         s.lang: math.log(s.value) for s in scores if s.model == "base" and s.metric == "perplexity"
@@ -145,8 +154,6 @@ def forgetting_table(rep: Report, run_dir: Path, cfg: LFMLFConfig, scores: list[
 
 def cd_diagram(rep: Report, run_dir: Path, cfg: LFMLFConfig, scores: list[Score]) -> None:
     """Friedman over settings = every (source or target language) of the main part; Figure 2."""
-    from polymnesia.metrics.stats import bonferroni_dunn_cd, friedman, friedman_critical
-    from polymnesia.reports.cd_diagram import plot_cd_diagram
 
     methods = [label_of(m) for m in cfg.methods]
     main = filter_scores(scores, metric=cfg.task.metric, setting="main")
@@ -164,7 +171,6 @@ def cd_diagram(rep: Report, run_dir: Path, cfg: LFMLFConfig, scores: list[Score]
     arr = np.asarray(rows)
     ff, p = friedman(arr)
     crit = friedman_critical(len(methods), len(rows))
-    from polymnesia.metrics.stats import average_ranks
 
     ranks = dict(zip(methods, average_ranks(arr).tolist(), strict=True))
     cd = bonferroni_dunn_cd(len(methods), len(rows), alpha=0.1)
@@ -190,7 +196,6 @@ def cd_diagram(rep: Report, run_dir: Path, cfg: LFMLFConfig, scores: list[Score]
 
 
 def sweep_figures(rep: Report, run_dir: Path, cfg: LFMLFConfig, scores: list[Score]) -> None:
-    from polymnesia.reports.plots import line_plot
 
     if not cfg.sweep:
         return
@@ -253,7 +258,6 @@ def sweep_figures(rep: Report, run_dir: Path, cfg: LFMLFConfig, scores: list[Sco
 
 
 def branch_heatmaps(rep: Report, run_dir: Path, cfg: LFMLFConfig, scores: list[Score]) -> None:
-    from polymnesia.reports.plots import heatmap
 
     if not cfg.branches:
         return
@@ -288,7 +292,6 @@ def branch_heatmaps(rep: Report, run_dir: Path, cfg: LFMLFConfig, scores: list[S
 
 
 def write_report(cfg: LFMLFConfig, run_dir: Path) -> Path:
-    from polymnesia.experiments.reporting import training_curves
 
     scores = read_scores(run_dir / "results" / "scores.jsonl")
     rep = Report(f"{cfg.name}: multi-lingual fine-tuning with per-language gradients (paper 003)")

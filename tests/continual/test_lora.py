@@ -1,8 +1,8 @@
 import pytest
 import torch
 
-from polymnesia.continual.lora import LoraConfig, add_adapter, check_rank, trainable_parameters
 from polymnesia.errors import ConfigError
+from polymnesia.models.lora import LoraConfig, add_adapter, check_rank, trainable_parameters
 
 
 def _classifier() -> torch.nn.Module:

@@ -1,0 +1,133 @@
+"""Protocol ``active_forgetting``: paper 000 end to end (Aggarwal et al. 2024, Figure 1).
+
+Three arms share what they can (one data stage, one tokenizer; the baseline
+pretraining serves Baseline and BA):
+
+* **Baseline**: pretrain on the pretraining languages -> instruction-tune (English);
+* **BA**: the same base model -> vocabulary expansion on the adapting
+  languages (new rows + head trained, body frozen) -> instruction-tune;
+* **AFA**: pretrain with active forgetting (embeddings reset every K steps)
+  -> vocabulary expansion -> instruction-tune.
+
+Evaluation per language and group: perplexity and bits per byte (Table 1) and
+isotropy (Table 2) of the models before instruction tuning (Baseline = the
+base model, BA/AFA = the adapted ones, as the paper studies M_adapted);
+English-to-X translation (Table 3) and zero-shot genre classification of the
+instruction-tuned models. With ``sizes`` the whole pipeline runs per model
+size and the report draws Figure 3.
+
+Defaults follow Tables 4-5 scaled down for a CPU: pretraining lr 1e-4 ->
+config, 150,000 steps -> a few hundred, reset every 10,000 -> K with the same
+ratio steps/K = 15 where affordable, weight decay 0, 10% linear warmup,
+cosine; finetuning lr 1e-6, 5 epochs, batch 16 (a tiny model trained for a
+few hundred steps needs a larger lr: the configs say what they use).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from polymnesia.experiments.active_forgetting.config import ActiveForgettingConfig
+from polymnesia.experiments.active_forgetting.report import write_report
+from polymnesia.experiments.base import EXPERIMENTS, Experiment, ExperimentConfig
+from polymnesia.experiments.shared import (
+    data_stage,
+    evaluate_lm_stage,
+    pretrain_stage,
+    tokenizer_stage,
+)
+from polymnesia.pipeline.stage import StageSpec
+from polymnesia.stages.adapt_vocabulary import AdaptVocabularyParams
+from polymnesia.stages.evaluate_isotropy import EvaluateIsotropyParams
+from polymnesia.stages.evaluate_translation import EvaluateTranslationParams
+from polymnesia.stages.evaluate_zero_shot import EvaluateZeroShotParams
+from polymnesia.stages.instruct import InstructParams
+
+
+def _size_stages(cfg: ActiveForgettingConfig, size: str | None) -> list[StageSpec]:
+    """Every stage of the three arms at one model size (``None``: the ``model`` section)."""
+    sfx = f"_{size}" if size else ""
+    model = cfg.model.model_copy(update={"preset": size}) if size else cfg.model
+    label = size or model.preset or "model"  # the tables' size block label
+    base, langs = cfg.base(), cfg.groups.group_of()
+    specs = [
+        pretrain_stage(base, cfg.seed, name=f"pretrain{sfx}", model=model),
+        pretrain_stage(
+            base, cfg.seed, name=f"pretrain_af{sfx}", model=model, train=cfg.forgetting_train()
+        ),
+    ]
+    for arm, pretrained in (("BA", "pretrain"), ("AFA", "pretrain_af")):
+        params = AdaptVocabularyParams(
+            adapt=cfg.adapt,
+            label=arm,
+            size=label,
+            adapting=cfg.groups.adapting,
+            pretraining=cfg.groups.pretraining,
+            temperature=cfg.tokenizer.temperature,
+            min_frequency=cfg.tokenizer.min_frequency,
+            fertility_languages=langs,
+            fertility_texts=cfg.evaluate.max_texts_per_lang or 200,
+            seed=cfg.seed,
+        )
+        inputs = {"data": "data", "model": pretrained + sfx}
+        specs.append(StageSpec(f"adapt_{arm}{sfx}", "adapt_vocabulary", params, inputs))
+    sources = {"Baseline": "pretrain", "BA": "adapt_BA", "AFA": "adapt_AFA"}
+    for arm, src in sources.items():
+        params_i = InstructParams(instruct=cfg.instruct, seed=cfg.seed)
+        inputs = {"data": "data", "model": src + sfx}
+        specs.append(StageSpec(f"instruct_{arm}{sfx}", "instruct", params_i, inputs))
+    for arm, src in sources.items():
+        specs += _evaluation_stages(cfg, arm, src + sfx, f"instruct_{arm}{sfx}", sfx, label)
+    return specs
+
+
+def _evaluation_stages(
+    cfg: ActiveForgettingConfig, arm: str, adapted: str, tuned: str, sfx: str, size: str
+) -> list[StageSpec]:
+    """Table 1-2 on the model before instruction tuning, Table 3 and zero-shot after it."""
+    d, langs, seed = cfg.downstream, cfg.groups.group_of(), cfg.seed
+    on = {"data": "data", "model": adapted}
+    tuned_on = {"data": "data", "model": tuned}
+    iso = EvaluateIsotropyParams(
+        label=arm, size=size, languages=langs, max_texts_per_lang=d.isotropy_texts, seed=seed
+    )
+    mt = EvaluateTranslationParams(
+        label=arm,
+        size=size,
+        languages=langs,
+        shots=d.translation_shots,
+        max_texts_per_lang=d.translation_texts,
+        max_new_tokens=d.max_new_tokens,
+        seed=seed,
+    )
+    zs = EvaluateZeroShotParams(
+        label=arm, size=size, languages=langs, max_texts_per_lang=d.zero_shot_texts, seed=seed
+    )
+    return [
+        evaluate_lm_stage(f"lm_{arm}{sfx}", arm, adapted, langs, cfg.evaluate, size),
+        StageSpec(f"isotropy_{arm}{sfx}", "evaluate_isotropy", iso, on),
+        StageSpec(f"translation_{arm}{sfx}", "evaluate_translation", mt, tuned_on),
+        StageSpec(f"zero_shot_{arm}{sfx}", "evaluate_zero_shot", zs, tuned_on),
+    ]
+
+
+@EXPERIMENTS.register(
+    "active_forgetting",
+    "paper 000: Baseline / BA / AFA (active forgetting, vocabulary expansion, English-only SFT)",
+)
+class ActiveForgetting(Experiment):
+    Config = ActiveForgettingConfig
+
+    @classmethod
+    def build(cls, cfg: ExperimentConfig) -> list[StageSpec]:
+        assert isinstance(cfg, ActiveForgettingConfig)
+        specs = [data_stage(cfg.data, cfg.groups.all()), tokenizer_stage(cfg.base(), cfg.seed)]
+        sizes: list[str | None] = [*cfg.sizes] or [None]
+        for size in sizes:
+            specs += _size_stages(cfg, size)
+        return specs
+
+    @classmethod
+    def report(cls, cfg: ExperimentConfig, run_dir: Path) -> Path:
+        assert isinstance(cfg, ActiveForgettingConfig)
+        return write_report(cfg, run_dir)

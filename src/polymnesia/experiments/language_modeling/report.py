@@ -1,0 +1,29 @@
+"""The ``language_modeling`` report: Table 1 of paper 000 by language group, figures, curves."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from polymnesia.experiments.language_modeling.config import LanguageModelingConfig
+from polymnesia.experiments.reporting import lm_bar_plot, lm_tables, training_curves
+from polymnesia.reports.render import Report
+from polymnesia.results import read_scores
+
+
+def write_report(cfg: LanguageModelingConfig, run_dir: Path) -> Path:
+    scores = read_scores(run_dir / "results" / "scores.jsonl")
+    groups = cfg.groups.as_dict()
+    rep = Report(f"{cfg.name}: language modelling by language group")
+    rep.paragraph(
+        f"A {cfg.model.preset or cfg.model.name_or_path} decoder trained for {cfg.train.steps} steps on "
+        f"{', '.join(cfg.groups.pretraining)} (data source '{cfg.data.source}'), evaluated on the "
+        f"{cfg.evaluate.split} split of {len(cfg.groups.all())} languages. Bits per byte does not depend on "
+        "the tokenizer; token perplexity does. Groups follow paper 000 (Table 6)."
+    )
+    rep.heading("Results", 2)
+    lm_tables(rep, run_dir, scores, groups, cfg.evaluate.headline)
+    rep.heading("Figures", 2)
+    lm_bar_plot(rep, run_dir, scores, groups, cfg.evaluate.headline)
+    training_curves(rep, run_dir)
+    md, _ = rep.write(run_dir)
+    return md

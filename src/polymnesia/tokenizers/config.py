@@ -1,0 +1,21 @@
+"""The ``tokenizer`` section: a byte-level BPE trained on a language mixture, or a given one."""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from polymnesia.config.base import StrictModel
+
+
+class TokenizerConfig(StrictModel):
+    """A byte-level BPE trained on a temperature-sampled mixture, or a Hub/local tokenizer."""
+
+    name_or_path: str | None = Field(None, description="use this tokenizer instead of training one")
+    vocab_size: int = Field(
+        8000, ge=300, description="size of the trained vocabulary (paper 000: 32,000)"
+    )
+    temperature: float = Field(
+        3.0, gt=0, description="language sampling temperature for the training mixture"
+    )
+    sample_texts: int = Field(20000, gt=0, description="texts drawn for tokenizer training")
+    min_frequency: int = Field(2, ge=1)
