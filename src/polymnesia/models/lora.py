@@ -54,13 +54,16 @@ def check_rank(model: torch.nn.Module, rank: int, cfg: LoraConfig) -> None:
 
 
 def add_adapter(model: torch.nn.Module, rank: int, cfg: LoraConfig, kind: str) -> Any:
-    """Wrap ``model`` with a fresh trainable adapter (base frozen, head trained)."""
+    """Wrap ``model`` with a fresh trainable adapter (base frozen; a classification head,
+    ``kind`` sequence or token, is trained too; ``kind`` causal: a causal LM, head frozen)."""
     from peft import LoraConfig as PeftLoraConfig
     from peft import TaskType, get_peft_model
 
     check_rank(model, rank, cfg)
     pcfg = PeftLoraConfig(
-        task_type=TaskType.SEQ_CLS if kind == "sequence" else TaskType.TOKEN_CLS,
+        task_type={"sequence": TaskType.SEQ_CLS, "token": TaskType.TOKEN_CLS}.get(
+            kind, TaskType.CAUSAL_LM
+        ),
         r=rank,
         lora_alpha=cfg.alpha if cfg.alpha is not None else rank,
         lora_dropout=cfg.dropout,

@@ -11,16 +11,24 @@ mapping. All parameters are trained (full fine-tuning, as in Table 5).
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Literal
 
 from pydantic import Field
 
 from polymnesia.config.base import StrictModel
-from polymnesia.data.instructions import DATA_CARD, bible_instructions, hf_instructions
+from polymnesia.data.instructions import (
+    DATA_CARD,
+    InstructionRecord,
+    bible_instructions,
+    check_record,
+    hf_instructions,
+)
 from polymnesia.data.prepared import read_split
 from polymnesia.data.sources.bible import BIBLE_GENRES
 from polymnesia.errors import ConfigError
-from polymnesia.io import atomic_write_json, atomic_write_text
+from polymnesia.io import atomic_write_json, atomic_write_text, read_jsonl
+from polymnesia.models.lora import LoraConfig, add_adapter
 from polymnesia.pipeline.stage import STAGES, Stage, StageContext
 from polymnesia.results import Score
 from polymnesia.stages.common import load_model_and_tokenizer, save_model_and_tokenizer
@@ -51,6 +59,13 @@ class InstructConfig(StrictModel):
     max_records: int | None = Field(2000, gt=0, description="cap on instruction records")
     max_length: int = Field(256, gt=8, description="tokens per example (prompt + response)")
     train: TrainConfig = Field(default_factory=TrainConfig)
+    lora_rank: int | None = Field(
+        None,
+        gt=0,
+        description="train a LoRA adapter of this rank instead of every weight, "
+        "merged into the saved model (paper 002's LoRA baseline: 64)",
+    )
+    lora: LoraConfig = Field(default_factory=LoraConfig)
 
 
 class InstructParams(StrictModel):
@@ -58,13 +73,25 @@ class InstructParams(StrictModel):
     language: str = Field(
         "en", description="language of the instruction data (paper: English only)"
     )
+    records: list[str] = Field(
+        default_factory=list,
+        description="input roles whose records.jsonl are the training data (an instruction-data "
+        "stage's output; several are concatenated), instead of instruct.source",
+    )
     seed: int = 0
+
+
+def stage_records(folders: list[Path]) -> list[InstructionRecord]:
+    """The records that instruction-data stages wrote (``records.jsonl`` in each folder)."""
+    out: list[InstructionRecord] = []
+    for folder in folders:
+        for i, rec in enumerate(read_jsonl(folder / "records.jsonl")):
+            out.append(check_record(rec, f"{folder.name}/records.jsonl:{i + 1}"))
+    return out
 
 
 def load_records(p: InstructParams, data_dir: object) -> list:  # type: ignore[type-arg]
     """The instruction records of ``p`` (Bible-derived from ``data_dir``, or a Hub dataset)."""
-    from pathlib import Path
-
     i = p.instruct
     if i.source == "hf":
         if not i.dataset:
@@ -89,8 +116,13 @@ class Instruct(Stage):
     def run(self, ctx: StageContext) -> list[Score]:
 
         p: InstructParams = ctx.params
-        records = load_records(p, ctx.input("data"))
+        if p.records:
+            records = stage_records([ctx.input(role) for role in p.records])
+        else:
+            records = load_records(p, ctx.input("data"))
         model, tok = load_model_and_tokenizer(ctx.input("model") / "model")
+        if p.instruct.lora_rank is not None:
+            model = add_adapter(model, p.instruct.lora_rank, p.instruct.lora, "causal")
         examples = [
             build_sft_example(
                 tok, r.instruction, r.input, r.output, max_length=p.instruct.max_length
@@ -106,9 +138,11 @@ class Instruct(Stage):
             plugins=build_plugins(p.instruct.train.plugins, ctx.inputs),
             tracker_name=ctx.spec.name,
         )
+        if p.instruct.lora_rank is not None:
+            model = model.merge_and_unload()  # type: ignore[operator]
         if ctx.is_main_process:
             save_model_and_tokenizer(model, tok, ctx.out_dir / "model")
-            if p.instruct.source == "bible":
+            if p.instruct.source == "bible" and not p.records:
                 atomic_write_text(ctx.out_dir / "data_card.md", DATA_CARD)
             atomic_write_json(
                 ctx.out_dir / "train_summary.json",
@@ -117,7 +151,8 @@ class Instruct(Stage):
                     "steps": result.steps,
                     "final_loss": result.final_loss,
                     "seconds": round(result.seconds, 2),
-                    "source": p.instruct.source,
+                    "source": ", ".join(p.records) or p.instruct.source,
+                    "lora_rank": p.instruct.lora_rank,
                 },
             )
         return []

@@ -1,0 +1,93 @@
+"""Stage ``replay_data``: Phase 2 records mixed with English replay (paper 002, section 5.1).
+
+Inputs: ``records`` (the Phase 2 set), ``pool`` (its English counterpart: the
+same kind of instructions in English, *not* the Phase 1 data, which Phase 2
+may not see) and, for generative replay, ``model`` (the Phase 1 model).
+
+* ``kind: english`` (ER_10): pool records keep their original responses;
+* ``kind: generative`` (GR_5, GR_10): the Phase 1 model answers the pool's
+  instructions (greedy, ChatML) and those answers are replayed.
+
+``share`` of ``len(phase 2)`` pool records are drawn without replacement and
+shuffled in (:func:`polymnesia.methods.replay.mix_replay`); for generative
+replay only as many instructions as needed (plus a margin for empty answers)
+are answered. Writes ``records.jsonl`` (with ``replay: true|false``) and a
+data card, as an instruction-data stage does.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from polymnesia.config.base import StrictModel
+from polymnesia.errors import DataError
+from polymnesia.io import atomic_write_text, read_jsonl, write_jsonl_atomic
+from polymnesia.methods.replay import generative_replay, mix_replay, replay_size
+from polymnesia.models.io import load_model_and_tokenizer
+from polymnesia.pipeline.stage import STAGES, Stage, StageContext
+from polymnesia.results import Score
+
+
+class ReplayConfig(StrictModel):
+    """One replay arm of Table 5."""
+
+    kind: Literal["english", "generative"] = Field(
+        description="english: original responses (ER); generative: the Phase 1 model's (GR)"
+    )
+    share: float = Field(gt=0, le=1, description="replayed records per Phase 2 record (GR_5: 0.05)")
+    max_new_tokens: int = Field(64, gt=0, description="generative: answer length")
+    batch_size: int = Field(8, gt=0, description="generative: prompts per batch")
+
+
+class ReplayDataParams(StrictModel):
+    replay: ReplayConfig
+    seed: int = 0
+
+
+def _fields(rec: dict[str, object]) -> dict[str, str]:
+    return {k: str(rec.get(k, "")) for k in ("instruction", "input", "output")}
+
+
+@STAGES.register("replay_data", "mix English or generative replay into Phase 2 records (paper 002)")
+class ReplayData(Stage):
+    version = "1"
+
+    def run(self, ctx: StageContext) -> list[Score]:
+        p: ReplayDataParams = ctx.params
+        phase2 = [_fields(r) for r in read_jsonl(ctx.input("records") / "records.jsonl")]
+        pool = [_fields(r) for r in read_jsonl(ctx.input("pool") / "records.jsonl")]
+        k = replay_size(len(phase2), p.replay.share)
+        if p.replay.kind == "generative":
+            # answer the pool's first records, a margin more than needed (empty answers are
+            # dropped); the pool is in its builder's seeded order
+            n = min(len(pool), max(k + 8, int(k * 1.5)))
+            model, tok = load_model_and_tokenizer(ctx.input("model") / "model")
+            pool = generative_replay(
+                model,
+                tok,
+                pool[:n],
+                max_new_tokens=p.replay.max_new_tokens,
+                batch_size=p.replay.batch_size,
+            )
+        if k > len(pool):
+            raise DataError(
+                f"replay {p.replay.kind} needs {k} records ({p.replay.share:.0%} of "
+                f"{len(phase2)}) but has {len(pool)}; lower the share or enlarge the pool"
+            )
+        mix = mix_replay(phase2, pool, p.replay.share, seed=p.seed)
+        rows = [{**r, "replay": flag} for r, flag in zip(mix.records, mix.is_replay, strict=True)]
+        write_jsonl_atomic(ctx.out_dir / "records.jsonl", rows)
+        atomic_write_text(
+            ctx.out_dir / "data_card.md",
+            f"# Phase 2 records with {p.replay.kind} replay\n\n"
+            f"{len(phase2)} Phase 2 records and {mix.n_replay} English replay records "
+            f"({p.replay.share:.0%}), shuffled together (seed {p.seed}). "
+            + (
+                "Replayed responses are the Phase 1 model's greedy answers (generative replay).\n"
+                if p.replay.kind == "generative"
+                else "Replayed responses are the original English ones (English replay).\n"
+            ),
+        )
+        return []

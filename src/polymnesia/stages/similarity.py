@@ -1,0 +1,97 @@
+"""Stages ``dataset_similarity`` (DES, paper 002 Definition 1, Table 3) and ``model_distance``
+(MPD, Definition 2, Table 4).
+
+``dataset_similarity`` embeds ``n`` seeded samples of two instruction sets'
+instructions (inputs ``a`` and ``b``: instruction-data stages) with a
+language-agnostic sentence encoder and scores the dot product of their
+normalised mean embeddings. ``model_distance`` averages the L2 distance of
+every parameter tensor of two model folders (inputs ``a`` and ``b``), streamed.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from polymnesia.config.base import StrictModel
+from polymnesia.evaluation.embeddings import (
+    HiddenStateEmbedder,
+    UseEmbedder,
+    dataset_similarity,
+    mpd_folders,
+)
+from polymnesia.io import read_jsonl
+from polymnesia.metrics.similarity import DES_SAMPLES
+from polymnesia.pipeline.stage import STAGES, Stage, StageContext
+from polymnesia.results import Score
+
+
+class SimilarityConfig(StrictModel):
+    """How DES embeds the two datasets (paper: LaBSE, 500 samples each)."""
+
+    embedder: Literal["use", "hidden"] = Field(
+        "use",
+        description="use: multilingual Universal Sentence Encoder (offline); hidden: mean last "
+        "hidden state of the base model",
+    )
+    samples: int = Field(DES_SAMPLES, gt=0, description="records sampled per dataset (paper: 500)")
+    field: Literal["instruction", "text"] = Field(
+        "text", description="what is embedded: the instruction alone, or instruction + input"
+    )
+
+
+class DatasetSimilarityParams(StrictModel):
+    label: str = Field(description="the pair's name in tables (Phase 1 -> Phase 2 dataset)")
+    similarity: SimilarityConfig = Field(default_factory=SimilarityConfig)
+    seed: int = 0
+
+
+def _texts(folder: object, field: str) -> list[str]:
+    rows = read_jsonl(folder / "records.jsonl")  # type: ignore[operator]
+    if field == "instruction":
+        return [str(r["instruction"]) for r in rows]
+    return [f"{r['instruction']}\n{r.get('input', '')}".strip() for r in rows]
+
+
+@STAGES.register("dataset_similarity", "DES of two instruction datasets (paper 002, Definition 1)")
+class DatasetSimilarity(Stage):
+    version = "1"
+
+    def run(self, ctx: StageContext) -> list[Score]:
+        p: DatasetSimilarityParams = ctx.params
+        c = p.similarity
+        embedder = (
+            UseEmbedder()
+            if c.embedder == "use"
+            else HiddenStateEmbedder(ctx.input("model") / "model")
+        )
+        a, b = _texts(ctx.input("a"), c.field), _texts(ctx.input("b"), c.field)
+        value = dataset_similarity(a, b, embedder, n=c.samples, seed=p.seed)
+        n = min(c.samples, len(a), len(b))
+        return [
+            Score(
+                model=p.label,
+                lang="all",
+                metric="des",
+                value=value,
+                task="similarity",
+                setting=c.embedder,
+                extra={"n": n, "field": c.field},
+            )  # fmt: skip
+        ]
+
+
+class ModelDistanceParams(StrictModel):
+    label: str = Field(description="the pair's name in tables")
+    pattern: str | None = Field(None, description="regex: only matching tensors count")
+
+
+@STAGES.register("model_distance", "MPD of two models fine-tuned from one base (paper 002, Def. 2)")
+class ModelDistance(Stage):
+    version = "1"
+
+    def run(self, ctx: StageContext) -> list[Score]:
+        p: ModelDistanceParams = ctx.params
+        value = mpd_folders(ctx.input("a") / "model", ctx.input("b") / "model", pattern=p.pattern)
+        return [Score(model=p.label, lang="all", metric="mpd", value=value, task="similarity")]
