@@ -105,7 +105,7 @@ class RepresentationDrift(Stage):
                           value=float(v), task="drift", step=layer, extra=extra)
                 )  # fmt: skip
         buf = io.BytesIO()
-        np.savez(buf, **{k.replace(" ", "_"): v for k, v in states.items()})
+        np.savez(buf, **{k.replace(" ", "_"): v for k, v in states.items()})  # type: ignore[arg-type]
         atomic_write_bytes(ctx.out_dir / "states.npz", buf.getvalue())
         atomic_write_json(ctx.out_dir / "tsne.json", tsne_points(states, p.seed))
         return scores
