@@ -32,7 +32,7 @@ import numpy.typing as npt
 
 from polymnesia.errors import PolymnesiaError
 from polymnesia.metrics.uncertainty import Interval, PairedTest
-from polymnesia.reports.tables import Table
+from polymnesia.reports.table_core import Estimate, Table, to_markdown
 
 Verdict = Literal["holds", "contradicted", "inconclusive"]
 VERDICTS: tuple[Verdict, ...] = ("holds", "contradicted", "inconclusive")
@@ -163,8 +163,6 @@ def claims_table(claims: Sequence[Claim], fmt: str = ".3f") -> Table:
 
 def claims_markdown(claims: Sequence[Claim], fmt: str = ".3f") -> str:
     """A Markdown block: the verdict summary, then one row per claim."""
-    from polymnesia.reports.tables import to_markdown
-
     return f"{verdict_summary(claims)}\n\n{to_markdown(claims_table(claims, fmt), fmt)}"
 
 
@@ -277,7 +275,7 @@ def baseline_table(
                 model,
                 scope,
                 metric,
-                iv,
+                Estimate.of(iv),
                 base.chance(metric),
                 maj,
                 iv.estimate / maj if maj else math.nan,
