@@ -55,7 +55,9 @@ def test_group_table_na_group_seed_averaging_and_model_order() -> None:
     assert x[1].n == 2 and x[1].has_ci  # two seeds on 'a': a t-interval over seeds
     assert to_markdown(t).splitlines()[2] == "| Y | 2.000 | N/A | 8.000 | 5.000 |"
     # 'ppl' is not a registered metric: no direction note; the note says what ± means
-    assert t.caption == "C ± is half the width of the 95% confidence interval (Student t over seeds)."
+    assert (
+        t.caption == "C ± is half the width of the 95% confidence interval (Student t over seeds)."
+    )
 
 
 def test_group_table_size_blocks_ordered_by_params() -> None:
@@ -145,7 +147,10 @@ def test_seed_table_setting_columns_average_languages_per_seed_first() -> None:
     t = seed_table(scores, "ppl", col_key="setting")
     assert texts(t) == [["LF", "3.00±1.41"]]
     assert texts(seed_table(scores, "ppl", col_key="setting", ddof=0)) == [["LF", "3.00±1.00"]]
-    lo, hi = t.rows[0][1].low, t.rows[0][1].high  # the CSV's t-interval: 3 ± t(0.975, 1) * 1.41 / sqrt 2
+    lo, hi = (
+        t.rows[0][1].low,
+        t.rows[0][1].high,
+    )  # the CSV's t-interval: 3 ± t(0.975, 1) * 1.41 / sqrt 2
     assert (lo, hi) == pytest.approx((3 - 12.706205, 3 + 12.706205))
     with pytest.raises(ConfigError, match="best 'top' is not supported"):
         seed_table(scores, "ppl", best="top")
