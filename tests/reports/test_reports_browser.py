@@ -31,7 +31,7 @@ from polymnesia.results import Score
 CHROMIUM = next(
     (p for p in map(shutil.which, ("chromium", "chromium-browser", "google-chrome")) if p), None
 )
-pytestmark = pytest.mark.skipif(
+needs_chromium = pytest.mark.skipif(
     CHROMIUM is None,
     reason="headless Chromium is not installed (Debian: apt-get install chromium); "
     "the browser check of report.html is skipped",
@@ -220,6 +220,7 @@ def test_report_html_is_self_contained(report_html: Path) -> None:
     assert page.count("data:image/png;base64,") == 2
 
 
+@needs_chromium
 @pytest.mark.parametrize("width", [1280, 1024])
 def test_report_renders_within_a_laptop_screen(
     report_html: Path, width: int, tmp_path: Path
@@ -233,6 +234,7 @@ def test_report_renders_within_a_laptop_screen(
     assert got["toc"] == 5  # claims, Table 1, Per language, Transfer, Did the models learn?
 
 
+@needs_chromium
 def test_screenshot(report_html: Path, tmp_path: Path) -> None:
     from matplotlib.image import imread
 
