@@ -8,7 +8,7 @@ BIN := $(VENV)/bin
 # install the torch build you want first and set TORCH_SPEC= to keep it.
 TORCH_SPEC ?= torch==2.13.0
 
-.PHONY: install quickstart test lint typecheck unit integration clean
+.PHONY: install quickstart test lint typecheck unit integration browser clean
 
 $(BIN)/activate:
 	$(PYTHON) -m venv $(VENV)
@@ -37,7 +37,16 @@ unit: install
 integration: install
 	$(BIN)/pytest -m integration
 
-test: lint typecheck
+# headless Chromium for the browser test of report.html (tests/reports/test_reports_browser.py):
+# installed with apt where apt is available and we are root; elsewhere that test is skipped
+browser:
+	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || { \
+	  if command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
+	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) \
+	      || echo "chromium could not be installed: the browser test of report.html will be skipped"; \
+	  else echo "no chromium (and no apt as root to install it): the browser test of report.html will be skipped"; fi; }
+
+test: lint typecheck browser
 	$(BIN)/pytest -m "integration or not integration"
 
 clean:

@@ -22,11 +22,24 @@ import json
 import math
 import os
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field, fields
-from typing import Any
+from dataclasses import asdict, dataclass, field, fields, replace
+from typing import Any, Protocol
 
 from polymnesia.errors import ConfigError, DataError
 from polymnesia.io import append_jsonl, atomic_write_text, read_jsonl
+
+
+class Interval(Protocol):
+    """What a score takes from an interval (:class:`polymnesia.metrics.uncertainty.Interval`)."""
+
+    @property
+    def low(self) -> float: ...
+    @property
+    def high(self) -> float: ...
+    @property
+    def n(self) -> int: ...
+    @property
+    def has_spread(self) -> bool: ...
 
 
 @dataclass(frozen=True)
@@ -40,6 +53,12 @@ class Score:
     blocks its tables by size); ``seed``, ``step`` and ``setting`` (a
     source-language set, a language order) distinguish repeated runs;
     ``extra`` holds anything else and must be JSON-serialisable.
+
+    Uncertainty (all optional, so older files still read): ``ci_low`` and
+    ``ci_high`` bound ``value`` (a bootstrap interval over test items or a
+    t-interval over seeds, see :mod:`polymnesia.metrics.uncertainty`),
+    ``n`` counts what the interval was computed from (test items, seeds) and
+    ``stderr`` is a standard error where one is known.
     """
 
     model: str
@@ -54,6 +73,15 @@ class Score:
     step: int | None = None
     setting: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    ci_low: float | None = None
+    ci_high: float | None = None
+    n: int | None = None
+    stderr: float | None = None
+
+    @property
+    def has_ci(self) -> bool:
+        """Whether both interval bounds are set and finite."""
+        return _finite(self.ci_low) and _finite(self.ci_high)
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict; ``None`` fields and an empty ``extra`` are left out."""
@@ -63,10 +91,22 @@ class Score:
         return out
 
 
+def with_interval(score: Score, interval: Interval) -> Score:
+    """``score`` carrying ``interval``'s bounds and ``n`` (bounds left unset when it has no spread)."""
+    if not interval.has_spread:
+        return replace(score, n=interval.n)
+    return replace(score, ci_low=interval.low, ci_high=interval.high, n=interval.n)
+
+
+def _finite(x: float | None) -> bool:
+    return x is not None and math.isfinite(x)
+
+
 SCORE_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(Score))
 _REQUIRED = ("model", "lang", "metric", "value")
 _STR_FIELDS = ("model", "lang", "metric", "task", "group", "size", "setting")
-_INT_FIELDS = ("params", "seed", "step")
+_INT_FIELDS = ("params", "seed", "step", "n")
+_OPTIONAL_FLOATS = ("ci_low", "ci_high", "stderr")
 
 
 def score_from_dict(record: Mapping[str, Any], where: str = "score record") -> Score:
@@ -88,6 +128,12 @@ def _checked_fields(record: Mapping[str, Any], where: str) -> dict[str, Any]:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise DataError(f"{where}: 'value' must be a number, got {value!r}")
     out["value"] = float(value)
+    for key in _OPTIONAL_FLOATS:
+        v = out.get(key)
+        if v is not None:
+            if isinstance(v, bool) or not isinstance(v, (int, float)):
+                raise DataError(f"{where}: '{key}' must be a number, got {v!r}")
+            out[key] = float(v)
     for key in _STR_FIELDS:
         if out.get(key) is not None and not isinstance(out[key], str):
             raise DataError(f"{where}: '{key}' must be a string, got {out[key]!r}")

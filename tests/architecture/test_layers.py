@@ -6,7 +6,7 @@ Layers, top to bottom (docs/architecture.md); a module may import its own layer 
     experiments
     stages, testing
     methods, continual, tasks, evaluation, training, reports
-    models, tokenizers, gradients, layers, metrics, data, pipeline
+    models, tokenizers, gradients, layers, metrics, items, data, pipeline
     results, config, io, registry, registry_imports, paths, errors, runtime
 """
 
@@ -23,7 +23,7 @@ TIERS = [
     {"experiments"},
     {"stages", "testing"},
     {"methods", "continual", "tasks", "evaluation", "training", "reports"},
-    {"models", "tokenizers", "gradients", "layers", "metrics", "data", "pipeline"},
+    {"models", "tokenizers", "gradients", "layers", "metrics", "items", "data", "pipeline"},
     {
         "results",
         "config",

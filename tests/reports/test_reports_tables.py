@@ -10,6 +10,7 @@ import pytest
 from polymnesia.errors import ConfigError, DataError
 from polymnesia.reports.tables import (
     Table,
+    format_cell,
     group_table,
     human_params,
     language_table,
@@ -36,7 +37,8 @@ def test_group_table_overall_is_mean_over_languages_not_groups() -> None:
     assert t.columns == ["Model", "mu_pretraining", "mu_adapting", "mu_other", "mu_overall"]
     assert t.rows == [["X", 2.0, 4.0, 7.0, pytest.approx(29 / 6)]]
     assert t.rows[0][4] != pytest.approx(13 / 3)
-    assert t.caption == "(Lower is better)" and t.name == "ppl" and t.block_column is None
+    assert t.caption == "No interval: one seed and no per-item data. (Lower is better)"
+    assert t.name == "ppl" and t.block_column is None
 
 
 def test_group_table_na_group_seed_averaging_and_model_order() -> None:
@@ -49,9 +51,13 @@ def test_group_table_na_group_seed_averaging_and_model_order() -> None:
     y, x = t.rows
     assert y[:2] == ["Y", 2.0] and math.isnan(y[2]) and y[3] == 8.0
     assert y[4] == 5.0  # (2 + 8 + 5) / 3: an ungrouped language still counts in mu_overall
-    assert x[0] == "X" and x[1] == 1.0 and x[2] == 4.0 and math.isnan(x[3]) and x[4] == 2.5
+    assert x[0] == "X" and x[1].value == 1.0 and x[2] == 4.0 and math.isnan(x[3]) and x[4] == 2.5
+    assert x[1].n == 2 and x[1].has_ci  # two seeds on 'a': a t-interval over seeds
     assert to_markdown(t).splitlines()[2] == "| Y | 2.000 | N/A | 8.000 | 5.000 |"
-    assert t.caption == "C"  # 'ppl' is not a registered metric: no direction note
+    # 'ppl' is not a registered metric: no direction note; the note says what ± means
+    assert (
+        t.caption == "C ± is half the width of the 95% confidence interval (Student t over seeds)."
+    )
 
 
 def test_group_table_size_blocks_ordered_by_params() -> None:
@@ -126,7 +132,7 @@ def test_seed_table_mean_std_marks_and_best() -> None:
     scores += [sc("N", "fr", 4.0, seed=0), sc("N", "fr", 4.0, seed=1), sc("N", "de", 0.5, seed=0)]
     t = seed_table(scores, "ppl", marks={"M|fr": "●", "de": "*"}, best="max")
     assert t.columns == ["Model", "fr", "de"]
-    assert t.rows == [["M", "2.00±1.00●", "–"], ["N", "4.00±0.00", "0.50±0.00*"]]
+    assert texts(t) == [["M", "2.00±1.00●", "–"], ["N", "4.00±0.00", "0.50*"]]  # one seed: no ±
     assert t.bold == [(0, 1), (1, 1)]
     md = to_markdown(t).splitlines()
     assert md[2] == "| M | **2.00±1.00●** | – |"
@@ -139,8 +145,13 @@ def test_seed_table_setting_columns_average_languages_per_seed_first() -> None:
         sc("LF", "fr", 3.0, seed=2, setting="S1"), sc("LF", "de", 5.0, seed=2, setting="S1"),
     ]  # fmt: skip
     t = seed_table(scores, "ppl", col_key="setting")
-    assert t.rows == [["LF", "3.00±1.41"]]
-    assert seed_table(scores, "ppl", col_key="setting", ddof=0).rows == [["LF", "3.00±1.00"]]
+    assert texts(t) == [["LF", "3.00±1.41"]]
+    assert texts(seed_table(scores, "ppl", col_key="setting", ddof=0)) == [["LF", "3.00±1.00"]]
+    lo, hi = (
+        t.rows[0][1].low,
+        t.rows[0][1].high,
+    )  # the CSV's t-interval: 3 ± t(0.975, 1) * 1.41 / sqrt 2
+    assert (lo, hi) == pytest.approx((3 - 12.706205, 3 + 12.706205))
     with pytest.raises(ConfigError, match="best 'top' is not supported"):
         seed_table(scores, "ppl", best="top")
 
@@ -152,6 +163,10 @@ def test_matrix_table_and_shape_error() -> None:
     with pytest.raises(ConfigError, match=r"matrix is 2x2 but labels are 2x3") as err:
         matrix_table([[1, 2], [3, 4]], ["s1", "s2"], ["a", "b", "c"], "R", "T")
     assert "\n" not in str(err.value)
+
+
+def texts(t: Table) -> list[list[str]]:
+    return [[format_cell(c, t.floatfmt or ".3f") for c in row] for row in t.rows]
 
 
 TWO_BY_TWO = Table(

@@ -156,6 +156,16 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_compare(args: argparse.Namespace) -> int:
+    from polymnesia.reports.compare import write_comparison
+
+    tables = [t for t in args.tables.split(",") if t] if args.tables else None
+    md, page = write_comparison(args.run_dirs, args.out, tables)
+    print(md.read_text(encoding="utf-8"))
+    print(f"[polymnesia] comparison: {md} and {page}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="polymnesia", description="Multilingual continual learning of language models."
@@ -191,6 +201,15 @@ def build_parser() -> argparse.ArgumentParser:
     rep = sub.add_parser("report", help="rebuild the report of a run folder from its saved results")
     rep.add_argument("run_dir")
     rep.set_defaults(fn=cmd_report)
+    cmp = sub.add_parser(
+        "compare", help="put the headline tables of runs of one protocol side by side, with CIs"
+    )
+    cmp.add_argument("run_dirs", nargs="+", metavar="RUN_DIR")
+    cmp.add_argument(
+        "--out", help="folder for compare.md and compare.html (default runs/compare-HASH)"
+    )
+    cmp.add_argument("--tables", help="comma-separated table names (default: every shared table)")
+    cmp.set_defaults(fn=cmd_compare)
     return p
 
 

@@ -160,6 +160,36 @@ def lm_stats(
     max_tokens: int = 8192,
 ) -> LMStats:
     """Likelihood statistics of ``texts`` (sharded over processes when distributed)."""
+    stats, _ = lm_items(
+        model,
+        tokenizer,
+        texts,
+        batch_size=batch_size,
+        max_length=max_length,
+        device=device,
+        max_tokens=max_tokens,
+        gather=False,
+    )
+    return stats
+
+
+def lm_items(
+    model: torch.nn.Module,
+    tokenizer: Any,
+    texts: Sequence[str],
+    *,
+    batch_size: int = 32,
+    max_length: int = 512,
+    device: torch.device | str | None = None,
+    max_tokens: int = 8192,
+    gather: bool = True,
+) -> tuple[LMStats, dict[str, list[float]]]:
+    """:func:`lm_stats` and, per text in input order, ``nll``, ``tokens``, ``bytes`` and ``words``.
+
+    The totals are the same sums :func:`lm_stats` returns; the per-text
+    columns (gathered from every process when distributed, empty when
+    ``gather`` is False) let reports bootstrap over texts.
+    """
     import torch.distributed as dist
 
     rank, world = 0, 1
@@ -176,6 +206,25 @@ def lm_stats(
         if seqs
         else ([], [])
     )
-    words = sum(len(t.split()) for t in mine)
-    tot = _all_reduce([sum(nll), float(sum(count)), float(sum(nbytes)), float(words)])
-    return LMStats(nll=tot[0], tokens=int(tot[1]), bytes=int(tot[2]), words=int(tot[3]))
+    words = [len(t.split()) for t in mine]
+    tot = _all_reduce([sum(nll), float(sum(count)), float(sum(nbytes)), float(sum(words))])
+    stats = LMStats(nll=tot[0], tokens=int(tot[1]), bytes=int(tot[2]), words=int(tot[3]))
+    local: dict[str, list[Any]] = {"nll": nll, "tokens": count, "bytes": nbytes, "words": words}
+    return stats, (_gather_columns(local, len(texts), rank, world) if gather else {})
+
+
+def _gather_columns(
+    local: dict[str, list[Any]], n: int, rank: int, world: int
+) -> dict[str, list[float]]:
+    """Per-text columns of every process put back in input order (process r held texts r::world)."""
+    import torch.distributed as dist
+
+    parts: list[Any] = [local]
+    if world > 1:
+        parts = [None] * world
+        dist.all_gather_object(parts, local)
+    out: dict[str, list[float]] = {k: [0.0] * n for k in local}
+    for r, part in enumerate(parts):
+        for k, col in part.items():
+            out[k][r::world] = [float(v) for v in col]
+    return out

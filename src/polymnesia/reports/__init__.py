@@ -8,6 +8,7 @@ Scores come from :mod:`polymnesia.results`. See docs/reports.md.
 
 from polymnesia.reports.render import Report, table_html
 from polymnesia.reports.tables import (
+    Estimate,
     Table,
     group_table,
     language_table,
@@ -19,6 +20,7 @@ from polymnesia.reports.tables import (
 )
 
 __all__ = [
+    "Estimate",
     "Report",
     "Table",
     "group_table",

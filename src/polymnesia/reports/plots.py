@@ -31,6 +31,8 @@ from matplotlib.figure import Figure
 
 from polymnesia.errors import ConfigError, DataError
 from polymnesia.io import atomic_write_bytes
+from polymnesia.reports.cells import language_cell
+from polymnesia.reports.table_core import Estimate
 from polymnesia.results import Score, filter_scores, group_scores, mean, ordered, unique
 
 DPI = 120
@@ -73,7 +75,9 @@ def bar_by_language(
 
     One model: bars coloured by group with a group legend. Several models:
     grouped bars coloured by model, tick labels coloured by group and thin
-    separators between groups. Repeated records (seeds) are averaged.
+    separators between groups. Repeated records (seeds) are averaged. Error
+    bars show each bar's interval (t over seeds, else the record's bootstrap
+    interval; :func:`polymnesia.reports.cells.language_cell`) where it has one.
     """
     chosen = filter_scores(scores, metric=metric)
     if model is not None:
@@ -85,6 +89,7 @@ def bar_by_language(
     values = {
         k: mean([s.value for s in g]) for k, g in group_scores(chosen, "model", "lang").items()
     }
+    errors = _error_bars(chosen)
     colour = {
         g: GROUP_COLORS[i % len(GROUP_COLORS)]
         for i, g in enumerate(dict.fromkeys(g for _, g in langs))
@@ -96,16 +101,30 @@ def bar_by_language(
     for i, m in enumerate(models):
         ys = [values.get((m, lang), math.nan) for lang, _ in langs]
         offset = (i - (len(models) - 1) / 2) * width
+        err = np.array([errors.get((m, lang), (0.0, 0.0)) for lang, _ in langs]).T
+        bars: dict[str, Any] = {"yerr": err, "capsize": 2, "ecolor": "#333"} if err.any() else {}
         if len(models) == 1:
-            ax.bar(x, ys, width, color=[colour[g] for _, g in langs])
+            ax.bar(x, ys, width, color=[colour[g] for _, g in langs], **bars)
         else:
-            ax.bar(x + offset, ys, width, label=m, color=GROUP_COLORS[i % len(GROUP_COLORS)])
+            color = GROUP_COLORS[i % len(GROUP_COLORS)]
+            ax.bar(x + offset, ys, width, label=m, color=color, **bars)
     _language_axis(ax, langs, colour, grouped=len(models) > 1)
     ax.set_ylabel(ylabel or metric)
     ax.set_title(
         title or (f"{metric} by language" + (f" ({models[0]})" if len(models) == 1 else ""))
     )
     return save_figure(fig, path)
+
+
+def _error_bars(scores: Sequence[Score]) -> dict[tuple[str, str], tuple[float, float]]:
+    """(model, lang) -> (value - low, high - value) for the bars that have an interval."""
+
+    out = {}
+    for (m, lang), g in group_scores(scores, "model", "lang").items():
+        cell = language_cell(g)
+        if isinstance(cell, Estimate) and cell.has_ci:
+            out[(m, lang)] = (max(0.0, cell.value - cell.low), max(0.0, cell.high - cell.value))
+    return out
 
 
 def _language_axis(

@@ -6,9 +6,22 @@
 
 Both files come from the same sections, so they never disagree: Markdown for
 reading in a terminal or on a forge, HTML as one self-contained file (styles
-inline, images embedded as base64 ``data:`` URIs) for sharing. Paragraphs
-and bullets support the inline Markdown subset ``**bold**``, ``*italic*``
-and ```code```; everything else is escaped in HTML.
+inline, images embedded as base64 ``data:`` URIs, no script, nothing fetched
+from the network) for sharing. Paragraphs and bullets support the inline
+Markdown subset ``**bold**``, ``*italic*`` and ```code```; everything else is
+escaped in HTML.
+
+Layout rules, applied to both files:
+
+* claims blocks (:meth:`Report.claims`) come first, after the title and any
+  paragraphs before the first heading; then (HTML) a table of contents of the
+  level-2 and level-3 headings;
+* a heading followed by nothing before the next heading of its level or
+  above is dropped (a section with nothing to show);
+* a table title or figure caption equal to the heading just above it is not
+  repeated;
+* in HTML, wide tables scroll sideways inside their box and figures scale to
+  the page width, so nothing overflows a laptop screen.
 """
 
 from __future__ import annotations
@@ -17,32 +30,46 @@ import base64
 import html
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from polymnesia.errors import ConfigError
 from polymnesia.io import atomic_write_text
-from polymnesia.reports.tables import Table, format_cell, table_markdown_block
+from polymnesia.reports.claims import Claim, claims_html, claims_markdown
+from polymnesia.reports.table_core import Estimate, Table, format_cell, table_markdown_block
 
 _STYLE = """
-body { font-family: system-ui, sans-serif; max-width: 1100px; margin: 2em auto; padding: 0 1em; color: #222; }
-table { border-collapse: collapse; margin: 0.5em 0 0.3em; font-size: 0.9em; }
-th, td { border: 1px solid #ccc; padding: 0.25em 0.6em; text-align: right; }
+*, *::before, *::after { box-sizing: border-box; }
+html { -webkit-text-size-adjust: 100%; }
+body { font-family: system-ui, sans-serif; line-height: 1.45; max-width: 1100px; margin: 1.5em auto;
+  padding: 0 1em; color: #222; }
+p, li, figcaption, .caption, .table-title, h1, h2, h3, h4 { overflow-wrap: anywhere; }
+.table-wrap { max-width: 100%; overflow-x: auto; margin: 0.5em 0 0.3em; }
+table { border-collapse: collapse; font-size: 0.9em; }
+th, td { border: 1px solid #ccc; padding: 0.25em 0.6em; text-align: right; white-space: nowrap; }
 th:first-child, td:first-child { text-align: left; }
-th { background: #f2f2f2; }
+th { background: #f2f2f2; position: sticky; top: 0; }
 tr.block td { background: #fafafa; font-style: italic; text-align: left; }
 .table-title { font-weight: 600; margin-top: 1.2em; }
-.caption, figcaption { color: #555; font-size: 0.9em; }
-figure { margin: 1em 0; } figure img { max-width: 100%; }
-pre { background: #f6f6f6; padding: 0.7em; overflow-x: auto; }
+.caption, figcaption { color: #555; font-size: 0.9em; max-width: 60em; }
+figure { margin: 1em 0; } figure img { max-width: 100%; height: auto; display: block; }
+pre { background: #f6f6f6; padding: 0.7em; overflow-x: auto; max-width: 100%; }
+nav.toc { background: #f7f7f9; border: 1px solid #e3e3e8; padding: 0.5em 1em; margin: 1em 0; }
+nav.toc ul { margin: 0.2em 0; padding-left: 1.2em; } nav.toc li.l3 { margin-left: 1.2em; font-size: 0.95em; }
+.claims { border: 1px solid #d0d7de; border-radius: 6px; padding: 0.3em 1em 0.8em; margin: 1em 0; }
+.claims th, .claims td { white-space: normal; text-align: left; vertical-align: top; }
+.claims td:nth-child(2) { min-width: 16em; } .claims td.verdict, .claims td:nth-child(4) { white-space: nowrap; }
+tr.claim.holds .verdict { color: #116329; font-weight: 600; }
+tr.claim.contradicted .verdict { color: #b42318; font-weight: 600; }
+tr.claim.inconclusive .verdict { color: #7a5d00; font-weight: 600; }
 .missing { color: #b00; }
 """
 
 
 @dataclass(frozen=True)
 class Section:
-    kind: str  # heading | paragraph | table | image | bullets | code
+    kind: str  # heading | paragraph | table | image | bullets | code | claims
     payload: Any
     level: int = 0
     caption: str = ""
@@ -81,6 +108,12 @@ class Report:
     def code(self, text: str) -> Report:
         return self._add(Section("code", text))
 
+    def claims(
+        self, claims: list[Claim], title: str = "The paper's claims at this scale"
+    ) -> Report:
+        """A claims block (:mod:`polymnesia.reports.claims`), shown at the top of the report."""
+        return self._add(Section("claims", list(claims), caption=title))
+
     def _add(self, section: Section) -> Report:
         self.sections.append(section)
         return self
@@ -88,19 +121,30 @@ class Report:
     # ------------------------------------------------------------- Markdown
 
     def to_markdown(self) -> str:
-        parts = [f"# {self.title}\n"] + [_md_section(s, self.floatfmt) for s in self.sections]
+        parts = [f"# {self.title}\n"] + [
+            _md_section(sec, self.floatfmt, above) for sec, above in _laid_out(self.sections)
+        ]
         return "\n".join(parts)
 
     # ----------------------------------------------------------------- HTML
 
     def to_html(self, run_dir: str | os.PathLike[str]) -> str:
         """Self-contained HTML; images are read from ``run_dir`` and embedded."""
-        body = "\n".join(_html_section(s, Path(run_dir), self.floatfmt) for s in self.sections)
+        laid = _laid_out(self.sections)
+        ids = _anchors([sec for sec, _ in laid])
+        body = [
+            _html_section(sec, Path(run_dir), self.floatfmt, above, ids.get(i))
+            for i, (sec, above) in enumerate(laid)
+        ]
+        toc = _toc_html(laid, ids)
+        at = next((i for i, (sec, _) in enumerate(laid) if sec.kind == "heading"), len(body))
+        body.insert(at, toc)
         title = html.escape(self.title)
         return (
             f'<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+            f'<meta name="viewport" content="width=device-width, initial-scale=1">\n'
             f"<title>{title}</title>\n<style>{_STYLE}</style>\n</head>\n<body>\n"
-            f"<h1>{title}</h1>\n{body}\n</body>\n</html>\n"
+            f"<h1>{title}</h1>\n" + "\n".join(b for b in body if b) + "\n</body>\n</html>\n"
         )
 
     def write(self, run_dir: str | os.PathLike[str]) -> tuple[Path, Path]:
@@ -112,18 +156,59 @@ class Report:
         return md_path, html_path
 
 
-def _md_section(s: Section, floatfmt: str) -> str:
+def _laid_out(sections: list[Section]) -> list[tuple[Section, str]]:
+    """Sections in display order with the heading text above each: claims hoisted, empty headings dropped."""
+    claims = [sec for sec in sections if sec.kind == "claims"]
+    rest = [sec for sec in sections if sec.kind != "claims"]
+    first = next((i for i, sec in enumerate(rest) if sec.kind == "heading"), len(rest))
+    ordered = rest[:first] + claims + rest[first:]
+    kept = [sec for i, sec in enumerate(ordered) if not _empty_heading(ordered, i)]
+    out, above = [], ""
+    for sec in kept:
+        out.append((sec, above))
+        above = sec.payload if sec.kind == "heading" else ""
+    return out
+
+
+def _empty_heading(sections: list[Section], i: int) -> bool:
+    """A heading with only headings before the next one of its level or above (or the end)."""
+    if sections[i].kind != "heading":
+        return False
+    for nxt in sections[i + 1 :]:
+        if nxt.kind != "heading":
+            return False
+        if nxt.level <= sections[i].level:
+            return True
+    return True
+
+
+def _same(text: str, heading: str) -> bool:
+    """Whether a title or caption only repeats the heading above it."""
+
+    def norm(x: str) -> str:
+        return re.sub(r"[\s.:]+$", "", re.sub(r"\s+", " ", x)).strip().lower()
+
+    return bool(heading) and norm(text) == norm(heading)
+
+
+def _md_section(s: Section, floatfmt: str, above: str = "") -> str:
     if s.kind == "heading":
         return f"{'#' * s.level} {s.payload}\n"
     if s.kind == "paragraph":
         return f"{s.payload}\n"
     if s.kind == "table":
-        return table_markdown_block(s.payload, floatfmt)
+        table = s.payload
+        if _same(table.title, above):
+            table = replace(table, title="")
+        return table_markdown_block(table, floatfmt)
     if s.kind == "image":
         alt = s.caption or Path(s.payload).stem
-        return f"![{alt}]({s.payload})\n" + (f"\n*{s.caption}*\n" if s.caption else "")
+        shown = s.caption and not _same(s.caption, above)
+        return f"![{alt}]({s.payload})\n" + (f"\n*{s.caption}*\n" if shown else "")
     if s.kind == "bullets":
         return "".join(f"- {item}\n" for item in s.payload)
+    if s.kind == "claims":
+        return f"## {s.caption}\n\n{claims_markdown(s.payload)}"
     return f"```\n{s.payload.rstrip()}\n```\n"
 
 
@@ -135,22 +220,64 @@ def inline_html(text: str) -> str:
     return re.sub(r"(?<![\w*])\*([^*\s][^*]*)\*(?![\w*])", r"<em>\1</em>", out)
 
 
-def _html_section(s: Section, run_dir: Path, floatfmt: str) -> str:
+def _anchors(sections: list[Section]) -> dict[int, str]:
+    """Unique ``id`` slugs for the level-2/3 headings and the claims block, by section index."""
+    out: dict[int, str] = {}
+    seen: set[str] = set()
+    for i, sec in enumerate(sections):
+        text = sec.caption if sec.kind == "claims" else sec.payload
+        if sec.kind == "claims" or (sec.kind == "heading" and sec.level in (2, 3)):
+            base = re.sub(r"[^a-z0-9]+", "-", str(text).lower()).strip("-") or "section"
+            slug, k = base, 2
+            while slug in seen:
+                slug, k = f"{base}-{k}", k + 1
+            seen.add(slug)
+            out[i] = slug
+    return out
+
+
+def _toc_html(laid: list[tuple[Section, str]], ids: dict[int, str]) -> str:
+    items = []
+    for i, (sec, _) in enumerate(laid):
+        if i in ids:
+            level = 2 if sec.kind == "claims" else sec.level
+            text = sec.caption if sec.kind == "claims" else sec.payload
+            items.append(f'<li class="l{level}"><a href="#{ids[i]}">{inline_html(text)}</a></li>')
+    if len(items) < 2:
+        return ""
+    return '<nav class="toc"><strong>Contents</strong><ul>' + "".join(items) + "</ul></nav>"
+
+
+def _html_section(
+    s: Section, run_dir: Path, floatfmt: str, above: str = "", anchor: str | None = None
+) -> str:
+    id_attr = f' id="{anchor}"' if anchor else ""
     if s.kind == "heading":
-        return f"<h{s.level}>{inline_html(s.payload)}</h{s.level}>"
+        return f"<h{s.level}{id_attr}>{inline_html(s.payload)}</h{s.level}>"
     if s.kind == "paragraph":
         return f"<p>{inline_html(s.payload)}</p>"
     if s.kind == "table":
-        return table_html(s.payload, floatfmt)
+        table = s.payload
+        return table_html(
+            replace(table, title="") if _same(table.title, above) else table, floatfmt
+        )
     if s.kind == "image":
-        return _image_html(run_dir, s.payload, s.caption)
+        return _image_html(
+            run_dir, s.payload, "" if _same(s.caption, above) else s.caption, s.caption
+        )
     if s.kind == "bullets":
         return "<ul>" + "".join(f"<li>{inline_html(i)}</li>" for i in s.payload) + "</ul>"
+    if s.kind == "claims":
+        return f"<h2{id_attr}>{inline_html(s.caption)}</h2>\n{claims_html(s.payload)}"
     return f"<pre><code>{html.escape(s.payload)}</code></pre>"
 
 
 def table_html(table: Table, floatfmt: str = ".3f") -> str:
-    """An HTML ``<table>`` straight from a :class:`Table` (block rows span all columns)."""
+    """An HTML ``<table>`` straight from a :class:`Table`, in a box that scrolls sideways when wide.
+
+    Block rows span all columns; a cell with an interval gets a tooltip with its bounds and ``n``.
+    """
+    floatfmt = table.floatfmt or floatfmt
     width = len(table.columns)
     bold = set(table.bold)
     head = "".join(f"<th>{html.escape(str(c))}</th>" for c in table.columns)
@@ -161,19 +288,30 @@ def table_html(table: Table, floatfmt: str = ".3f") -> str:
                 f'<tr class="block"><td colspan="{width}">{html.escape(table.block_label(row))}</td></tr>'
             )
             continue
-        cells = [html.escape(format_cell(v, floatfmt)) for v in row]
-        cells = [f"<strong>{c}</strong>" if (i, j) in bold else c for j, c in enumerate(cells)]
-        rows.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
+        cells = []
+        for j, v in enumerate(row):
+            text = html.escape(format_cell(v, floatfmt))
+            text = f"<strong>{text}</strong>" if (i, j) in bold else text
+            cells.append(f"<td{_tooltip(v, floatfmt)}>{text}</td>")
+        rows.append("<tr>" + "".join(cells) + "</tr>")
     title = f'<div class="table-title">{inline_html(table.title)}</div>\n' if table.title else ""
     caption = f'\n<div class="caption">{inline_html(table.caption)}</div>' if table.caption else ""
     return (
-        f"{title}<table>\n<thead><tr>{head}</tr></thead>\n<tbody>\n"
+        f'{title}<div class="table-wrap"><table>\n<thead><tr>{head}</tr></thead>\n<tbody>\n'
         + "\n".join(rows)
-        + f"\n</tbody>\n</table>{caption}"
+        + f"\n</tbody>\n</table></div>{caption}"
     )
 
 
-def _image_html(run_dir: Path, relpath: str, caption: str) -> str:
+def _tooltip(value: object, floatfmt: str) -> str:
+    if not isinstance(value, Estimate) or not value.has_ci:
+        return ""
+    n = f", n = {value.n}" if value.n is not None else ""
+    text = f"CI [{format(value.low, floatfmt)}, {format(value.high, floatfmt)}]{n}"
+    return f' title="{html.escape(text)}"'
+
+
+def _image_html(run_dir: Path, relpath: str, caption: str, alt_text: str = "") -> str:
     """The image as a base64 ``data:`` URI; a missing file shows a visible note instead of failing."""
     path = run_dir / relpath
     cap = f"<figcaption>{inline_html(caption)}</figcaption>" if caption else ""
@@ -186,5 +324,5 @@ def _image_html(run_dir: Path, relpath: str, caption: str) -> str:
         ".jpeg": "image/jpeg",
     }.get(path.suffix.lower(), "application/octet-stream")
     data = base64.b64encode(path.read_bytes()).decode("ascii")
-    alt = html.escape(caption or path.stem)
+    alt = html.escape(alt_text or caption or path.stem)
     return f'<figure><img src="data:{mime};base64,{data}" alt="{alt}">{cap}</figure>'

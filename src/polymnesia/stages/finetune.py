@@ -18,6 +18,11 @@ paper's forgetting, Section 3.2: the paper never measures it; the pretraining
 loss of a decoder is the causal LM loss, and the fine-tuned model has no LM
 head, so the pretrained one is reattached).
 
+Every task score carries a percentile bootstrap interval over its test
+examples (``ci_low``, ``ci_high``, ``n``); predictions and gold labels (and the
+per-text likelihoods behind ``lm_loss``) are kept in ``items.jsonl`` for paired
+tests between arms.
+
 Departures: a fixed number of steps instead of epochs; no learning-rate grid
 search or checkpoint selection on validation data (the paper grid-searches).
 """
@@ -32,9 +37,10 @@ from pydantic import Field
 from polymnesia.config.base import StrictModel
 from polymnesia.data.prepared import read_split, read_texts
 from polymnesia.errors import ConfigError, DataError
-from polymnesia.evaluation.likelihood import lm_stats
+from polymnesia.evaluation.likelihood import lm_items
 from polymnesia.gradients import get_combiner
 from polymnesia.io import atomic_write_json
+from polymnesia.items import ITEMS_FILE, BootstrapConfig, ItemSet, score_with_items, write_items
 from polymnesia.models import load_model
 from polymnesia.pipeline.stage import STAGES, Stage, StageContext
 from polymnesia.results import Score
@@ -44,10 +50,10 @@ from polymnesia.tasks import (
     TaskConfig,
     build_sequence_examples,
     build_token_examples,
-    evaluate_by_language,
     infer_num_labels,
     load_classifier,
 )
+from polymnesia.tasks.classification import evaluate_items_by_language
 from polymnesia.training.config import TrainConfig
 from polymnesia.training.loop import train
 from polymnesia.training.multilingual_step import MultilingualData, MultilingualStep
@@ -90,6 +96,7 @@ class FinetuneParams(StrictModel):
         "main", description="which part of the experiment (main, top3, branch name)"
     )
     subset_seed: int = 0
+    bootstrap: BootstrapConfig = Field(default_factory=BootstrapConfig)
 
 
 def sample_by_id(records: list[dict[str, Any]], n: int | None, seed: int) -> list[dict[str, Any]]:
@@ -114,7 +121,7 @@ def _examples(data_dir, lang, split, task, tok, cap=None, seed=0):  # type: igno
     "fine-tune a classifier (SLF or per-language combiner), score sources/targets/forgetting",
 )
 class FinetuneTask(Stage):
-    version = "2"
+    version = "3"
     distributed = True
     resumable = True
 
@@ -124,9 +131,11 @@ class FinetuneTask(Stage):
             raise ConfigError(f"method 'slf' fine-tunes one source language, got {p.sources}")
         model, tok, n_labels = self._load(ctx)
         model, result, stop = self._train(ctx, model, tok)
-        scores = self._task_scores(ctx, model, tok, n_labels)
-        scores += self._lm_scores(ctx, model, tok)
+        scores, items = self._task_scores(ctx, model, tok, n_labels)
+        lm_scores, lm_sets = self._lm_scores(ctx, model, tok)
+        scores += lm_scores
         if ctx.is_main_process:
+            write_items(ctx.out_dir / ITEMS_FILE, items + lm_sets)
             save_model_and_tokenizer(model, tok, ctx.out_dir / "model")
             atomic_write_json(ctx.out_dir / "train_summary.json", {**result, **stop})
         for s in scores:
@@ -182,7 +191,9 @@ class FinetuneTask(Stage):
         }
         return model, summary, stop
 
-    def _task_scores(self, ctx: StageContext, model, tok, n_labels: int) -> list[Score]:  # type: ignore[no-untyped-def]
+    def _task_scores(
+        self, ctx: StageContext, model, tok, n_labels: int
+    ) -> tuple[list[Score], list[ItemSet]]:  # type: ignore[no-untyped-def]
 
         p: FinetuneParams = ctx.params
         roles = {**{t: "target" for t in p.targets}, **{s: "source" for s in p.sources}}
@@ -198,53 +209,65 @@ class FinetuneTask(Stage):
             )[0]
             for lang in roles
         }
-        got = evaluate_by_language(
+        got = evaluate_items_by_language(
             model, ex, kind=p.task.kind, metric=p.task.metric, batch_size=p.evaluation.batch_size
         )
-        return [
-            Score(
+        out, sets = [], []
+        for lang, r in got.items():
+            items = ItemSet(
+                p.label, lang, r.kind, r.ids, r.columns, task=p.task.name, group=roles[lang],
+                seed=p.seed, setting=p.setting, n_labels=r.n_labels,
+            )  # fmt: skip
+            sets.append(items)
+            score = Score(
                 model=p.label,
                 lang=lang,
                 metric=p.task.metric,
-                value=v,
+                value=r.value,
                 task=p.task.name,
                 group=roles[lang],
                 seed=p.seed,
                 setting=p.setting,
                 extra={"n": len(ex[lang]), "method": p.method, "sources": p.sources},
             )
-            for lang, v in got.items()
-        ]
+            out.append(score_with_items(score, items, p.bootstrap))
+        return out, sets
 
-    def _lm_scores(self, ctx: StageContext, model, tok) -> list[Score]:  # type: ignore[no-untyped-def]
+    def _lm_scores(self, ctx: StageContext, model, tok) -> tuple[list[Score], list[ItemSet]]:  # type: ignore[no-untyped-def]
 
         p: FinetuneParams = ctx.params
         if not p.forgetting_languages:
-            return []
+            return [], []
         lm: Any = load_model(ctx.input("model") / "model")
         body = getattr(model, model.base_model_prefix)
         getattr(lm, str(lm.base_model_prefix)).load_state_dict(body.state_dict())
-        out = []
+        out, sets = [], []
         for lang in p.forgetting_languages:
             texts = read_texts(ctx.input("data"), lang, "test", p.evaluation.forgetting_texts)
-            st = lm_stats(
+            st, cols = lm_items(
                 lm,
                 tok,
                 texts,
                 batch_size=p.evaluation.batch_size,
                 max_length=p.evaluation.forgetting_max_length,
             )
-            out.append(
-                Score(
-                    model=p.label,
-                    lang=lang,
-                    metric="lm_loss",
-                    value=st.loss,
-                    task="lm",
-                    group="forgetting",
-                    seed=p.seed,
-                    setting=p.setting,
-                    extra={"tokens": st.tokens, "method": p.method},
-                )
+            items = ItemSet(
+                p.label, lang, "lm", list(range(len(texts))), cols, task="lm",
+                group="forgetting", seed=p.seed, setting=p.setting,
+            )  # fmt: skip
+            score = Score(
+                model=p.label,
+                lang=lang,
+                metric="lm_loss",
+                value=st.loss,
+                task="lm",
+                group="forgetting",
+                seed=p.seed,
+                setting=p.setting,
+                extra={"tokens": st.tokens, "method": p.method},
             )
-        return out
+            if items.n:
+                sets.append(items)
+                score = score_with_items(score, items, p.bootstrap)
+            out.append(score)
+        return out, sets

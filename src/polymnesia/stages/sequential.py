@@ -10,6 +10,9 @@ batched pass, which is row ``k`` of the accuracy matrix R; ``matrix.json``
 holds all rows so far. Because each step is its own cache entry, a run
 interrupted at language ``k`` resumes at ``k`` with rows ``0..k-1`` kept.
 
+Each score carries a percentile bootstrap interval over the language's test
+examples; predictions and gold labels are kept in ``items.jsonl``.
+
 Training: AdamW at a constant learning rate (the paper does not give a
 schedule), early stopping on the validation score of the languages being
 trained (:mod:`polymnesia.methods.early_stopping`), best epoch restored.
@@ -31,6 +34,7 @@ from polymnesia.continual.config import Hyper
 from polymnesia.continual.examples import load_examples, num_labels
 from polymnesia.continual.methods import arm_label, get_method
 from polymnesia.io import atomic_dir, atomic_write_json
+from polymnesia.items import ITEMS_FILE, BootstrapConfig, ItemSet, score_with_items, write_items
 from polymnesia.methods.early_stopping import EarlyStopping
 from polymnesia.models.lora import LoraConfig, add_adapter, load_adapter, trainable_parameters
 from polymnesia.pipeline.stage import STAGES, Stage, StageContext
@@ -40,6 +44,7 @@ from polymnesia.stages.sequential_order import read_matrix, read_order
 from polymnesia.tasks.classification import (
     ClassificationData,
     evaluate_by_language,
+    evaluate_items_by_language,
     load_classifier,
 )
 from polymnesia.tasks.config import TaskConfig
@@ -69,6 +74,7 @@ class StepParams(StrictModel):
     train_per_lang: int | None = None
     eval_per_lang: int | None = None
     eval_batch_size: int = 64
+    bootstrap: BootstrapConfig = Field(default_factory=BootstrapConfig)
     seed: int = 0
 
 
@@ -179,12 +185,55 @@ def _matrix(ctx: StageContext, p: StepParams, trained: list[str], row: dict[str,
     )
 
 
+def _scores(
+    ctx: StageContext,
+    p: StepParams,
+    label: str,
+    results: dict[str, Any],
+    trainable: int,
+    extra: dict[str, Any],
+) -> list[Score]:
+    """Row k of R as score records with bootstrap intervals; the items go to ``items.jsonl``."""
+    sets = {
+        lang: ItemSet(
+            label,
+            lang,
+            r.kind,
+            r.ids,
+            r.columns,
+            task=p.task.name,
+            seed=p.seed,
+            step=p.order_index,
+            setting=p.setting,
+            n_labels=r.n_labels,
+        )  # fmt: skip
+        for lang, r in results.items()
+    }
+    write_items(ctx.out_dir / ITEMS_FILE, list(sets.values()))
+    scores = [
+        Score(
+            model=label,
+            lang=lang,
+            metric=p.task.metric,
+            value=float(r.value),
+            task=p.task.name,
+            params=trainable,
+            seed=p.seed,
+            step=p.order_index,
+            setting=p.setting,
+            extra=extra,
+        )  # fmt: skip
+        for lang, r in results.items()
+    ]
+    return [score_with_items(sc, sets[sc.lang], p.bootstrap) for sc in scores]
+
+
 @STAGES.register(
     "sequential_step",
     "train on one language (or all) and score every language: a row of R (paper 004)",
 )
 class SequentialStep(Stage):
-    version = "1"
+    version = "2"
 
     def run(self, ctx: StageContext) -> list[Score]:
 
@@ -205,9 +254,10 @@ class SequentialStep(Stage):
             _save(ctx, p, model, tok)
         test = _examples(ctx, p, tok, p.languages, "test", p.eval_per_lang)
         t0 = time.time()
-        row = evaluate_by_language(
+        results = evaluate_items_by_language(
             model, test, kind=p.task.kind, metric=p.task.metric, batch_size=p.eval_batch_size
         )
+        row = {lang: r.value for lang, r in results.items()}
         info.update(
             eval_seconds=round(time.time() - t0, 3),
             eval_examples=sum(len(v) for v in test.values()),
@@ -221,18 +271,4 @@ class SequentialStep(Stage):
             "trained": trained,
             **{k: v for k, v in info.items() if k != "validation_history"},
         }
-        return [
-            Score(
-                model=label,
-                lang=lang,
-                metric=p.task.metric,
-                value=float(v),
-                task=p.task.name,
-                params=int(info["trainable"]),
-                seed=p.seed,
-                step=p.order_index,
-                setting=p.setting,
-                extra=extra,
-            )  # fmt: skip
-            for lang, v in row.items()
-        ]
+        return _scores(ctx, p, label, results, int(info["trainable"]), extra)

@@ -11,13 +11,14 @@ batches are padded on the right with ``config.pad_token_id``.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 import torch
 
 from polymnesia.errors import DataError, PolymnesiaError
-from polymnesia.metrics.classification import accuracy, macro_f1, span_f1
+from polymnesia.metrics.classification import accuracy, bio_spans, macro_f1, span_f1
 from polymnesia.tokenizers.bpe import load_tokenizer
 
 Kind = Literal["sequence", "token"]
@@ -198,6 +199,21 @@ def predict(
     return out
 
 
+@dataclass(frozen=True)
+class LanguageResult:
+    """One language's score and the per-example columns behind it (:class:`polymnesia.items.ItemSet`).
+
+    ``kind`` is ``label`` (columns ``pred``, ``gold``) for sequence examples and
+    ``token`` (``correct``, ``total``, ``tp``, ``n_pred``, ``n_gold``) for token examples.
+    """
+
+    value: float
+    kind: str
+    ids: list[Any]
+    columns: dict[str, list[float]]
+    n_labels: int
+
+
 def evaluate_by_language(
     model: torch.nn.Module,
     examples_by_lang: dict[str, list[dict[str, Any]]],
@@ -214,6 +230,27 @@ def evaluate_by_language(
     (``tag_names`` maps label ids to tag strings; default ``config.id2label``).
     Languages with no examples are left out.
     """
+    results = evaluate_items_by_language(
+        model,
+        examples_by_lang,
+        kind=kind,
+        metric=metric,
+        batch_size=batch_size,
+        tag_names=tag_names,
+    )
+    return {lang: r.value for lang, r in results.items()}
+
+
+def evaluate_items_by_language(
+    model: torch.nn.Module,
+    examples_by_lang: dict[str, list[dict[str, Any]]],
+    *,
+    kind: Kind = "sequence",
+    metric: str = "accuracy",
+    batch_size: int = 64,
+    tag_names: Sequence[str] | None = None,
+) -> dict[str, LanguageResult]:
+    """:func:`evaluate_by_language` with the per-example columns each score comes from."""
 
     accepted = {"sequence": ("accuracy", "macro_f1"), "token": ("accuracy", "span_f1")}
     if metric not in accepted.get(kind, ()):
@@ -223,15 +260,58 @@ def evaluate_by_language(
     langs = [lang for lang, ex in examples_by_lang.items() if ex]
     flat = [e for lang in langs for e in examples_by_lang[lang]]
     preds = predict(model, flat, batch_size)
-    scores, start = {}, 0
+    config: Any = model.config
+    n_labels = int(config.num_labels)
+    names = _tag_names(model, tag_names) if kind == "token" else []
+    out, start = {}, 0
     for lang in langs:
         n = len(examples_by_lang[lang])
         p, gold_ex = preds[start : start + n], flat[start : start + n]
         start += n
-        scores[lang] = _score(
-            p, gold_ex, kind, metric, model, tag_names, accuracy, macro_f1, span_f1
+        value = _score(p, gold_ex, kind, metric, model, tag_names, accuracy, macro_f1, span_f1)
+        cols = (
+            _label_columns(p, gold_ex) if kind == "sequence" else _token_columns(p, gold_ex, names)
         )
-    return scores
+        ids = [e.get("id", i) for i, e in enumerate(gold_ex)]
+        out[lang] = LanguageResult(
+            value, "label" if kind == "sequence" else "token", ids, cols, n_labels
+        )
+    return out
+
+
+def _tag_names(model: torch.nn.Module, tag_names: Sequence[str] | None) -> list[str]:
+    if tag_names is not None:
+        return list(tag_names)
+    cfg: Any = model.config
+    return [cfg.id2label[i] for i in range(int(cfg.num_labels))]
+
+
+def _label_columns(
+    preds: Sequence[Any], gold_ex: Sequence[dict[str, Any]]
+) -> dict[str, list[float]]:
+    return {
+        "pred": [float(x) for x in preds],
+        "gold": [float(int(e["labels"])) for e in gold_ex],
+    }
+
+
+def _token_columns(
+    preds: Sequence[Any], gold_ex: Sequence[dict[str, Any]], names: Sequence[str]
+) -> dict[str, list[float]]:
+    """Per sentence: correct and scored tokens (token accuracy), span matches and counts (span F1)."""
+
+    cols: dict[str, list[float]] = {k: [] for k in ("correct", "total", "tp", "n_pred", "n_gold")}
+    bio = all(n == "O" or n[:2] in ("B-", "I-") for n in names)
+    for p, e in zip(preds, gold_ex, strict=True):
+        g = _gold_token_labels(e)
+        cols["correct"].append(float(sum(int(a == b) for a, b in zip(p, g, strict=True))))
+        cols["total"].append(float(len(g)))
+        ps = bio_spans([names[x] for x in p]) if bio else set()
+        gs = bio_spans([names[x] for x in g]) if bio else set()
+        cols["tp"].append(float(len(ps & gs)))
+        cols["n_pred"].append(float(len(ps)))
+        cols["n_gold"].append(float(len(gs)))
+    return cols
 
 
 def _gold_token_labels(ex: dict[str, Any]) -> list[int]:

@@ -1,0 +1,274 @@
+"""Per-item evidence behind score records: what intervals and paired tests resample.
+
+A :class:`~polymnesia.results.Score` is one number per (model, language,
+metric); the :class:`ItemSet` behind it keeps one row per test item, as
+columns, so a report can bootstrap a group mean or compare two arms item by
+item. An evaluation stage writes its item sets to ``items.jsonl`` in its cache
+entry (one JSON line per model x language), reachable from a run folder as
+``RUN_DIR/stages/NAME/items.jsonl``; :func:`run_items` reads them all.
+
+Kinds and their columns (``ids`` aligns items across arms):
+
+* ``lm``: ``nll`` (summed nats), ``tokens``, ``bytes``, ``words`` per text ->
+  ``bits_per_byte``, ``perplexity``, ``word_perplexity``, ``lm_loss``;
+* ``label``: ``pred``, ``gold`` (and ``n_labels``) per example -> ``accuracy``, ``macro_f1``;
+* ``token``: ``correct``, ``total``, ``tp``, ``n_pred``, ``n_gold`` per tagged
+  sentence -> token ``accuracy``, ``span_f1``;
+* ``values``: ``values`` per item -> their mean (any metric name);
+* ``stats``: ``stats`` (a list of sufficient statistics per item) -> a score
+  registered with :func:`register_sum_score` (corpus chrF or BLEU from summed
+  n-gram counts).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from pydantic import Field
+
+from polymnesia.config.base import StrictModel
+from polymnesia.errors import DataError, PolymnesiaError
+from polymnesia.io import read_jsonl, write_jsonl_atomic
+from polymnesia.metrics.uncertainty import (
+    DEFAULT_LEVEL,
+    DEFAULT_RESAMPLES,
+    Interval,
+    ItemStatistic,
+    accuracy_statistic,
+    bootstrap_ci,
+    macro_f1_statistic,
+    mean_statistic,
+    ratio_statistic,
+    stratified_bootstrap_ci,
+    sum_statistic,
+)
+from polymnesia.results import Score, with_interval
+
+ITEMS_FILE = "items.jsonl"
+KINDS = ("lm", "label", "token", "values", "stats")
+_IDENTITY = ("model", "lang", "task", "group", "size", "seed", "step", "setting")
+
+#: metric -> function of summed per-item statistics ``[B, k] -> [B]`` for kind "stats"
+SUM_SCORES: dict[str, Callable[[np.ndarray], np.ndarray]] = {}
+
+
+def register_sum_score(metric: str, fn: Callable[[np.ndarray], np.ndarray]) -> None:
+    """Declare how ``metric`` is computed from per-item statistics summed over items."""
+    SUM_SCORES[metric] = fn
+
+
+@dataclass(frozen=True)
+class ItemSet:
+    """The items one model was scored on in one language: identity fields as in ``Score``, then columns."""
+
+    model: str
+    lang: str
+    kind: str
+    ids: list[Any]
+    columns: dict[str, list[float]]
+    task: str = "lm"
+    group: str | None = None
+    size: str | None = None
+    seed: int | None = None
+    step: int | None = None
+    setting: str | None = None
+    n_labels: int | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise DataError(f"item kind '{self.kind}' is unknown; accepted: {', '.join(KINDS)}")
+        lengths = {k: len(v) for k, v in self.columns.items()}
+        if any(n != len(self.ids) for n in lengths.values()):
+            raise DataError(
+                f"items of {self.model}/{self.lang}: {len(self.ids)} ids but columns of lengths {lengths}"
+            )
+
+    @property
+    def n(self) -> int:
+        return len(self.ids)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: v for k, v in asdict(self).items() if v is not None and v != {}}
+
+    def statistic(self, metric: str) -> ItemStatistic:
+        """The :class:`ItemStatistic` that reproduces ``metric`` on these items."""
+        c = {k: np.asarray(v, dtype=float) for k, v in self.columns.items()}
+        build = _BUILDERS.get((self.kind, metric)) or _generic(self.kind, metric)
+        if build is None:
+            accepted = [m for k, m in _BUILDERS if k == self.kind]
+            raise PolymnesiaError(
+                f"metric '{metric}' cannot be computed from '{self.kind}' items; accepted: {', '.join(accepted)}"
+            )
+        return build(c, self)
+
+
+def _generic(
+    kind: str, metric: str
+) -> Callable[[dict[str, np.ndarray], ItemSet], ItemStatistic] | None:
+    if kind == "values":
+        return lambda c, _s: mean_statistic(c["values"], metric)
+    if kind == "stats" and metric in SUM_SCORES:
+        return lambda c, _s: sum_statistic(c["stats"], SUM_SCORES[metric], metric)
+    return None
+
+
+def _span_f1(sums: np.ndarray) -> np.ndarray:
+    denom = sums[:, 1] + sums[:, 2]
+    return np.where(denom > 0, 2 * sums[:, 0] / np.maximum(denom, 1e-300), 0.0)
+
+
+_LN2 = math.log(2)
+_BUILDERS: dict[tuple[str, str], Callable[[dict[str, np.ndarray], ItemSet], ItemStatistic]] = {
+    ("lm", "bits_per_byte"): lambda c, _s: ratio_statistic(
+        c["nll"], c["bytes"], scale=1 / _LN2, name="bits_per_byte"
+    ),
+    ("lm", "perplexity"): lambda c, _s: ratio_statistic(
+        c["nll"], c["tokens"], exp=True, name="perplexity"
+    ),
+    ("lm", "word_perplexity"): lambda c, _s: ratio_statistic(
+        c["nll"], c["words"], exp=True, name="word_perplexity"
+    ),
+    ("lm", "lm_loss"): lambda c, _s: ratio_statistic(c["nll"], c["tokens"], name="lm_loss"),
+    ("label", "accuracy"): lambda c, _s: accuracy_statistic(c["pred"], c["gold"]),
+    ("label", "macro_f1"): lambda c, s: macro_f1_statistic(c["pred"], c["gold"], s.n_labels),
+    ("token", "accuracy"): lambda c, _s: ratio_statistic(c["correct"], c["total"], name="accuracy"),
+    ("token", "span_f1"): lambda c, _s: sum_statistic(
+        np.stack([c["tp"], c["n_pred"], c["n_gold"]], axis=1), _span_f1, "span_f1"
+    ),
+}
+
+
+def item_set_from_dict(record: Mapping[str, Any], where: str = "item record") -> ItemSet:
+    try:
+        return ItemSet(**record)
+    except TypeError as e:
+        raise DataError(f"{where}: {e}") from None
+
+
+def write_items(path: str | os.PathLike[str], sets: Iterable[ItemSet]) -> None:
+    """Write item sets as JSON lines (one per model x language), atomically."""
+    write_jsonl_atomic(path, [s.to_dict() for s in sets])
+
+
+def read_items(path: str | os.PathLike[str]) -> list[ItemSet]:
+    """Read an ``items.jsonl``; a missing file gives an empty list."""
+    return [item_set_from_dict(r, f"{path} line {i + 1}") for i, r in enumerate(read_jsonl(path))]
+
+
+def run_items(run_dir: str | os.PathLike[str]) -> list[ItemSet]:
+    """Every item set of a run: ``RUN_DIR/stages/*/items.jsonl`` (stages in name order).
+
+    A stage link whose cache entry was removed is skipped: the report then
+    shows the intervals stored in the score records and no paired tests.
+    """
+    stages = Path(run_dir) / "stages"
+    if not stages.is_dir():
+        return []
+    out: list[ItemSet] = []
+    for link in sorted(stages.iterdir()):
+        out += read_items(link / ITEMS_FILE)
+    return out
+
+
+def select_items(sets: Iterable[ItemSet], **equals: Any) -> list[ItemSet]:
+    """Item sets whose identity fields equal the given values (a list/tuple/set means "one of")."""
+    for key in equals:
+        if key not in _IDENTITY:
+            raise PolymnesiaError(f"unknown item field '{key}'; accepted: {', '.join(_IDENTITY)}")
+
+    def keep(s: ItemSet) -> bool:
+        for key, want in equals.items():
+            have = getattr(s, key)
+            ok = have in want if isinstance(want, (list, tuple, set, frozenset)) else have == want
+            if not ok:
+                return False
+        return True
+
+    return [s for s in sets if keep(s)]
+
+
+def aligned(a: ItemSet, b: ItemSet) -> tuple[ItemSet, ItemSet]:
+    """``a`` and ``b`` restricted to their common item ids, in one order (for paired tests).
+
+    Raises when they share no item: two arms evaluated on different samples
+    cannot be compared item by item.
+    """
+    if a.ids == b.ids:
+        return a, b
+    common = [i for i in a.ids if i in set(b.ids)]
+    if not common:
+        raise DataError(f"{a.model} and {b.model} share no test item in '{a.lang}'")
+    return _subset(a, common), _subset(b, common)
+
+
+def _subset(s: ItemSet, ids: Sequence[Any]) -> ItemSet:
+    pos = {i: k for k, i in enumerate(s.ids)}
+    cols = {name: [col[pos[i]] for i in ids] for name, col in s.columns.items()}
+    return ItemSet(**{**asdict(s), "ids": list(ids), "columns": cols})
+
+
+class BootstrapConfig(StrictModel):
+    """How evaluation stages and reports resample test items (docs/reports.md)."""
+
+    n_resamples: int = Field(DEFAULT_RESAMPLES, ge=1, description="bootstrap resamples")
+    level: float = Field(DEFAULT_LEVEL, gt=0, lt=1, description="confidence level of intervals")
+    seed: int = Field(0, description="seed of the resampling")
+
+
+def interval_of(items: ItemSet, metric: str, cfg: BootstrapConfig | None = None) -> Interval:
+    """Percentile bootstrap interval of ``metric`` over ``items``."""
+    cfg = cfg or BootstrapConfig()
+    return bootstrap_ci(
+        items.statistic(metric), n_resamples=cfg.n_resamples, level=cfg.level, seed=cfg.seed
+    )
+
+
+def score_with_items(score: Score, items: ItemSet, cfg: BootstrapConfig | None = None) -> Score:
+    """``score`` with the bootstrap interval of its metric over ``items`` (its value unchanged)."""
+    return with_interval(score, interval_of(items, score.metric, cfg))
+
+
+def group_intervals(
+    sets: Sequence[ItemSet],
+    metric: str,
+    groups: Mapping[str, Sequence[str]],
+    cfg: BootstrapConfig | None = None,
+) -> dict[tuple[str, str | None, str], Interval]:
+    """``{(model, size, group): interval}`` of each group mean, items resampled within languages.
+
+    Mirrors :func:`polymnesia.reports.tables.group_means`: a group's estimate
+    is the unweighted mean over its languages, ``"overall"`` the mean over every
+    language of the model. Several item sets of one model and language (seeds)
+    are not pooled: pass one seed's sets (the seed spread is a t-interval).
+    """
+    cfg = cfg or BootstrapConfig()
+    out: dict[tuple[str, str | None, str], Interval] = {}
+    keys = dict.fromkeys((s.model, s.size) for s in sets)
+    for model, size in keys:
+        mine: dict[str, ItemSet] = {}
+        for s in sets:
+            if s.model == model and s.size == size:
+                if s.lang in mine:
+                    raise DataError(
+                        f"group_intervals got several item sets of {model} in '{s.lang}' "
+                        "(seeds or settings); select one with select_items(...)"
+                    )
+                mine[s.lang] = s
+        parts = {g: [mine[lang] for lang in langs if lang in mine] for g, langs in groups.items()}
+        parts["overall"] = list(mine.values())
+        for group, chosen in parts.items():
+            if chosen:
+                out[(model, size, group)] = stratified_bootstrap_ci(
+                    [s.statistic(metric) for s in chosen],
+                    n_resamples=cfg.n_resamples,
+                    level=cfg.level,
+                    seed=cfg.seed,
+                )
+    return out

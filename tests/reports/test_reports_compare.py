@@ -1,0 +1,91 @@
+"""polymnesia compare: tables of runs of one protocol side by side, intervals kept; protocols checked."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from polymnesia.cli.main import main
+from polymnesia.errors import PolymnesiaError
+from polymnesia.reports.compare import compare_runs, read_table_csv, write_comparison
+from polymnesia.reports.table_core import Estimate, to_markdown, write_table
+from polymnesia.reports.tables import group_table, language_table
+from polymnesia.results import Score
+
+GROUPS = {"source": ["en"], "target": ["fr", "de"]}
+
+
+def make_run(root: Path, name: str, shift: float, protocol: str = "lf_mlf") -> Path:
+    run = root / name
+    (run / "results").mkdir(parents=True)
+    (run / "run.json").write_text(json.dumps({"experiment": protocol, "name": name}))
+    scores = [
+        Score(
+            m,
+            lang,
+            "accuracy",
+            v + shift,
+            task="genre",
+            ci_low=v + shift - 0.05,
+            ci_high=v + shift + 0.05,
+            n=200,
+        )
+        for m, base in (("LF-MLF", 0.5), ("Uniform", 0.4))
+        for lang, v in (("en", base), ("fr", base - 0.2), ("de", base - 0.1))
+    ]
+    if name == "gpu":
+        scores.append(Score("PCGrad", "en", "accuracy", 0.7, task="genre"))
+    write_table(
+        run / "results",
+        group_table(scores, "accuracy", GROUPS, name="zero_shot", title="Table 1: zero-shot"),
+    )
+    write_table(run / "results", language_table(scores, "accuracy", GROUPS))
+    return run
+
+
+def test_read_table_csv_restores_intervals(tmp_path: Path) -> None:
+    run = make_run(tmp_path, "laptop", 0.0)
+    columns, rows = read_table_csv(run / "results" / "zero_shot.csv")
+    assert columns == ["Model", "mu_source", "mu_target", "mu_overall"]
+    assert rows[0][0] == "LF-MLF" and rows[0][1] == Estimate(0.5, 0.45, 0.55, 200)
+
+
+def test_compare_two_runs_side_by_side(tmp_path: Path) -> None:
+    a, b = make_run(tmp_path, "laptop", 0.0), make_run(tmp_path, "gpu", 0.1)
+    rep = compare_runs([a, b])
+    tables = [s.payload for s in rep.sections if s.kind == "table"]
+    assert [t.name for t in tables] == ["zero_shot"]  # per-language tables left out by default
+    t = tables[0]
+    assert t.columns[:3] == ["Model", "mu_source [laptop]", "mu_source [gpu]"]
+    lines = to_markdown(t).splitlines()
+    assert lines[2].startswith("| LF-MLF | 0.500 ± 0.050 | 0.600 ± 0.050 |")
+    assert lines[4].startswith("| PCGrad | – | 0.700 |")  # a row only the gpu run has
+    md, page = write_comparison(
+        [a, b], tmp_path / "cmp", tables=["zero_shot", "accuracy_by_language"]
+    )
+    assert "## Table 1: zero-shot" in md.read_text() and page.name == "compare.html"
+    assert "accuracy by language" in md.read_text()
+
+
+def test_compare_refuses_mixed_protocols_in_one_line(tmp_path: Path) -> None:
+    a, b = make_run(tmp_path, "a", 0.0), make_run(tmp_path, "b", 0.0, protocol="lifelong")
+    with pytest.raises(PolymnesiaError, match="different protocols") as err:
+        compare_runs([a, b])
+    assert "\n" not in str(err.value)
+    with pytest.raises(PolymnesiaError, match="at least two"):
+        compare_runs([a])
+
+
+def test_compare_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    a, b = make_run(tmp_path, "laptop", 0.0), make_run(tmp_path, "gpu", 0.1)
+    assert main(["compare", str(a), str(b), "--out", str(tmp_path / "out")]) == 0
+    out = capsys.readouterr().out
+    assert "mu_overall [gpu]" in out and (tmp_path / "out" / "compare.html").is_file()
+    c = make_run(tmp_path, "other", 0.0, protocol="active_forgetting")
+    assert main(["compare", str(a), str(c)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(
+        "polymnesia: error: cannot compare runs of different protocols"
+    )

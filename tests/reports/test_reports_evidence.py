@@ -1,0 +1,57 @@
+"""Which test backs an arm comparison: seeds, then items, then nothing."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from polymnesia.items import BootstrapConfig, ItemSet
+from polymnesia.reports.claims import claim_from_test
+from polymnesia.reports.evidence import arm_difference, arm_score, item_baselines
+from polymnesia.results import Score
+
+CFG = BootstrapConfig(n_resamples=500, seed=0)
+
+
+def labels(model: str, lang: str, pred: list[int], gold: list[int]) -> ItemSet:
+    cols = {"pred": [float(p) for p in pred], "gold": [float(g) for g in gold]}
+    return ItemSet(model, lang, "label", [f"v{i}" for i in range(len(pred))], cols, n_labels=3)
+
+
+def test_seeds_win_when_both_arms_have_several() -> None:
+    a, b = [0.5, 0.6, 0.8], [0.4, 0.45, 0.75]  # differences 0.1, 0.15, 0.05
+    scores = [Score("A", "fr", "accuracy", v, seed=k) for k, v in enumerate(a)]
+    scores += [Score("B", "fr", "accuracy", v, seed=k) for k, v in enumerate(b)]
+    t = arm_difference(scores, [], "accuracy", "A", "B")
+    assert t.method == "paired t-test over 3 seeds" and t.effect == pytest.approx(0.1)
+
+
+def test_items_give_a_paired_bootstrap_within_languages() -> None:
+    gold = [0, 1, 2, 0, 1, 2, 0, 1, 2, 0] * 4
+    a = [labels("A", lang, gold, gold) for lang in ("fr", "de")]  # always right
+    b = [labels("B", lang, [0] * 40, gold) for lang in ("fr", "de")]  # always class 0
+    scores = [Score(s.model, s.lang, "accuracy", 0.0, seed=0) for s in a + b]
+    t = arm_difference(scores, a + b, "accuracy", "A", "B", cfg=CFG, lang=["fr", "de"])
+    assert t.effect == pytest.approx(1 - 16 / 40) and t.n == 80 and t.low > 0
+    assert claim_from_test("A beats B", +1, t).verdict == "holds"
+    p = arm_difference(scores, a + b, "accuracy", "A", "B", cfg=CFG, test="permutation")
+    assert p.p_value < 0.01 and math.isnan(p.low)
+
+
+def test_no_evidence_gives_no_interval() -> None:
+    scores = [Score("A", "fr", "accuracy", 0.5), Score("B", "fr", "accuracy", 0.4)]
+    t = arm_difference(scores, [], "accuracy", "A", "B")
+    assert t.effect == pytest.approx(0.1) and math.isnan(t.low)
+    assert claim_from_test("A beats B", +1, t).verdict == "inconclusive"
+
+
+def test_arm_score_and_baselines_from_items() -> None:
+    gold = [0, 0, 0, 1, 2] * 8
+    sets = [labels("A", "fr", gold, gold), labels("A", "de", [0] * 40, gold)]
+    iv = arm_score([], sets, "accuracy", "A", cfg=CFG)
+    assert iv.estimate == pytest.approx((1.0 + 0.6) / 2) and iv.n == 80 and iv.has_spread
+    base = item_baselines(sets)
+    assert base.majority("accuracy") == pytest.approx(0.6) and base.n_labels == 3
+    rec = [Score("B", "fr", "accuracy", 0.5, ci_low=0.4, ci_high=0.6, n=50)]
+    assert arm_score(rec, [], "accuracy", "B").half_width == pytest.approx(0.1)

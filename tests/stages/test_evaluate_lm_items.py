@@ -1,0 +1,77 @@
+"""evaluate_lm: scores unchanged by the intervals, per-text items and group intervals on disk."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from polymnesia.evaluation.likelihood import lm_items, lm_stats
+from polymnesia.io import write_jsonl_atomic
+from polymnesia.items import BootstrapConfig, read_items
+from polymnesia.pipeline.stage import StageContext, StageSpec
+from polymnesia.results import read_scores
+from polymnesia.stages.common import save_model_and_tokenizer
+from polymnesia.stages.evaluate_lm import EvaluateLM, EvaluateLMParams
+
+TEXTS = {
+    "en": ["the cat sat on the mat", "a dog ran", "the mat is red and the cat is black", "law"],
+    "fr": ["le chat est assis", "un chien court vite", "la loi"],
+}
+
+
+@pytest.fixture(scope="module")
+def tok_model(make_tok_model):  # type: ignore[no-untyped-def]
+    return make_tok_model([t for ts in TEXTS.values() for t in ts])
+
+
+def test_lm_items_sum_to_lm_stats(tok_model) -> None:  # type: ignore[no-untyped-def]
+    tok, model = tok_model
+    st, cols = lm_items(model, tok, TEXTS["en"], batch_size=2, max_length=64)
+    assert st == lm_stats(model, tok, TEXTS["en"], batch_size=2, max_length=64)
+    assert sum(cols["nll"]) == pytest.approx(st.nll)
+    assert (sum(cols["tokens"]), sum(cols["bytes"]), sum(cols["words"])) == (
+        st.tokens,
+        st.bytes,
+        st.words,
+    )
+    assert cols["bytes"][2] == len(TEXTS["en"][2].encode())  # input order kept
+
+
+def test_evaluate_lm_stage_writes_items_and_intervals(tok_model, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    tok, model = tok_model
+    save_model_and_tokenizer(model, tok, tmp_path / "pretrain" / "model")
+    for lang, texts in TEXTS.items():
+        write_jsonl_atomic(
+            tmp_path / "data" / lang / "test.jsonl",
+            [{"id": f"{lang}{i}", "lang": lang, "text": t} for i, t in enumerate(texts)],
+        )
+    params = EvaluateLMParams(
+        label="Baseline",
+        languages={"en": "pretraining", "fr": "other"},
+        bootstrap=BootstrapConfig(n_resamples=200),
+    )
+    out = tmp_path / "entry"
+    out.mkdir()
+    ctx = StageContext(
+        StageSpec("eval", "evaluate_lm", params),
+        out,
+        {"model": tmp_path / "pretrain", "data": tmp_path / "data"},
+    )
+    scores = EvaluateLM().run(ctx)
+    st = lm_stats(model, tok, TEXTS["en"], batch_size=64, max_length=256)
+    bpb = next(s for s in scores if s.lang == "en" and s.metric == "bits_per_byte")
+    assert bpb.value == st.bits_per_byte  # the reported number is untouched
+    assert bpb.n == 4 and bpb.ci_low is not None and bpb.ci_high is not None
+    assert bpb.ci_low <= bpb.value <= bpb.ci_high
+    items = read_items(out / "items.jsonl")
+    assert [(s.lang, s.n, s.group) for s in items] == [("en", 4, "pretraining"), ("fr", 3, "other")]
+    groups = read_scores(out / "groups.jsonl")
+    assert {(g.lang, g.metric) for g in groups} == {
+        (f"mu_{g}", m)
+        for g in ("pretraining", "other", "overall")
+        for m in ("perplexity", "bits_per_byte")
+    }
+    overall = next(g for g in groups if g.lang == "mu_overall" and g.metric == "bits_per_byte")
+    per_lang = [s.value for s in scores if s.metric == "bits_per_byte"]
+    assert overall.value == pytest.approx(sum(per_lang) / 2) and overall.n == 7
