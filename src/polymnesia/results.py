@@ -39,7 +39,9 @@ class Score:
     ``size``/``params`` the model size label and parameter count (paper 000
     blocks its tables by size); ``seed``, ``step`` and ``setting`` (a
     source-language set, a language order) distinguish repeated runs;
-    ``extra`` holds anything else and must be JSON-serialisable.
+    ``stderr`` is the standard error of ``value`` when the evaluation gives
+    one (lm-evaluation-harness does); ``extra`` holds anything else and must
+    be JSON-serialisable.
     """
 
     model: str
@@ -53,6 +55,7 @@ class Score:
     seed: int | None = None
     step: int | None = None
     setting: str | None = None
+    stderr: float | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -67,6 +70,7 @@ SCORE_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(Score))
 _REQUIRED = ("model", "lang", "metric", "value")
 _STR_FIELDS = ("model", "lang", "metric", "task", "group", "size", "setting")
 _INT_FIELDS = ("params", "seed", "step")
+_FLOAT_FIELDS = ("stderr",)
 
 
 def score_from_dict(record: Mapping[str, Any], where: str = "score record") -> Score:
@@ -95,6 +99,12 @@ def _checked_fields(record: Mapping[str, Any], where: str) -> dict[str, Any]:
         v = out.get(key)
         if v is not None and (isinstance(v, bool) or not isinstance(v, int)):
             raise DataError(f"{where}: '{key}' must be an integer, got {v!r}")
+    for key in _FLOAT_FIELDS:
+        v = out.get(key)
+        if v is not None:
+            if isinstance(v, bool) or not isinstance(v, (int, float)):
+                raise DataError(f"{where}: '{key}' must be a number, got {v!r}")
+            out[key] = float(v)
     if not isinstance(out.get("extra", {}), dict):
         raise DataError(f"{where}: 'extra' must be a mapping, got {out['extra']!r}")
     return out
