@@ -22,6 +22,7 @@ CATALOG: dict[str, tuple[str, str, tuple[str, ...]]] = {
     "combiners": ("polymnesia.gradients", "COMBINERS", ()),
     "plugins": ("polymnesia.training.plugins", "PLUGINS", ("polymnesia.methods",)),
     "methods": ("polymnesia.continual.methods", "METHODS", ()),
+    "tasks": ("polymnesia.harness.tasks", "HARNESS_TASKS", ()),
 }
 
 

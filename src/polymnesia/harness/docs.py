@@ -74,9 +74,11 @@ def continue_mc_doc(
     h = halves(rec["text"])
     if h is None:
         return None
-    others = [
-        x[1] for r in pool if r["id"] != rec["id"] and (x := halves(r["text"])) and x[1] != h[1]
-    ]
+    others = list(  # distinct second halves of other verses, never the right one
+        dict.fromkeys(
+            x[1] for r in pool if r["id"] != rec["id"] and (x := halves(r["text"])) and x[1] != h[1]
+        )
+    )
     if len(others) < N_CHOICES - 1:
         raise DataError("too few verses to draw multiple-choice distractors from")
     rng = random.Random(f"{rec['id']}:{i}")

@@ -52,7 +52,7 @@ class Family:
     name: str
     what: str
     metrics: tuple[str, ...]
-    stands_for: str
+    stands_for: tuple[str, str]  # paper 002's task it stands in for: (English, other languages)
     languages: tuple[str, ...]
     template: str  # the YAML body shared by the family's tasks
 
@@ -94,7 +94,7 @@ FAMILIES: dict[str, Family] = {
             "poly_genre",
             "genre of a test verse (9-way multiple choice by likelihood)",
             ("acc",),
-            "MMLU",
+            ("MMLU", "none (multilingual multiple choice)"),
             BIBLE_LANGUAGES,
             _MC + "metric_list:\n" + _metric("acc"),
         ),
@@ -102,7 +102,7 @@ FAMILIES: dict[str, Family] = {
             "poly_continue_mc",
             "second half of a verse among 4 (multiple choice, HellaSwag's format)",
             ("acc", "acc_norm"),
-            "HellaSwag",
+            ("HellaSwag", "none (HellaSwag format in LANG)"),
             BIBLE_LANGUAGES,
             _MC + "metric_list:\n" + _metric("acc") + _metric("acc_norm"),
         ),
@@ -110,7 +110,7 @@ FAMILIES: dict[str, Family] = {
             "poly_continue_gen",
             "generate the second half of a verse, corpus chrF",
             ("chrf",),
-            "XLSum / MLQA / XQuAD (generation)",
+            ("AlpacaEval (free generation)", "XLSum / MLQA / XQuAD (generation)"),
             BIBLE_LANGUAGES,
             _GEN + _UNTIL.format(n=64) + "metric_list:\n" + _metric("chrf", "chrf"),
         ),
@@ -123,7 +123,7 @@ FAMILIES: dict[str, Family] = {
                 "prompt_level_loose_acc",
                 "inst_level_loose_acc",
             ),
-            "IFEval",
+            ("IFEval", "none (IFEval in LANG)"),
             INSTRUCTION_LANGUAGES,
             _GEN
             + _UNTIL.format(n=160)
@@ -159,7 +159,7 @@ for _fam in FAMILIES.values():
             _t.name,
             _t,
             f"[{_t.ability}] {_lang}: {_fam.what}; {', '.join(_fam.metrics)} "
-            f"(stands in for {_fam.stands_for})",
+            f"(paper 002: {_fam.stands_for[0 if _lang == 'en' else 1]})",
         )
 
 
