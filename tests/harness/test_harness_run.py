@@ -137,7 +137,7 @@ def test_stage_evaluate_harness(setup: dict[str, Any], tmp_path: Path) -> None:
     shutil.copytree(setup["folder"], stage_dir / "model")
     p = EvaluateHarnessParams(
         label="P1", tasks=["poly_genre_fr", "poly_ifeval_en"], limit=3, docs_per_task=6,
-        fewshot_docs=1, batch_size=2, device="cpu", dtype="float32", offline=True,
+        fewshot_docs=1, batch_size=2, device="cpu", dtype="float32", offline=True, max_gen_toks=8,
     )  # fmt: skip
     out = tmp_path / "out"
     ctx = StageContext(
@@ -152,6 +152,8 @@ def test_stage_evaluate_harness(setup: dict[str, Any], tmp_path: Path) -> None:
     assert 0.0 <= by[("poly_ifeval_en", "inst_level_loose_acc")].value <= 1.0
     assert (out / "lm_eval" / "results.json").exists()
     assert len(read_jsonl(out / "task_data" / "poly_ifeval_en.test.jsonl")) == 6
+    for line in read_jsonl(out / "lm_eval" / "samples_poly_ifeval_en.jsonl"):
+        assert line["arguments"][0][1]["max_gen_toks"] == 8
 
 
 def test_stage_params_refuse_online_task_offline() -> None:

@@ -53,12 +53,14 @@ def run_lm_eval(
     seed: int = 0,
     log_samples: bool = True,
     bootstrap_iters: int = 1000,
+    max_gen_toks: int | None = None,
 ) -> dict[str, Any]:
     """lm-eval's results for ``tasks`` on the HF folder ``model_dir``; JSON kept in ``out_dir``.
 
     ``add_bos_token=True`` prepends BOS to every request (polymnesia's
     tokenizers add none by themselves and its models are trained with it; Llama
     and Mistral tokenizers add it anyway); ``None`` leaves it to the tokenizer.
+    ``max_gen_toks`` overrides every generation task's limit (lm-eval's ``gen_kwargs``).
     """
     import lm_eval
     from lm_eval.models.huggingface import HFLM
@@ -94,6 +96,7 @@ def run_lm_eval(
         task_manager=tm,
         log_samples=log_samples,
         bootstrap_iters=bootstrap_iters,
+        gen_kwargs={"max_gen_toks": max_gen_toks} if max_gen_toks else None,
         random_seed=seed,
         numpy_random_seed=seed,
         torch_random_seed=seed,

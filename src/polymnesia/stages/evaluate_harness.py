@@ -43,6 +43,7 @@ class EvaluateHarnessParams(StrictModel):
     offline: bool | None = None
     bootstrap_iters: int = Field(1000, ge=0)
     log_samples: bool = True
+    max_gen_toks: int | None = Field(None, gt=0)
 
     @model_validator(mode="after")
     def _check(self) -> EvaluateHarnessParams:
@@ -98,6 +99,7 @@ class EvaluateHarness(Stage):
             seed=p.seed,
             log_samples=p.log_samples,
             bootstrap_iters=p.bootstrap_iters,
+            max_gen_toks=p.max_gen_toks,
         )
         fields: dict[str, Any] = {"size": p.size, "seed": p.seed}
         return results_to_scores(results, p.label, task_langs=p.task_langs, **fields)
