@@ -58,7 +58,8 @@ class Score:
     ``ci_high`` bound ``value`` (a bootstrap interval over test items or a
     t-interval over seeds, see :mod:`polymnesia.metrics.uncertainty`),
     ``n`` counts what the interval was computed from (test items, seeds) and
-    ``stderr`` is a standard error where one is known.
+    ``stderr`` is a standard error where one is known (lm-evaluation-harness
+    gives one).
     """
 
     model: str

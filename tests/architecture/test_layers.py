@@ -5,7 +5,7 @@ Layers, top to bottom (docs/architecture.md); a module may import its own layer 
     cli
     experiments
     stages, testing
-    methods, continual, tasks, evaluation, training, reports
+    methods, continual, tasks, evaluation, harness, training, reports
     models, tokenizers, gradients, layers, metrics, items, data, pipeline
     results, config, io, registry, registry_imports, paths, errors, runtime
 """
@@ -22,7 +22,7 @@ TIERS = [
     {"cli", "__main__"},
     {"experiments"},
     {"stages", "testing"},
-    {"methods", "continual", "tasks", "evaluation", "training", "reports"},
+    {"methods", "continual", "tasks", "evaluation", "harness", "training", "reports"},
     {"models", "tokenizers", "gradients", "layers", "metrics", "items", "data", "pipeline"},
     {
         "results",

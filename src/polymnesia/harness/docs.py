@@ -1,0 +1,225 @@
+"""The documents of the offline lm-eval tasks, written from the prepared Bible split.
+
+:func:`write_task_data` turns the ``prepare_data`` stage's folder
+(``LANG/{test,validation}.jsonl``) into one JSONL file per task and split in
+a folder; lm-eval reads them through the tasks' ``custom_dataset``
+(:func:`load_docs`), which gets that folder from lm-eval's task metadata
+(``polymnesia_data``). Test documents come from the *test* split, few-shot
+examples from *validation*, so no document was trained on.
+
+Every prompt is the ChatML prompt polymnesia's instruction tuning uses
+(:func:`polymnesia.evaluation.generation.chat_prompt`); answers end with
+``<|im_end|>`` as the tuned models do. The same verse ids are used in every
+language of a family (the ids valid in all of them), so scores compare
+languages on translations of the same verses.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from polymnesia.data.instructions import CONTINUE_INSTRUCTION, genre_instruction, genre_name
+from polymnesia.data.sources.bible import BIBLE_GENRES
+from polymnesia.errors import DataError
+from polymnesia.evaluation.generation import chat_prompt, sample_aligned
+from polymnesia.harness.ifeval import KINDS, item_passes, verifiable_item
+from polymnesia.harness.punkt import ensure_punkt
+from polymnesia.harness.tasks import HARNESS_TASKS, expand
+from polymnesia.io import atomic_write_text, read_jsonl
+from polymnesia.tokenizers.bpe import IM_END
+
+N_CHOICES = 4
+Doc = dict[str, Any]
+
+
+def halves(text: str) -> tuple[str, str] | None:
+    """First and second half of a verse: by words (at least 6), else by characters for
+    unspaced scripts (no whitespace, at least 12 characters), else None."""
+    words = text.split()
+    if len(words) >= 6:
+        mid = len(words) // 2
+        return " ".join(words[:mid]), " ".join(words[mid:])
+    if len(words) == 1 and len(text) >= 12:
+        mid = len(text) // 2
+        return text[:mid], text[mid:]
+    return None
+
+
+def _prompt(instruction: str, input: str) -> str:
+
+    return chat_prompt(instruction, input)
+
+
+def genre_doc(rec: Mapping[str, Any], i: int, pool: Sequence[Mapping[str, Any]]) -> Doc | None:
+
+    genre = (rec.get("meta") or {}).get("genre")
+    if genre not in BIBLE_GENRES:
+        raise DataError(
+            f"verse {rec.get('id')} has no Bible genre; the tasks need the bible source"
+        )
+    return {
+        "id": rec["id"],
+        "prompt": _prompt(genre_instruction(BIBLE_GENRES), rec["text"]),
+        "choices": [genre_name(g) + IM_END for g in BIBLE_GENRES],
+        "gold": BIBLE_GENRES.index(genre),
+    }
+
+
+def continue_mc_doc(
+    rec: Mapping[str, Any], i: int, pool: Sequence[Mapping[str, Any]]
+) -> Doc | None:
+    """Second half among 4: 3 distractor halves from other verses of the pool (seeded by ``i``)."""
+
+    h = halves(rec["text"])
+    if h is None:
+        return None
+    others = list(  # distinct second halves of other verses, never the right one
+        dict.fromkeys(
+            x[1] for r in pool if r["id"] != rec["id"] and (x := halves(r["text"])) and x[1] != h[1]
+        )
+    )
+    if len(others) < N_CHOICES - 1:
+        raise DataError("too few verses to draw multiple-choice distractors from")
+    rng = random.Random(f"{rec['id']}:{i}")
+    choices = [*rng.sample(others, N_CHOICES - 1), h[1]]
+    rng.shuffle(choices)
+    return {
+        "id": rec["id"],
+        "prompt": _prompt(CONTINUE_INSTRUCTION, h[0]),
+        "choices": [c + IM_END for c in choices],
+        "gold": choices.index(h[1]),
+    }
+
+
+def continue_gen_doc(
+    rec: Mapping[str, Any], i: int, pool: Sequence[Mapping[str, Any]]
+) -> Doc | None:
+
+    h = halves(rec["text"])
+    if h is None:
+        return None
+    return {"id": rec["id"], "prompt": _prompt(CONTINUE_INSTRUCTION, h[0]), "target": h[1]}
+
+
+def ifeval_doc(rec: Mapping[str, Any], i: int, pool: Sequence[Mapping[str, Any]]) -> Doc | None:
+    """Instruction kind ``KINDS[i % 5]`` about the verse; None when its own answer fails the check."""
+
+    kind = KINDS[i % len(KINDS)]
+    try:
+        item = verifiable_item(kind, rec["lang"], rec["text"])
+    except DataError:
+        return None
+    if not item_passes(item):
+        return None
+    return {
+        "id": rec["id"],
+        "key": i,
+        "prompt": _prompt(item.instruction, item.input),
+        "target": item.output,
+        "instruction_id_list": item.instruction_id_list,
+        "kwargs": item.kwargs,
+    }
+
+
+BUILDERS: dict[str, Callable[[Mapping[str, Any], int, Sequence[Mapping[str, Any]]], Doc | None]] = {
+    "poly_genre": genre_doc,
+    "poly_continue_mc": continue_mc_doc,
+    "poly_continue_gen": continue_gen_doc,
+    "poly_ifeval": ifeval_doc,
+}
+
+
+def family_docs(
+    data_dir: Path, family: str, langs: Sequence[str], split: str, n: int, seed: int
+) -> dict[str, list[Doc]]:
+    """Up to ``n`` documents per language, on the same verse ids in every language of ``langs``."""
+
+    build = BUILDERS[family]
+    aligned = sample_aligned(data_dir, list(langs), split, None)
+    count = len(aligned[langs[0]])
+    order = list(range(count))
+    random.Random(seed).shuffle(order)
+    out: dict[str, list[Doc]] = {lang: [] for lang in langs}
+    for k in order:
+        if len(out[langs[0]]) >= n:
+            break
+        docs = {lang: build(aligned[lang][k], len(out[lang]), aligned[lang]) for lang in langs}
+        if all(d is not None for d in docs.values()):
+            for lang, d in docs.items():
+                out[lang].append(d)  # type: ignore[arg-type]
+    return out
+
+
+def _write_jsonl(path: Path, docs: Sequence[Doc]) -> None:
+    import json
+
+    atomic_write_text(path, "".join(json.dumps(d, ensure_ascii=False) + "\n" for d in docs))
+
+
+def write_task_data(
+    prepared_dir: Path,
+    out_dir: Path,
+    tasks: Sequence[str],
+    *,
+    n: int = 100,
+    n_fewshot: int = 8,
+    seed: int = 0,
+) -> dict[str, int]:
+    """Write ``out_dir/TASK.{test,validation}.jsonl`` for shipped ``tasks``; return test counts."""
+
+    names = expand(tasks)
+    by_family: dict[str, list[str]] = {}
+    for name in names:
+        t = HARNESS_TASKS.get(name)
+        by_family.setdefault(t.family, []).append(t.lang)
+    counts: dict[str, int] = {}
+    for family, langs in by_family.items():
+        for split, k in (("test", n), ("validation", n_fewshot)):
+            docs = family_docs(prepared_dir, family, langs, split, k, seed)
+            for lang, items in docs.items():
+                if split == "test" and not items:
+                    raise DataError(f"no usable {split} verse for task {family}_{lang}")
+                _write_jsonl(out_dir / f"{family}_{lang}.{split}.jsonl", items)
+                if split == "test":
+                    counts[f"{family}_{lang}"] = len(items)
+    return counts
+
+
+def load_docs(
+    polymnesia_data: str | None = None, polymnesia_task: str | None = None, **_: Any
+) -> Any:
+    """lm-eval's ``custom_dataset``: the task's documents from the folder in its metadata."""
+    import datasets
+
+    if not polymnesia_data or not polymnesia_task:
+        raise DataError(
+            f"polymnesia task {polymnesia_task}: no document folder; run it through "
+            "polymnesia.harness.run_lm_eval (or pass --metadata "
+            '\'{"polymnesia_data": "FOLDER"}\' to lm_eval)'
+        )
+    folder = Path(polymnesia_data)
+    splits = {}
+    for split in ("test", "validation"):
+        path = folder / f"{polymnesia_task}.{split}.jsonl"
+        if not path.exists():
+            raise DataError(f"no documents for task {polymnesia_task} in {folder} ({path.name})")
+        splits[split] = datasets.Dataset.from_list(read_jsonl(path))
+    return datasets.DatasetDict(splits)
+
+
+def process_ifeval(doc: Mapping[str, Any], results: Sequence[str]) -> dict[str, Any]:
+    """lm-eval's IFEval ``process_results`` on our documents, with the Punkt data offline."""
+
+    ensure_punkt()
+    from lm_eval.tasks.ifeval.utils import process_results
+
+    return dict(process_results(doc, results))
+
+
+def agg_inst_level_acc(items: Sequence[Sequence[bool]]) -> float:
+    """Instruction-level accuracy: the share of all single instructions followed (IFEval)."""
+    flat = [x for sub in items for x in sub]
+    return sum(flat) / len(flat) if flat else 0.0

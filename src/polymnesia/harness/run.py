@@ -1,0 +1,195 @@
+"""Run lm-evaluation-harness on a local HF model folder; turn its results into Score records.
+
+:func:`run_lm_eval` evaluates through lm-eval's own HF model class
+(``lm_eval.models.huggingface.HFLM``) and ``lm_eval.simple_evaluate``, with
+polymnesia's offline tasks on lm-eval's include path (their documents in
+``task_data``, see :mod:`polymnesia.harness.docs`) and every other task name
+passed to lm-eval unchanged. lm-eval's JSON output is kept: ``results.json``
+(everything ``simple_evaluate`` returns but the per-sample logs) and, with
+``log_samples``, ``samples_TASK.jsonl``.
+
+:func:`results_to_scores` makes one :class:`~polymnesia.results.Score` per
+task and metric, with lm-eval's standard error in ``Score.stderr``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from polymnesia.data.languages import LANGUAGES
+from polymnesia.errors import PolymnesiaError
+from polymnesia.harness.punkt import ensure_punkt
+from polymnesia.harness.tasks import HARNESS_TASKS, TASK_DIR, expand, is_shipped
+from polymnesia.io import atomic_write_text
+from polymnesia.results import Score
+
+#: language of well-known online tasks whose names do not end in a language code (prefix match)
+ONLINE_TASK_LANGS: dict[str, str] = {
+    "ifeval": "en",
+    "mmlu": "en",
+    "hellaswag": "en",
+    "alpaca_eval": "en",
+    "arc_easy": "en",
+    "arc_challenge": "en",
+    "truthfulqa": "en",
+    "winogrande": "en",
+    "gsm8k": "en",
+}
+
+
+def run_lm_eval(
+    model_dir: Path,
+    tasks: Sequence[str],
+    out_dir: Path,
+    *,
+    task_data: Path | None = None,
+    num_fewshot: int | None = None,
+    limit: int | float | None = None,
+    batch_size: int | str = 8,
+    device: str | None = None,
+    dtype: str = "auto",
+    add_bos_token: bool | None = True,
+    seed: int = 0,
+    log_samples: bool = True,
+    bootstrap_iters: int = 1000,
+    max_gen_toks: int | None = None,
+) -> dict[str, Any]:
+    """lm-eval's results for ``tasks`` on the HF folder ``model_dir``; JSON kept in ``out_dir``.
+
+    ``add_bos_token=True`` prepends BOS to every request (polymnesia's
+    tokenizers add none by themselves and its models are trained with it; Llama
+    and Mistral tokenizers add it anyway); ``None`` leaves it to the tokenizer.
+    ``max_gen_toks`` overrides every generation task's limit (lm-eval's ``gen_kwargs``).
+    """
+    import lm_eval
+    from lm_eval.models.huggingface import HFLM
+    from lm_eval.tasks import TaskManager
+
+    ensure_punkt()  # before lm-eval imports its IFEval checkers (they would download punkt)
+    if expand(tasks) and task_data is None:
+        raise PolymnesiaError(
+            "polymnesia's offline lm-eval tasks need their documents: pass task_data "
+            "(written by polymnesia.harness.docs.write_task_data)"
+        )
+    online = any(not is_shipped(t) for t in tasks)
+    metadata = {"polymnesia_data": str(task_data)} if task_data is not None else None
+    tm = TaskManager(include_path=str(TASK_DIR), include_defaults=online, metadata=metadata)
+    import torch
+
+    device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+    lm = HFLM(
+        pretrained=str(model_dir),
+        device=device,
+        batch_size=batch_size,
+        dtype=dtype,
+        add_bos_token=add_bos_token,
+    )
+    results = lm_eval.simple_evaluate(
+        model=lm,
+        tasks=list(tasks),
+        num_fewshot=num_fewshot,
+        limit=limit,
+        task_manager=tm,
+        log_samples=log_samples,
+        bootstrap_iters=bootstrap_iters,
+        gen_kwargs={"max_gen_toks": max_gen_toks} if max_gen_toks else None,
+        random_seed=seed,
+        numpy_random_seed=seed,
+        torch_random_seed=seed,
+        fewshot_random_seed=seed,
+    )
+    if results is None:  # only on non-main processes
+        return {}
+    results = dict(results)
+    save_results(results, out_dir)
+    return results
+
+
+def save_results(results: Mapping[str, Any], out_dir: Path) -> None:
+    """``results.json`` (lm-eval's output without samples) and ``samples_TASK.jsonl``."""
+    from lm_eval.utils import handle_non_serializable
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    summary = {k: v for k, v in results.items() if k != "samples"}
+    atomic_write_text(
+        out_dir / "results.json",
+        json.dumps(summary, indent=2, default=handle_non_serializable, ensure_ascii=False),
+    )
+    for task, samples in (results.get("samples") or {}).items():
+        lines = [
+            json.dumps(s, default=handle_non_serializable, ensure_ascii=False) for s in samples
+        ]
+        atomic_write_text(out_dir / f"samples_{task}.jsonl", "".join(x + "\n" for x in lines))
+
+
+def task_lang(task: str, overrides: Mapping[str, str] | None = None) -> str:
+    """Language of a task: ``overrides``, the shipped table, a known online prefix, a trailing
+    language code (``xquad_de``), else ``und`` (undetermined)."""
+
+    if overrides and task in overrides:
+        return overrides[task]
+    if task in HARNESS_TASKS:
+        return HARNESS_TASKS.get(task).lang
+    for prefix, lang in ONLINE_TASK_LANGS.items():
+        if task == prefix or task.startswith(prefix + "_"):
+            return lang
+    last = task.rsplit("_", 1)[-1]
+    return last if last in LANGUAGES else "und"
+
+
+def _number(x: Any) -> float | None:
+    if isinstance(x, bool) or not isinstance(x, (int, float)):
+        return None
+    return float(x) if math.isfinite(float(x)) else None
+
+
+def results_to_scores(
+    results: Mapping[str, Any],
+    model: str,
+    *,
+    task_langs: Mapping[str, str] | None = None,
+    **fields: Any,
+) -> list[Score]:
+    """One Score per task and metric of lm-eval's ``results`` (``fields``: size, params, seed...).
+
+    lm-eval keys are ``"METRIC,FILTER"``; the metric keeps its name when the
+    filter is ``none`` and becomes ``METRIC/FILTER`` otherwise. ``stderr`` is
+    ``METRIC_stderr,FILTER`` (None where lm-eval gives ``N/A``).
+    ``extra``: the filter, lm-eval's sample count, few-shot count and version.
+    """
+    out: list[Score] = []
+    n_samples = results.get("n-samples", {})
+    n_shot = results.get("n-shot", {})
+    version = (results.get("config") or {}).get("lm_eval_version") or results.get("lm_eval_version")
+    for task, row in (results.get("results") or {}).items():
+        for key, raw in row.items():
+            if "," not in key or "_stderr," in key:
+                continue
+            metric, flt = key.split(",", 1)
+            value = _number(raw)
+            if value is None:
+                continue
+            extra: dict[str, Any] = {"filter": flt}
+            if task in n_samples:
+                extra["n_samples"] = n_samples[task].get("effective")
+            if task in n_shot:
+                extra["num_fewshot"] = n_shot[task]
+            if version:
+                extra["lm_eval_version"] = version
+            out.append(
+                Score(
+                    model=model,
+                    lang=task_lang(task, task_langs),
+                    metric=metric if flt == "none" else f"{metric}/{flt}",
+                    value=value,
+                    task=task,
+                    stderr=_number(row.get(f"{metric}_stderr,{flt}")),
+                    extra=extra,
+                    **fields,
+                )
+            )
+    return out

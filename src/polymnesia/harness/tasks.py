@@ -1,0 +1,278 @@
+"""polymnesia's offline lm-evaluation-harness tasks: one table, YAML per language, a registry.
+
+The tasks are generated per language from :data:`FAMILIES` as lm-eval
+generates its own multilingual tasks (one template YAML per family, one small
+YAML per language that includes it). The YAML lives in the package folder
+:data:`TASK_DIR`, which is handed to lm-eval's ``TaskManager(include_path=...)``;
+regenerate it with ``python -m polymnesia.harness.tasks`` (a test checks that
+the shipped files equal :func:`render_task_yamls`). The documents come from the
+prepared Bible split (:mod:`polymnesia.harness.docs`) and reach lm-eval through
+the tasks' ``custom_dataset`` and lm-eval's task metadata.
+
+Families (``LANG`` is an ISO 639-1 code of the Bible source):
+
+* ``poly_genre_LANG``: which of the 9 Bible genres a *test* verse in LANG is
+  from (English question, as ``evaluate_zero_shot``), multiple choice by
+  likelihood: ``acc``. Stands in for MMLU (knowledge, multiple choice).
+* ``poly_continue_mc_LANG``: the first half of a verse; pick its second half
+  among 4 (3 from other verses), HellaSwag's format: ``acc``, ``acc_norm``.
+* ``poly_continue_gen_LANG``: generate the second half; corpus chrF (sacrebleu,
+  0-100) against the real one. Stands in for the generative XLSum / MLQA /
+  XQuAD (Multilingual Ability) and AlpacaEval (free generation).
+* ``poly_ifeval_LANG``: verifiable format instructions about a verse
+  (:mod:`polymnesia.harness.ifeval`), scored by IFEval's own checkers:
+  ``prompt_level_strict_acc`` etc. Stands in for IFEval.
+
+Tags: each family name (``poly_genre``...), ``poly_ea`` (the English tasks:
+English Ability, Table 1 of paper 002) and ``poly_ma`` (every other language:
+Multilingual Ability, Table 2).
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from polymnesia.data.sources.bible import DEFAULT_EDITIONS
+from polymnesia.errors import PolymnesiaError
+from polymnesia.harness.ifeval import INSTRUCTION_LANGUAGES
+from polymnesia.registry import Registry
+
+TASK_DIR = Path(__file__).parent / "lm_eval_tasks"
+PREFIX = "poly_"
+BIBLE_LANGUAGES: tuple[str, ...] = tuple(sorted(DEFAULT_EDITIONS))
+EA_TAG, MA_TAG = "poly_ea", "poly_ma"
+
+
+@dataclass(frozen=True)
+class Family:
+    name: str
+    what: str
+    metrics: tuple[str, ...]
+    stands_for: tuple[str, str]  # paper 002's task it stands in for: (English, other languages)
+    languages: tuple[str, ...]
+    template: str  # the YAML body shared by the family's tasks
+
+
+_MC = """custom_dataset: !function utils.load_docs
+output_type: multiple_choice
+test_split: test
+fewshot_split: validation
+doc_to_text: prompt
+doc_to_choice: choices
+doc_to_target: gold
+target_delimiter: ""
+fewshot_delimiter: "\\n"
+"""
+_GEN = """custom_dataset: !function utils.load_docs
+output_type: generate_until
+test_split: test
+fewshot_split: validation
+doc_to_text: prompt
+doc_to_target: target
+target_delimiter: ""
+fewshot_delimiter: "\\n"
+"""
+_UNTIL = """generation_kwargs:
+  until: ["<|im_end|>"]
+  do_sample: false
+  max_gen_toks: {n}
+"""
+
+
+def _metric(name: str, agg: str = "mean") -> str:
+    return f"  - metric: {name}\n    aggregation: {agg}\n    higher_is_better: true\n"
+
+
+FAMILIES: dict[str, Family] = {
+    f.name: f
+    for f in (
+        Family(
+            "poly_genre",
+            "genre of a test verse (9-way multiple choice by likelihood)",
+            ("acc",),
+            ("MMLU", "none (multilingual multiple choice)"),
+            BIBLE_LANGUAGES,
+            _MC + "metric_list:\n" + _metric("acc"),
+        ),
+        Family(
+            "poly_continue_mc",
+            "second half of a verse among 4 (multiple choice, HellaSwag's format)",
+            ("acc", "acc_norm"),
+            ("HellaSwag", "none (HellaSwag format in LANG)"),
+            BIBLE_LANGUAGES,
+            _MC + "metric_list:\n" + _metric("acc") + _metric("acc_norm"),
+        ),
+        Family(
+            "poly_continue_gen",
+            "generate the second half of a verse, corpus chrF",
+            ("chrf",),
+            ("AlpacaEval (free generation)", "XLSum / MLQA / XQuAD (generation)"),
+            BIBLE_LANGUAGES,
+            _GEN + _UNTIL.format(n=64) + "metric_list:\n" + _metric("chrf", "chrf"),
+        ),
+        Family(
+            "poly_ifeval",
+            "verifiable format instructions about a verse, IFEval's checkers",
+            (
+                "prompt_level_strict_acc",
+                "inst_level_strict_acc",
+                "prompt_level_loose_acc",
+                "inst_level_loose_acc",
+            ),
+            ("IFEval", "none (IFEval in LANG)"),
+            INSTRUCTION_LANGUAGES,
+            _GEN
+            + _UNTIL.format(n=160)
+            + "process_results: !function utils.process_ifeval\nmetric_list:\n"
+            + _metric("prompt_level_strict_acc")
+            + _metric("inst_level_strict_acc", "!function utils.agg_inst_level_acc")
+            + _metric("prompt_level_loose_acc")
+            + _metric("inst_level_loose_acc", "!function utils.agg_inst_level_acc"),
+        ),
+    )
+}
+
+
+@dataclass(frozen=True)
+class HarnessTask:
+    """One shipped task: ``poly_FAMILY_LANG``."""
+
+    name: str
+    family: str
+    lang: str
+
+    @property
+    def ability(self) -> str:
+        """``EA`` (English Ability, paper 002 Table 1) or ``MA`` (Multilingual Ability, Table 2)."""
+        return "EA" if self.lang == "en" else "MA"
+
+
+HARNESS_TASKS: Registry[HarnessTask] = Registry("harness task", "tasks")
+for _fam in FAMILIES.values():
+    for _lang in _fam.languages:
+        _t = HarnessTask(f"{_fam.name}_{_lang}", _fam.name, _lang)
+        HARNESS_TASKS.add(
+            _t.name,
+            _t,
+            f"[{_t.ability}] {_lang}: {_fam.what}; {', '.join(_fam.metrics)} "
+            f"(paper 002: {_fam.stands_for[0 if _lang == 'en' else 1]})",
+        )
+
+
+def tags() -> dict[str, list[str]]:
+    """Tag name -> the shipped tasks it expands to."""
+    out: dict[str, list[str]] = {f: [] for f in FAMILIES}
+    out[EA_TAG], out[MA_TAG] = [], []
+    for entry in HARNESS_TASKS:
+        t = entry.obj
+        out[t.family].append(t.name)
+        out[EA_TAG if t.lang == "en" else MA_TAG].append(t.name)
+    return out
+
+
+def expand(names: Iterable[str]) -> list[str]:
+    """Shipped task names among ``names``, tags expanded, in order, without repeats."""
+    tag_map = tags()
+    out: dict[str, None] = {}
+    for n in names:
+        for t in tag_map.get(n, [n] if n in HARNESS_TASKS else []):
+            out.setdefault(t, None)
+    return list(out)
+
+
+def is_shipped(name: str) -> bool:
+    return name in HARNESS_TASKS or name in tags()
+
+
+def offline_summary() -> str:
+    fams = ", ".join(f"{f.name}_LANG ({len(f.languages)} languages)" for f in FAMILIES.values())
+    ifeval = ", ".join(FAMILIES["poly_ifeval"].languages)
+    return (
+        f"{fams}; poly_ifeval languages: {ifeval}; tags {', '.join(tags())} "
+        "(`polymnesia ls tasks` lists them)"
+    )
+
+
+def hub_offline() -> bool:
+    """True when Hugging Face's offline switches are set (``HF_HUB_OFFLINE``/``HF_DATASETS_OFFLINE``)."""
+    return any(
+        os.environ.get(v, "").strip().lower() in ("1", "true", "yes", "on")
+        for v in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE")
+    )
+
+
+def check_tasks(names: Sequence[str], offline: bool, *, verify_online: bool = True) -> list[str]:
+    """Check task names before anything runs; return the shipped tasks they need (tags expanded).
+
+    Offline, every name must be a shipped task or tag (one line naming the
+    offline tasks otherwise). Online, other names pass through to lm-eval
+    unchanged; with ``verify_online`` they must exist in lm-eval's own task
+    index (building it takes a few seconds).
+    """
+    if not names:
+        raise PolymnesiaError("no lm-eval task named; name at least one (`polymnesia ls tasks`)")
+    other = [n for n in names if not is_shipped(n)]
+    if other and offline:
+        raise PolymnesiaError(
+            f"lm-eval task(s) {', '.join(other)} need the Hugging Face Hub, which is offline; "
+            f"offline tasks: {offline_summary()}"
+        )
+    if other and verify_online:
+        from lm_eval.tasks import TaskManager
+
+        known = set(TaskManager().all_tasks)
+        missing = [n for n in other if n not in known]
+        if missing:
+            close = difflib.get_close_matches(missing[0], sorted(known), n=1)
+            hint = f" (did you mean '{close[0]}'?)" if close else ""
+            raise PolymnesiaError(
+                f"unknown lm-eval task(s) {', '.join(missing)}{hint}; "
+                f"see `lm_eval ls tasks` or the offline tasks: {offline_summary()}"
+            )
+    return expand(names)
+
+
+# -- the YAML files ----------------------------------------------------------------------
+
+
+def _template_name(family: str) -> str:
+    return f"_{family}_yaml"
+
+
+def render_task_yamls() -> dict[str, str]:
+    """File name -> text of every shipped YAML file (templates and per-language tasks)."""
+    head = "# generated by `python -m polymnesia.harness.tasks`; do not edit by hand\n"
+    out: dict[str, str] = {}
+    for fam in FAMILIES.values():
+        out[_template_name(fam.name)] = head + fam.template + "metadata:\n  version: 1.0\n"
+        for lang in fam.languages:
+            name = f"{fam.name}_{lang}"
+            tag_list = [fam.name, EA_TAG if lang == "en" else MA_TAG]
+            out[f"{name}.yaml"] = (
+                f"{head}include: {_template_name(fam.name)}\ntask: {name}\n"
+                f"tag: [{', '.join(tag_list)}]\n"
+                f"dataset_kwargs:\n  polymnesia_task: {name}\n"
+            )
+    return out
+
+
+def write_task_yamls(folder: Path = TASK_DIR) -> list[Path]:
+    """Write :func:`render_task_yamls` into ``folder`` (stale generated YAML removed)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    files = render_task_yamls()
+    for old in folder.iterdir():
+        if old.name.startswith(("poly_", "_poly_")) and old.name not in files:
+            old.unlink()
+    paths = []
+    for name, text in files.items():
+        (folder / name).write_text(text, encoding="utf-8")
+        paths.append(folder / name)
+    return paths
+
+
+if __name__ == "__main__":
+    print(f"wrote {len(write_task_yamls())} files into {TASK_DIR}")

@@ -1,0 +1,104 @@
+"""Stage ``evaluate_harness``: lm-evaluation-harness on any model stage's output.
+
+Runs lm-eval (through its own HF model class) on ``ctx.input("model") / "model"``
+with the configured task names, few-shot count, limit and batch size, and
+returns one :class:`~polymnesia.results.Score` per task and metric (with
+lm-eval's standard error). polymnesia's offline tasks (``poly_*``, `polymnesia
+ls tasks`) get their documents from the ``data`` input (the ``prepare_data``
+stage's Bible split), written into ``task_data/``; every other name is an
+lm-eval task and passes through unchanged (online). lm-eval's JSON output is
+kept in ``lm_eval/`` (``results.json``, ``samples_TASK.jsonl``).
+
+Offline (``offline: true``, or unset with ``HF_HUB_OFFLINE``/``HF_DATASETS_OFFLINE``
+set), naming an online-only task fails when the parameters are built, i.e.
+before any stage runs, with one line naming the offline tasks.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import Field, model_validator
+
+from polymnesia.config.base import StrictModel
+from polymnesia.errors import ConfigError
+from polymnesia.harness.docs import write_task_data
+from polymnesia.harness.run import results_to_scores, run_lm_eval
+from polymnesia.harness.tasks import check_tasks, expand, hub_offline
+from polymnesia.pipeline.stage import STAGES, Stage, StageContext
+from polymnesia.results import Score
+
+
+class EvaluateHarnessParams(StrictModel):
+    label: str
+    tasks: list[str] = Field(min_length=1)
+    num_fewshot: int | None = Field(None, ge=0)
+    limit: int | float | None = Field(None, gt=0)
+    batch_size: int | str = 8
+    device: str | None = None
+    dtype: str = "auto"
+    add_bos_token: bool | None = True
+    docs_per_task: int = Field(100, gt=0)
+    fewshot_docs: int = Field(8, ge=0)
+    seed: int = 0
+    size: str | None = None
+    task_langs: dict[str, str] = Field(default_factory=dict)
+    offline: bool | None = None
+    bootstrap_iters: int = Field(1000, ge=0)
+    log_samples: bool = True
+    max_gen_toks: int | None = Field(None, gt=0)
+
+    @model_validator(mode="after")
+    def _check(self) -> EvaluateHarnessParams:
+
+        if isinstance(self.batch_size, str) and not self.batch_size.startswith("auto"):
+            raise ConfigError(f"batch_size must be an integer or 'auto', got {self.batch_size!r}")
+        offline = hub_offline() if self.offline is None else self.offline
+        check_tasks(self.tasks, offline, verify_online=False)
+        return self
+
+
+@STAGES.register(
+    "evaluate_harness",
+    "lm-evaluation-harness tasks (offline poly_* or any lm-eval name) on a model stage's output",
+)
+class EvaluateHarness(Stage):
+    version = "1"
+
+    def run(self, ctx: StageContext) -> list[Score]:
+
+        p: EvaluateHarnessParams = ctx.params
+        task_data = None
+        if expand(p.tasks):
+            if "data" not in ctx.inputs:
+                raise ConfigError(
+                    f"evaluate_harness '{ctx.spec.name}': the poly_* tasks need a 'data' input "
+                    "(the prepare_data stage of the bible source)"
+                )
+            task_data = ctx.out_dir / "task_data"
+            write_task_data(
+                ctx.input("data"),
+                task_data,
+                p.tasks,
+                n=p.docs_per_task,
+                n_fewshot=p.fewshot_docs,
+                seed=p.seed,
+            )
+        results = run_lm_eval(
+            ctx.input("model") / "model",
+            p.tasks,
+            ctx.out_dir / "lm_eval",
+            task_data=task_data,
+            num_fewshot=p.num_fewshot,
+            limit=p.limit,
+            batch_size=p.batch_size,
+            device=p.device,
+            dtype=p.dtype,
+            add_bos_token=p.add_bos_token,
+            seed=p.seed,
+            log_samples=p.log_samples,
+            bootstrap_iters=p.bootstrap_iters,
+            max_gen_toks=p.max_gen_toks,
+        )
+        fields: dict[str, Any] = {"size": p.size, "seed": p.seed}
+        return results_to_scores(results, p.label, task_langs=p.task_langs, **fields)

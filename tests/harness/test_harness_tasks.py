@@ -1,0 +1,90 @@
+"""The shipped lm-eval task table: YAML in sync, registry, tags, task-name checks."""
+
+from __future__ import annotations
+
+import pytest
+
+from polymnesia.errors import PolymnesiaError
+from polymnesia.harness.tasks import (
+    FAMILIES,
+    HARNESS_TASKS,
+    TASK_DIR,
+    check_tasks,
+    expand,
+    render_task_yamls,
+    tags,
+)
+
+
+def test_shipped_yaml_equals_the_generator() -> None:
+    files = render_task_yamls()
+    shipped = {p.name for p in TASK_DIR.iterdir() if p.name.startswith(("poly_", "_poly_"))}
+    assert shipped == set(files), "run `python -m polymnesia.harness.tasks`"
+    for name, text in files.items():
+        assert (TASK_DIR / name).read_text(encoding="utf-8") == text, name
+
+
+def test_registry_has_every_family_and_language() -> None:
+    n = sum(len(f.languages) for f in FAMILIES.values())
+    assert len(HARNESS_TASKS.names()) == n == 22 * 3 + 11
+    t = HARNESS_TASKS.get("poly_ifeval_ja")
+    assert (t.family, t.lang, t.ability) == ("poly_ifeval", "ja", "MA")
+    assert HARNESS_TASKS.get("poly_genre_en").ability == "EA"
+    assert "poly_ifeval_sw" not in HARNESS_TASKS  # no instruction templates in Swahili
+
+
+def test_tags_expand_in_order_without_repeats() -> None:
+    assert tags()["poly_ea"] == [
+        "poly_continue_gen_en",
+        "poly_continue_mc_en",
+        "poly_genre_en",
+        "poly_ifeval_en",
+    ]
+    assert expand(["poly_genre_fr", "poly_ea", "poly_genre_en", "mmlu"]) == [
+        "poly_genre_fr",
+        "poly_continue_gen_en",
+        "poly_continue_mc_en",
+        "poly_genre_en",
+        "poly_ifeval_en",
+    ]
+    assert all(not n.endswith("_en") for n in tags()["poly_ma"])
+
+
+def test_offline_online_task_is_one_line_naming_offline_tasks() -> None:
+    with pytest.raises(PolymnesiaError) as e:
+        check_tasks(["poly_genre_en", "mmlu", "xquad_de"], offline=True)
+    msg = str(e.value)
+    assert "\n" not in msg
+    assert msg.startswith("lm-eval task(s) mmlu, xquad_de need the Hugging Face Hub")
+    assert "poly_genre_LANG" in msg and "poly_ifeval languages: en, fr" in msg
+    assert check_tasks(["poly_ma"], offline=True) == tags()["poly_ma"]
+
+
+def test_online_names_pass_through() -> None:
+    assert check_tasks(["mmlu", "poly_genre_de"], offline=False, verify_online=False) == [
+        "poly_genre_de"
+    ]
+    with pytest.raises(PolymnesiaError, match="no lm-eval task named"):
+        check_tasks([], offline=False)
+
+
+def test_online_unknown_name_is_refused_with_a_suggestion() -> None:
+    with pytest.raises(PolymnesiaError, match=r"unknown lm-eval task\(s\) hellaswagg.*'hellaswag'"):
+        check_tasks(["hellaswagg"], offline=False)
+
+
+def test_lm_eval_indexes_every_shipped_name() -> None:
+    from lm_eval.tasks import TaskManager
+
+    tm = TaskManager(include_path=str(TASK_DIR), include_defaults=False)
+    assert set(HARNESS_TASKS.names()) <= set(tm.all_subtasks)
+    assert {"poly_ea", "poly_ma", "poly_genre"} <= set(tm.all_tags)
+
+
+def test_ls_tasks(capsys: pytest.CaptureFixture[str]) -> None:
+    from polymnesia.cli.main import main
+
+    assert main(["ls", "tasks"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("tasks:\n")
+    assert "poly_ifeval_en" in out and "(paper 002: IFEval)" in out
