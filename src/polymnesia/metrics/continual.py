@@ -15,8 +15,9 @@ Sources:
   (eq. 12), multi-hop MFT_h / MBT_h (eqs. 13-14).
 * Mao et al., "Less-Forgetting Multi-Lingual Fine-Tuning" (shared/papers/003):
   average relative F1 score ``R_T`` (section 5.3.2).
-* Lopez-Paz & Ranzato 2017 (GEM): BWT and FWT; Chaudhry et al. 2018
-  (RWalk) and avalanche: forgetting from the best / from the first score.
+* Lopez-Paz & Ranzato 2017 (GEM): BWT and FWT; forgetting in four named
+  variants (avalanche; best since learned; Chaudhry et al. 2018 (RWalk);
+  mammoth), which differ in the rows the "best" score is taken over.
 """
 
 from __future__ import annotations
@@ -86,21 +87,32 @@ def average_learned(R: npt.ArrayLike) -> np.ndarray:
     return lower.sum(axis=1) / np.arange(1, arr.shape[0] + 1)
 
 
-def performance_shift_steps(R: npt.ArrayLike, include_new: bool = True) -> np.ndarray:
+Shift = Literal["literal", "previous"]
+SHIFTS: tuple[Shift, ...] = ("literal", "previous")
+
+
+def performance_shift_steps(R: npt.ArrayLike, shift: Shift = "literal") -> np.ndarray:
     """``P_t - P_{t+1}`` for one order: the drop caused by learning each language (004, eq. 9).
 
     Returns ``[T]``: entry ``i`` belongs to the language learned at step ``i``;
-    entry 0 is NaN (no language was learned before it). With ``include_new``
-    (the literal eq. 9) ``P_{t+1}`` averages all languages seen up to ``t+1``,
-    the new one included; with ``include_new=False`` it averages only the
-    languages learned before, i.e. ``mean(R[i-1, :i]) - mean(R[i, :i])``, which
-    isolates the effect on previously learned languages that 3.3.1 describes.
-    Positive values are drops (the paper's sign).
+    entry 0 is NaN (no language was learned before it). Two readings:
+
+    * ``shift="literal"`` (default, eq. 9 as written): ``P_{t+1}`` averages
+      every language seen up to ``t+1``, the new one included:
+      ``mean(R[i-1, :i]) - mean(R[i, :i+1])``.
+    * ``shift="previous"`` (the prose of section 3.3.1, "the change in a
+      previously learned language performance"): both sides average only the
+      languages learned before: ``mean(R[i-1, :i]) - mean(R[i, :i])``.
+
+    The two can differ in sign (the new language's own score usually rises
+    most). Positive values are drops (the paper's sign).
     """
+    if shift not in SHIFTS:
+        raise PolymnesiaError(f"shift must be one of {', '.join(SHIFTS)}, got {shift!r}")
     arr = _matrix(R)
     out = np.full(arr.shape[0], np.nan)
     for i in range(1, arr.shape[0]):
-        after = arr[i, : i + 1] if include_new else arr[i, :i]
+        after = arr[i, : i + 1] if shift == "literal" else arr[i, :i]
         out[i] = arr[i - 1, :i].mean() - after.mean()
     return out
 
@@ -114,22 +126,23 @@ def performance_shift(
     orders: Sequence[Sequence[str]],
     Rs: Sequence[npt.ArrayLike],
     columns: Sequence[str] | None = None,
-    include_new: bool = True,
+    shift: Shift = "literal",
 ) -> dict[str, float]:
     """Per language, ``P_avg = 1/N sum_n (P_t - P_{t+1})`` over the N orders (004, eq. 9).
 
     ``orders[n]`` lists the languages in the order of run ``n`` and ``Rs[n]``
     is its accuracy matrix (columns in ``columns`` order, or in ``orders[n]``
     order when ``columns`` is None). In run ``n`` the language is learned at
-    step ``t+1``; see :func:`performance_shift_steps`. Departure: an order that
-    starts with the language has no ``P_t``, so N counts only the orders in
-    which the language is not first (NaN if it is first in all of them).
+    step ``t+1``; ``shift`` picks the reading (:func:`performance_shift_steps`;
+    report it with the numbers). Departure: an order that starts with the
+    language has no ``P_t``, so N counts only the orders in which the language
+    is not first (NaN if it is first in all of them).
     """
     per_order = [
         dict(
             zip(
                 order,
-                performance_shift_steps(to_learning_order(R, order, columns), include_new),
+                performance_shift_steps(to_learning_order(R, order, columns), shift),
                 strict=True,
             )
         )
@@ -271,38 +284,101 @@ def bwt_gem(R: npt.ArrayLike) -> float:
     return float(np.mean(arr[T - 1, : T - 1] - np.diag(arr)[: T - 1]))
 
 
+def _forgetting(R: npt.ArrayLike, first_row: Literal["learned", "zero"], last_row: int) -> float:
+    """``mean over j < T-1 of max_{l in rows} R[l, j] - R[T-1, j]``.
+
+    ``rows`` run from ``j`` (``first_row="learned"``) or 0 (``"zero"``) to
+    ``T-1+last_row`` inclusive (``last_row`` 0: the final row, -1: the one before).
+    """
+    arr = _matrix(R, min_steps=2)
+    T = arr.shape[0]
+    best = [arr[(j if first_row == "learned" else 0) : T + last_row, j].max() for j in range(T - 1)]
+    return float(np.mean(np.asarray(best) - arr[T - 1, : T - 1]))
+
+
 @register_metric(
-    "forgetting_from_first",
+    "forgetting_after_learning",
     higher_is_better=False,
-    description="mean score right after learning minus final score, earlier languages (avalanche)",
+    description="mean of (score right after learning - final score) over earlier languages (avalanche)",
 )
-def forgetting_from_first(R: npt.ArrayLike) -> float:
-    """Forgetting as avalanche defines it: ``mean over i < T-1 of R[i, i] - R[T-1, i]``.
+def forgetting_after_learning(R: npt.ArrayLike) -> float:
+    """Forgetting as avalanche defines it: ``mean over j < T-1 of R[j, j] - R[T-1, j]``.
 
     The score right after learning each earlier language minus its final
-    score (0-based); equals ``-bwt_gem(R)``.
+    score (0-based); equals ``-bwt_gem(R)``. Can be negative.
     """
     return -bwt_gem(R)
 
 
 @register_metric(
+    "forgetting_best_since_learned",
+    higher_is_better=False,
+    description="mean of (best score from learning to the step before last - final score), earlier languages",
+)
+def forgetting_best_since_learned(R: npt.ArrayLike) -> float:
+    """``mean over j < T-1 of max_{j <= l <= T-2} R[l, j] - R[T-1, j]``.
+
+    The best score a language had after it was learned and before the final
+    step, minus its final score. Chaudhry et al. 2018's rule restricted to
+    the rows after the language was learned (zero-shot rows left out); can be
+    negative when a language ends at its best.
+    """
+    return _forgetting(R, "learned", -1)
+
+
+@register_metric(
+    "forgetting_best_before_final",
+    higher_is_better=False,
+    description="mean of (best score in any row before the last - final score), earlier languages (Chaudhry et al. 2018)",
+)
+def forgetting_best_before_final(R: npt.ArrayLike) -> float:
+    """Chaudhry et al. 2018 (RWalk), eq. 11: ``mean over j < T-1 of max_{0 <= l <= T-2} R[l, j] - R[T-1, j]``.
+
+    The max runs over every row before the final one, so zero-shot scores
+    measured before ``j`` was learned count too (they are part of ``R`` here).
+    Can be negative.
+    """
+    return _forgetting(R, "zero", -1)
+
+
+@register_metric(
+    "forgetting_mammoth",
+    higher_is_better=False,
+    description="mean of (best score since learned, final row included - final score), earlier languages (mammoth; >= 0)",
+)
+def forgetting_mammoth(R: npt.ArrayLike) -> float:
+    """mammoth's forgetting: ``mean over j < T-1 of max_{j <= l <= T-1} R[l, j] - R[T-1, j]``.
+
+    mammoth (aimagelab/mammoth, ``utils/metrics.py: forgetting``) keeps for
+    each step the scores of the tasks learned so far (zero-padded), takes
+    the column max over ALL rows, the final one included, and subtracts the
+    final row; averaged over every task but the last. Each term is therefore
+    ``>= 0``. Rows before ``j`` was learned are not used: mammoth has no
+    zero-shot scores there (only padding zeros, which never win for scores
+    ``>= 0``).
+    """
+    return _forgetting(R, "learned", 0)
+
+
+@register_metric(
+    "forgetting_from_first",
+    higher_is_better=False,
+    description="deprecated name of forgetting_after_learning",
+)
+def forgetting_from_first(R: npt.ArrayLike) -> float:
+    """Deprecated name of :func:`forgetting_after_learning` (kept while older results use it)."""
+    return forgetting_after_learning(R)
+
+
+@register_metric(
     "forgetting_from_best",
     higher_is_better=False,
-    description="mean best past score minus final score, earlier languages (Chaudhry et al. 2018)",
+    description="deprecated name of forgetting_best_since_learned (since_learned=False: forgetting_best_before_final)",
 )
 def forgetting_from_best(R: npt.ArrayLike, since_learned: bool = True) -> float:
-    """Forgetting from the best past score (Chaudhry et al. 2018, RWalk; mammoth).
-
-    ``f_j = max_{l} R[l, j] - R[T-1, j]`` for each earlier language
-    ``j = 0..T-2``, averaged. With ``since_learned`` (default) the max runs
-    over rows ``l = j..T-2`` (scores after ``j`` was learned); Chaudhry et al.
-    take ``l = 0..T-2``, which here would also count zero-shot scores before
-    ``j`` was learned: pass ``since_learned=False`` for that.
-    """
-    arr = _matrix(R, min_steps=2)
-    T = arr.shape[0]
-    best = [arr[(j if since_learned else 0) : T - 1, j].max() for j in range(T - 1)]
-    return float(np.mean(np.asarray(best) - arr[T - 1, : T - 1]))
+    """Deprecated: :func:`forgetting_best_since_learned`, or with ``since_learned=False``
+    :func:`forgetting_best_before_final`. It is NOT mammoth's rule (:func:`forgetting_mammoth`)."""
+    return forgetting_best_since_learned(R) if since_learned else forgetting_best_before_final(R)
 
 
 @register_metric(
