@@ -97,7 +97,9 @@ class SequentialOrder(Stage):
             info.update(
                 destructive=o.destructive,
                 shift=o.shift,
-                count=default_destructive_count(len(order)) if count is None else count,
+                count=(default_destructive_count(len(order)) if count is None else count)
+                if o.destructive == "move_to_end"
+                else None,
                 shifts={k: None if math.isnan(v) else v for k, v in shifts.items()},
             )
         atomic_write_json(ctx.out_dir / "order.json", {**info, "order": order})
