@@ -62,7 +62,9 @@ def min_norm_reference(g: np.ndarray) -> tuple[list, list]:
 
 
 def rel_err(d: np.ndarray, ref: list) -> float:
-    diff = mpmath.sqrt(mpmath.fsum((mpmath.mpf(float(x)) - r) ** 2 for x, r in zip(d, ref)))
+    diff = mpmath.sqrt(
+        mpmath.fsum((mpmath.mpf(float(x)) - r) ** 2 for x, r in zip(d, ref, strict=True))
+    )
     return float(diff / mpmath.sqrt(mpmath.fsum(r**2 for r in ref)))
 
 
