@@ -7,13 +7,13 @@ import torch
 from polymnesia.errors import PolymnesiaError
 from polymnesia.metrics.isotropy import (
     anisotropy_baseline,
-    words_in_two_sentences,
     first_pc_variance_explained,
     intra_sentence_similarity,
     isotropy_report,
     mean_pairwise_cosine,
     mev_baseline,
     self_similarity,
+    words_in_two_sentences,
 )
 
 

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 import torch
 
-from polymnesia.evaluation.generation import answer_logprobs, chat_prompt, greedy_generate
 from polymnesia.errors import PolymnesiaError
+from polymnesia.evaluation.generation import answer_logprobs, chat_prompt, greedy_generate
 from polymnesia.evaluation.representations import (
     contextual_vectors,
     pool_occurrences,
