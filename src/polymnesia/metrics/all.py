@@ -4,6 +4,7 @@ from polymnesia.metrics import (  # noqa: F401
     classification,
     continual,
     drift,
+    forgetting,
     isotropy,
     lm,
     similarity,
