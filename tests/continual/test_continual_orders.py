@@ -3,7 +3,9 @@ import math
 import pytest
 
 from polymnesia.continual.orders import (
+    default_destructive_count,
     destructive_last_order,
+    destructive_moved_last_order,
     joshi_sizes,
     resource_order,
     shuffled_order,
@@ -49,3 +51,22 @@ def test_shuffle_is_seeded_and_a_permutation() -> None:
 def test_destructive_last_puts_largest_drop_last_and_nan_as_zero() -> None:
     shifts = {"a": 0.10, "b": -0.05, "c": math.nan, "d": 0.02}
     assert destructive_last_order(shifts, ["a", "b", "c", "d"]) == ["b", "c", "d", "a"]
+
+
+def test_destructive_moved_last_keeps_the_shuffle_and_moves_the_top_shifts() -> None:
+    langs = [f"l{i}" for i in range(8)]
+    shifts = {"l0": 0.3, "l1": -0.1, "l2": 0.5, "l3": math.nan, "l4": 0.1}
+    order = destructive_moved_last_order(shifts, langs, seed=3, count=2)
+    rest = [lang for lang in shuffled_order(langs, 3) if lang not in ("l0", "l2")]
+    assert order == [*rest, "l0", "l2"]  # l2 (0.5) most destructive, learned last
+    assert destructive_moved_last_order(shifts, langs, seed=3, count=0) == shuffled_order(langs, 3)
+
+
+def test_destructive_moved_last_default_count_and_bad_count() -> None:
+    langs = [f"l{i}" for i in range(52)]
+    assert default_destructive_count(52) == 5 and default_destructive_count(3) == 1
+    shifts = {lang: float(i) for i, lang in enumerate(langs)}
+    order = destructive_moved_last_order(shifts, langs, seed=0)
+    assert order[-5:] == ["l47", "l48", "l49", "l50", "l51"] and sorted(order) == sorted(langs)
+    with pytest.raises(ConfigError, match="between 0 and the number of languages"):
+        destructive_moved_last_order(shifts, langs, seed=0, count=53)

@@ -9,6 +9,8 @@ import pytest
 from harness_helpers import make_prepared, verse
 
 from polymnesia.data.instruction_sources import PRESETS, load_instruction_dataset
+from polymnesia.errors import DataError
+from polymnesia.harness.ifeval import check_following
 from polymnesia.harness.instruction_sets import (
     DISSIMILAR_KINDS,
     PHASE1_KINDS,
@@ -20,8 +22,6 @@ from polymnesia.harness.instruction_sets import (
     verse_overlap,
     write_instruction_set,
 )
-from polymnesia.errors import DataError
-from polymnesia.harness.ifeval import check_following
 from polymnesia.methods.replay import mix_replay
 
 

@@ -11,8 +11,12 @@ from polymnesia.metrics.continual import (
     bwt_gem,
     cbt,
     cft,
+    forgetting_after_learning,
+    forgetting_best_before_final,
+    forgetting_best_since_learned,
     forgetting_from_best,
     forgetting_from_first,
+    forgetting_mammoth,
     fwt_vs_untrained,
     mbt,
     mft,
@@ -77,19 +81,47 @@ def test_zero_based_matches_one_based_transcription():
 
 def test_gem_variants_by_hand():
     assert bwt_gem(R) == pytest.approx(-20.0)
-    assert forgetting_from_first(R) == pytest.approx(20.0)
+    assert forgetting_after_learning(R) == pytest.approx(20.0)
     # best since learned: 60-30, 80-60, 90-80
-    assert forgetting_from_best(R) == pytest.approx(20.0)
+    assert forgetting_best_since_learned(R) == pytest.approx(20.0)
+    assert forgetting_mammoth(R) == pytest.approx(20.0)
     # R[0,1]=20-10, R[1,2]=40-10, R[2,3]=50-10
     assert fwt_vs_untrained(R, [10, 10, 10, 10]) == pytest.approx(80 / 3)
 
 
-def test_forgetting_from_best_counts_zero_shot_rows_only_when_asked():
+def test_forgetting_variants_differ_in_the_rows_of_the_max():
     M = np.array([[50, 95, 0], [40, 60, 0], [30, 50, 0]], dtype=float)
-    assert forgetting_from_best(M) == pytest.approx(((50 - 30) + (60 - 50)) / 2)
-    assert forgetting_from_best(M, since_learned=False) == pytest.approx(
-        ((50 - 30) + (95 - 50)) / 2
-    )
+    assert forgetting_best_since_learned(M) == pytest.approx(((50 - 30) + (60 - 50)) / 2)
+    # Chaudhry et al. 2018: rows 0..T-2, the zero-shot 95 of language 1 counts
+    assert forgetting_best_before_final(M) == pytest.approx(((50 - 30) + (95 - 50)) / 2)
+    # deprecated names keep their old meaning
+    assert forgetting_from_best(M) == forgetting_best_since_learned(M)
+    assert forgetting_from_best(M, since_learned=False) == forgetting_best_before_final(M)
+    assert forgetting_from_first(M) == forgetting_after_learning(M)
+
+
+# 5 languages; per-language "best since learned, final excluded" minus final:
+# a: 0.80-0.70 = 0.10, b: 0.75-0.70 = 0.05, c: 0.60-0.63 = -0.03 (c ends at its best),
+# d: 0.85-0.70 = 0.15 -> mean 0.27/4 = 0.0675. mammoth includes the final row in
+# the max, so c's term is 0 -> 0.30/4 = 0.075 (the numbers quoted in issue 11).
+R5 = np.array(
+    [
+        [0.80, 0.20, 0.10, 0.10, 0.05],
+        [0.78, 0.75, 0.15, 0.10, 0.05],
+        [0.75, 0.72, 0.60, 0.20, 0.10],
+        [0.72, 0.71, 0.55, 0.85, 0.20],
+        [0.70, 0.70, 0.63, 0.70, 0.90],
+    ]
+)
+
+
+def test_mammoth_forgetting_includes_the_final_row_on_a_5x5_matrix():
+    assert forgetting_best_since_learned(R5) == pytest.approx(0.0675)
+    assert forgetting_mammoth(R5) == pytest.approx(0.075)
+    assert forgetting_best_before_final(R5) == pytest.approx(0.0675)
+    assert forgetting_after_learning(R5) == pytest.approx((0.10 + 0.05 - 0.03 + 0.15) / 4)
+    # mammoth's per-language terms are never negative: its value is >= the others
+    assert forgetting_mammoth(-R5) >= 0
 
 
 def test_performance_shift_steps_by_hand():
@@ -97,7 +129,12 @@ def test_performance_shift_steps_by_hand():
         performance_shift_steps(R), [np.nan, 60 - 65, 65 - 200 / 3, 200 / 3 - 60]
     )
     # previously learned only: 60-50, mean(50,80)-mean(40,70), mean(40,70,90)-mean(30,60,80)
-    np.testing.assert_allclose(performance_shift_steps(R, include_new=False), [np.nan, 10, 10, 10])
+    np.testing.assert_allclose(performance_shift_steps(R, shift="previous"), [np.nan, 10, 10, 10])
+    # the literal reading (-5, -5/3, 20/3) and this one disagree in sign at steps 2 and 3
+    lit, prev = performance_shift_steps(R)[1:], performance_shift_steps(R, "previous")[1:]
+    np.testing.assert_array_equal(np.sign(lit) == np.sign(prev), [False, False, True])
+    with pytest.raises(PolymnesiaError, match="shift must be one of literal, previous"):
+        performance_shift_steps(R, "both")
 
 
 def test_multi_hop_by_hand():
@@ -128,6 +165,9 @@ def test_performance_shift_over_orders():
     out = performance_shift(ORDERS, RS, columns=["a", "b"])
     assert out["b"] == pytest.approx(-0.05)
     assert out["a"] == pytest.approx(-0.1)
+    # previous languages only: order 1: 0.5 - 0.4; order 2: 0.6 - 0.5
+    prev = performance_shift(ORDERS, RS, columns=["a", "b"], shift="previous")
+    assert prev == pytest.approx({"a": 0.1, "b": 0.1})
 
 
 def test_multi_hop_by_language_averages_orders():
@@ -167,4 +207,10 @@ def test_registered():
         "average_relative_score",
     ):
         assert name in METRICS
-    assert METRICS.get("forgetting_from_best").higher_is_better is False
+    for name in (
+        "forgetting_after_learning",
+        "forgetting_best_since_learned",
+        "forgetting_best_before_final",
+        "forgetting_mammoth",
+    ):
+        assert METRICS.get(name).higher_is_better is False

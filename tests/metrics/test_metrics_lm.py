@@ -36,13 +36,14 @@ def test_every_registered_metric_is_documented():
 
     import polymnesia.metrics.classification  # noqa: F401
     import polymnesia.metrics.continual  # noqa: F401
+    import polymnesia.metrics.forgetting  # noqa: F401
     import polymnesia.metrics.isotropy  # noqa: F401
     import polymnesia.metrics.translation  # noqa: F401
 
     doc = (Path(__file__).parents[2] / "docs" / "metrics.md").read_text(encoding="utf-8")
     mine = {
         f"polymnesia.metrics.{m}"
-        for m in ("continual", "isotropy", "translation", "classification", "lm")
+        for m in ("continual", "forgetting", "isotropy", "translation", "classification", "lm")
     }
     ours = [e for e in METRICS if e.obj.fn.__module__ in mine]
     assert len(ours) >= 23

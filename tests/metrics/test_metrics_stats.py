@@ -9,7 +9,9 @@ from polymnesia.metrics.stats import (
     average_ranks,
     bonferroni_dunn_cd,
     bonferroni_dunn_q,
+    default_blocks,
     friedman,
+    friedman_by_blocks,
     friedman_critical,
     nemenyi_cd,
     nemenyi_q,
@@ -93,3 +95,55 @@ def test_significance_marks_like_003_tables():
     assert flipped["uniform"] == "○" and flipped["oracle"] == "●"
     with pytest.raises(PolymnesiaError, match="reference method 'gem'"):
         significance_marks(results, reference="gem")
+
+
+# (task, language) -> scores of methods A, B, C (seed means; seeds are mean +- 0.05)
+CELLS = {
+    ("t1", "x"): (0.9, 0.8, 0.7),
+    ("t1", "y"): (0.5, 0.7, 0.6),
+    ("t2", "x"): (0.6, 0.5, 0.4),
+    ("t2", "y"): (0.6, 0.5, 0.4),
+    ("t3", "x"): (0.8, 0.6, 0.7),
+    ("t3", "y"): (0.8, 0.6, 0.7),
+}
+
+
+def _records():
+    out = [("t1", "z", "A", 0.99)]  # only A scored t1:z -> the cell is left out
+    for (task, lang), values in CELLS.items():
+        for method, v in zip("ABC", values, strict=True):
+            out += [(task, lang, method, v - 0.05), (task, lang, method, v + 0.05)]
+    return out
+
+
+def test_friedman_with_tasks_as_blocks_by_hand():
+    # task means: t1 A .7 B .75 C .65 -> ranks 2 1 3; t2 -> 1 2 3; t3 A .8 B .6 C .7 -> 1 3 2
+    # R = (4/3, 2, 8/3); chi2 = 3 (16/9 + 4 + 64/9 - 12) = 8/3; F_F = 2 (8/3) / (6 - 8/3) = 1.6
+    res = friedman_by_blocks(_records(), ["A", "B", "C"], "tasks")
+    assert res.blocks == "tasks" and res.block_names == ["t1", "t2", "t3"]
+    assert res.ranks == pytest.approx({"A": 4 / 3, "B": 2.0, "C": 8 / 3})
+    assert res.statistic == pytest.approx(1.6)
+    assert res.p == pytest.approx(stats.f.sf(1.6, 2, 4))
+    assert res.critical == pytest.approx(stats.f.ppf(0.95, 2, 4))
+    assert res.cd == pytest.approx(bonferroni_dunn_cd(3, 3, 0.1))
+
+
+def test_languages_as_blocks_inflate_n_and_shrink_p():
+    # 6 blocks: ranks A (1,3,1,1,1,1), B (2,1,2,2,3,3), C (3,2,3,3,2,2) -> R = (4/3, 13/6, 5/2)
+    # chi2 = 6 (458/36 - 12) = 13/3; F_F = 5 (13/3) / (12 - 13/3) = 65/23
+    res = friedman_by_blocks(_records(), ["A", "B", "C"], "languages")
+    assert res.block_names == ["t1:x", "t1:y", "t2:x", "t2:y", "t3:x", "t3:y"]
+    assert res.statistic == pytest.approx(65 / 23)
+    tasks = friedman_by_blocks(_records(), ["A", "B", "C"], "tasks")
+    assert res.p < tasks.p and res.cd < tasks.cd
+
+
+def test_default_blocks_are_tasks_when_there_are_two():
+    assert default_blocks(3) == "tasks" and default_blocks(1) == "languages"
+    assert friedman_by_blocks(_records(), ["A", "B", "C"]).blocks == "tasks"
+    one_task = [r for r in _records() if r[0] == "t1"]
+    assert friedman_by_blocks(one_task, ["A", "B", "C"]).blocks == "languages"
+    with pytest.raises(PolymnesiaError, match="blocks must be one of tasks, languages"):
+        friedman_by_blocks(_records(), ["A", "B", "C"], "seeds")  # type: ignore[arg-type]
+    with pytest.raises(PolymnesiaError, match=">= 2 tasks scored by every method"):
+        friedman_by_blocks(one_task, ["A", "B", "C"], "tasks")

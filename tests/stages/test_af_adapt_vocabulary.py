@@ -51,7 +51,7 @@ def test_resize_mean_init_keeps_old_rows(toks, tied: bool) -> None:  # type: ign
     model = model_for(len(base), tied)
     emb0 = model.get_input_embeddings().weight.detach().clone()
     head0 = model.lm_head.weight.detach().clone()
-    resize_and_init(model, merged, base, report.first_new_id, "mean")
+    resize_and_init(model, merged, base, report.first_new_id, "mean", head="keep")
     emb = model.get_input_embeddings().weight.detach()
     assert emb.shape[0] == len(merged)
     assert torch.equal(emb[: len(base)], emb0)
@@ -62,11 +62,36 @@ def test_resize_mean_init_keeps_old_rows(toks, tied: bool) -> None:  # type: ign
         assert torch.allclose(model.lm_head.weight.detach()[-1], head0.mean(0), atol=1e-6)
 
 
+def test_reinit_replaces_every_head_row_and_keeps_the_embeddings(toks) -> None:  # type: ignore[no-untyped-def]
+    base, merged, report = toks
+    model = model_for(len(base), False)
+    emb0 = model.get_input_embeddings().weight.detach().clone()
+    head0 = model.lm_head.weight.detach().clone()
+    resize_and_init(model, merged, base, report.first_new_id, "mean", head="reinit", seed=3)
+    w = model.lm_head.weight.detach()
+    assert w.shape[0] == len(merged)
+    torch.manual_seed(3)  # the draw uses its own generator: the global seed does not matter
+    expected = torch.randn(tuple(w.shape), generator=torch.Generator().manual_seed(3)) * 0.02
+    assert torch.equal(w, expected)  # N(0, initializer_range = 0.02), seeded
+    assert not torch.allclose(w[: len(base)], head0)  # old rows replaced too
+    assert torch.equal(model.get_input_embeddings().weight.detach()[: len(base)], emb0)
+    assert AdaptVocabularyParams(adapting=["fr"]).adapt.head == "reinit"
+
+
+def test_reinit_refuses_a_tied_head_in_one_line(toks) -> None:  # type: ignore[no-untyped-def]
+    base, merged, report = toks
+    with pytest.raises(PolymnesiaError, match="head: reinit replaces the LM head, but") as e:
+        resize_and_init(
+            model_for(len(base), True), merged, base, report.first_new_id, "mean", head="reinit"
+        )
+    assert "\n" not in str(e.value)
+
+
 def test_subtoken_mean_init(toks) -> None:  # type: ignore[no-untyped-def]
     base, merged, report = toks
     model = model_for(len(base), False)
     emb0 = model.get_input_embeddings().weight.detach().clone()
-    resize_and_init(model, merged, base, report.first_new_id, "subtoken_mean")
+    resize_and_init(model, merged, base, report.first_new_id, "subtoken_mean", head="keep")
     tid = report.first_new_id + report.added - 1
     text = merged.convert_tokens_to_string([merged.convert_ids_to_tokens(tid)])
     pieces = base(text, add_special_tokens=False)["input_ids"]

@@ -6,8 +6,14 @@ import numpy as np
 import pytest
 import torch
 
+from polymnesia.errors import PolymnesiaError
 from polymnesia.evaluation.generation import answer_logprobs, chat_prompt, greedy_generate
-from polymnesia.evaluation.representations import contextual_vectors, token_word_ids
+from polymnesia.evaluation.representations import (
+    contextual_vectors,
+    pool_occurrences,
+    token_spans,
+    token_word_ids,
+)
 from polymnesia.stages.evaluate_translation import build_prompt
 from polymnesia.tokenizers.chat import SYSTEM_PROMPT
 
@@ -18,6 +24,19 @@ def test_token_word_ids_by_offsets() -> None:
     vocab: dict[str, int] = {}
     assert token_word_ids(text, offsets, vocab) == [0, 1, 1, -1, 0]
     assert vocab == {"the": 0, "cat": 1}
+    assert token_spans(text, offsets)[0] == [0, 1, 1, -1, 2]  # occurrences, not types
+
+
+def test_pool_occurrences_last_and_mean_by_hand() -> None:
+    H = np.array([[1.0, 0.0], [2.0, 2.0], [4.0, 0.0], [9.0, 9.0], [0.0, 6.0]], dtype=np.float32)
+    occ = [0, 1, 1, -1, 2]  # word 1 has two sub-tokens; the 4th token is only a space
+    last, ids = pool_occurrences(H, occ, "last")
+    np.testing.assert_array_equal(ids, [0, 1, 2])
+    np.testing.assert_allclose(last, [[1, 0], [4, 0], [0, 6]])
+    mean, _ = pool_occurrences(H, occ, "mean")
+    np.testing.assert_allclose(mean, [[1, 0], [3, 1], [0, 6]])
+    with pytest.raises(PolymnesiaError, match="pooling must be one of last, mean"):
+        pool_occurrences(H, occ, "first")  # type: ignore[arg-type]
 
 
 def test_figure9_prompt() -> None:
@@ -63,10 +82,34 @@ def test_greedy_generate_batched_equals_single(tok_model) -> None:  # type: igno
     assert batched == single
 
 
-def test_contextual_vectors_shapes(tok_model) -> None:  # type: ignore[no-untyped-def]
+def test_contextual_vectors_one_row_per_word_occurrence(tok_model) -> None:  # type: ignore[no-untyped-def]
     tok, model = tok_model
-    tv = contextual_vectors(model, tok, ["the cat sat", "the mat"], max_length=32)
-    assert tv.H.shape == (len(tv.word_ids), 16) and tv.H.dtype == np.float32
-    assert set(tv.sent_ids.tolist()) == {0, 1}
-    the = tv.word_ids[0]
-    assert (tv.word_ids == the).sum() >= 2  # "the" in both sentences shares one word id
+    texts = ["the cat sat", "the mat"]
+    tv = contextual_vectors(model, tok, texts, max_length=32)
+    assert tv.H.shape == (5, 16) and tv.H.dtype == np.float32  # 3 + 2 words
+    np.testing.assert_array_equal(tv.sent_ids, [0, 0, 0, 1, 1])
+    np.testing.assert_array_equal(tv.word_ids, [0, 1, 2, 0, 3])  # "the" shares one id
+    assert tv.tokens >= 5
+    # "last" pooling is the hidden state at each word's last sub-token
+    enc = tok(texts[0], add_special_tokens=False, return_offsets_mapping=True)
+    occ, _ = token_spans(texts[0], enc["offset_mapping"])
+    last_pos = [max(i for i, o in enumerate(occ) if o == w) for w in range(3)]
+    ids = torch.tensor([[tok.bos_token_id, *enc["input_ids"]]])
+    with torch.no_grad():
+        hidden = model(input_ids=ids, output_hidden_states=True).hidden_states[-1][0, 1:]
+    np.testing.assert_allclose(tv.H[:3], hidden[last_pos].numpy(), atol=1e-5)
+    mean = contextual_vectors(model, tok, texts, max_length=32, pooling="mean")
+    first = [i for i, o in enumerate(occ) if o == 1]
+    np.testing.assert_allclose(mean.H[1], hidden[first].mean(0).numpy(), atol=1e-5)
+
+
+def test_contextual_vectors_drop_a_word_cut_by_truncation(tok_model) -> None:  # type: ignore[no-untyped-def]
+    tok, model = tok_model
+    text = "the cat sat on the mat"
+    n = len(tok(text, add_special_tokens=False)["input_ids"])
+    full = contextual_vectors(model, tok, [text], max_length=n + 1)
+    assert len(full.H) == 6
+    # one token fewer: "mat" loses its last (or only) sub-token, so it is dropped whole
+    cut = contextual_vectors(model, tok, [text], max_length=n)
+    np.testing.assert_array_equal(cut.word_ids, full.word_ids[:5])
+    np.testing.assert_allclose(cut.H, full.H[:5], atol=1e-5)

@@ -49,6 +49,19 @@ class OrderConfig(StrictModel):
         default_factory=list, description="earlier orders whose runs decide destructive_last"
     )
     source_method: str = Field("vanilla", description="the sequential method those runs used")
+    destructive: Literal["move_to_end", "sort"] = Field(
+        "move_to_end",
+        description="destructive_last procedure: move_to_end (paper 004, A.1: shuffle with 'seed', then "
+        "move the 'destructive_count' most destructive languages to the end); sort: every language by P_avg",
+    )
+    destructive_count: int | None = Field(
+        None, ge=0, description="languages moved to the end (move_to_end); default about a tenth"
+    )
+    shift: Literal["literal", "previous"] = Field(
+        "literal",
+        description="P_avg reading that ranks destructiveness: literal eq. 9 (new language included) "
+        "or previous (only languages learned before, section 3.3.1's prose)",
+    )
 
     @model_validator(mode="after")
     def _fields_fit_kind(self) -> OrderConfig:

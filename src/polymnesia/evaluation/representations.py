@@ -1,13 +1,18 @@
-"""Last-layer contextual vectors per token, with word and sentence ids (isotropy, Table 2).
+"""Last-layer contextual vectors, one per word occurrence, with word and sentence ids (Table 2).
 
-Ethayarajh (2019) measures words. Here every token occurrence is one vector
-(the model's last hidden layer) and carries the id of the whitespace word it
-belongs to (the word whose character span holds the token's first non-space
-character), so that all sub-tokens of the same word type, in any sentence,
-share a word id; sentence ids are text indices. Word types are the exact
-whitespace-separated strings (case and punctuation kept). In scripts written
+Ethayarajh (2019) measures words: one contextual vector per occurrence of a
+word in a sentence. A tokenizer splits a whitespace word into sub-tokens, so
+the sub-token vectors of one occurrence are pooled into one vector
+(:func:`pool_occurrences`): ``pooling="last"`` (default) keeps the last
+sub-token's vector, the only position whose causal context holds the whole
+word in a decoder; ``pooling="mean"`` averages the sub-tokens. A sub-token
+belongs to the whitespace word whose character span holds its first
+non-space character. Word types are the exact whitespace-separated strings
+(case and punctuation kept); sentence ids are text indices. In scripts written
 without spaces (zh, ja) a "word" is then a whole clause, so few types repeat
-and self-similarity rests on fewer words there; the report says so.
+and self-similarity rests on fewer words there; the report says so. A word
+cut by truncation (``max_length``) is dropped, since its last sub-token is
+missing.
 """
 
 from __future__ import annotations
@@ -15,38 +20,73 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import torch
 
+from polymnesia.errors import PolymnesiaError
+
 _WORD = re.compile(r"\S+")
+
+Pooling = Literal["last", "mean"]
+POOLINGS: tuple[Pooling, ...] = ("last", "mean")
 
 
 @dataclass
 class TokenVectors:
-    H: np.ndarray  # [N, d] float32
-    word_ids: np.ndarray  # [N] int64, word type of each token
-    sent_ids: np.ndarray  # [N] int64, text index of each token
+    H: np.ndarray  # [N, d] float32, one row per word occurrence
+    word_ids: np.ndarray  # [N] int64, word type of each occurrence
+    sent_ids: np.ndarray  # [N] int64, text index of each occurrence
+    tokens: int = 0  # sub-tokens pooled into the N rows
+
+
+def token_spans(
+    text: str, offsets: Sequence[tuple[int, int]]
+) -> tuple[list[int], list[re.Match[str]]]:
+    """Index of the whitespace word (span) each token belongs to (-1: none), and the spans."""
+    spans = list(_WORD.finditer(text))
+    out, w = [], 0
+    for start, end in offsets:
+        while w < len(spans) and spans[w].end() <= start:
+            w += 1
+        pos = start
+        while pos < end and pos < len(text) and text[pos].isspace():
+            pos += 1
+        out.append(w if w < len(spans) and spans[w].start() <= pos < spans[w].end() else -1)
+    return out, spans
 
 
 def token_word_ids(
     text: str, offsets: Sequence[tuple[int, int]], vocab: dict[str, int]
 ) -> list[int]:
     """Word-type id of each token from its character offsets (-1: no word, e.g. only spaces)."""
-    spans = [(m.start(), m.end(), m.group()) for m in _WORD.finditer(text)]
-    out, w = [], 0
-    for start, end in offsets:
-        while w < len(spans) and spans[w][1] <= start:
-            w += 1
-        pos = start
-        while pos < end and pos < len(text) and text[pos].isspace():
-            pos += 1
-        if w < len(spans) and spans[w][0] <= pos < spans[w][1]:
-            out.append(vocab.setdefault(spans[w][2], len(vocab)))
-        else:
-            out.append(-1)
-    return out
+    occ, spans = token_spans(text, offsets)
+    return [vocab.setdefault(spans[o].group(), len(vocab)) if o >= 0 else -1 for o in occ]
+
+
+def pool_occurrences(
+    H: np.ndarray, occ: Sequence[int], pooling: Pooling = "last"
+) -> tuple[np.ndarray, np.ndarray]:
+    """One row per word occurrence from token rows ``H [n, d]`` and their occurrence ids.
+
+    Tokens with ``occ == -1`` are ignored; the rows come out in order of the
+    occurrence ids, returned alongside. ``pooling``: ``"last"`` the last
+    sub-token's row, ``"mean"`` the mean of the sub-tokens' rows.
+    """
+    if pooling not in POOLINGS:
+        raise PolymnesiaError(f"pooling must be one of {', '.join(POOLINGS)}, got {pooling!r}")
+    ids = np.asarray(occ, dtype=np.int64)
+    keep = ids >= 0
+    uniq, inverse, counts = np.unique(ids[keep], return_inverse=True, return_counts=True)
+    rows = H[keep]
+    if pooling == "mean":
+        sums = np.zeros((len(uniq), H.shape[1]), dtype=np.float64)
+        np.add.at(sums, inverse.reshape(-1), rows)
+        return (sums / counts[:, None]).astype(H.dtype), uniq
+    last = np.zeros(len(uniq), dtype=np.int64)
+    last[inverse.reshape(-1)] = np.arange(len(rows))  # later tokens overwrite earlier ones
+    return rows[last], uniq
 
 
 @torch.no_grad()
@@ -57,8 +97,11 @@ def contextual_vectors(
     *,
     max_length: int = 128,
     batch_size: int = 16,
+    pooling: Pooling = "last",
 ) -> TokenVectors:
-    """One last-layer vector per content token of ``texts`` (BOS is fed but not kept)."""
+    """One last-layer vector per whole word occurrence of ``texts`` (BOS is fed but not kept)."""
+    if pooling not in POOLINGS:
+        raise PolymnesiaError(f"pooling must be one of {', '.join(POOLINGS)}, got {pooling!r}")
     enc = tokenizer(
         list(texts),
         add_special_tokens=False,
@@ -68,9 +111,10 @@ def contextual_vectors(
     )
     vocab: dict[str, int] = {}
     bos = tokenizer.bos_token_id
+    skip = 1 if bos is not None else 0
     model.eval()
     device = next(model.parameters()).device
-    Hs, W, S = [], [], []
+    Hs, W, S, n_tokens = [], [], [], 0
     for start in range(0, len(texts), batch_size):
         idx = range(start, min(start + batch_size, len(texts)))
         seqs = [([bos] if bos is not None else []) + list(enc["input_ids"][i]) for i in idx]
@@ -83,14 +127,23 @@ def contextual_vectors(
             input_ids=ids.to(device), attention_mask=mask.to(device), output_hidden_states=True
         )
         last = out.hidden_states[-1].float().cpu()
-        skip = 1 if bos is not None else 0
         for r, i in enumerate(idx):
-            n = len(enc["input_ids"][i])
-            wid = np.asarray(
-                token_word_ids(texts[i], enc["offset_mapping"][i], vocab), dtype=np.int64
+            offsets = enc["offset_mapping"][i]
+            occ, spans = _whole_words(texts[i], offsets)
+            n_tokens += sum(o >= 0 for o in occ)
+            rows, kept = pool_occurrences(last[r, skip : skip + len(offsets)].numpy(), occ, pooling)
+            Hs.append(rows)
+            W.append(
+                np.asarray([vocab.setdefault(spans[o], len(vocab)) for o in kept], dtype=np.int64)
             )
-            keep = wid >= 0
-            Hs.append(last[r, skip : skip + n].numpy()[keep])
-            W.append(wid[keep])
-            S.append(np.full(int(keep.sum()), i, dtype=np.int64))
-    return TokenVectors(np.concatenate(Hs), np.concatenate(W), np.concatenate(S))
+            S.append(np.full(len(kept), i, dtype=np.int64))
+    return TokenVectors(np.concatenate(Hs), np.concatenate(W), np.concatenate(S), n_tokens)
+
+
+def _whole_words(text: str, offsets: Sequence[tuple[int, int]]) -> tuple[list[int], list[str]]:
+    """:func:`token_spans`, with the tokens of a word cut by truncation set to -1."""
+    occ, spans = token_spans(text, offsets)
+    covered = {o: end for o, (_, end) in zip(occ, offsets, strict=True) if o >= 0}  # last end
+    return [o if o >= 0 and covered[o] >= spans[o].end() else -1 for o in occ], [
+        m.group() for m in spans
+    ]

@@ -22,7 +22,10 @@ Options and departures:
   "mean" divides by T to match Uniform-MLF's scale.
 * Blocks where g_i' or g_j is zero get neither a correction nor an EMA update
   (rho is undefined there; LibMTL would pull rho_T towards 0).
-* LibMTL's 1e-8 guards in the cosine and the correction denominators are kept.
+* A 1e-8 guard is added to the cosine's and the correction's denominators,
+  as in LibMTL's GitHub source (``LibMTL/weighting/GradVac.py`` at commit
+  13f5fc7d); the PyPI release LibMTL 1.1.5 has no such guards, and neither
+  does the GradVac paper. They change results only for near-zero blocks.
 """
 
 from __future__ import annotations

@@ -5,8 +5,10 @@ Sener and Koltun 2018, Eq. 3 (after Desideri 2012):
 ``min 1/2 w^T G w`` on the simplex with ``G = grads grads^T``; the direction
 is ``w^T grads`` (Algorithm 2 there). We solve the QP exactly with quadprog
 (or clarabel) rather than Sener and Koltun's Frank-Wolfe iterations, so the
-result is the exact minimiser (up to the tiny ridge documented in
-:mod:`polymnesia.gradients.qp`). -d is a descent direction for every
+result is the exact minimiser, also when the per-language gradient norms
+differ by orders of magnitude (Jacobi scaling, no ridge unless the Gram
+matrix is singular: :mod:`polymnesia.gradients.qp`; tested against a
+60-digit reference at norm ratios 1e2 to 1e6). -d is a descent direction for every
 language (g_t . d >= ||d||^2), or d = 0 at a Pareto-stationary point.
 """
 

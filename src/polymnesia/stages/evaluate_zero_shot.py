@@ -4,21 +4,27 @@ The downstream task that works offline (replacing the paper's six benchmarks):
 after English-only instruction tuning, the model is asked the English genre
 question of :mod:`polymnesia.data.instructions` about a test verse in language
 X, and answers by likelihood: each of the 9 genre names is scored as the
-assistant's reply (summed log-probability of the name and ``<|im_end|>``), the
-most likely one is the prediction (as lm-evaluation-harness scores multiple
-choice). Accuracy and macro-F1 per language; ``extra.majority`` is the
-accuracy of always answering the most frequent genre of the sample.
+assistant's reply (summed log-probability of the name and ``<|im_end|>``),
+and the best-scoring one is the prediction. ``scoring`` chooses the score
+(:mod:`polymnesia.evaluation.calibration`): ``raw`` likelihood (default, as
+lm-evaluation-harness's ``acc``), ``length_normalised``, ``pmi``
+(domain-conditional PMI, Holtzman et al. 2021) or ``contextual`` (contextual
+calibration, Zhao et al. 2021). Accuracy and macro-F1 per language;
+``extra.scoring`` records the scoring, ``extra.majority`` the accuracy of
+always answering the most frequent genre of the sample.
 """
 
 from __future__ import annotations
 
 from collections import Counter
+from typing import Literal
 
 from pydantic import Field
 
 from polymnesia.config.base import StrictModel
 from polymnesia.data.instructions import genre_instruction, genre_name
 from polymnesia.data.sources.bible import BIBLE_GENRES
+from polymnesia.evaluation.calibration import answer_prior, score_answers
 from polymnesia.evaluation.generation import answer_logprobs, chat_prompt, sample_aligned
 from polymnesia.metrics.classification import accuracy, macro_f1
 from polymnesia.models import count_parameters
@@ -33,6 +39,11 @@ class EvaluateZeroShotParams(StrictModel):
     languages: dict[str, str] = Field(description="language -> group")
     split: str = "test"
     max_texts_per_lang: int | None = Field(90, gt=0)
+    scoring: Literal["raw", "length_normalised", "pmi", "contextual"] = Field(
+        "raw",
+        description="answer score: raw log-likelihood, length_normalised (per character), "
+        "pmi (domain-conditional PMI, Holtzman et al. 2021) or contextual (Zhao et al. 2021)",
+    )
     seed: int = 0
 
 
@@ -40,7 +51,7 @@ class EvaluateZeroShotParams(StrictModel):
     "evaluate_zero_shot", "zero-shot genre classification of verses by answer likelihood"
 )
 class EvaluateZeroShot(Stage):
-    version = "1"
+    version = "2"
 
     def run(self, ctx: StageContext) -> list[Score]:
 
@@ -49,6 +60,7 @@ class EvaluateZeroShot(Stage):
         n_params = count_parameters(model)
         names = [genre_name(g) for g in BIBLE_GENRES]
         question = genre_instruction(BIBLE_GENRES)
+        prior = answer_prior(model, tok, question, names, p.scoring)  # English question: shared
         sample = sample_aligned(
             ctx.input("data"), list(p.languages), p.split, p.max_texts_per_lang, p.seed
         )
@@ -59,8 +71,10 @@ class EvaluateZeroShot(Stage):
             pred = []
             for r in recs:
                 lp = answer_logprobs(model, tok, chat_prompt(question, r["text"]), names)
-                pred.append(max(range(len(lp)), key=lp.__getitem__))
+                score = score_answers(lp, p.scoring, answers=names, prior=prior)
+                pred.append(int(score.argmax()))
             extra = {
+                "scoring": p.scoring,
                 "texts": len(recs),
                 "majority": Counter(gold).most_common(1)[0][1] / len(gold),
                 "predicted": dict(Counter(names[i] for i in pred)),

@@ -7,6 +7,7 @@ be computed from the accuracy matrices of earlier orders in the same run.
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 from pydantic import Field
@@ -14,7 +15,9 @@ from pydantic import Field
 from polymnesia.config.base import StrictModel
 from polymnesia.continual.config import OrderConfig
 from polymnesia.continual.orders import (
+    default_destructive_count,
     destructive_last_order,
+    destructive_moved_last_order,
     joshi_sizes,
     resource_order,
     shuffled_order,
@@ -52,26 +55,31 @@ def _pretraining_sizes(data_dir: Path, p: OrderParams) -> dict[str, float]:
     return {lang: size[lang] * 10 + joshi[lang] for lang in p.languages}  # Joshi breaks ties
 
 
-def _destructive(ctx: StageContext, p: OrderParams) -> list[str]:
+def _destructive(ctx: StageContext, p: OrderParams) -> tuple[list[str], dict[str, float]]:
 
-    mats = [read_matrix(ctx.input(f"source_{i}")) for i in range(len(p.order.sources))]
+    o = p.order
+    mats = [read_matrix(ctx.input(f"source_{i}")) for i in range(len(o.sources))]
     shifts = performance_shift(
         [list(m["order"]) for m in mats],  # type: ignore[call-overload]
         [m["rows"] for m in mats],
         columns=list(mats[0]["columns"]),  # type: ignore[call-overload]
+        shift=o.shift,
     )
-    return destructive_last_order(shifts, p.languages)
+    if o.destructive == "sort":
+        return destructive_last_order(shifts, p.languages), shifts
+    return destructive_moved_last_order(shifts, p.languages, o.seed, o.destructive_count), shifts
 
 
 @STAGES.register(
     "sequential_order", "a language order for sequential training (paper 004) -> order.json"
 )
 class SequentialOrder(Stage):
-    version = "1"
+    version = "2"
 
     def run(self, ctx: StageContext) -> list[Score]:
         p: OrderParams = ctx.params
         o = p.order
+        info: dict[str, object] = {"name": o.name, "kind": o.kind}
         if o.kind == "explicit":
             order = validate_order(o.languages or [], p.languages, f"order '{o.name}'")
         elif o.kind == "shuffle":
@@ -84,10 +92,17 @@ class SequentialOrder(Stage):
             )
             order = resource_order(p.languages, sizes)
         else:
-            order = _destructive(ctx, p)
-        atomic_write_json(
-            ctx.out_dir / "order.json", {"name": o.name, "kind": o.kind, "order": order}
-        )
+            order, shifts = _destructive(ctx, p)
+            count = o.destructive_count
+            info.update(
+                destructive=o.destructive,
+                shift=o.shift,
+                count=(default_destructive_count(len(order)) if count is None else count)
+                if o.destructive == "move_to_end"
+                else None,
+                shifts={k: None if math.isnan(v) else v for k, v in shifts.items()},
+            )
+        atomic_write_json(ctx.out_dir / "order.json", {**info, "order": order})
         return [
             Score(
                 model="order",
@@ -96,7 +111,7 @@ class SequentialOrder(Stage):
                 value=float(i),
                 task="order",
                 setting=o.name,
-                extra={"kind": o.kind},
+                extra={k: v for k, v in info.items() if k not in ("name", "shifts")},
             )
             for i, lang in enumerate(order)
         ]
