@@ -11,6 +11,7 @@ from pydantic import Field, model_validator
 from polymnesia.config.base import StrictModel
 from polymnesia.errors import PolymnesiaError
 from polymnesia.models.presets import PRESETS
+from polymnesia.trust import remote_code
 
 
 class ModelConfig(StrictModel):
@@ -95,7 +96,7 @@ def load_model(name_or_path: str | Path, *, trust_remote_code: bool = False) -> 
     try:
         return AutoModelForCausalLM.from_pretrained(
             str(name_or_path),
-            trust_remote_code=trust_remote_code,
+            trust_remote_code=remote_code(trust_remote_code, f"model '{name_or_path}'"),
             use_safetensors=True if local else None,
         )
     except OSError as e:

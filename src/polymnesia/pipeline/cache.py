@@ -9,6 +9,7 @@ ignored (and removed by ``prune``).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import shutil
@@ -49,10 +50,10 @@ def record_run_usage(run_dir: Path, entries: dict[str, Path]) -> None:
         "updated": time.strftime("%Y-%m-%dT%H:%M:%S"),
         "entries": {name: str(path.resolve()) for name, path in entries.items()},
     }
-    try:
+    with contextlib.suppress(
+        OSError
+    ):  # a read-only cache: usage is not recorded, nothing else changes
         atomic_write_json(_runs_dir() / f"{rid}.json", record)
-    except OSError:
-        pass  # a read-only cache: usage is not recorded, nothing else changes
 
 
 def run_records(*, live_only: bool = True) -> list[tuple[Path, dict[str, object]]]:
@@ -102,7 +103,9 @@ def entry_paths() -> list[Path]:
     )
 
 
-def describe(entry: Path, *, full: bool = False, users: dict[str, list[str]] | None = None) -> EntryInfo:
+def describe(
+    entry: Path, *, full: bool = False, users: dict[str, list[str]] | None = None
+) -> EntryInfo:
     check = integrity.check_entry(entry, full=full)
     newest = max((p.stat().st_mtime for p in entry.rglob("*")), default=entry.stat().st_mtime)
     return EntryInfo(

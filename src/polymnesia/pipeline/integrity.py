@@ -12,6 +12,7 @@ their next reuse ("adopts" them) and checks them from then on.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from dataclasses import dataclass
@@ -130,10 +131,10 @@ def refresh_marker(entry: Path, check: EntryCheck) -> None:
     if not marker or not check.refreshed:
         return
     marker["files"] = {**marker.get("files", {}), **check.refreshed}
-    try:
+    with contextlib.suppress(
+        OSError
+    ):  # a read-only cache stays usable; it is hashed again next time
         atomic_write_json(entry / MARKER, marker)
-    except OSError:
-        pass  # a read-only cache stays usable; it is hashed again next time
 
 
 def adopt_entry(entry: Path) -> bool:

@@ -17,9 +17,7 @@ trained (:mod:`polymnesia.continual.early_stopping`), best epoch restored.
 
 from __future__ import annotations
 
-import os
 import shutil
-import signal
 import time
 from typing import Any
 
@@ -36,8 +34,6 @@ from polymnesia.io import atomic_dir, atomic_write_json
 from polymnesia.pipeline.stage import STAGES, Stage, StageContext
 from polymnesia.results import Score
 from polymnesia.tasks.config import TaskConfig
-
-KILL_ENV = "POLYMNESIA_TEST_KILL_AT_LANGUAGE"  # fault injection for the resume test
 
 
 class StepParams(StrictModel):
@@ -193,8 +189,6 @@ class SequentialStep(Stage):
             if p.train_languages is not None
             else [read_order(ctx.input("order"))[p.order_index or 0]]
         )
-        if os.environ.get(KILL_ENV) == str(p.order_index) and p.order_index is not None:
-            os.kill(os.getpid(), signal.SIGKILL)
         n_labels = num_labels(p.task, ctx.input("data"), p.languages)
         model, tok = _build_model(ctx, p, n_labels)
         info: dict[str, Any] = {"trainable": trainable_parameters(model)}

@@ -241,9 +241,10 @@ def _first_line(err: BaseException) -> str:
 
 
 def _from_pretrained(name: str, trust_remote_code: bool, *, local_only: bool) -> object:
-    return AutoTokenizer.from_pretrained(
-        name, trust_remote_code=trust_remote_code, local_files_only=local_only
-    )
+    from polymnesia.trust import remote_code
+
+    trust = remote_code(trust_remote_code, f"tokenizer '{name}'")
+    return AutoTokenizer.from_pretrained(name, trust_remote_code=trust, local_files_only=local_only)
 
 
 def _hub_reachable(endpoint: str, timeout: float = 3.0) -> bool:

@@ -156,11 +156,15 @@ class _Checkpointer:
         self.putters: dict[str, Callable[[Any], None]] = {
             "optimizer": optimizer.load_state_dict,
             "scheduler": scheduler.load_state_dict,
-            "loop": lambda s: [v.load_state_dict(s[k]) for k, v in loop.items()],
+            "loop": self._load_loop,
         }
         if getattr(acc, "scaler", None) is not None:
             self.getters["scaler"] = acc.scaler.state_dict
             self.putters["scaler"] = acc.scaler.load_state_dict
+
+    def _load_loop(self, state: dict[str, Any]) -> None:
+        for key, obj in self.loop.items():
+            obj.load_state_dict(state[key])
 
     def save(self, ckpt_dir: Path, counters: _Counters, keep: int) -> None:
         """Checkpoint only a finite state, so a named checkpoint is always a good one."""
@@ -184,9 +188,7 @@ class _Checkpointer:
         return found[1]
 
 
-def _finish_health(
-    acc: Any, model: Any, counters: _Counters, out_dir: Path
-) -> list[str]:
+def _finish_health(acc: Any, model: Any, counters: _Counters, out_dir: Path) -> list[str]:
     report = health.assess(
         counters.first_loss, counters.recent, counters.step, health.chance_loss(model)
     )

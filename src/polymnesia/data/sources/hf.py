@@ -41,8 +41,10 @@ def load_hf(name: str, config: str | None, split: str, trust_remote_code: bool) 
     """``datasets.load_dataset`` with the Hub's failures turned into one-line errors."""
     import datasets
 
+    from polymnesia.trust import remote_code
+
     kwargs: dict[str, Any] = {"split": split}
-    if trust_remote_code:
+    if remote_code(trust_remote_code, f"Hugging Face dataset '{name}' (data.options)"):
         kwargs["trust_remote_code"] = True
     what = f"'{name}'" + (f" (config '{config}')" if config else "")
     try:
