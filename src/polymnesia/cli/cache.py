@@ -23,6 +23,9 @@ def add_parser(sub: Any) -> None:
         "--older-than", type=float, default=0.0, metavar="DAYS", help="prune: only older entries"
     )
     c.add_argument("--dry-run", action="store_true", help="prune: say what would be removed")
+    c.add_argument(
+        "--full", action="store_true", help="prune: hash every file to find damage (slow)"
+    )
     c.set_defaults(fn=cmd_cache)
 
 
@@ -87,6 +90,7 @@ def cmd_cache(args: argparse.Namespace) -> int:
         unused=args.unused,
         older_than_s=args.older_than * 86400,
         dry_run=args.dry_run,
+        full=args.full,
     )
     verb = "would remove" if args.dry_run else "removed"
     for info in removed:

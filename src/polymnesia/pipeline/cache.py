@@ -134,11 +134,13 @@ def prune(
     unused: bool = False,
     older_than_s: float = 0.0,
     dry_run: bool = False,
+    full: bool = False,
 ) -> list[EntryInfo]:
     """Remove damaged entries (and interrupted ones with ``partial``, entries no existing
-    run uses with ``unused``) older than ``older_than_s``; entries in use are kept."""
+    run uses with ``unused``) older than ``older_than_s``; entries in use are kept.
+    ``full`` hashes every file to find damage (else size + mtime)."""
     removed = []
-    for info in list_entries():
+    for info in list_entries(full=full):
         wanted = (
             info.state == "damaged"
             or (partial and info.state == "partial")
