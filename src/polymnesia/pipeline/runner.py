@@ -52,7 +52,7 @@ def entry_dir(kind: str, fingerprint: str) -> Path:
 
 def check_stage_name(name: str) -> str:
     """Stage names become file names in the run folder: letters, digits and ``_.+=-`` only."""
-    if not isinstance(name, str) or not _STAGE_NAME.match(name) or len(name) > 200:
+    if not isinstance(name, str) or not _STAGE_NAME.fullmatch(name) or len(name) > 200:
         raise PolymnesiaError(
             f"stage name {name!r} is not a safe file name; stage names (built from branch, "
             "method and language names) may hold letters, digits and _ . + = - only, not / or .."
