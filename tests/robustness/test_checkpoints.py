@@ -166,9 +166,16 @@ class PoisonAfterUpdate(TrainingPlugin):
 @pytest.mark.parametrize("at", [1, 3, 5])
 def test_non_finite_update_is_never_checkpointed(tmp_path: Path, at: int):
     prior = f"step_{at - 1:07d}" if at > 1 else "none yet"
-    with pytest.raises(TrainingDiverged, match=rf"non-finite after the update of step {at}.*{prior}"):
+    with pytest.raises(
+        TrainingDiverged, match=rf"non-finite after the update of step {at}.*{prior}"
+    ):
         train(
-            nano(), data(), cfg(checkpoint_every=1), tmp_path, seed=0, plugins=[PoisonAfterUpdate(at)]
+            nano(),
+            data(),
+            cfg(checkpoint_every=1),
+            tmp_path,
+            seed=0,
+            plugins=[PoisonAfterUpdate(at)],
         )
     good = checkpoint.latest_good(tmp_path / "checkpoints")
     assert (good[0] if good else 0) == at - 1

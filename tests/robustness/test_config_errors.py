@@ -40,8 +40,10 @@ BAD_OVERRIDES = [
 
 @pytest.mark.parametrize(("overrides", "expected"), BAD_OVERRIDES)
 def test_bad_override_is_one_line(isolated_cache, capsys, overrides, expected):  # type: ignore[no-untyped-def]
-    for argv in (["validate", QUICK, *[f"--set={o}" for o in overrides]],
-                 ["run", QUICK, *overrides, "--dry-run"]):
+    for argv in (
+        ["validate", QUICK, *[f"--set={o}" for o in overrides]],
+        ["run", QUICK, *overrides, "--dry-run"],
+    ):
         assert main(argv) == 2
         err = capsys.readouterr().err.strip()
         assert err.startswith("polymnesia: error:") and len(err.splitlines()) == 1, err
@@ -54,8 +56,14 @@ BAD_FILES = [
     (bytes(range(256)), "is not UTF-8 text"),
     (b"\x00\x01\x02binary", "malformed YAML"),
     (b"experiment: language_modeling\nname: a\nname: b\n", "key 'name' is given twice"),
-    (b"experiment: language_modeling\nname: a\ntrain:\n  lr: 1.0e-3\n  lr: 2.0e-3\n", "given twice"),
-    (b"experiment: language_modeling\nname: a\ngroups: {pretraining: [en]}\ntrain: {lr: .inf}\n", "finite"),
+    (
+        b"experiment: language_modeling\nname: a\ntrain:\n  lr: 1.0e-3\n  lr: 2.0e-3\n",
+        "given twice",
+    ),
+    (
+        b"experiment: language_modeling\nname: a\ngroups: {pretraining: [en]}\ntrain: {lr: .inf}\n",
+        "finite",
+    ),
     (b"- a\n- b\n", "must be a YAML mapping"),
     (b"experiment: [unclosed\n", "malformed YAML"),
 ]
@@ -84,7 +92,10 @@ def test_remote_code_needs_the_command_line(isolated_cache, capsys):  # type: ig
     assert main(["run", QUICK, "model.trust_remote_code=true", "--dry-run"]) == 2
     err = capsys.readouterr().err
     assert "'model.trust_remote_code: true'" in err and "--trust-remote-code" in err
-    assert main(["run", QUICK, "model.trust_remote_code=true", "--dry-run", "--trust-remote-code"]) == 0
+    assert (
+        main(["run", QUICK, "model.trust_remote_code=true", "--dry-run", "--trust-remote-code"])
+        == 0
+    )
     try:
         assert remote_code(True, "model 'x'") is True
         allow_remote_code(False)

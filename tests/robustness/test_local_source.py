@@ -52,5 +52,8 @@ def test_jsonl_records_sharing_one_id(tmp_path):  # type: ignore[no-untyped-def]
 
 
 def test_unknown_option_names_the_accepted_ones(tmp_path):  # type: ignore[no-untyped-def]
-    with pytest.raises(DataError, match=r"unknown key 'options.alinged' \(did you mean 'aligned'\?\).*accepted: path, format"):
+    with pytest.raises(
+        DataError,
+        match=r"unknown key 'options.alinged' \(did you mean 'aligned'\?\).*accepted: path, format",
+    ):
         get_source("local", path=str(tmp_path), alinged=True)

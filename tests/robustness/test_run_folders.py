@@ -61,7 +61,9 @@ def test_read_only_failure_is_one_line(isolated_cache, tmp_path, monkeypatch):  
         prepare_run_dir(tmp_path / "run", cfg)
 
 
-@pytest.mark.parametrize("name", ["../x", "a/b", "/tmp/x", ".", "..", "-rf", "a\\b", "a\nb", "a\n", ""])
+@pytest.mark.parametrize(
+    "name", ["../x", "a/b", "/tmp/x", ".", "..", "-rf", "a\\b", "a\nb", "a\n", ""]
+)
 def test_unsafe_names_are_refused(name: str):
     with pytest.raises(PolymnesiaError):
         check_stage_name(name)
@@ -105,7 +107,9 @@ def test_report_of_torn_scores_names_the_file(isolated_cache, tmp_path, capsys):
         record["stages"][name] = {"status": "run"}
     (run / "run.json").write_text(json.dumps(record))
     scores = run / "results" / "scores.jsonl"
-    scores.write_text('{"model": "a", "lang": "en", "metric": "x", "value": 1.0}\n{"model": "a", "la')
+    scores.write_text(
+        '{"model": "a", "lang": "en", "metric": "x", "value": 1.0}\n{"model": "a", "la'
+    )
     assert main(["report", str(run)]) == 2
     err = _one_line(capsys)
     assert f"{scores} is damaged: line 2" in err

@@ -14,7 +14,8 @@ def _is_number_type(ann: Any) -> bool:
 
 
 def _bool_where_number(value: Any, ann: Any) -> bool:
-    """Whether ``value`` holds a bool where ``ann`` wants an int or a float (at any depth)."""
+    """Whether ``value`` holds a bool where ``ann`` wants an int or a float, or a number
+    where it wants a bool (at any depth)."""
     origin = typing.get_origin(ann)
     args = typing.get_args(ann)
     if origin is typing.Annotated:
@@ -25,6 +26,8 @@ def _bool_where_number(value: Any, ann: Any) -> bool:
         return any(_bool_where_number(value, a) for a in args if a is not type(None))
     if isinstance(value, bool):
         return _is_number_type(ann)
+    if ann is bool and isinstance(value, (int, float)):
+        return True  # a number where a boolean is meant (`progress_bar: 0`)
     if origin in (list, tuple, set, frozenset) and isinstance(value, (list, tuple)):
         if origin is tuple and args and args[-1] is not Ellipsis:
             return any(_bool_where_number(v, a) for v, a in zip(value, args, strict=False))
@@ -38,8 +41,9 @@ class StrictModel(BaseModel):
     """A config section: unknown keys are errors, values are validated on load.
 
     Beyond pydantic's checks, every section refuses non-finite numbers
-    (``.inf``, ``.nan``) in float fields and booleans where a number is meant
-    (``steps: true`` would otherwise be read as 1).
+    (``.inf``, ``.nan``) in float fields, booleans where a number is meant
+    (``steps: true`` would otherwise be read as 1) and numbers where a boolean is
+    meant (``progress_bar: 0``).
 
     Field descriptions double as documentation (``polymnesia ls``, docs).
     """
@@ -53,5 +57,8 @@ class StrictModel(BaseModel):
     def _no_bool_numbers(cls, value: Any, info: ValidationInfo) -> Any:
         field = cls.model_fields.get(info.field_name or "")
         if field is not None and _bool_where_number(value, field.annotation):
-            raise ValueError("a boolean is not accepted where a number is meant")
+            raise ValueError(
+                "a boolean is not accepted where a number is meant, nor a number where a "
+                "boolean is (use true or false)"
+            )
         return value

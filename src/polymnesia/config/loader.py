@@ -190,6 +190,7 @@ def resolve_config(data: dict[str, Any], source: str = "") -> Any:
     """Validate a raw mapping into the typed config of the experiment it names."""
     from polymnesia.experiments import EXPERIMENTS
 
+    check_finite(data, source)
     name = data.get("experiment")
     if name is None:
         raise ConfigError(
@@ -199,7 +200,6 @@ def resolve_config(data: dict[str, Any], source: str = "") -> Any:
         from polymnesia.errors import unknown
 
         raise ConfigError(str(unknown("experiment", str(name), EXPERIMENTS.names())))
-    check_finite(data, source)
     cfg = validate(EXPERIMENTS.get(name).Config, data, source)
     check_sections(cfg, source)
     return cfg
