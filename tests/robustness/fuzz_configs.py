@@ -68,7 +68,7 @@ def _unwrap(ann: Any) -> list[Any]:
 def annotation_at(model: type[BaseModel], parts: list[str]) -> Any:
     """The type annotation the key path ``parts`` lands on (None if unknown/free-form)."""
     current: Any = model
-    for i, part in enumerate(parts):
+    for part in parts:
         options = _unwrap(current)
         models = [o for o in options if isinstance(o, type) and issubclass(o, BaseModel)]
         if models:

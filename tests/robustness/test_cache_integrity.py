@@ -153,6 +153,8 @@ def test_waiting_times_out_in_one_line(isolated_cache):  # type: ignore[no-untyp
     [_, tok] = plan(tiny_specs())
     _run([])
     (tok.entry / "_complete.json").unlink()
-    with file_lock(tok.entry.with_suffix(".lock"), "entry"):
-        with pytest.raises(PolymnesiaError, match=r"still in use .* after 0.5 s"):
-            _run([], lock_timeout=0.5)
+    with (
+        file_lock(tok.entry.with_suffix(".lock"), "entry"),
+        pytest.raises(PolymnesiaError, match=r"still in use .* after 0.5 s"),
+    ):
+        _run([], lock_timeout=0.5)
