@@ -42,6 +42,14 @@ class ModelConfig(StrictModel):
             from polymnesia.errors import unknown
 
             raise ValueError(str(unknown("model preset", self.preset, PRESETS.names())))
+        name = self.name_or_path
+        if name is not None and _looks_local(name) and not Path(name).expanduser().exists():
+            raise ValueError(f"local model folder '{name}' does not exist")
+        if name is None:
+            try:
+                self.dims()  # head counts that do not divide the width fail here, not at run time
+            except PolymnesiaError as e:
+                raise ValueError(str(e)) from None
         return self
 
     def dims(self) -> dict[str, int]:
@@ -59,6 +67,11 @@ class ModelConfig(StrictModel):
                 "model.num_attention_heads must be a multiple of num_key_value_heads"
             )
         return dims
+
+
+def _looks_local(name: str) -> bool:
+    """A filesystem path rather than a Hub id (``org/name``)."""
+    return name.startswith((".", "/", "~")) or name.count("/") > 1 or "\\" in name
 
 
 def build_model(cfg: ModelConfig, tokenizer: Any, seed: int = 0) -> torch.nn.Module:
