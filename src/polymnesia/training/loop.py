@@ -143,6 +143,23 @@ def _count_tokens(batches: list[dict[str, torch.Tensor]]) -> int:
     )
 
 
+def _optimizer(
+    model: torch.nn.Module, cfg: TrainConfig, plugins: Sequence[TrainingPlugin]
+) -> tuple[torch.optim.Optimizer, torch.optim.lr_scheduler.LambdaLR]:
+    """AdamW over the (plugin-edited) parameter groups, each with its learning-rate lambda."""
+    groups: list[dict[str, Any]] = default_param_groups(model, cfg)
+    for p in plugins:
+        groups = p.param_groups(model, groups)
+    base = functools.partial(
+        warmup_cosine, warmup=cfg.warmup_steps, total=cfg.steps, min_ratio=cfg.min_lr_ratio
+    )
+    lambdas = [g.pop("lr_lambda", base) for g in groups]
+    for g in groups:
+        g.pop("name", None)
+    optimizer = torch.optim.AdamW(groups, lr=cfg.lr, betas=cfg.betas, eps=cfg.eps)
+    return optimizer, torch.optim.lr_scheduler.LambdaLR(optimizer, lambdas)
+
+
 class _Checkpointer:
     """Saves and restores everything a resumed run needs, in polymnesia's pickle-free format."""
 
@@ -231,17 +248,7 @@ def train(
             f"train.batch_size {cfg.batch_size} / grad_accum {cfg.grad_accum} must be divisible by {acc.num_processes} processes"
         )
     set_seed(seed)
-    groups: list[dict[str, Any]] = default_param_groups(model, cfg)
-    for p in plugins:
-        groups = p.param_groups(model, groups)
-    base = functools.partial(
-        warmup_cosine, warmup=cfg.warmup_steps, total=cfg.steps, min_ratio=cfg.min_lr_ratio
-    )
-    lambdas = [g.pop("lr_lambda", base) for g in groups]
-    for g in groups:
-        g.pop("name", None)
-    optimizer = torch.optim.AdamW(groups, lr=cfg.lr, betas=cfg.betas, eps=cfg.eps)
-    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambdas)
+    optimizer, scheduler = _optimizer(model, cfg, plugins)
     model, optimizer = acc.prepare(model, optimizer)
     stream, counters = IndexStream(len(data), seed), _Counters()
     loop_states = {"counters": counters, "stream": stream, "plugins": _PluginState(plugins)}
