@@ -226,6 +226,8 @@ def structural_mutations(
                 "refuse",
                 _dump(_set(data, [*path, "split_fractions"], bad)),
             )
+    for path, _ in [(p, v) for p, v in _leaves(data, []) if p and isinstance(v, list) and v]:
+        yield Mutation(config, "empty_list", ".".join(path), "any", _dump(_set(data, path, [])))
     for path, _ in [(p, v) for p, v in _leaves(data, []) if p and p[-1] == "mixed_precision"]:
         raw = text.decode().replace("mixed_precision: ", "mixed_precision: no #", 1)
         yield Mutation(config, "mixed_precision_no", ".".join(path), "accept", raw.encode())
