@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import hashlib
 import io
 import json
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator, Sequence
+import time
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +42,15 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
+
+
+def sha256_file(path: str | os.PathLike[str]) -> str:
+    """SHA-256 of a file's bytes, read in 1 MiB chunks."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while chunk := f.read(1 << 20):
+            h.update(chunk)
+    return h.hexdigest()
 
 
 def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
@@ -90,6 +101,36 @@ def read_jsonl(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
     return out
 
 
+def check_jsonl(path: str | os.PathLike[str]) -> int:
+    """Count the records of a JSONL file; one line naming the file and line if any is damaged.
+
+    :func:`read_jsonl` skips a torn line (a crash mid-append is expected in a
+    log); a results file must be whole, so reports check it with this first.
+    """
+    p = Path(path)
+    count = 0
+    try:
+        with open(p, encoding="utf-8") as f:
+            for number, line in enumerate(f, start=1):
+                if not line.strip():
+                    continue
+                try:
+                    rec = json.loads(line)
+                except json.JSONDecodeError as e:
+                    raise PolymnesiaError(
+                        f"{p} is damaged: line {number} is not valid JSON ({e.msg}); "
+                        "run the experiment again to rebuild it from the stage cache"
+                    ) from None
+                if not isinstance(rec, dict):
+                    raise PolymnesiaError(f"{p} is damaged: line {number} is not a JSON object")
+                count += 1
+    except UnicodeDecodeError:
+        raise PolymnesiaError(f"{p} is damaged: it is not UTF-8 text") from None
+    except OSError as e:
+        raise PolymnesiaError(f"cannot read {p}: {e.strerror}") from None
+    return count
+
+
 @contextlib.contextmanager
 def atomic_dir(path: str | os.PathLike[str]) -> Iterator[Path]:
     """Yield a temporary sibling folder that is renamed to ``path`` only on success."""
@@ -107,19 +148,48 @@ def atomic_dir(path: str | os.PathLike[str]) -> Iterator[Path]:
 
 
 @contextlib.contextmanager
-def file_lock(path: str | os.PathLike[str], what: str) -> Iterator[None]:
-    """Hold an exclusive, non-blocking lock; refuse with one line when another process has it."""
+def file_lock(
+    path: str | os.PathLike[str],
+    what: str,
+    *,
+    timeout: float | None = None,
+    on_wait: Callable[[str], None] | None = None,
+    poll: float = 0.5,
+) -> Iterator[None]:
+    """Hold an exclusive lock on ``path``.
+
+    ``timeout=None``: refuse at once with one line when another process holds
+    it. Otherwise wait up to ``timeout`` seconds (saying so once through
+    ``on_wait``), then refuse with one line.
+    """
     import fcntl
 
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "a+") as f:
-        try:
-            fcntl.flock(f.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise PolymnesiaError(
-                f"{what} is in use by another polymnesia process (lock {path}); wait for it or use another folder"
-            ) from None
+        start = time.monotonic()
+        while True:
+            try:
+                fcntl.flock(f.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if timeout is None:
+                    raise PolymnesiaError(
+                        f"{what} is in use by another polymnesia process (lock {path}); wait for it or use another folder"
+                    ) from None
+                waited = time.monotonic() - start
+                if waited >= timeout:
+                    raise PolymnesiaError(
+                        f"{what} is still in use by another polymnesia process after {timeout:g} s "
+                        f"(lock {path}); run again later or raise --lock-timeout"
+                    ) from None
+                if on_wait is not None:
+                    on_wait(
+                        f"waiting for another polymnesia process using {what} "
+                        f"(lock {path}; timeout {timeout:g} s)"
+                    )
+                    on_wait = None
+                time.sleep(min(poll, max(0.0, timeout - waited)))
         try:
             f.seek(0)
             f.truncate()
@@ -128,6 +198,22 @@ def file_lock(path: str | os.PathLike[str], what: str) -> Iterator[None]:
             yield
         finally:
             fcntl.flock(f.fileno(), fcntl.LOCK_UN)
+
+
+def lock_is_held(path: str | os.PathLike[str]) -> bool:
+    """Whether another process holds the lock on ``path`` (False when there is no lock file)."""
+    import fcntl
+
+    path = Path(path)
+    if not path.is_file():
+        return False
+    with open(path, "a+") as f:
+        try:
+            fcntl.flock(f.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        fcntl.flock(f.fileno(), fcntl.LOCK_UN)
+    return False
 
 
 def write_jsonl_atomic(path: str | os.PathLike[str], records: Sequence[dict[str, Any]]) -> None:

@@ -7,7 +7,7 @@ Layers, top to bottom (docs/architecture.md); a module may import its own layer 
     stages, testing
     methods, continual, tasks, evaluation, harness, training, reports
     models, tokenizers, gradients, layers, metrics, items, data, pipeline
-    results, config, io, registry, registry_imports, paths, errors, runtime
+    results, config, io, registry, registry_imports, paths, errors, runtime, trust
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ TIERS = [
         "paths",
         "errors",
         "runtime",
+        "trust",
         "__init__",
     },
 ]
@@ -57,6 +58,10 @@ def module_name(path: Path) -> str:
     return ".".join(parts)
 
 
+FILES = sorted(SRC.rglob("*.py"))
+MODULES = {module_name(p) for p in FILES}
+
+
 def imports(path: Path) -> list[tuple[str, bool, int]]:
     """``(imported polymnesia module, inside a function, line)`` for every import in ``path``."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
@@ -75,16 +80,15 @@ def imports(path: Path) -> list[tuple[str, bool, int]]:
                     pkg = me.split(".") if is_pkg else me.split(".")[:-1]
                     pkg = pkg[: len(pkg) - (child.level - 1)]
                     base = ".".join([*pkg, base] if base else pkg)
-                out.append((base, in_function, child.lineno))
-                out.extend((f"{base}.{a.name}", in_function, child.lineno) for a in child.names)
+                for a in child.names:  # `from pkg import submodule` imports the submodule
+                    sub = f"{base}.{a.name}"
+                    out.append((sub if sub in MODULES else base, in_function, child.lineno))
             visit(child, nested)
 
     visit(tree, False)
-    modules = {module_name(p) for p in SRC.rglob("*.py")}
-    return [(m, f, n) for m, f, n in out if m in modules]
+    return [(m, f, n) for m, f, n in out if m in MODULES]
 
 
-FILES = sorted(SRC.rglob("*.py"))
 GRAPH = {module_name(p): imports(p) for p in FILES}
 
 

@@ -28,8 +28,9 @@ def test_preset_and_overrides_build_mistral():
 def test_unknown_preset_and_bad_heads():
     with pytest.raises(ConfigError, match="unknown model preset 'tinyy'"):
         validate(ModelConfig, {"preset": "tinyy"})
-    with pytest.raises(PolymnesiaError, match="not divisible by num_attention_heads"):
-        build_model(ModelConfig(preset="nano", num_attention_heads=3), Tok())
+    # refused when the config is validated, not when the model is built
+    with pytest.raises(ConfigError, match="not divisible by num_attention_heads"):
+        validate(ModelConfig, {"preset": "nano", "num_attention_heads": 3})
 
 
 def test_offline_hub_id_and_missing_folder(tmp_path: Path):

@@ -58,9 +58,10 @@ def test_interrupted_run_resumes_at_language_k_keeping_rows(
     isolated_cache: Path, tmp_path: Path, capsys
 ) -> None:
     run = tmp_path / "run"
-    env = {**os.environ, "POLYMNESIA_TEST_KILL_AT_LANGUAGE": "2"}
-    cmd = [sys.executable, "-m", "polymnesia", "run", CONFIG, *ONE_ORDER, "--run-dir", str(run)]
-    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
+    faults = Path(__file__).resolve().parents[1] / "faults.py"
+    args = ["run", CONFIG, *ONE_ORDER, "--run-dir", str(run)]
+    cmd = [sys.executable, str(faults), "kill-at-language=2", "--", *args]
+    proc = subprocess.run(cmd, env=dict(os.environ), capture_output=True, text=True, timeout=600)
     assert proc.returncode != 0
     first = json.loads((run / "stages" / "vanilla_res_1" / "matrix.json").read_text())
     assert len(first["rows"]) == 2 and not (run / "stages" / "vanilla_res_2").exists()

@@ -17,6 +17,7 @@ from polymnesia.io import read_jsonl
 
 pytestmark = pytest.mark.integration
 CONFIG = str(Path(__file__).resolve().parents[2] / "configs" / "quickstart.yaml")
+FAULTS = Path(__file__).resolve().parents[1] / "faults.py"
 
 
 def run_cli(*args: str) -> int:
@@ -80,14 +81,15 @@ def test_run_folder_of_another_config_is_refused(isolated_cache: Path, tmp_path:
 
 def test_killed_run_resumes_to_the_same_result(isolated_cache: Path, tmp_path: Path):
     env = {**os.environ, "POLYMNESIA_CACHE": str(isolated_cache)}
-    cmd = [sys.executable, "-m", "polymnesia", "run", CONFIG, *SMOKE, "train.steps=8", "--run-dir"]
-    killed = subprocess.run(
-        [*cmd, str(tmp_path / "a")],
-        env={**env, "POLYMNESIA_TEST_KILL_AT_STEP": "5"},
+    args = ["run", CONFIG, *SMOKE, "train.steps=8", "--run-dir"]
+    cmd = [sys.executable, "-m", "polymnesia", *args]
+    killed = subprocess.run(  # SIGKILL after step 6, before its checkpoint (tests/faults.py)
+        [sys.executable, str(FAULTS), "kill-at-checkpoint=6", "--", *args, str(tmp_path / "a")],
+        env=env,
         capture_output=True,
         text=True,
     )
-    assert killed.returncode == -9  # SIGKILL mid-training, after the checkpoint at step 3
+    assert killed.returncode == -9, killed.stderr  # mid-training, after the checkpoint at step 3
     resumed = subprocess.run([*cmd, str(tmp_path / "a")], env=env, capture_output=True, text=True)
     assert resumed.returncode == 0, resumed.stderr
     assert "resume pretrain" in resumed.stdout

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from polymnesia.cli import cache as cache_cli
 from polymnesia.errors import PolymnesiaError
 
 
@@ -35,6 +36,46 @@ def _parse_options(items: list[str]) -> dict[str, Any]:
     return out
 
 
+def build_specs(exp: Any, cfg: Any, source: str) -> list[Any]:
+    """``exp.build(cfg)``, with a validation error raised while building turned into one line."""
+    from pydantic import ValidationError
+
+    from polymnesia.config.loader import format_validation_error
+    from polymnesia.errors import ConfigError
+
+    try:
+        return list(exp.build(cfg))
+    except ValidationError as e:
+        raise ConfigError(format_validation_error(e, exp.Config, source)) from None
+
+
+def _check_remote_code(cfg: Any, allowed: bool) -> None:
+    """A config may ask for trust_remote_code; only ``--trust-remote-code`` grants it."""
+    from polymnesia.trust import allow_remote_code
+
+    def asked(node: Any, path: str) -> str | None:
+        if isinstance(node, dict):
+            for k, v in node.items():
+                key = f"{path}.{k}" if path else str(k)
+                if k == "trust_remote_code" and v is True:
+                    return key
+                if found := asked(v, key):
+                    return found
+        elif isinstance(node, list):
+            for i, v in enumerate(node):
+                if found := asked(v, f"{path}.{i}"):
+                    return found
+        return None
+
+    key = asked(cfg.model_dump(mode="json"), "")
+    if key and not allowed:
+        raise PolymnesiaError(
+            f"'{key}: true' asks to run code from a model, tokenizer or dataset repository; "
+            "polymnesia runs such code only when the command line says so: add --trust-remote-code"
+        )
+    allow_remote_code(allowed)
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     import yaml
 
@@ -45,7 +86,8 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     cfg = load_config(args.config, args.overrides)
     exp = EXPERIMENTS.get(cfg.experiment)
-    specs = exp.build(cfg)
+    specs = build_specs(exp, cfg, args.config)
+    _check_remote_code(cfg, args.trust_remote_code)
     run_dir = Path(args.run_dir) if args.run_dir else default_run_dir(cfg)
     if args.dry_run:
         print(
@@ -62,12 +104,19 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     state = partial_state()
     if state.is_main_process:
-        prepare_run_dir(run_dir, cfg)
+        prepare_run_dir(run_dir, cfg, extra={"trust_remote_code": bool(args.trust_remote_code)})
+        if args.trust_remote_code:
+            print("[polymnesia] trust_remote_code is ON for this run (recorded in run.json)")
         lock = file_lock(run_dir / ".lock", f"run folder {run_dir}")
         lock.__enter__()
     state.wait_for_everyone()
     try:
-        run_pipeline(specs, run_dir, log=lambda m: print(m, flush=True))
+        run_pipeline(
+            specs,
+            run_dir,
+            log=lambda m: print(m, flush=True),
+            lock_timeout=args.lock_timeout,
+        )
         if state.is_main_process:
             report = exp.report(cfg, run_dir)
             print(f"[polymnesia] report: {report}")
@@ -83,7 +132,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
     for path in args.configs:
         cfg = load_config(path, args.set or [])
-        specs = EXPERIMENTS.get(cfg.experiment).build(cfg)
+        specs = build_specs(EXPERIMENTS.get(cfg.experiment), cfg, path)
         plan(specs)
         print(f"ok  {path}  ({cfg.experiment}, {len(specs)} stages)")
     return 0
@@ -145,14 +194,29 @@ def format_source_info(info: dict[str, Any]) -> str:
 
 def cmd_report(args: argparse.Namespace) -> int:
     from polymnesia.experiments import EXPERIMENTS, load_run_config
+    from polymnesia.io import check_jsonl
+    from polymnesia.pipeline.run_dir import missing_stages
 
     run_dir = Path(args.run_dir)
     cfg = load_run_config(run_dir)
-    if not (run_dir / "results" / "scores.jsonl").exists():
+    exp = EXPERIMENTS.get(cfg.experiment)
+    names = [s.name for s in build_specs(exp, cfg, str(run_dir / "config.yaml"))]
+    missing = missing_stages(run_dir, names)
+    if missing:
+        shown = ", ".join(missing[:10]) + (", ..." if len(missing) > 10 else "")
+        raise PolymnesiaError(
+            f"{run_dir} is incomplete: {len(missing)} of {len(names)} stages have not finished "
+            f"({shown}); finish it with `polymnesia run {run_dir / 'config.yaml'} --run-dir {run_dir}`"
+        )
+    scores = run_dir / "results" / "scores.jsonl"
+    if not scores.exists():
         raise PolymnesiaError(
             f"{run_dir} has no results/scores.jsonl yet; run the experiment first"
         )
-    print(EXPERIMENTS.get(cfg.experiment).report(cfg, run_dir))
+    check_jsonl(scores)
+    if (run_dir / "metrics.jsonl").exists():
+        check_jsonl(run_dir / "metrics.jsonl")
+    print(exp.report(cfg, run_dir))
     return 0
 
 
@@ -164,6 +228,15 @@ def cmd_compare(args: argparse.Namespace) -> int:
     print(md.read_text(encoding="utf-8"))
     print(f"[polymnesia] comparison: {md} and {page}")
     return 0
+
+
+def _default_lock_timeout() -> float:
+    import os
+
+    try:
+        return float(os.environ.get("POLYMNESIA_LOCK_TIMEOUT", 86400))
+    except ValueError:
+        return 86400.0
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -179,6 +252,19 @@ def build_parser() -> argparse.ArgumentParser:
         "--dry-run",
         action="store_true",
         help="print the resolved config and the stage plan, run nothing",
+    )
+    r.add_argument(
+        "--trust-remote-code",
+        action="store_true",
+        help="allow models, tokenizers and datasets to run code from their repositories (this run only)",
+    )
+    r.add_argument(
+        "--lock-timeout",
+        type=float,
+        default=_default_lock_timeout(),
+        metavar="SECONDS",
+        help="how long to wait for a cache entry another run is building "
+        "(default $POLYMNESIA_LOCK_TIMEOUT or 86400)",
     )
     r.set_defaults(fn=cmd_run)
     v = sub.add_parser("validate", help="check configs without running anything")
@@ -210,6 +296,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     cmp.add_argument("--tables", help="comma-separated table names (default: every shared table)")
     cmp.set_defaults(fn=cmd_compare)
+    cache_cli.add_parser(sub)
     return p
 
 

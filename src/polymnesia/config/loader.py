@@ -2,11 +2,19 @@
 
 Every failure becomes one :class:`~polymnesia.errors.ConfigError` line naming
 the key, the bad value and what is accepted (with a close-match suggestion).
+
+The YAML dialect is safe YAML with three changes: ``1e-3`` is a float (YAML
+1.1 needs ``1.0e-3``), only ``true``/``false`` are booleans (YAML 1.1 also
+reads ``no``, ``off``, ``yes``, ``on`` as booleans, which turns the Norwegian
+language code ``no`` and ``mixed_precision: no`` into ``false``), and a key
+given twice in one mapping is an error (YAML would keep the last). Non-finite
+numbers (``.inf``, ``.nan``) are refused anywhere in a config.
 """
 
 from __future__ import annotations
 
 import copy
+import math
 import re
 from pathlib import Path
 from typing import Any
@@ -35,6 +43,31 @@ _Loader.add_implicit_resolver(
 )
 
 
+_BOOL = "tag:yaml.org,2002:bool"
+_Loader.yaml_implicit_resolvers = {
+    first: [(tag, rx) for tag, rx in resolvers if tag != _BOOL]
+    for first, resolvers in _Loader.yaml_implicit_resolvers.items()
+}
+_Loader.add_implicit_resolver(
+    _BOOL, re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF")
+)
+
+
+def _mapping_without_duplicates(loader: _Loader, node: yaml.MappingNode) -> dict[Any, Any]:
+    seen: dict[Any, Any] = {}
+    for key_node, _ in node.value:
+        key = loader.construct_object(key_node, deep=True)
+        if isinstance(key, (str, int, float, bool)) and key in seen:
+            raise yaml.constructor.ConstructorError(
+                None, None, f"key '{key}' is given twice in one mapping", key_node.start_mark
+            )
+        seen[key] = True
+    return loader.construct_mapping(node, deep=True)
+
+
+_Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _mapping_without_duplicates)
+
+
 def parse_yaml(text: str) -> Any:
     return yaml.load(text, Loader=_Loader)  # noqa: S506 - a SafeLoader subclass
 
@@ -46,6 +79,11 @@ def load_yaml(path: str | Path) -> dict[str, Any]:
         raise ConfigError(f"config file not found: {p}")
     try:
         data = parse_yaml(p.read_text(encoding="utf-8"))
+    except UnicodeDecodeError as e:
+        raise ConfigError(
+            f"config {p} is not UTF-8 text (byte {e.start}: {e.object[e.start : e.start + 1]!r}); "
+            "a config is a YAML file saved as UTF-8"
+        ) from None
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f" line {mark.line + 1}, column {mark.column + 1}" if mark else ""
@@ -123,6 +161,21 @@ def format_validation_error(err: ValidationError, model: type[BaseModel], source
     if msg.startswith("Value error, "):
         msg = msg[len("Value error, ") :]
     return f"{where}bad value for '{key}': {shown}: {msg}"
+
+
+def check_finite(data: Any, source: str = "", path: str = "") -> None:
+    """Refuse ``.inf``/``.nan`` anywhere in a raw config (one line naming the key)."""
+    if isinstance(data, float) and not math.isfinite(data):
+        where = f"{source}: " if source else ""
+        raise ConfigError(
+            f"{where}bad value for '{path or '<root>'}': {data!r}: numbers in a config must be finite"
+        )
+    if isinstance(data, dict):
+        for k, v in data.items():
+            check_finite(v, source, f"{path}.{k}" if path else str(k))
+    elif isinstance(data, list):
+        for i, v in enumerate(data):
+            check_finite(v, source, f"{path}.{i}" if path else str(i))
 
 
 def validate(model: type[BaseModel], data: dict[str, Any], source: str = "") -> Any:

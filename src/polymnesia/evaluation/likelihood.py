@@ -18,6 +18,8 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
+from polymnesia.metrics.lm import exp_or_inf
+
 
 @dataclass
 class LMStats:
@@ -28,7 +30,7 @@ class LMStats:
 
     @property
     def perplexity(self) -> float:
-        return math.exp(self.nll / max(1, self.tokens))
+        return exp_or_inf(self.nll / max(1, self.tokens))
 
     @property
     def bits_per_byte(self) -> float:
@@ -36,7 +38,7 @@ class LMStats:
 
     @property
     def word_perplexity(self) -> float:
-        return math.exp(self.nll / max(1, self.words))
+        return exp_or_inf(self.nll / max(1, self.words))
 
     @property
     def loss(self) -> float:

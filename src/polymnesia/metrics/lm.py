@@ -24,12 +24,24 @@ def _per_unit(nll_sum: float, n: float, unit: str) -> float:
     return float(nll_sum) / n
 
 
+def exp_or_inf(x: float) -> float:
+    """``exp(x)``, or ``inf`` where it overflows a float (x > ~709.78).
+
+    A model whose loss blew up has a mean NLL in the thousands; its perplexity
+    is reported as infinite rather than ending the run with an OverflowError.
+    """
+    try:
+        return math.exp(x)
+    except OverflowError:
+        return math.inf
+
+
 @register_metric(
     "perplexity", higher_is_better=False, description="exp(NLL sum / tokens), per-token perplexity"
 )
 def perplexity(nll_sum: float, n_tokens: int) -> float:
     """Token perplexity ``exp(sum_i -log p(x_i) / n_tokens)``; only comparable under one tokenizer."""
-    return math.exp(_per_unit(nll_sum, n_tokens, "tokens"))
+    return exp_or_inf(_per_unit(nll_sum, n_tokens, "tokens"))
 
 
 @register_metric(
@@ -52,7 +64,7 @@ def word_perplexity(nll_sum: float, n_words: int) -> float:
 
     ``n_words`` counts words of the original text (whitespace-split), not tokens.
     """
-    return math.exp(_per_unit(nll_sum, n_words, "words"))
+    return exp_or_inf(_per_unit(nll_sum, n_words, "words"))
 
 
 @register_metric(

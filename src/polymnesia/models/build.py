@@ -12,6 +12,7 @@ from polymnesia.config.base import StrictModel
 from polymnesia.errors import PolymnesiaError, unknown
 from polymnesia.io import atomic_dir
 from polymnesia.models.presets import PRESETS
+from polymnesia.trust import remote_code
 
 
 class ModelConfig(StrictModel):
@@ -40,6 +41,14 @@ class ModelConfig(StrictModel):
     def _check(self) -> ModelConfig:
         if self.name_or_path is None and self.preset is not None and self.preset not in PRESETS:
             raise ValueError(str(unknown("model preset", self.preset, PRESETS.names())))
+        name = self.name_or_path
+        if name is not None and _looks_local(name) and not Path(name).expanduser().exists():
+            raise ValueError(f"local model folder '{name}' does not exist")
+        if name is None:
+            try:
+                self.dims()  # head counts that do not divide the width fail here, not at run time
+            except PolymnesiaError as e:
+                raise ValueError(str(e)) from None
         return self
 
     def dims(self) -> dict[str, int]:
@@ -57,6 +66,11 @@ class ModelConfig(StrictModel):
                 "model.num_attention_heads must be a multiple of num_key_value_heads"
             )
         return dims
+
+
+def _looks_local(name: str) -> bool:
+    """A filesystem path rather than a Hub id (``org/name``)."""
+    return name.startswith((".", "/", "~")) or name.count("/") > 1 or "\\" in name
 
 
 def build_model(cfg: ModelConfig, tokenizer: Any, seed: int = 0) -> torch.nn.Module:
@@ -94,7 +108,7 @@ def load_model(name_or_path: str | Path, *, trust_remote_code: bool = False) -> 
     try:
         return AutoModelForCausalLM.from_pretrained(
             str(name_or_path),
-            trust_remote_code=trust_remote_code,
+            trust_remote_code=remote_code(trust_remote_code, f"model '{name_or_path}'"),
             use_safetensors=True if local else None,
         )
     except OSError as e:

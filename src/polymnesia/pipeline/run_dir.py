@@ -20,6 +20,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from polymnesia.config.checks import check_safe_name
 from polymnesia.errors import PolymnesiaError
 from polymnesia.io import atomic_write_json, atomic_write_text, atomic_write_yaml, read_jsonl
 
@@ -31,11 +32,30 @@ def config_hash(config: Any) -> str:
 
 def default_run_dir(config: Any) -> Path:
     """``runs/NAME-HASH8``: the same config always maps to the same folder (so it resumes)."""
-    return Path("runs") / f"{config.name}-{config_hash(config)[:8]}"
+
+    return Path("runs") / f"{check_safe_name(config.name, 'name')}-{config_hash(config)[:8]}"
 
 
-def prepare_run_dir(run_dir: Path, config: Any) -> None:
-    """Create (or re-open) ``run_dir`` for ``config``; refuse a folder used by another config."""
+def prepare_run_dir(run_dir: Path, config: Any, *, extra: dict[str, Any] | None = None) -> None:
+    """Create (or re-open) ``run_dir`` for ``config``; refuse a folder used by another config.
+
+    A folder that cannot be created or written (a file, a read-only place,
+    ``/proc``) is refused in one line. ``extra`` is recorded in ``run.json``
+    (e.g. ``trust_remote_code``).
+    """
+    if run_dir.exists() and not run_dir.is_dir():
+        raise PolymnesiaError(f"--run-dir {run_dir} is a file, not a folder; pass a folder")
+    try:
+        _prepare(run_dir, config, extra or {})
+    except OSError as e:
+        raise PolymnesiaError(
+            f"cannot use run folder {run_dir}: {e.strerror or e.__class__.__name__}"
+            f"{f' ({e.filename})' if e.filename and str(e.filename) != str(run_dir) else ''}; "
+            "pass a writable --run-dir"
+        ) from None
+
+
+def _prepare(run_dir: Path, config: Any, extra: dict[str, Any]) -> None:
     record = run_dir / "run.json"
     h = config_hash(config)
     if record.exists():
@@ -59,6 +79,18 @@ def prepare_run_dir(run_dir: Path, config: Any) -> None:
             record,
             {"experiment": config.experiment, "name": config.name, "config_hash": h, "stages": {}},
         )
+    if extra:
+        data = json.loads(record.read_text(encoding="utf-8"))
+        atomic_write_json(record, {**data, **extra})
+
+
+def missing_stages(run_dir: Path, stage_names: list[str]) -> list[str]:
+    """The stages of the pipeline that the run folder has not recorded as finished."""
+    try:
+        done = json.loads((run_dir / "run.json").read_text(encoding="utf-8")).get("stages", {})
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, AttributeError):
+        raise PolymnesiaError(f"{run_dir}/run.json is missing or damaged") from None
+    return [name for name in stage_names if name not in done]
 
 
 def update_run_record(run_dir: Path, stage: str, info: dict[str, Any]) -> None:

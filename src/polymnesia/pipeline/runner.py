@@ -1,9 +1,13 @@
 """Run a pipeline: reuse complete cache entries, resume partial ones, run the rest.
 
 Cache entries live in ``$POLYMNESIA_CACHE/stages/KIND/FINGERPRINT``. An entry
-is complete when its ``_complete.json`` marker exists (written last, atomically);
-an entry without the marker is a stage that was interrupted: resumable stages
-(training) continue from their last checkpoint in it, the others start again.
+is complete when its ``_complete.json`` marker exists (written last, atomically,
+with a manifest of every file: :mod:`polymnesia.pipeline.integrity`); a complete
+entry whose files no longer match the manifest is reported in one line and
+rebuilt. An entry without the marker is a stage that was interrupted: resumable
+stages (training) continue from their last checkpoint in it, the others start
+again. A process that needs an entry another process is building waits for its
+lock (``lock_timeout`` seconds), then reuses what the other built.
 Under ``accelerate launch`` every process walks the same plan; non-distributed
 stages run on the main process while the others wait.
 """
@@ -11,20 +15,28 @@ stages run on the main process while the others wait.
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+import polymnesia.pipeline.integrity as integrity
 import polymnesia.pipeline.run_dir as rd
 from polymnesia.errors import PolymnesiaError
 from polymnesia.io import atomic_write_json, file_lock, write_jsonl_atomic
 from polymnesia.paths import cache_dir
+from polymnesia.pipeline.cache import record_run_usage
+from polymnesia.pipeline.integrity import MARKER
 from polymnesia.pipeline.stage import STAGES, StageContext, StageSpec
 from polymnesia.runtime import partial_state
 
-MARKER = "_complete.json"
+__all__ = ["MARKER", "PlannedStage", "describe_plan", "entry_dir", "plan", "run_pipeline"]
+
+#: seconds a run waits for a cache entry that another process is building
+DEFAULT_LOCK_TIMEOUT = 24 * 3600.0
+_STAGE_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.+=-]*$")
 
 
 @dataclass
@@ -33,10 +45,34 @@ class PlannedStage:
     fingerprint: str
     entry: Path
     status: str  # "reuse" | "resume" | "run"
+    note: str = ""  # why an existing entry is not reused as it is (damaged, unverified)
 
 
 def entry_dir(kind: str, fingerprint: str) -> Path:
     return cache_dir() / "stages" / kind / fingerprint[:24]
+
+
+def check_stage_name(name: str) -> str:
+    """Stage names become file names in the run folder: letters, digits and ``_.+=-`` only."""
+    if not isinstance(name, str) or not _STAGE_NAME.fullmatch(name) or len(name) > 200:
+        raise PolymnesiaError(
+            f"stage name {name!r} is not a safe file name; stage names (built from branch, "
+            "method and language names) may hold letters, digits and _ . + = - only, not / or .."
+        )
+    return name
+
+
+def _status(spec: StageSpec, entry: Path) -> tuple[str, str]:
+    check = integrity.check_entry(entry)
+    if check.state == "ok":
+        return "reuse", ""
+    if check.state == "unverified":
+        return "reuse", "no manifest: hashed on reuse"
+    if check.state == "damaged":
+        return "run", f"damaged: {check.detail}"
+    if check.state == "partial" and STAGES.get(spec.kind).resumable:
+        return "resume", ""
+    return "run", ""
 
 
 def plan(specs: list[StageSpec]) -> list[PlannedStage]:
@@ -47,6 +83,7 @@ def plan(specs: list[StageSpec]) -> list[PlannedStage]:
     fps: dict[str, str] = {}
     out: list[PlannedStage] = []
     for spec in specs:
+        check_stage_name(spec.name)
         STAGES.get(spec.kind)  # unknown kinds fail here, with suggestions
         for role, up in spec.inputs.items():
             if up not in fps:
@@ -56,13 +93,8 @@ def plan(specs: list[StageSpec]) -> list[PlannedStage]:
         fp = spec.fingerprint(fps)
         fps[spec.name] = fp
         entry = entry_dir(spec.kind, fp)
-        if (entry / MARKER).exists():
-            status = "reuse"
-        elif entry.exists() and STAGES.get(spec.kind).resumable:
-            status = "resume"
-        else:
-            status = "run"
-        out.append(PlannedStage(spec, fp, entry, status))
+        status, note = _status(spec, entry)
+        out.append(PlannedStage(spec, fp, entry, status, note))
     return out
 
 
@@ -72,32 +104,34 @@ def describe_plan(planned: list[PlannedStage]) -> str:
         ins = ", ".join(f"{r}<-{u}" for r, u in p.spec.inputs.items()) or "-"
         lines.append(
             f"  {p.status:6s} {p.spec.name:28s} {p.spec.kind:18s} {p.fingerprint[:12]}  inputs: {ins}"
+            + (f"  ({p.note})" if p.note else "")
         )
     return "\n".join(lines)
+
+
+def _write_spec(p: PlannedStage) -> None:
+    cls = STAGES.get(p.spec.kind)
+    params = p.spec.params
+    dumped = params.model_dump(mode="json") if hasattr(params, "model_dump") else params
+    atomic_write_json(
+        p.entry / "spec.json",
+        {
+            "name": p.spec.name,
+            "kind": p.spec.kind,
+            "version": cls.version,
+            "fingerprint": p.fingerprint,
+            "params": json.loads(json.dumps(dumped)),
+        },
+    )
 
 
 def _run_one(p: PlannedStage, inputs: dict[str, Path], run_dir: Path | None, is_main: bool) -> None:
     cls = STAGES.get(p.spec.kind)
     if p.status == "run" and is_main and p.entry.exists():
-        shutil.rmtree(p.entry)  # a non-resumable stage restarts clean
+        shutil.rmtree(p.entry)  # a non-resumable or damaged stage restarts clean
     if is_main:
         p.entry.mkdir(parents=True, exist_ok=True)
-        atomic_write_json(
-            p.entry / "spec.json",
-            {
-                "name": p.spec.name,
-                "kind": p.spec.kind,
-                "version": cls.version,
-                "fingerprint": p.fingerprint,
-                "params": json.loads(
-                    json.dumps(
-                        p.spec.params.model_dump(mode="json")
-                        if hasattr(p.spec.params, "model_dump")
-                        else p.spec.params
-                    )
-                ),
-            },
-        )
+        _write_spec(p)
     ctx = StageContext(
         spec=p.spec, out_dir=p.entry, inputs=inputs, run_dir=run_dir, is_main_process=is_main
     )
@@ -105,17 +139,76 @@ def _run_one(p: PlannedStage, inputs: dict[str, Path], run_dir: Path | None, is_
     scores = cls().run(ctx)
     if is_main:
         write_jsonl_atomic(p.entry / "scores.jsonl", [asdict(s) for s in scores])
-        atomic_write_json(
-            p.entry / MARKER,
+        # a complete entry is reused as a whole: its resume checkpoints (optimizer
+        # states, often several times the model's size) are no longer needed
+        shutil.rmtree(p.entry / "checkpoints", ignore_errors=True)
+        integrity.write_marker(
+            p.entry,
             {
                 "fingerprint": p.fingerprint,
                 "seconds": round(time.time() - start, 3),
                 "finished": time.strftime("%Y-%m-%dT%H:%M:%S"),
             },
         )
-        # a complete entry is reused as a whole: its resume checkpoints (optimizer
-        # states, often several times the model's size) are no longer needed
-        shutil.rmtree(p.entry / "checkpoints", ignore_errors=True)
+
+
+def _prepare_reuse(p: PlannedStage, log: Callable[[str], None]) -> None:
+    """Say how a reused entry was checked; hash an entry that has no manifest yet."""
+    check = integrity.check_entry(p.entry)
+    if check.state == "unverified":
+        adopted = integrity.adopt_entry(p.entry)
+        log(
+            f"[polymnesia] {p.spec.name}: cache entry {p.entry} was written without a manifest "
+            + (
+                "(older polymnesia); its files were hashed now and are checked from here on"
+                if adopted
+                else "(older polymnesia) and the cache is read-only; reused unverified"
+            )
+        )
+    elif check.refreshed:
+        integrity.refresh_marker(p.entry, check)
+
+
+def _build(
+    p: PlannedStage,
+    inputs: dict[str, Path],
+    run_dir: Path | None,
+    state: object,
+    log: Callable[[str], None],
+    lock_timeout: float,
+) -> str:
+    """Run (or resume) one stage under its entry lock; return the status it ended with."""
+    is_main = bool(getattr(state, "is_main_process", True))
+    cls = STAGES.get(p.spec.kind)
+    lock = (
+        file_lock(
+            p.entry.with_suffix(".lock"),
+            f"stage cache entry {p.entry}",
+            timeout=lock_timeout,
+            on_wait=lambda m: log(f"[polymnesia] {p.spec.name}: {m}"),
+        )
+        if is_main
+        else None
+    )
+    if lock is not None:
+        lock.__enter__()
+    try:
+        state.wait_for_everyone()  # type: ignore[attr-defined]
+        # another process may have completed the entry while this one waited
+        if integrity.check_entry(p.entry).usable:
+            if is_main:
+                log(f"[polymnesia] reuse  {p.spec.name} ({p.spec.kind}): built by another run")
+            return "reuse"
+        if is_main:
+            if p.note:
+                log(f"[polymnesia] {p.spec.name}: cache entry {p.entry} is {p.note}; rebuilding")
+            log(f"[polymnesia] {p.status:6s} {p.spec.name} ({p.spec.kind})")
+        if cls.distributed or is_main:
+            _run_one(p, inputs, run_dir, is_main)
+        return p.status
+    finally:
+        if lock is not None:
+            lock.__exit__(None, None, None)
 
 
 def run_pipeline(
@@ -123,6 +216,7 @@ def run_pipeline(
     run_dir: Path | None,
     *,
     log: Callable[[str], None] = print,
+    lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
 ) -> dict[str, Path]:
     """Execute ``specs`` in order; return stage name -> cache entry folder."""
 
@@ -132,29 +226,13 @@ def run_pipeline(
     entries: dict[str, Path] = {}
     for p in planned:
         inputs = {role: entries[up] for role, up in p.spec.inputs.items()}
-        if p.status == "reuse":
+        status = p.status
+        if status == "reuse":
             if is_main:
+                _prepare_reuse(p, log)
                 log(f"[polymnesia] reuse  {p.spec.name} ({p.spec.kind}) from {p.entry}")
         else:
-            if is_main:
-                log(f"[polymnesia] {p.status:6s} {p.spec.name} ({p.spec.kind})")
-            cls = STAGES.get(p.spec.kind)
-            if cls.distributed:
-                lock = (
-                    file_lock(p.entry.with_suffix(".lock"), f"stage cache entry {p.entry}")
-                    if is_main
-                    else None
-                )
-                if lock:
-                    lock.__enter__()
-                try:
-                    _run_one(p, inputs, run_dir, is_main)
-                finally:
-                    if lock:
-                        lock.__exit__(None, None, None)
-            elif is_main:
-                with file_lock(p.entry.with_suffix(".lock"), f"stage cache entry {p.entry}"):
-                    _run_one(p, inputs, run_dir, is_main)
+            status = _build(p, inputs, run_dir, state, log, lock_timeout)
             state.wait_for_everyone()
         entries[p.spec.name] = p.entry
         if is_main and run_dir is not None:
@@ -165,9 +243,10 @@ def run_pipeline(
                 {
                     "kind": p.spec.kind,
                     "fingerprint": p.fingerprint,
-                    "status": p.status,
+                    "status": status,
                     "entry": str(p.entry),
                 },
             )
             rd.merge_stage_outputs(run_dir, entries)
+            record_run_usage(run_dir, entries)
     return entries

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 from pydantic import Field
@@ -11,6 +12,7 @@ from polymnesia.data.catalog import load_splits
 from polymnesia.data.config import DataConfig
 from polymnesia.data.sources import get_source
 from polymnesia.data.splits import unit_hash
+from polymnesia.errors import DataError
 from polymnesia.io import atomic_write_json, write_jsonl_atomic
 from polymnesia.pipeline.stage import STAGES, Stage, StageContext
 from polymnesia.results import Score
@@ -35,6 +37,24 @@ def spread_sample(records: list[Any], cap: int | None, seed: int) -> list[Any]:
     return ordered[:cap] if cap is not None else ordered
 
 
+def _check_splits(lang: str, by_split: dict[str, list[Any]], source: str) -> None:
+    """Every language needs training and test texts; an empty split fails later, obscurely."""
+    sizes = {split: len(by_split.get(split, [])) for split in SPLITS}
+    empty = [split for split in ("train", "test") if not sizes[split]]
+    if empty:
+        raise DataError(
+            f"language '{lang}' of source '{source}' has no texts in its {' and '.join(empty)} "
+            f"split ({sum(sizes.values())} texts in all); give it more text or change "
+            "data.split_fractions"
+        )
+    if not sizes["validation"]:
+        print(
+            f"[polymnesia] warning: language '{lang}' has no validation texts "
+            f"({sum(sizes.values())} texts in all)",
+            file=sys.stderr,
+        )
+
+
 @STAGES.register("prepare_data", "fetch a source, split it by aligned id, write LANG/SPLIT.jsonl")
 class PrepareData(Stage):
     version = "2"
@@ -53,6 +73,7 @@ class PrepareData(Stage):
         counts: dict[str, dict[str, int]] = {}
         for lang in p.languages:  # one language at a time keeps memory small
             by_split = load_splits(source, [lang], d.split_fractions, d.split_seed)[lang]
+            _check_splits(lang, by_split, d.source)
             counts[lang] = {}
             for split in SPLITS:
                 recs = spread_sample(by_split.get(split, []), caps[split], d.split_seed)

@@ -20,9 +20,7 @@ trained (:mod:`polymnesia.methods.early_stopping`), best epoch restored.
 
 from __future__ import annotations
 
-import os
 import shutil
-import signal
 import time
 from typing import Any
 
@@ -51,8 +49,6 @@ from polymnesia.tasks.config import TaskConfig
 from polymnesia.training.config import TrainConfig
 from polymnesia.training.loop import train
 from polymnesia.training.plugins import build_plugins
-
-KILL_ENV = "POLYMNESIA_TEST_KILL_AT_LANGUAGE"  # fault injection for the resume test
 
 
 class StepParams(StrictModel):
@@ -243,8 +239,6 @@ class SequentialStep(Stage):
             if p.train_languages is not None
             else [read_order(ctx.input("order"))[p.order_index or 0]]
         )
-        if os.environ.get(KILL_ENV) == str(p.order_index) and p.order_index is not None:
-            os.kill(os.getpid(), signal.SIGKILL)
         n_labels = num_labels(p.task, ctx.input("data"), p.languages)
         model, tok = _build_model(ctx, p, n_labels)
         info: dict[str, Any] = {"trainable": trainable_parameters(model)}

@@ -45,6 +45,7 @@ from polymnesia.tokenizers.special import (
     SPECIAL_TOKENS,
     UNK,
 )
+from polymnesia.trust import remote_code
 
 DEFAULT_MAX_LENGTH = 2048
 _N_BYTES = 256
@@ -244,9 +245,9 @@ def _first_line(err: BaseException) -> str:
 
 
 def _from_pretrained(name: str, trust_remote_code: bool, *, local_only: bool) -> object:
-    return AutoTokenizer.from_pretrained(
-        name, trust_remote_code=trust_remote_code, local_files_only=local_only
-    )
+
+    trust = remote_code(trust_remote_code, f"tokenizer '{name}'")
+    return AutoTokenizer.from_pretrained(name, trust_remote_code=trust, local_files_only=local_only)
 
 
 def _hub_reachable(endpoint: str, timeout: float = 3.0) -> bool:

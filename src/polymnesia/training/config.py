@@ -27,12 +27,18 @@ class TrainConfig(StrictModel):
         0.0, ge=0, le=1, description="final learning rate as a share of the peak"
     )
     weight_decay: float = Field(0.0, ge=0, description="AdamW weight decay (paper: 0)")
-    betas: tuple[float, float] = (0.9, 0.95)
+    betas: tuple[float, float] = Field(
+        (0.9, 0.95), description="AdamW (beta1, beta2), each in [0, 1)"
+    )
     eps: float = Field(1e-8, gt=0)
-    grad_clip: float | None = Field(1.0, description="max gradient norm; null to disable")
-    mixed_precision: Literal["no", "fp16", "bf16"] = "no"
+    grad_clip: float | None = Field(1.0, gt=0, description="max gradient norm; null to disable")
+    mixed_precision: Literal["no", "fp16", "bf16"] = Field(
+        "no", description="no, fp16 or bf16 (YAML's bare no/false also mean no)"
+    )
     log_every: int = Field(10, gt=0)
-    eval_every: int | None = Field(None, description="steps between evaluations during training")
+    eval_every: int | None = Field(
+        None, gt=0, description="steps between evaluations during training; null: none"
+    )
     checkpoint_every: int = Field(100, gt=0, description="steps between resumable checkpoints")
     keep_checkpoints: int = Field(1, gt=0)
     checkpoint_at_end: bool = Field(True, description="also checkpoint after the final step")
@@ -54,6 +60,18 @@ class TrainConfig(StrictModel):
         if len(set(names)) < len(names):
             raise ValueError(f"a plugin is listed twice: {names}")
         return specs
+
+    @field_validator("mixed_precision", mode="before")
+    @classmethod
+    def _no_is_false(cls, v: object) -> object:
+        return "no" if v is False else v
+
+    @field_validator("betas")
+    @classmethod
+    def _betas(cls, v: tuple[float, float]) -> tuple[float, float]:
+        if not all(0.0 <= b < 1.0 for b in v):
+            raise ValueError(f"each of the AdamW betas must be in [0, 1), got {list(v)}")
+        return v
 
     @model_validator(mode="after")
     def _check(self) -> TrainConfig:

@@ -3,6 +3,10 @@ accumulation, mixed precision, exact resume, metrics.jsonl and trackers.
 
 Every training stage calls :func:`train`; methods plug in through
 :class:`~polymnesia.training.plugins.TrainingPlugin` and a step function.
+Checkpoints are polymnesia's own, pickle-free format
+(:mod:`polymnesia.training.checkpoint`), written only while the loss and the
+parameters are finite; the loss curve is checked for divergence at the end
+(:mod:`polymnesia.training.health`).
 """
 
 from __future__ import annotations
@@ -10,27 +14,24 @@ from __future__ import annotations
 import contextlib
 import functools
 import math
-import os
-import re
-import shutil
-import signal
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import torch
 
 from polymnesia.errors import TrainingDiverged
-from polymnesia.io import append_jsonl, read_jsonl, write_jsonl_atomic
+from polymnesia.io import append_jsonl, atomic_write_json, read_jsonl, write_jsonl_atomic
 from polymnesia.runtime import use_cpu
+from polymnesia.training import checkpoint, health
 from polymnesia.training.config import TrainConfig
 from polymnesia.training.data import IndexStream, TrainData
 from polymnesia.training.plugins import LoopState, StepFn, TrainingPlugin
 from polymnesia.training.schedule import warmup_cosine
 
-CKPT_RE = re.compile(r"^step_(\d+)$")
+CKPT_RE = checkpoint.CKPT_RE
 
 
 @dataclass
@@ -40,19 +41,36 @@ class TrainResult:
     tokens: int
     seconds: float
     resumed_from: int | None
+    flags: list[str] = field(default_factory=list)  # "diverged", "stuck_at_chance"
 
 
 class _Counters:
-    """Loop position and token count, saved with every checkpoint."""
+    """Loop position, token count and loss history, saved with every checkpoint."""
 
     def __init__(self) -> None:
         self.step, self.tokens, self.loss = 0, 0, float("nan")
+        self.first_loss = float("nan")
+        self.recent: list[float] = []
 
-    def state_dict(self) -> dict[str, float]:
-        return {"step": self.step, "tokens": self.tokens, "loss": self.loss}
+    def record(self, loss: float) -> None:
+        if self.step == 1:
+            self.first_loss = loss
+        self.loss = loss
+        self.recent = [*self.recent, loss][-health.HISTORY :]
 
-    def load_state_dict(self, s: dict[str, float]) -> None:
+    def state_dict(self) -> dict[str, Any]:
+        return {
+            "step": self.step,
+            "tokens": self.tokens,
+            "loss": self.loss,
+            "first_loss": self.first_loss,
+            "recent": list(self.recent),
+        }
+
+    def load_state_dict(self, s: dict[str, Any]) -> None:
         self.step, self.tokens, self.loss = int(s["step"]), int(s["tokens"]), float(s["loss"])
+        self.first_loss = float(s.get("first_loss", float("nan")))
+        self.recent = [float(x) for x in s.get("recent", [])]
 
 
 class _PluginState:
@@ -96,24 +114,12 @@ def standard_step(state: LoopState, micro_batches: list[dict[str, torch.Tensor]]
 
 
 def _checkpoints(ckpt_dir: Path) -> list[tuple[int, Path]]:
-    if not ckpt_dir.is_dir():
-        return []
-    found = [(int(m.group(1)), p) for p in ckpt_dir.iterdir() if (m := CKPT_RE.match(p.name))]
-    return sorted(found)
+    return checkpoint.checkpoints(ckpt_dir)
 
 
-def _save_checkpoint(acc: Any, ckpt_dir: Path, step: int, keep: int) -> None:
-    tmp = ckpt_dir / f".tmp_step_{step:07d}"
-    if acc.is_main_process and tmp.exists():
-        shutil.rmtree(tmp)
-    acc.wait_for_everyone()
-    acc.save_state(str(tmp), safe_serialization=True)
-    acc.wait_for_everyone()
-    if acc.is_main_process:
-        os.replace(tmp, ckpt_dir / f"step_{step:07d}")
-        for _, old in _checkpoints(ckpt_dir)[:-keep]:
-            shutil.rmtree(old, ignore_errors=True)
-    acc.wait_for_everyone()
+def _last_good(ckpt_dir: Path) -> str:
+    good = checkpoint.latest_good(ckpt_dir)
+    return f"{good[1]} (step {good[0]})" if good else "none yet"
 
 
 def _micro_batches(
@@ -135,6 +141,79 @@ def _count_tokens(batches: list[dict[str, torch.Tensor]]) -> int:
         int(b["attention_mask"].sum()) if "attention_mask" in b else b["input_ids"].numel()
         for b in batches
     )
+
+
+def _optimizer(
+    model: torch.nn.Module, cfg: TrainConfig, plugins: Sequence[TrainingPlugin]
+) -> tuple[torch.optim.Optimizer, torch.optim.lr_scheduler.LambdaLR]:
+    """AdamW over the (plugin-edited) parameter groups, each with its learning-rate lambda."""
+    groups: list[dict[str, Any]] = default_param_groups(model, cfg)
+    for p in plugins:
+        groups = p.param_groups(model, groups)
+    base = functools.partial(
+        warmup_cosine, warmup=cfg.warmup_steps, total=cfg.steps, min_ratio=cfg.min_lr_ratio
+    )
+    lambdas = [g.pop("lr_lambda", base) for g in groups]
+    for g in groups:
+        g.pop("name", None)
+    optimizer = torch.optim.AdamW(groups, lr=cfg.lr, betas=cfg.betas, eps=cfg.eps)
+    return optimizer, torch.optim.lr_scheduler.LambdaLR(optimizer, lambdas)
+
+
+class _Checkpointer:
+    """Saves and restores everything a resumed run needs, in polymnesia's pickle-free format."""
+
+    def __init__(self, acc: Any, model: Any, optimizer: Any, scheduler: Any, loop: dict[str, Any]):
+        self.acc, self.model, self.loop = acc, model, loop
+        self.getters: dict[str, Callable[[], Any]] = {
+            "optimizer": optimizer.state_dict,
+            "scheduler": scheduler.state_dict,
+            "loop": lambda: {k: v.state_dict() for k, v in loop.items()},
+        }
+        self.putters: dict[str, Callable[[Any], None]] = {
+            "optimizer": optimizer.load_state_dict,
+            "scheduler": scheduler.load_state_dict,
+            "loop": self._load_loop,
+        }
+        if getattr(acc, "scaler", None) is not None:
+            self.getters["scaler"] = acc.scaler.state_dict
+            self.putters["scaler"] = acc.scaler.load_state_dict
+
+    def _load_loop(self, state: dict[str, Any]) -> None:
+        for key, obj in self.loop.items():
+            obj.load_state_dict(state[key])
+
+    def save(self, ckpt_dir: Path, counters: _Counters, keep: int) -> None:
+        """Checkpoint only a finite state, so a named checkpoint is always a good one."""
+        if not math.isfinite(counters.loss) or not checkpoint.params_finite(self.model):
+            raise TrainingDiverged(
+                f"parameters became non-finite after the update of step {counters.step}; "
+                f"last good checkpoint: {_last_good(ckpt_dir)}; lower train.lr or check the data"
+            )
+        checkpoint.save(
+            self.acc, ckpt_dir, counters.step, keep, self.getters, self.model, counters.loss
+        )
+
+    def resume(self, ckpt_dir: Path) -> Path | None:
+        if self.acc.is_main_process:  # say why newer checkpoints are unusable, and drop them
+            checkpoint.latest_good(ckpt_dir, report=True, remove=True)
+        self.acc.wait_for_everyone()
+        found = checkpoint.latest_good(ckpt_dir)
+        if found is None:
+            return None
+        checkpoint.load(self.acc, found[1], self.model, self.putters)
+        return found[1]
+
+
+def _finish_health(acc: Any, model: Any, counters: _Counters, out_dir: Path) -> list[str]:
+    report = health.assess(
+        counters.first_loss, counters.recent, counters.step, health.chance_loss(model)
+    )
+    if acc.is_main_process:
+        atomic_write_json(out_dir / "train_health.json", report)
+        for w in report["warnings"]:
+            checkpoint.say(f"warning: {w}")
+    return list(report["flags"])
 
 
 def train(
@@ -169,28 +248,16 @@ def train(
             f"train.batch_size {cfg.batch_size} / grad_accum {cfg.grad_accum} must be divisible by {acc.num_processes} processes"
         )
     set_seed(seed)
-    groups: list[dict[str, Any]] = default_param_groups(model, cfg)
-    for p in plugins:
-        groups = p.param_groups(model, groups)
-    base = functools.partial(
-        warmup_cosine, warmup=cfg.warmup_steps, total=cfg.steps, min_ratio=cfg.min_lr_ratio
-    )
-    lambdas = [g.pop("lr_lambda", base) for g in groups]
-    for g in groups:
-        g.pop("name", None)
-    optimizer = torch.optim.AdamW(groups, lr=cfg.lr, betas=cfg.betas, eps=cfg.eps)
-    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambdas)
+    optimizer, scheduler = _optimizer(model, cfg, plugins)
     model, optimizer = acc.prepare(model, optimizer)
     stream, counters = IndexStream(len(data), seed), _Counters()
-    for obj in (scheduler, stream, counters, _PluginState(plugins)):
-        acc.register_for_checkpointing(obj)
+    loop_states = {"counters": counters, "stream": stream, "plugins": _PluginState(plugins)}
+    ckpt = _Checkpointer(acc, model, optimizer, scheduler, loop_states)
 
     ckpt_dir = out_dir / "checkpoints"
     metrics_path = out_dir / "metrics.jsonl"
     resumed_from = None
-    if existing := _checkpoints(ckpt_dir):
-        step0, path = existing[-1]
-        acc.load_state(str(path))
+    if ckpt.resume(ckpt_dir) is not None:
         resumed_from = counters.step
         if acc.is_main_process:  # drop metrics logged after the checkpoint by the interrupted run
             kept = [r for r in read_jsonl(metrics_path) if int(r.get("step", 0)) <= counters.step]
@@ -205,9 +272,6 @@ def train(
     if cfg.trackers:
         acc.init_trackers(tracker_name, config=cfg.model_dump(mode="json"))
 
-    kill_at = int(
-        os.environ.get("POLYMNESIA_TEST_KILL_AT_STEP", "0")
-    )  # fault injection for resume tests
     bar = None
     if cfg.progress_bar and acc.is_main_process:
         from tqdm.auto import tqdm
@@ -224,10 +288,9 @@ def train(
             break
         loss_val = float(acc.reduce(loss.detach().float(), reduction="mean"))
         if not math.isfinite(loss_val):
-            good = _checkpoints(ckpt_dir)
-            where = f"{good[-1][1]} (step {good[-1][0]})" if good else "none yet"
             raise TrainingDiverged(
-                f"loss became {loss_val} at step {counters.step + 1}; last good checkpoint: {where}; lower train.lr or check the data"
+                f"loss became {loss_val} at step {counters.step + 1}; last good checkpoint: "
+                f"{_last_good(ckpt_dir)}; lower train.lr or check the data"
             )
         for p in plugins:
             p.before_optimizer_step(state)
@@ -237,7 +300,7 @@ def train(
         scheduler.step()
         optimizer.zero_grad(set_to_none=True)
         counters.step += 1
-        counters.loss = loss_val
+        counters.record(loss_val)
         counters.tokens += _count_tokens(batches) * acc.num_processes
         state.step = counters.step
         for p in plugins:
@@ -265,18 +328,17 @@ def train(
                 append_jsonl(metrics_path, rec)
             if cfg.trackers:
                 acc.log(rec, step=counters.step)
-        if kill_at and counters.step == kill_at:
-            os.kill(os.getpid(), signal.SIGKILL)
         at_end = cfg.checkpoint_at_end and counters.step == cfg.steps
         if counters.step % cfg.checkpoint_every == 0 or at_end:
-            _save_checkpoint(acc, ckpt_dir, counters.step, cfg.keep_checkpoints)
+            ckpt.save(ckpt_dir, counters, cfg.keep_checkpoints)
         if state.extras.get("stop_training"):  # a plugin (e.g. early stopping) ends training
             break
     if bar is not None:
         bar.close()
     if cfg.trackers:
         acc.end_training()
+    flags = _finish_health(acc, acc.unwrap_model(model), counters, out_dir)
     result = TrainResult(
-        counters.step, counters.loss, counters.tokens, time.time() - t0, resumed_from
+        counters.step, counters.loss, counters.tokens, time.time() - t0, resumed_from, flags
     )
     return acc.unwrap_model(model), result

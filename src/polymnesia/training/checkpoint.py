@@ -1,0 +1,179 @@
+"""Resumable training checkpoints written and read by polymnesia alone, without pickle.
+
+A checkpoint ``checkpoints/step_NNNNNNN/`` holds
+
+- ``model.safetensors``: the (unwrapped) model's weights;
+- ``optimizer``, ``scheduler``, ``loop`` (step, tokens, loss, data position,
+  plugin states), ``scaler`` (fp16 only) and ``rng_RANK`` (Python, NumPy,
+  torch CPU and CUDA generators of each process): trees saved by
+  :mod:`polymnesia.training.state_io` (JSON + safetensors);
+- ``checkpoint.json``, written last: format, step, loss, ``finite: true`` and
+  the size and SHA-256 of every file above.
+
+A checkpoint is only written when the loss and every parameter are finite, so
+the newest valid checkpoint is always a good one to resume from or to name
+after a divergence. Loading verifies the hashes; a damaged checkpoint is
+reported in one line and the next older one is tried. Files that are not in
+the manifest (an Accelerate ``custom_checkpoint_0.pkl``, say) are never read,
+and folders written by older polymnesia versions (Accelerate's pickle-based
+``save_state``) are skipped rather than unpickled.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import re
+import shutil
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from polymnesia.io import atomic_write_json, sha256_file
+from polymnesia.training.state_io import load_tree, save_tree
+
+FORMAT = 1
+MANIFEST = "checkpoint.json"
+CKPT_RE = re.compile(r"^step_(\d+)$")
+
+
+def say(message: str) -> None:
+    print(f"[polymnesia] {message}", file=sys.stderr, flush=True)
+
+
+def checkpoints(ckpt_dir: Path) -> list[tuple[int, Path]]:
+    """Every ``step_N`` folder, oldest first (valid or not)."""
+    if not ckpt_dir.is_dir():
+        return []
+    found = [(int(m.group(1)), p) for p in ckpt_dir.iterdir() if (m := CKPT_RE.match(p.name))]
+    return sorted(found)
+
+
+def params_finite(model: torch.nn.Module) -> bool:
+    return all(bool(torch.isfinite(p).all()) for p in model.parameters())
+
+
+def rng_state() -> dict[str, Any]:
+    state: dict[str, Any] = {
+        "python": random.getstate(),
+        "numpy": np.random.get_state(),
+        "torch": torch.get_rng_state(),
+    }
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        state["cuda"] = torch.cuda.get_rng_state_all()
+    return state
+
+
+def set_rng_state(state: dict[str, Any]) -> None:
+    random.setstate(state["python"])
+    np.random.set_state(state["numpy"])
+    torch.set_rng_state(state["torch"])
+    if "cuda" in state and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(state["cuda"])
+
+
+def save(
+    acc: Any,
+    ckpt_dir: Path,
+    step: int,
+    keep: int,
+    states: dict[str, Callable[[], Any]],
+    model: torch.nn.Module,
+    loss: float,
+) -> None:
+    """Write checkpoint ``step`` (atomically: a temporary folder renamed when whole).
+
+    ``states`` maps a file stem to a function returning its tree (called on the
+    main process); every process writes its own RNG state.
+    """
+    from safetensors.torch import save_model
+
+    tmp = ckpt_dir / f".tmp_step_{step:07d}"
+    if acc.is_main_process and tmp.exists():
+        shutil.rmtree(tmp)
+    acc.wait_for_everyone()
+    tmp.mkdir(parents=True, exist_ok=True)
+    save_tree(tmp, f"rng_{acc.process_index}", rng_state())
+    if acc.is_main_process:
+        save_model(acc.unwrap_model(model), str(tmp / "model.safetensors"))
+        for stem, get in states.items():
+            save_tree(tmp, stem, get())
+    acc.wait_for_everyone()
+    if acc.is_main_process:
+        files = {
+            p.name: {"size": p.stat().st_size, "sha256": sha256_file(p)}
+            for p in sorted(tmp.iterdir())
+            if p.is_file() and not p.name.startswith(".")
+        }
+        atomic_write_json(
+            tmp / MANIFEST,
+            {"format": FORMAT, "step": step, "loss": loss, "finite": True, "files": files},
+        )
+        os.replace(tmp, ckpt_dir / f"step_{step:07d}")
+        for _, old in checkpoints(ckpt_dir)[:-keep]:
+            shutil.rmtree(old, ignore_errors=True)
+    acc.wait_for_everyone()
+
+
+def problem(path: Path) -> str:
+    """Why the checkpoint at ``path`` cannot be used ("" if it can)."""
+    meta_path = path / MANIFEST
+    if not meta_path.is_file():
+        if any(path.glob("*.pkl")) or any(path.glob("*.bin")):
+            return "written by an older polymnesia (pickle-based Accelerate state), not loaded"
+        return f"no {MANIFEST} (interrupted while being written)"
+    try:
+        meta = json.loads(meta_path.read_text(encoding="utf-8"))
+        files = meta["files"]
+        fmt, finite = meta.get("format"), meta.get("finite")
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError):
+        return f"{MANIFEST} is unreadable"
+    if fmt != FORMAT:
+        return f"format {fmt!r}, this polymnesia reads format {FORMAT}"
+    if finite is not True:
+        return "not marked finite"
+    for name, rec in files.items():
+        f = path / name
+        if not f.is_file():
+            return f"{name} is missing"
+        if f.stat().st_size != rec.get("size") or sha256_file(f) != rec.get("sha256"):
+            return f"{name} differs from its recorded sha256"
+    return ""
+
+
+def latest_good(
+    ckpt_dir: Path, *, report: bool = False, remove: bool = False
+) -> tuple[int, Path] | None:
+    """The newest checkpoint that verifies; ``report``: say why newer ones were skipped;
+    ``remove``: delete those (so that checkpoint rotation never keeps them over good ones)."""
+    for step, path in reversed(checkpoints(ckpt_dir)):
+        why = problem(path)
+        if not why:
+            return step, path
+        if report:
+            say(f"checkpoint {path} skipped: {why}" + ("; removed" if remove else ""))
+        if remove:
+            shutil.rmtree(path, ignore_errors=True)
+    return None
+
+
+def load(
+    acc: Any, path: Path, model: torch.nn.Module, loaders: dict[str, Callable[[Any], None]]
+) -> None:
+    """Restore a checkpoint written by :func:`save` (every process reads it)."""
+    from safetensors.torch import load_model
+
+    load_model(acc.unwrap_model(model), str(path / "model.safetensors"), device=str(acc.device))
+    for stem, put in loaders.items():
+        if (path / f"{stem}.json").is_file():
+            put(load_tree(path, stem))
+    rng = f"rng_{acc.process_index}"
+    if (path / f"{rng}.json").is_file():
+        set_rng_state(load_tree(path, rng))
+    else:
+        say(f"checkpoint {path} has no RNG state for process {acc.process_index}; RNG not restored")

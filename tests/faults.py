@@ -1,0 +1,78 @@
+"""Fault injection for resume tests: run the polymnesia CLI with a SIGKILL planted by monkeypatching.
+
+Production code has no fault-injection hooks; this script patches them in:
+
+    python tests/faults.py kill-at-checkpoint=N -- run CONFIG ...   # killed as the loop is about
+                                                                      # to write checkpoint N
+    python tests/faults.py kill-in-checkpoint=N -- run CONFIG ...   # killed half-way through
+                                                                      # writing checkpoint N
+    python tests/faults.py kill-at-language=K -- run CONFIG ...     # killed as sequential step K starts
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+from typing import Any
+
+
+def _die() -> None:
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+def kill_at_checkpoint(step: int, *, mid_write: bool = False) -> None:
+    from polymnesia.training import checkpoint, state_io
+
+    real_save, real_tree = checkpoint.save, state_io.save_tree
+
+    def save(acc: Any, ckpt_dir: Any, at: int, *args: Any, **kwargs: Any) -> None:
+        if at == step and not mid_write:
+            _die()
+        if at == step:  # let the RNG and model files land, die on the first state tree
+
+            def tree(folder: Any, stem: str, obj: Any) -> list[str]:
+                if not stem.startswith("rng_"):
+                    _die()
+                return real_tree(folder, stem, obj)
+
+            checkpoint.save_tree = tree  # type: ignore[assignment]
+        real_save(acc, ckpt_dir, at, *args, **kwargs)
+
+    checkpoint.save = save  # type: ignore[assignment]
+
+
+def kill_at_language(index: int) -> None:
+    from polymnesia.stages.sequential import SequentialStep
+
+    real_run = SequentialStep.run
+
+    def run(self: Any, ctx: Any) -> Any:
+        if ctx.params.order_index == index:
+            _die()
+        return real_run(self, ctx)
+
+    SequentialStep.run = run  # type: ignore[method-assign]
+
+
+def main(argv: list[str]) -> int:
+    split = argv.index("--")
+    for fault in argv[:split]:
+        name, value = fault.split("=")
+        if name == "kill-at-checkpoint":
+            kill_at_checkpoint(int(value))
+        elif name == "kill-in-checkpoint":
+            kill_at_checkpoint(int(value), mid_write=True)
+        elif name == "kill-at-language":
+            kill_at_language(int(value))
+        else:
+            raise SystemExit(f"unknown fault {name}")
+    from polymnesia.cli.main import main as cli
+
+    return cli(argv[split + 1 :])
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

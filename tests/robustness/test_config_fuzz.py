@@ -1,0 +1,63 @@
+"""The seeded config fuzzer (fuzz_configs.py): no traceback, and the generic nonsense refused."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from fuzz_configs import CONFIGS, fuzz
+
+#: mutation kind -> text the refusal line must hold (the generic classes validation catches)
+REFUSED_BECAUSE = {
+    "inf": "finite",
+    "-inf": "finite",
+    "nan": "finite",
+    "true": "boolean",
+    "false": "boolean",
+    "duplicate_key": "given twice",
+    "non_utf8": "not UTF-8",
+    "binary": "",  # not UTF-8 or malformed YAML, whichever the bytes hit first
+    "unknown_key": "unknown key",
+    "unsafe_name": "'name'",
+    "source_option": "unknown key",
+    "split_fractions": "split_fractions",
+}
+
+
+#: protocol-level tracebacks the fuzzer finds today (config, mutation kind, key path). They
+#: belong to src/polymnesia/experiments/ (being restructured); fix one there, then delete its
+#: row: the test fails on a listed row that no longer gives a traceback, and on any new one.
+KNOWN_PROTOCOL_TRACEBACKS = {
+    ("lf_mlf_sources_sweep.yaml", "empty_list", "sweep.counts"),  # max() of an empty sequence
+}
+
+
+def test_fuzzed_configs_give_no_traceback_and_refuse_generic_nonsense(isolated_cache, tmp_path):  # type: ignore[no-untyped-def]
+    outcomes = fuzz(tmp_path, seed=0, per_config=25)
+    assert {o.mutation.config for o in outcomes} == {p.name for p in CONFIGS.glob("*.yaml")}
+    assert len(outcomes) >= 300
+    found = {
+        (o.mutation.config, o.mutation.kind, o.mutation.path): o
+        for o in outcomes
+        if o.result == "traceback"
+    }
+    fixed = KNOWN_PROTOCOL_TRACEBACKS - set(found)
+    assert not fixed, f"no traceback any more (delete these rows): {sorted(fixed)}"
+    tracebacks = [o for key, o in found.items() if key not in KNOWN_PROTOCOL_TRACEBACKS]
+    assert not tracebacks, "\n".join(
+        f"{o.mutation.config} {o.mutation.kind} {o.mutation.path}: {o.detail}" for o in tracebacks
+    )
+    wrong = [
+        o
+        for o in outcomes
+        if (o.mutation.expect == "refuse" and o.result != "refused")
+        or (o.mutation.expect == "accept" and o.result != "accepted")
+    ]
+    assert not wrong, "\n".join(
+        f"{o.mutation.config} {o.mutation.kind} {o.mutation.path}: {o.result} {o.detail}"
+        for o in wrong
+    )
+    for o in outcomes:
+        if o.mutation.expect == "refuse" and o.mutation.kind in REFUSED_BECAUSE:
+            assert REFUSED_BECAUSE[o.mutation.kind] in o.detail, (o.mutation.kind, o.detail)
+    kinds = Counter(o.mutation.kind for o in outcomes if o.mutation.expect == "refuse")
+    assert {"inf", "duplicate_key", "non_utf8", "unsafe_name", "split_fractions"} <= set(kinds)
