@@ -102,7 +102,9 @@ def input_embeddings(model: torch.nn.Module, method: str) -> torch.nn.Module:
         emb = None
     weight = getattr(emb, "weight", None)
     if emb is None or not isinstance(weight, torch.Tensor) or weight.ndim != 2:
-        raise not_applicable(method, model, "it has no input embedding matrix (get_input_embeddings)")
+        raise not_applicable(
+            method, model, "it has no input embedding matrix (get_input_embeddings)"
+        )
     return emb  # type: ignore[no-any-return]
 
 
@@ -194,6 +196,36 @@ def attention_targets(model: torch.nn.Module, method: str = "LoRA") -> list[str]
     """Module-name suffixes of every attention projection (PEFT ``target_modules``)."""
     attention_projections(model, method)  # every block has them
     return list(attention_roles(model, method).values())
+
+
+def translate_targets(model: torch.nn.Module, names: list[str], method: str) -> list[str]:
+    """Module names (or suffixes) to adapt in ``model``.
+
+    Names found in the model are kept as given. Otherwise Llama's projection
+    names (``q_proj k_proj v_proj o_proj``) are read as roles and translated
+    to the architecture's own modules (q, k and v all map to GPT-2's fused
+    ``c_attn``); any other missing name is one line.
+    """
+    found = [
+        n for n in names if any(m == n or m.endswith("." + n) for m, _ in model.named_modules())
+    ]
+    if len(found) == len(names):
+        return list(names)
+    llama = {path.rsplit(".", 1)[-1]: role for role, path in ATTENTION["llama"].items()}
+    missing = [n for n in names if n not in found]
+    if any(n not in llama for n in missing):
+        raise not_applicable(method, model, f"it has no module named {missing}")
+    roles = attention_roles(model, method)
+    attention_projections(model, method)  # every block has the projections
+    out = list(found)
+    for n in missing:
+        role = llama[n]
+        path = roles.get(role) or roles.get("qkv")
+        if path is None:
+            raise not_applicable(method, model, f"it has no attention projection for role {role}")
+        if path not in out:
+            out.append(path)
+    return out
 
 
 def matrix_width(module: torch.nn.Module) -> int:
