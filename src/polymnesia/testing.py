@@ -218,7 +218,7 @@ def tiny_config(
 def _model_class(config: Any, head: Head) -> Any:
     import transformers
 
-    auto = {
+    auto: Any = {
         "causal_lm": transformers.AutoModelForCausalLM,
         "masked_lm": transformers.AutoModelForMaskedLM,
         "sequence": transformers.AutoModelForSequenceClassification,

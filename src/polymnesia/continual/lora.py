@@ -64,7 +64,7 @@ def check_rank(model: torch.nn.Module, rank: int, cfg: LoraConfig) -> None:
         raise not_applicable("LoRA", model, f"no layer named {names}; set lora.target_modules")
     name, layer = min(targets, key=lambda t: matrix_width(t[1]))
     width = matrix_width(layer)
-    shape = tuple(layer.weight.shape)  # type: ignore[union-attr]
+    shape = tuple(getattr(layer, "weight").shape)  # noqa: B009
     if rank < 1 or rank > width:
         raise ConfigError(
             f"LoRA rank {rank} is larger than the width {width} of layer '{name}' "

@@ -92,7 +92,7 @@ def not_applicable(method: str, model: torch.nn.Module, missing: str) -> NotAppl
     return NotApplicable(f"{method} cannot apply to {describe(model)}: {missing}")
 
 
-def input_embeddings(model: torch.nn.Module, method: str) -> torch.nn.Module:
+def input_embeddings(model: torch.nn.Module, method: str) -> Any:
     """The token embedding module (``get_input_embeddings``) with a 2-D ``weight``."""
     inner = unwrap(model)
     get = getattr(inner, "get_input_embeddings", None)
@@ -108,7 +108,7 @@ def input_embeddings(model: torch.nn.Module, method: str) -> torch.nn.Module:
     return emb  # type: ignore[no-any-return]
 
 
-def output_embeddings(model: torch.nn.Module) -> torch.nn.Module | None:
+def output_embeddings(model: torch.nn.Module) -> Any:
     """The LM head (``get_output_embeddings``), or None (classifiers, encoders without one)."""
     get = getattr(unwrap(model), "get_output_embeddings", None)
     try:
