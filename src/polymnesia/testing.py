@@ -71,6 +71,14 @@ INST_TEMPLATE = (
     "{% else %}{{ ' ' + message['content'] + eos_token }}{% endif %}{% endfor %}"
 )
 
+#: the Gemma layout: ``user`` / ``model`` turns, system text folded into the first user turn
+GEMMA_TEMPLATE = (
+    "{{ bos_token }}{% for message in messages %}"
+    "{% set role = 'model' if message['role'] == 'assistant' else 'user' %}"
+    "{{ '<start_of_turn>' + role + '\\n' + message['content'] | trim + '<end_of_turn>\\n' }}"
+    "{% endfor %}{% if add_generation_prompt %}{{ '<start_of_turn>model\\n' }}{% endif %}"
+)
+
 
 def corpus(languages: Sequence[str] = ("en", "fr", "de"), repeat: int = 1) -> list[str]:
     """Every UDHR paragraph of ``languages`` (packaged with polymnesia), ``repeat`` times."""
