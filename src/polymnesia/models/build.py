@@ -32,7 +32,15 @@ class ModelConfig(StrictModel):
         False, description="tie the LM head to the input embeddings (Mistral: untied)"
     )
     dropout: float = Field(0.0, ge=0.0, lt=1.0, description="attention dropout")
-    dtype: Literal["float32", "bfloat16", "float16"] = "float32"
+    dtype: Literal["float32", "bfloat16", "float16"] = Field(
+        "float32", description="weight dtype, for models built here and loaded (torch_dtype)"
+    )
+    attn_implementation: Literal["eager", "sdpa", "flash_attention_2", "flex_attention"] | None = (
+        Field(
+            None,
+            description="attention kernel (transformers' attn_implementation); null: its default",
+        )
+    )
     trust_remote_code: bool = Field(False, description="only for Hub models that need it")
 
     @model_validator(mode="after")
@@ -63,10 +71,17 @@ class ModelConfig(StrictModel):
 def build_model(cfg: ModelConfig, tokenizer: Any, seed: int = 0) -> torch.nn.Module:
     """A Mistral decoder from scratch sized by ``cfg`` with the tokenizer's vocabulary, or the Hub model."""
     if cfg.name_or_path:
-        return load_model(cfg.name_or_path, trust_remote_code=cfg.trust_remote_code)
+        return load_model(
+            cfg.name_or_path,
+            trust_remote_code=cfg.trust_remote_code,
+            dtype=cfg.dtype,
+            attn_implementation=cfg.attn_implementation,
+        )
     from transformers import MistralConfig, MistralForCausalLM
 
     kwargs: dict[str, Any] = dict(cfg.dims())
+    if cfg.attn_implementation is not None:
+        kwargs["attn_implementation"] = cfg.attn_implementation
     conf = MistralConfig(
         vocab_size=len(tokenizer),
         max_position_embeddings=cfg.max_position_embeddings,
@@ -84,8 +99,36 @@ def build_model(cfg: ModelConfig, tokenizer: Any, seed: int = 0) -> torch.nn.Mod
     return model.to(getattr(torch, cfg.dtype))
 
 
-def load_model(name_or_path: str | Path, *, trust_remote_code: bool = False) -> torch.nn.Module:
-    """Load a causal LM from a local folder (safetensors) or the Hub, with one-line errors."""
+def load_kwargs(dtype: str | None, attn_implementation: str | None) -> dict[str, Any]:
+    """``from_pretrained`` keywords for a dtype name and an attention kernel.
+
+    transformers >= 4.56 calls the dtype ``dtype`` (``torch_dtype`` before).
+    """
+    import transformers
+
+    out: dict[str, Any] = {}
+    if dtype is not None:
+        major, minor = (int(x) for x in transformers.__version__.split(".")[:2])
+        key = "dtype" if (major, minor) >= (4, 56) else "torch_dtype"
+        out[key] = getattr(torch, dtype)
+    if attn_implementation is not None:
+        out["attn_implementation"] = attn_implementation
+    return out
+
+
+def load_model(
+    name_or_path: str | Path,
+    *,
+    trust_remote_code: bool = False,
+    dtype: str | None = None,
+    attn_implementation: str | None = None,
+) -> torch.nn.Module:
+    """Load a causal LM from a local folder (safetensors) or a Hub id, the same way, one-line errors.
+
+    ``dtype`` (``float32``, ``bfloat16``, ``float16``; None: as saved) and
+    ``attn_implementation`` (``eager``, ``sdpa``, ...; None: transformers'
+    default) go to ``from_pretrained``.
+    """
     from transformers import AutoModelForCausalLM
 
     path = Path(name_or_path)
@@ -97,7 +140,15 @@ def load_model(name_or_path: str | Path, *, trust_remote_code: bool = False) -> 
             str(name_or_path),
             trust_remote_code=trust_remote_code,
             use_safetensors=True if local else None,
+            **load_kwargs(dtype, attn_implementation),
         )
+    except (ImportError, ValueError) as e:
+        if attn_implementation is None:
+            raise
+        raise PolymnesiaError(
+            f"cannot load {name_or_path} with attn_implementation={attn_implementation!r}: "
+            f"{str(e).strip().splitlines()[0]}"
+        ) from None
     except OSError as e:
         if local:
             raise PolymnesiaError(
