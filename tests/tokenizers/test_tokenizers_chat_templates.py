@@ -134,3 +134,13 @@ def test_template_that_refuses_is_one_line() -> None:
     tok.chat_template = "{{ raise_exception('System role not supported') }}"
     with pytest.raises(DataError, match="refused the conversation: System role not supported"):
         build_chat_example(tok, CONVERSATION[:3])
+
+
+def test_generation_prompt_matches_training_prompt(tok: Any) -> None:
+    from polymnesia.tokenizers.chat import render_prompt
+
+    turn = CONVERSATION[:2]
+    if tok.chat_template is None:
+        pytest.skip("ChatML-as-text: render_chatml, covered by test_tokenizers_chat")
+    text, spans = assistant_spans(tok, [*turn, {"role": "assistant", "content": "Yes."}])
+    assert render_prompt(tok, turn) == text[: spans[0][0]]

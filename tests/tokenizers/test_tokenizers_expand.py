@@ -142,3 +142,13 @@ def test_unsupported_tokenizer_is_one_line() -> None:
         expand_tokenizer(tok, NEW, 700)
     assert "\n" not in str(e.value)
     assert json.loads(tok.backend_tokenizer.to_str())["model"]["type"] == "WordPiece"
+
+
+def test_loaded_tokenizer_without_pad_pads_with_eos(tmp_path: Path) -> None:
+    from polymnesia.tokenizers import load_tokenizer
+
+    tok, _ = testing.tiny_sentencepiece(BASE, 400, "bpe")
+    assert tok.pad_token is None  # Llama-2 layout
+    tok.save_pretrained(str(tmp_path))
+    loaded = load_tokenizer(str(tmp_path))
+    assert loaded.pad_token_id == loaded.eos_token_id == tok.eos_token_id

@@ -231,3 +231,15 @@ def build_chat_example(
             "assistant token to train on; raise max_length or drop the record"
         )
     return {"input_ids": ids, "labels": labels}
+
+
+def render_prompt(tokenizer: Any, messages: Sequence[Mapping[str, str]]) -> str:
+    """The generation prompt for ``messages`` in the format the model was instruction-tuned in.
+
+    The tokenizer's own template (with the generation prompt) when it has one,
+    ChatML (:func:`render_chatml`) otherwise: the same choice as
+    :func:`build_sft_example`, so evaluation prompts match training examples.
+    """
+    if uses_chatml(tokenizer):
+        return render_chatml(messages, add_generation_prompt=True)
+    return _render(tokenizer, messages, True)
