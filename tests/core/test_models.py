@@ -71,3 +71,14 @@ def test_unavailable_attention_kernel_is_one_line(tmp_path: Path) -> None:
 def test_scratch_model_takes_attention_kernel() -> None:
     m = build_model(ModelConfig(preset="nano", attn_implementation="eager"), Tok())
     assert m.config._attn_implementation == "eager"
+
+
+def test_encoder_as_causal_lm_is_one_line(tmp_path: Path) -> None:
+    from polymnesia.testing import save_tiny, tiny_bpe
+
+    folder = save_tiny(tmp_path / "x", "xlm-roberta", tiny_bpe(vocab_size=300))
+    with pytest.raises(
+        PolymnesiaError, match=r"^causal language modelling cannot apply to .*xlm-roberta.*encoder"
+    ) as e:
+        load_model(folder)
+    assert "\n" not in str(e.value)

@@ -136,12 +136,14 @@ def load_model(
     if not local and (str(name_or_path).startswith((".", "/")) or str(name_or_path).count("/") > 1):
         raise PolymnesiaError(f"model folder not found: {name_or_path}")
     try:
-        return AutoModelForCausalLM.from_pretrained(
+        model = AutoModelForCausalLM.from_pretrained(
             str(name_or_path),
             trust_remote_code=trust_remote_code,
             use_safetensors=True if local else None,
             **load_kwargs(dtype, attn_implementation),
         )
+        _refuse_encoder(model)
+        return model  # type: ignore[no-any-return]
     except (ImportError, ValueError) as e:
         if attn_implementation is None:
             raise
@@ -158,6 +160,20 @@ def load_model(
             f"cannot load Hub model '{name_or_path}': the Hugging Face Hub is unreachable or the id is wrong; "
             "offline, build a model from a preset (model.preset) or point model.name_or_path at a local folder"
         ) from None
+
+
+def _refuse_encoder(model: torch.nn.Module) -> None:
+    """An encoder (XLM-R, BERT) loads as a 'causal LM' with bidirectional attention: refuse it."""
+    from polymnesia.models.anatomy import FAMILIES, architecture, not_applicable
+
+    config = getattr(model, "config", None)
+    if FAMILIES.get(architecture(model)) == "bert" and not getattr(config, "is_decoder", False):
+        raise not_applicable(
+            "causal language modelling",
+            model,
+            "it is an encoder (bidirectional attention), so next-token training and perplexity "
+            "would see the future; use it through the classification stages",
+        )
 
 
 def save_model(model: torch.nn.Module, path: Path) -> None:
