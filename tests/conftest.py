@@ -37,23 +37,9 @@ def make_tok_model():  # type: ignore[no-untyped-def]
     """Factory: a tiny BPE trained on ``sentences`` and a 16-wide, 1-layer Mistral (seed 0) for it."""
 
     def make(sentences: list[str]):  # type: ignore[no-untyped-def]
-        import torch
-        from transformers import MistralConfig, MistralForCausalLM
+        from polymnesia.testing import tiny_bpe, tiny_model
 
-        from polymnesia.tokenizers import train_bpe
-
-        tok = train_bpe(sentences * 30, 300)
-        conf = MistralConfig(
-            vocab_size=len(tok),
-            hidden_size=16,
-            intermediate_size=32,
-            num_hidden_layers=1,
-            num_attention_heads=2,
-            num_key_value_heads=1,
-            pad_token_id=tok.pad_token_id,
-            sliding_window=None,
-        )
-        torch.manual_seed(0)
-        return tok, MistralForCausalLM(conf)
+        tok = tiny_bpe(sentences, 300, repeat=30)
+        return tok, tiny_model("mistral", len(tok), pad_token_id=tok.pad_token_id)
 
     return make

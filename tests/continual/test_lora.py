@@ -6,14 +6,12 @@ from polymnesia.models.lora import LoraConfig, add_adapter, check_rank, trainabl
 
 
 def _classifier() -> torch.nn.Module:
-    from transformers import MistralConfig, MistralForSequenceClassification
+    from polymnesia.testing import tiny_model
 
-    cfg = MistralConfig(
-        vocab_size=50, hidden_size=32, intermediate_size=64, num_hidden_layers=1,
+    return tiny_model(
+        "mistral", 50, head="sequence", hidden_size=32, intermediate_size=64,
         num_attention_heads=4, num_key_value_heads=2, num_labels=3, pad_token_id=0,
     )  # fmt: skip
-    torch.manual_seed(0)
-    return MistralForSequenceClassification(cfg)
 
 
 def test_rank_larger_than_layer_width_is_one_line() -> None:

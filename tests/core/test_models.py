@@ -1,6 +1,7 @@
 from pathlib import Path
 
 import pytest
+import torch
 
 from polymnesia.config.loader import validate
 from polymnesia.errors import ConfigError, PolymnesiaError
@@ -38,3 +39,47 @@ def test_offline_hub_id_and_missing_folder(tmp_path: Path):
         load_model("some-org/some-model")
     with pytest.raises(PolymnesiaError, match="model folder not found"):
         load_model(str(tmp_path / "nope"))
+
+
+@pytest.mark.parametrize("arch", ["llama", "qwen2", "gpt2"])
+def test_local_folder_loads_with_dtype_and_attention(arch: str, tmp_path: Path) -> None:
+    """model.name_or_path may point at a folder the testing factory wrote; dtype and kernel apply."""
+    from polymnesia.testing import save_tiny, tiny_bpe
+
+    folder = save_tiny(tmp_path / arch, arch, tiny_bpe(vocab_size=300))
+    cfg = ModelConfig(name_or_path=str(folder), dtype="bfloat16", attn_implementation="eager")
+    model = build_model(cfg, None)
+    assert model.config.model_type == arch
+    assert next(model.parameters()).dtype == torch.bfloat16
+    assert model.config._attn_implementation == "eager"
+    sdpa = build_model(ModelConfig(name_or_path=str(folder), attn_implementation="sdpa"), None)
+    assert (
+        sdpa.config._attn_implementation == "sdpa"
+        and next(sdpa.parameters()).dtype == torch.float32
+    )
+
+
+def test_unavailable_attention_kernel_is_one_line(tmp_path: Path) -> None:
+    from polymnesia.testing import save_tiny, tiny_bpe
+
+    folder = save_tiny(tmp_path / "m", "llama", tiny_bpe(vocab_size=300))
+    cfg = ModelConfig(name_or_path=str(folder), attn_implementation="flash_attention_2")
+    with pytest.raises(PolymnesiaError, match="attn_implementation='flash_attention_2'") as e:
+        build_model(cfg, None)
+    assert "\n" not in str(e.value)
+
+
+def test_scratch_model_takes_attention_kernel() -> None:
+    m = build_model(ModelConfig(preset="nano", attn_implementation="eager"), Tok())
+    assert m.config._attn_implementation == "eager"
+
+
+def test_encoder_as_causal_lm_is_one_line(tmp_path: Path) -> None:
+    from polymnesia.testing import save_tiny, tiny_bpe
+
+    folder = save_tiny(tmp_path / "x", "xlm-roberta", tiny_bpe(vocab_size=300))
+    with pytest.raises(
+        PolymnesiaError, match=r"^causal language modelling cannot apply to .*xlm-roberta.*encoder"
+    ) as e:
+        load_model(folder)
+    assert "\n" not in str(e.value)

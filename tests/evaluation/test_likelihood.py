@@ -50,21 +50,10 @@ def test_length_batches_respect_token_budget_and_cover_all():
 
 
 def test_head_on_valid_positions_matches_full_logits():
-    from transformers import MistralConfig, MistralForCausalLM
-
     from polymnesia.evaluation.likelihood import _token_nll
+    from polymnesia.testing import tiny_model
 
-    torch.manual_seed(0)
-    conf = MistralConfig(
-        vocab_size=50,
-        hidden_size=32,
-        num_hidden_layers=1,
-        num_attention_heads=2,
-        num_key_value_heads=1,
-        intermediate_size=64,
-        sliding_window=None,
-    )
-    model = MistralForCausalLM(conf).eval()
+    model = tiny_model("mistral", 50, hidden_size=32, intermediate_size=64).eval()
     ids = torch.tensor([[1, 5, 7, 9, 3], [1, 4, 0, 0, 0]])
     mask = torch.tensor([[1, 1, 1, 1, 1], [1, 1, 0, 0, 0]])
     with torch.no_grad():

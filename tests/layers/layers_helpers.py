@@ -8,21 +8,17 @@ import torch
 
 
 def tiny_mistral(layers: int = 3, seed: int = 0) -> torch.nn.Module:
-    from transformers import MistralConfig, MistralForCausalLM
+    from polymnesia.testing import tiny_model
 
-    conf = MistralConfig(
-        vocab_size=40,
-        hidden_size=16,
+    return tiny_model(
+        "mistral",
+        40,
         intermediate_size=24,
         num_hidden_layers=layers,
-        num_attention_heads=2,
-        num_key_value_heads=1,
         max_position_embeddings=32,
         tie_word_embeddings=False,
-        sliding_window=None,
+        seed=seed,
     )
-    torch.manual_seed(seed)
-    return MistralForCausalLM(conf)
 
 
 def save(model: torch.nn.Module, folder: Path, shard: str | None = None) -> Path:

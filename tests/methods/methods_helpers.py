@@ -15,24 +15,18 @@ VOCAB = 50
 
 
 def tiny_model(tied: bool = False, seed: int = 0) -> torch.nn.Module:
-    from transformers import MistralConfig, MistralForCausalLM
+    from polymnesia.testing import tiny_model
 
-    conf = MistralConfig(
-        vocab_size=VOCAB,
-        hidden_size=16,
-        intermediate_size=32,
-        num_hidden_layers=1,
-        num_attention_heads=2,
-        num_key_value_heads=1,
+    return tiny_model(
+        "mistral",
+        VOCAB,
         max_position_embeddings=64,
         tie_word_embeddings=tied,
         pad_token_id=0,
         bos_token_id=1,
         eos_token_id=2,
-        sliding_window=None,
+        seed=seed,
     )
-    torch.manual_seed(seed)
-    return MistralForCausalLM(conf)
 
 
 def random_data(n: int = 64, block: int = 12, seed: int = 0) -> PackedLMData:

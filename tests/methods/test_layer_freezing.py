@@ -37,20 +37,9 @@ def test_named_params_bit_identical_with_weight_decay(tmp_path: Path) -> None:
 
 
 def test_spectrum_strategy_freezes_top_half_per_type(tmp_path: Path) -> None:
-    from transformers import MistralConfig, MistralForCausalLM
+    from polymnesia.testing import tiny_model
 
-    conf = MistralConfig(
-        vocab_size=50,
-        hidden_size=16,
-        intermediate_size=32,
-        num_hidden_layers=4,
-        num_attention_heads=2,
-        num_key_value_heads=1,
-        max_position_embeddings=64,
-        sliding_window=None,
-    )
-    torch.manual_seed(0)
-    model = MistralForCausalLM(conf)
+    model = tiny_model("mistral", 50, num_hidden_layers=4, max_position_embeddings=64)
     expected = select(spectrum_scan(model), pct=50)  # 2 of 4 layers for each of the 7 types
     assert len(expected) == 14
     before = _snapshot(model)

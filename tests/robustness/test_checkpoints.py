@@ -12,6 +12,7 @@ from robustness_helpers import flip_byte
 
 from polymnesia.errors import TrainingDiverged
 from polymnesia.metrics.lm import perplexity, word_perplexity
+from polymnesia.testing import tiny_model
 from polymnesia.training import checkpoint, health
 from polymnesia.training.config import TrainConfig
 from polymnesia.training.data import PackedLMData
@@ -21,20 +22,9 @@ from polymnesia.training.state_io import load_tree, save_tree
 
 
 def nano() -> torch.nn.Module:
-    from transformers import MistralConfig, MistralForCausalLM
-
-    torch.manual_seed(0)
-    conf = MistralConfig(
-        vocab_size=40,
-        hidden_size=32,
-        num_hidden_layers=1,
-        num_attention_heads=2,
-        num_key_value_heads=1,
-        intermediate_size=64,
-        max_position_embeddings=64,
-        sliding_window=None,
+    return tiny_model(
+        "mistral", 40, hidden_size=32, intermediate_size=64, max_position_embeddings=64, seed=0
     )
-    return MistralForCausalLM(conf)
 
 
 def data() -> PackedLMData:

@@ -27,21 +27,9 @@ def toks():  # type: ignore[no-untyped-def]
 
 
 def model_for(vocab: int, tied: bool) -> torch.nn.Module:
-    from transformers import MistralConfig, MistralForCausalLM
+    from polymnesia.testing import tiny_model
 
-    conf = MistralConfig(
-        vocab_size=vocab,
-        hidden_size=16,
-        intermediate_size=32,
-        num_hidden_layers=1,
-        num_attention_heads=2,
-        num_key_value_heads=1,
-        tie_word_embeddings=tied,
-        pad_token_id=3,
-        sliding_window=None,
-    )
-    torch.manual_seed(0)
-    return MistralForCausalLM(conf)
+    return tiny_model("mistral", vocab, tie_word_embeddings=tied, pad_token_id=3)
 
 
 @pytest.mark.parametrize("tied", [False, True])

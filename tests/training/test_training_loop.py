@@ -15,21 +15,17 @@ from polymnesia.training.plugins import TrainingPlugin
 
 
 def nano_model(seed: int = 0) -> torch.nn.Module:
-    from transformers import MistralConfig, MistralForCausalLM
+    from polymnesia.testing import tiny_model
 
-    torch.manual_seed(seed)
-    conf = MistralConfig(
-        vocab_size=40,
+    return tiny_model(
+        "mistral",
+        40,
         hidden_size=32,
-        num_hidden_layers=1,
-        num_attention_heads=2,
-        num_key_value_heads=1,
         intermediate_size=64,
         max_position_embeddings=64,
         tie_word_embeddings=False,
-        sliding_window=None,
+        seed=seed,
     )
-    return MistralForCausalLM(conf)
 
 
 def data() -> PackedLMData:

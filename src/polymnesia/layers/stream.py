@@ -16,9 +16,11 @@ from pathlib import Path
 import torch
 
 from polymnesia.errors import PolymnesiaError
+from polymnesia.models.anatomy import EMBEDDING_PATTERNS
 
-#: parameter names Spectrum always leaves trainable (input embeddings, LM head)
-ALWAYS_TRAINABLE = (r"(^|\.)embed_tokens\.", r"(^|\.)lm_head\.")
+#: parameter names Spectrum always leaves trainable: embeddings (token, position, type) and
+#: the LM head, under each architecture's names (Llama-style, GPT-2, BERT/RoBERTa, T5/BART)
+ALWAYS_TRAINABLE = EMBEDDING_PATTERNS
 
 
 def safetensors_files(folder: str | Path) -> list[Path]:

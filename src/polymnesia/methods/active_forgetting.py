@@ -21,6 +21,11 @@ the optimizer step s has been applied:
   decay replayed inside each K-step window. The body keeps the global
   schedule. Without it, the embeddings follow the global schedule.
 
+The embeddings and the head are found through the model's own API
+(:mod:`polymnesia.models.anatomy`: ``get_input_embeddings`` /
+``get_output_embeddings``), so any transformers architecture works; a model
+without an input embedding matrix is refused in one line.
+
 LM heads:
 
 * tied head (``tie_word_embeddings``): the head *is* the embedding matrix, so
@@ -46,6 +51,7 @@ from pydantic import Field, ValidationError
 
 from polymnesia.config.base import StrictModel
 from polymnesia.errors import ConfigError
+from polymnesia.models.anatomy import input_embeddings, output_embeddings
 from polymnesia.training.plugins import PLUGINS, LoopState, TrainingPlugin
 from polymnesia.training.schedule import windowed
 
@@ -147,11 +153,9 @@ class ActiveForgetting(TrainingPlugin):
 
     # -- which parameters are "the embeddings"
     def _targets(self, model: torch.nn.Module) -> list[torch.nn.Parameter]:
-        emb = model.get_input_embeddings()  # type: ignore[operator]
-        if emb is None:
-            raise ConfigError("active_forgetting needs a model with input embeddings")
+        emb = input_embeddings(model, "active_forgetting")
         out = [emb.weight]
-        head = model.get_output_embeddings()  # type: ignore[operator]
+        head = output_embeddings(model)
         if self.reset_head and head is not None and head.weight is not emb.weight:
             out.append(head.weight)
         return out

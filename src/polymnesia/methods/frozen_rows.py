@@ -17,6 +17,10 @@ How "frozen" is made exact:
   decay still shrinks rows with zero gradient (reference-semantics.md, "pitfalls
   seen in the field"). Restoring makes them bit-identical for any weight decay.
 
+Embeddings and head come from the model's own API
+(:mod:`polymnesia.models.anatomy`), so every transformers architecture works;
+an encoder without an LM head trains its new embedding rows only.
+
 An untied LM head is trained whole (all rows), as in the paper ("the new
 head"); ``freeze_head_rows=True`` freezes its old rows too.
 """
@@ -30,6 +34,7 @@ from pydantic import Field
 
 from polymnesia.config.base import StrictModel
 from polymnesia.errors import ConfigError
+from polymnesia.models.anatomy import input_embeddings, output_embeddings
 from polymnesia.training.plugins import PLUGINS, LoopState, TrainingPlugin
 
 
@@ -72,16 +77,14 @@ class FrozenRows(TrainingPlugin):
 
     def _matrices(self, model: torch.nn.Module) -> list[torch.nn.Parameter]:
         """Parameters whose first rows are frozen: the input embeddings (+ head rows if asked)."""
-        emb = model.get_input_embeddings()  # type: ignore[operator]
-        if emb is None:
-            raise ConfigError("frozen_rows needs a model with input embeddings")
+        emb = input_embeddings(model, "frozen_rows")
         if self.n_frozen > emb.weight.shape[0]:
             raise ConfigError(
                 f"frozen_rows first_trainable_row {self.n_frozen} exceeds the vocabulary "
                 f"({emb.weight.shape[0]} rows)"
             )
         out = [emb.weight]
-        head = model.get_output_embeddings()  # type: ignore[operator]
+        head = output_embeddings(model)
         if self.freeze_head_rows and head is not None and head.weight is not emb.weight:
             out.append(head.weight)
         return out
@@ -91,8 +94,8 @@ class FrozenRows(TrainingPlugin):
     ) -> list[dict[str, Any]]:
         if not self.freeze_body:
             return groups
-        keep = {id(model.get_input_embeddings().weight)}  # type: ignore[operator]
-        head = model.get_output_embeddings()  # type: ignore[operator]
+        keep = {id(input_embeddings(model, "frozen_rows").weight)}
+        head = output_embeddings(model)
         if head is not None:
             keep.add(id(head.weight))
         for p in model.parameters():

@@ -11,6 +11,7 @@ from pydantic import Field, model_validator
 from polymnesia.config.base import StrictModel
 from polymnesia.errors import PolymnesiaError, unknown
 from polymnesia.io import atomic_dir
+from polymnesia.models.anatomy import FAMILIES, architecture, not_applicable
 from polymnesia.models.presets import PRESETS
 from polymnesia.trust import remote_code
 
@@ -34,7 +35,15 @@ class ModelConfig(StrictModel):
         False, description="tie the LM head to the input embeddings (Mistral: untied)"
     )
     dropout: float = Field(0.0, ge=0.0, lt=1.0, description="attention dropout")
-    dtype: Literal["float32", "bfloat16", "float16"] = "float32"
+    dtype: Literal["float32", "bfloat16", "float16"] = Field(
+        "float32", description="weight dtype, for models built here and loaded (torch_dtype)"
+    )
+    attn_implementation: Literal["eager", "sdpa", "flash_attention_2", "flex_attention"] | None = (
+        Field(
+            None,
+            description="attention kernel (transformers' attn_implementation); null: its default",
+        )
+    )
     trust_remote_code: bool = Field(False, description="only for Hub models that need it")
 
     @model_validator(mode="after")
@@ -76,10 +85,17 @@ def _looks_local(name: str) -> bool:
 def build_model(cfg: ModelConfig, tokenizer: Any, seed: int = 0) -> torch.nn.Module:
     """A Mistral decoder from scratch sized by ``cfg`` with the tokenizer's vocabulary, or the Hub model."""
     if cfg.name_or_path:
-        return load_model(cfg.name_or_path, trust_remote_code=cfg.trust_remote_code)
+        return load_model(
+            cfg.name_or_path,
+            trust_remote_code=cfg.trust_remote_code,
+            dtype=cfg.dtype,
+            attn_implementation=cfg.attn_implementation,
+        )
     from transformers import MistralConfig, MistralForCausalLM
 
     kwargs: dict[str, Any] = dict(cfg.dims())
+    if cfg.attn_implementation is not None:
+        kwargs["attn_implementation"] = cfg.attn_implementation
     conf = MistralConfig(
         vocab_size=len(tokenizer),
         max_position_embeddings=cfg.max_position_embeddings,
@@ -97,8 +113,36 @@ def build_model(cfg: ModelConfig, tokenizer: Any, seed: int = 0) -> torch.nn.Mod
     return model.to(getattr(torch, cfg.dtype))
 
 
-def load_model(name_or_path: str | Path, *, trust_remote_code: bool = False) -> torch.nn.Module:
-    """Load a causal LM from a local folder (safetensors) or the Hub, with one-line errors."""
+def load_kwargs(dtype: str | None, attn_implementation: str | None) -> dict[str, Any]:
+    """``from_pretrained`` keywords for a dtype name and an attention kernel.
+
+    transformers >= 4.56 calls the dtype ``dtype`` (``torch_dtype`` before).
+    """
+    import transformers
+
+    out: dict[str, Any] = {}
+    if dtype is not None:
+        major, minor = (int(x) for x in transformers.__version__.split(".")[:2])
+        key = "dtype" if (major, minor) >= (4, 56) else "torch_dtype"
+        out[key] = getattr(torch, dtype)
+    if attn_implementation is not None:
+        out["attn_implementation"] = attn_implementation
+    return out
+
+
+def load_model(
+    name_or_path: str | Path,
+    *,
+    trust_remote_code: bool = False,
+    dtype: str | None = None,
+    attn_implementation: str | None = None,
+) -> torch.nn.Module:
+    """Load a causal LM from a local folder (safetensors) or a Hub id, the same way, one-line errors.
+
+    ``dtype`` (``float32``, ``bfloat16``, ``float16``; None: as saved) and
+    ``attn_implementation`` (``eager``, ``sdpa``, ...; None: transformers'
+    default) go to ``from_pretrained``.
+    """
     from transformers import AutoModelForCausalLM
 
     path = Path(name_or_path)
@@ -106,11 +150,21 @@ def load_model(name_or_path: str | Path, *, trust_remote_code: bool = False) -> 
     if not local and (str(name_or_path).startswith((".", "/")) or str(name_or_path).count("/") > 1):
         raise PolymnesiaError(f"model folder not found: {name_or_path}")
     try:
-        return AutoModelForCausalLM.from_pretrained(
+        model = AutoModelForCausalLM.from_pretrained(
             str(name_or_path),
             trust_remote_code=remote_code(trust_remote_code, f"model '{name_or_path}'"),
             use_safetensors=True if local else None,
+            **load_kwargs(dtype, attn_implementation),
         )
+        _refuse_encoder(model)
+        return model  # type: ignore[no-any-return]
+    except (ImportError, ValueError) as e:
+        if attn_implementation is None:
+            raise
+        raise PolymnesiaError(
+            f"cannot load {name_or_path} with attn_implementation={attn_implementation!r}: "
+            f"{str(e).strip().splitlines()[0]}"
+        ) from None
     except OSError as e:
         if local:
             raise PolymnesiaError(
@@ -120,6 +174,19 @@ def load_model(name_or_path: str | Path, *, trust_remote_code: bool = False) -> 
             f"cannot load Hub model '{name_or_path}': the Hugging Face Hub is unreachable or the id is wrong; "
             "offline, build a model from a preset (model.preset) or point model.name_or_path at a local folder"
         ) from None
+
+
+def _refuse_encoder(model: torch.nn.Module) -> None:
+    """An encoder (XLM-R, BERT) loads as a 'causal LM' with bidirectional attention: refuse it."""
+
+    config = getattr(model, "config", None)
+    if FAMILIES.get(architecture(model)) == "bert" and not getattr(config, "is_decoder", False):
+        raise not_applicable(
+            "causal language modelling",
+            model,
+            "it is an encoder (bidirectional attention), so next-token training and perplexity "
+            "would see the future; use it through the classification stages",
+        )
 
 
 def save_model(model: torch.nn.Module, path: Path) -> None:

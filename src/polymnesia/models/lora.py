@@ -4,6 +4,13 @@ The paper uses ranks 32, 64 and 256 with ``alpha = r`` and dropout 0.1. The
 classification head is new for the task, so it is trained and saved with
 the adapter (PEFT's ``modules_to_save``, which ``SEQ_CLS``/``TOKEN_CLS`` set
 to the head); the counts of Table 1 include it.
+
+Target layers default to the attention projections, named as Llama names
+them (``q_proj k_proj v_proj o_proj``: Llama, Mistral, Qwen2, Gemma). On an
+architecture without those names they are translated by role
+(:func:`polymnesia.models.anatomy.translate_targets`): GPT-2's fused
+``c_attn`` (q, k and v in one matrix) and ``c_proj``, BERT and XLM-R's
+``query key value`` and ``attention.output.dense`` (the paper adapts XLM-R).
 """
 
 from __future__ import annotations
@@ -16,6 +23,7 @@ from pydantic import Field
 
 from polymnesia.config.base import StrictModel
 from polymnesia.errors import ConfigError
+from polymnesia.models.anatomy import matrix_width, not_applicable, translate_targets
 
 
 class LoraConfig(StrictModel):
@@ -25,31 +33,42 @@ class LoraConfig(StrictModel):
     dropout: float = Field(0.1, ge=0, lt=1, description="LoRA dropout (paper: 0.1)")
     target_modules: list[str] = Field(
         default_factory=lambda: ["q_proj", "k_proj", "v_proj", "o_proj"],
-        description="names of the linear layers that get adapters",
+        description="module names (or name suffixes) that get adapters; the Llama names q_proj, "
+        "k_proj, v_proj, o_proj mean the attention projections of any architecture",
     )
 
 
-def _targets(model: torch.nn.Module, names: list[str]) -> list[tuple[str, torch.nn.Linear]]:
+def target_modules(model: torch.nn.Module, cfg: LoraConfig) -> list[str]:
+    """The module names to adapt: ``cfg.target_modules`` as found in the model, or Llama role
+    names translated to the architecture (:func:`polymnesia.models.anatomy.translate_targets`)."""
+    return translate_targets(model, list(cfg.target_modules), "LoRA")
+
+
+def _matches(name: str, targets: list[str]) -> bool:
+    return any(name == t or name.endswith("." + t) for t in targets)
+
+
+def _targets(model: torch.nn.Module, names: list[str]) -> list[tuple[str, torch.nn.Module]]:
     return [
         (n, m)
         for n, m in model.named_modules()
-        if isinstance(m, torch.nn.Linear) and n.split(".")[-1] in names
+        if _matches(n, names) and getattr(getattr(m, "weight", None), "ndim", 0) == 2
     ]
 
 
 def check_rank(model: torch.nn.Module, rank: int, cfg: LoraConfig) -> None:
-    """One-line error if ``rank`` exceeds the width (min of in/out features) of a target layer."""
-    targets = _targets(model, cfg.target_modules)
+    """One-line error if ``rank`` exceeds the width (smaller weight dimension) of a target layer."""
+    names = target_modules(model, cfg)
+    targets = _targets(model, names)
     if not targets:
-        raise ConfigError(
-            f"no linear layer named {cfg.target_modules} in the model; set lora.target_modules"
-        )
-    name, layer = min(targets, key=lambda t: min(t[1].in_features, t[1].out_features))
-    width = min(layer.in_features, layer.out_features)
+        raise not_applicable("LoRA", model, f"no layer named {names}; set lora.target_modules")
+    name, layer = min(targets, key=lambda t: matrix_width(t[1]))
+    width = matrix_width(layer)
+    shape = tuple(getattr(layer, "weight").shape)  # noqa: B009
     if rank < 1 or rank > width:
         raise ConfigError(
             f"LoRA rank {rank} is larger than the width {width} of layer '{name}' "
-            f"({layer.in_features} -> {layer.out_features}); use a rank from 1 to {width}"
+            f"(weight {shape[0]} x {shape[1]}); use a rank from 1 to {width}"
         )
 
 
@@ -67,7 +86,7 @@ def add_adapter(model: torch.nn.Module, rank: int, cfg: LoraConfig, kind: str) -
         r=rank,
         lora_alpha=cfg.alpha if cfg.alpha is not None else rank,
         lora_dropout=cfg.dropout,
-        target_modules=list(cfg.target_modules),
+        target_modules=target_modules(model, cfg),
     )
     return get_peft_model(model, pcfg)  # type: ignore[arg-type]
 

@@ -3,7 +3,10 @@
 1. Train a byte-level BPE ``V^L`` on the adapting languages (temperature
    mixture) and merge it into the base vocabulary with
    :func:`polymnesia.tokenizers.merge.merge_tokenizers` (base ids kept, new
-   tokens and merge rules appended; paper: 32,000 + 16,000 = 48,000).
+   tokens and merge rules appended; paper: 32,000 + 16,000 = 48,000). A base
+   tokenizer of another family (a real model's SentencePiece BPE or Unigram,
+   a tiktoken-style BPE) is expanded in its own family instead
+   (:func:`polymnesia.tokenizers.expand.expand_tokenizer`).
 2. Record the vocabulary sizes and each language's fertility (tokens per word
    and per byte) under the base and the merged tokenizer, as scores.
 3. Resize the input embeddings and the LM head. New embedding rows are the
@@ -32,6 +35,7 @@ from pydantic import Field, model_validator
 
 from polymnesia.config.base import StrictModel
 from polymnesia.data.prepared import read_texts
+from polymnesia.data.sampling import sample_mixture
 from polymnesia.errors import ConfigError, PolymnesiaError
 from polymnesia.io import atomic_write_json
 from polymnesia.methods.frozen_rows import FrozenRows
@@ -44,6 +48,7 @@ from polymnesia.stages.common import (
     save_model_and_tokenizer,
 )
 from polymnesia.tokenizers.bpe import train_bpe_mixture
+from polymnesia.tokenizers.expand import expand_tokenizer
 from polymnesia.tokenizers.fertility import fertility
 from polymnesia.tokenizers.merge import merge_tokenizers
 from polymnesia.training.config import TrainConfig
@@ -182,6 +187,37 @@ def _init_rows(
             w[tid] = old[pieces].mean(dim=0)
 
 
+def _own_byte_bpe(tokenizer: Any) -> bool:
+    """polymnesia's own byte-level BPE (NFC + ByteLevel): expanded as before, merge rules only."""
+    import json
+
+    data = json.loads(tokenizer.backend_tokenizer.to_str())
+    return (
+        data["model"].get("type") == "BPE"
+        and (data.get("normalizer") or {}).get("type") == "NFC"
+        and (data.get("pre_tokenizer") or {}).get("type") == "ByteLevel"
+    )
+
+
+def _expand_in_family(base: Any, data: Any, texts: dict[str, list[str]], p: Any) -> Any:
+    """Any other tokenizer (SentencePiece BPE or Unigram, tiktoken-style BPE): learn V^L in the
+    base's own family and settings (:func:`polymnesia.tokenizers.expand.expand_tokenizer`),
+    keeping the pretraining languages' tokenization (checked on their training texts)."""
+
+    mixture = [t for _, t in sample_mixture(texts, p.temperature, p.adapt.sample_texts, p.seed)]
+    base_texts = [t for lang in p.pretraining for t in read_texts(data, lang, "train", 500)]
+    expansion = expand_tokenizer(
+        base,
+        mixture,
+        p.adapt.new_vocab_size,
+        base_texts=base_texts,
+        max_new_tokens=p.adapt.max_new_tokens,
+        min_frequency=p.min_frequency,
+    )
+    log.info("vocabulary expansion: %s", expansion.report.as_dict())
+    return expansion.tokenizer, expansion.report
+
+
 def fertility_scores(
     tokenizers: dict[str, Any],
     texts: dict[str, list[str]],
@@ -227,15 +263,18 @@ class AdaptVocabulary(Stage):
         model, base = load_model_and_tokenizer(ctx.input("model") / "model")
         check_resizable(model)
         texts = {lang: read_texts(data, lang, "train") for lang in p.adapting}
-        new = train_bpe_mixture(
-            texts,
-            p.adapt.new_vocab_size,
-            temperature=p.temperature,
-            total=p.adapt.sample_texts,
-            seed=p.seed,
-            min_frequency=p.min_frequency,
-        )
-        merged, report = merge_tokenizers(base, new, max_new_tokens=p.adapt.max_new_tokens)
+        if _own_byte_bpe(base):
+            new = train_bpe_mixture(
+                texts,
+                p.adapt.new_vocab_size,
+                temperature=p.temperature,
+                total=p.adapt.sample_texts,
+                seed=p.seed,
+                min_frequency=p.min_frequency,
+            )
+            merged, report = merge_tokenizers(base, new, max_new_tokens=p.adapt.max_new_tokens)
+        else:
+            merged, report = _expand_in_family(base, data, texts, p)
         if report.added == 0:
             raise ConfigError("the adapting vocabulary adds no new token to the base vocabulary")
         resize_and_init(

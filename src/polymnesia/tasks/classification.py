@@ -19,6 +19,7 @@ import torch
 
 from polymnesia.errors import DataError, PolymnesiaError
 from polymnesia.metrics.classification import accuracy, bio_spans, macro_f1, span_f1
+from polymnesia.models.anatomy import split_body_head
 from polymnesia.tokenizers.bpe import load_tokenizer
 
 Kind = Literal["sequence", "token"]
@@ -117,7 +118,7 @@ def load_classifier(
 
     The body comes from ``model_folder`` (a causal-LM folder written by a model
     stage, or a Hub id); its LM head is dropped. The new head (every parameter
-    outside ``model.base_model_prefix``) is re-initialised from
+    outside the body, ``model.base_model``) is re-initialised from
     ``torch.Generator().manual_seed(seed)``: weights ~ N(0, initializer_range),
     biases 0, so the same seed gives the same head whatever the global RNG.
     ``config.pad_token_id`` is set from the tokenizer (EOS when it has no pad).
@@ -149,9 +150,9 @@ def load_classifier(
 
 
 def head_parameters(model: torch.nn.Module) -> list[tuple[str, torch.nn.Parameter]]:
-    """Parameters outside the shared body (``base_model_prefix``): the task head."""
-    prefix = getattr(model, "base_model_prefix", "model") + "."
-    return [(n, p) for n, p in model.named_parameters() if not n.startswith(prefix)]
+    """Parameters outside the shared body (``base_model``): the task head, any architecture."""
+
+    return split_body_head(model, "classification head", trainable_only=False)[1]
 
 
 @torch.no_grad()

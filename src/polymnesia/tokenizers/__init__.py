@@ -1,4 +1,4 @@
-"""polymnesia.tokenizers: byte-level BPE training, vocabulary merge, ChatML, fertility.
+"""polymnesia.tokenizers: BPE training, vocabulary merge and expansion, chat examples, fertility.
 
 Paper 000 section 3 (vocabulary expansion) and appendix C (ChatML prompts).
 """
@@ -17,12 +17,20 @@ from polymnesia.tokenizers.chat import (
     build_sft_example,
     render_chatml,
 )
+from polymnesia.tokenizers.expand import (
+    Expansion,
+    ExpansionReport,
+    expand_tokenizer,
+    tokenizer_family,
+)
 from polymnesia.tokenizers.fertility import count_words, fertility, fertility_table
 from polymnesia.tokenizers.merge import MergeReport, merge_tokenizers, new_token_ids
 from polymnesia.tokenizers.special import CHATML_TEMPLATE
 
 __all__ = [
     "CHATML_TEMPLATE",
+    "Expansion",
+    "ExpansionReport",
     "IGNORE_INDEX",
     "SPECIAL_TOKENS",
     "SYSTEM_PROMPT",
@@ -30,6 +38,7 @@ __all__ = [
     "build_sft_example",
     "count_words",
     "encode_document",
+    "expand_tokenizer",
     "fertility",
     "fertility_table",
     "load_tokenizer",
@@ -37,6 +46,7 @@ __all__ = [
     "new_token_ids",
     "render_chatml",
     "save_tokenizer",
+    "tokenizer_family",
     "train_bpe",
     "train_bpe_mixture",
 ]

@@ -265,9 +265,16 @@ def _hub_reachable(endpoint: str, timeout: float = 3.0) -> bool:
 
 
 def _as_fast(tok: object, where: object) -> PreTrainedTokenizerFast:
+    """The tokenizer, checked to be fast; one without a pad token (Llama, Mistral) pads with EOS.
+
+    Padding positions are masked out of attention and labels everywhere, so the
+    pad id's value never reaches a loss or a score; EOS is the usual choice.
+    """
     if not isinstance(tok, PreTrainedTokenizerFast):
         raise PolymnesiaError(
             f"tokenizer at '{where}' is {type(tok).__name__}, not a fast (tokenizers-backed) "
             "tokenizer; polymnesia needs tokenizer.json"
         )
+    if tok.pad_token is None and tok.eos_token is not None:
+        tok.pad_token = tok.eos_token
     return tok

@@ -10,6 +10,12 @@ Format (standard ChatML)::
     <|im_start|>user\\n{instruction}\\n\\n{input}<|im_end|>\\n
     <|im_start|>assistant\\n{output}<|im_end|></s>
 
+A model that brings its own chat template (Llama-3, Mistral-instruct, Qwen2,
+Gemma, ...) is trained in *its* format: :func:`build_sft_example` then goes
+through :func:`build_chat_example`, which renders with
+``tokenizer.apply_chat_template`` and marks the assistant turns. A tokenizer
+without a template, or with polymnesia's ChatML one, uses ChatML as above.
+
 Departure from the paper's figures: they show a line break before
 ``<|im_end|>`` and a blank line after ``user``; those are artefacts of how the
 prompts were typeset and vary between figures, so we use the standard ChatML
@@ -19,12 +25,13 @@ spacing above (no newline before ``<|im_end|>``).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 from transformers import PreTrainedTokenizerFast
 
 from polymnesia.errors import ConfigError, DataError
 from polymnesia.tokenizers.bpe import encode_document
-from polymnesia.tokenizers.special import IM_END, IM_START
+from polymnesia.tokenizers.special import CHATML_TEMPLATE, IM_END, IM_START
 
 #: System prompt of paper 000, appendix C (identical in Figures 4-9).
 SYSTEM_PROMPT = (
@@ -80,7 +87,8 @@ def build_sft_example(
     ``labels`` equal ``input_ids`` on the response, ``<|im_end|>`` and EOS and
     are -100 elsewhere (unshifted: the model shifts them, as in transformers).
     Prompt and response are tokenized separately, exactly as at generation
-    time, so no BPE token straddles the boundary. Longer than ``max_length``:
+    time, so no BPE token straddles the boundary. A tokenizer with its own
+    (non-ChatML) chat template goes through :func:`build_chat_example`. Longer than ``max_length``:
     the response is cut at the end (losing its EOS); if the prompt alone leaves
     no room for a response token, :class:`DataError` is raised.
     """
@@ -90,6 +98,11 @@ def build_sft_example(
         )
     if max_length < 2:
         raise ConfigError(f"max_length must be >= 2, got {max_length}")
+    if not uses_chatml(tokenizer) or not has_chatml_tokens(tokenizer):
+        messages = sft_messages(instruction, input, system)
+        messages.append({"role": "assistant", "content": output})
+        template = None if not uses_chatml(tokenizer) else CHATML_TEMPLATE
+        return build_chat_example(tokenizer, messages, max_length, template=template)
     prompt_text = render_chatml(
         sft_messages(instruction, input, system), add_generation_prompt=True
     )
@@ -114,3 +127,112 @@ def _token_id(tokenizer: PreTrainedTokenizerFast, token: str) -> int:
     if not isinstance(token_id, int) or token_id == tokenizer.unk_token_id:
         raise ConfigError(f"tokenizer has no {token} token; ChatML needs {IM_START} and {IM_END}")
     return token_id
+
+
+def uses_chatml(tokenizer: Any) -> bool:
+    """True when the tokenizer has no chat template of its own, or polymnesia's ChatML one."""
+    template = getattr(tokenizer, "chat_template", None)
+    return template is None or template == CHATML_TEMPLATE
+
+
+def has_chatml_tokens(tokenizer: Any) -> bool:
+    """Whether ``<|im_start|>`` and ``<|im_end|>`` are single tokens of the vocabulary."""
+    vocab = tokenizer.get_vocab()
+    return IM_START in vocab and IM_END in vocab
+
+
+def _render(
+    tokenizer: Any,
+    messages: Sequence[Mapping[str, str]],
+    generation: bool,
+    template: str | None = None,
+) -> str:
+    try:
+        text = tokenizer.apply_chat_template(
+            list(messages),
+            tokenize=False,
+            add_generation_prompt=generation,
+            chat_template=template,
+        )
+    except Exception as e:  # jinja2 TemplateError and friends: the template refused the turns
+        raise DataError(
+            f"the chat template of {type(tokenizer).__name__} refused the conversation: "
+            f"{str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__}"
+        ) from None
+    return str(text)
+
+
+def assistant_spans(
+    tokenizer: Any, messages: Sequence[Mapping[str, str]], template: str | None = None
+) -> tuple[str, list[tuple[int, int]]]:
+    """The rendered conversation and the character spans of its assistant turns.
+
+    Turn k spans from the end of the rendering of ``messages[:k]`` with the
+    generation prompt to the end of the rendering of ``messages[:k+1]``: what
+    the model must produce after being prompted, end-of-turn markers included.
+    A template that does not render conversations incrementally (the shorter
+    renderings are not prefixes of the full one) is refused in one line.
+    """
+    full = _render(tokenizer, messages, False, template)
+    spans = []
+    for k, message in enumerate(messages):
+        if message.get("role") != "assistant":
+            continue
+        prompt = _render(tokenizer, messages[:k], True, template) if k else ""
+        upto = _render(tokenizer, messages[: k + 1], False, template)
+        if not (full.startswith(prompt) and full.startswith(upto) and len(upto) > len(prompt)):
+            raise DataError(
+                f"the chat template of {type(tokenizer).__name__} does not render turn {k} "
+                "as a prefix of the conversation, so the assistant tokens cannot be marked"
+            )
+        spans.append((len(prompt), len(upto)))
+    if not spans:
+        raise DataError("the conversation has no assistant turn to train on")
+    return full, spans
+
+
+def build_chat_example(
+    tokenizer: Any,
+    messages: Sequence[Mapping[str, str]],
+    max_length: int = 2048,
+    *,
+    template: str | None = None,
+) -> dict[str, list[int]]:
+    """Token ids and labels of a conversation rendered by the model's own chat template.
+
+    The rendered text (BOS and markers as the template writes them) is
+    tokenized once; ``labels`` equal ``input_ids`` on the tokens that start
+    inside an assistant turn (:func:`assistant_spans`) and are -100 elsewhere,
+    so the loss covers the assistant turns only. ``template`` overrides the
+    tokenizer's own (ChatML for a tokenizer that has none and no ChatML
+    tokens: the markers are then ordinary text). Longer than ``max_length``:
+    cut at the end; a cut that leaves no assistant token is a :class:`DataError`.
+    """
+    if max_length < 2:
+        raise ConfigError(f"max_length must be >= 2, got {max_length}")
+    text, spans = assistant_spans(tokenizer, messages, template)
+    enc = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
+    ids = list(enc["input_ids"])[:max_length]
+    offsets = list(enc["offset_mapping"])[:max_length]
+    labels = [
+        tid if any(a <= start < b for a, b in spans) else IGNORE_INDEX
+        for tid, (start, _) in zip(ids, offsets, strict=True)
+    ]
+    if all(x == IGNORE_INDEX for x in labels):
+        raise DataError(
+            f"the conversation's prompt fills max_length={max_length} tokens, leaving no "
+            "assistant token to train on; raise max_length or drop the record"
+        )
+    return {"input_ids": ids, "labels": labels}
+
+
+def render_prompt(tokenizer: Any, messages: Sequence[Mapping[str, str]]) -> str:
+    """The generation prompt for ``messages`` in the format the model was instruction-tuned in.
+
+    The tokenizer's own template (with the generation prompt) when it has one,
+    ChatML (:func:`render_chatml`) otherwise: the same choice as
+    :func:`build_sft_example`, so evaluation prompts match training examples.
+    """
+    if uses_chatml(tokenizer):
+        return render_chatml(messages, add_generation_prompt=True)
+    return _render(tokenizer, messages, True)

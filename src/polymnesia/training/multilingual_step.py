@@ -3,7 +3,7 @@
 Each optimizer step draws a batch per source language
 (:class:`MultilingualData` gives every global index one example of *each*
 language), computes language t's gradient of the *shared* parameters (the
-model body, ``base_model_prefix``) into row t of a flat ``[T, D]`` buffer,
+model body, ``base_model``) into row t of a flat ``[T, D]`` buffer,
 combines the rows with a registered combiner (``polymnesia.gradients``) and
 writes the direction into ``.grad``. Task-head parameters are not shared
 across languages in the paper's sense (they are not part of the pretrained
@@ -35,6 +35,7 @@ import torch
 
 from polymnesia.errors import DataError, PolymnesiaError
 from polymnesia.gradients import Combiner, InfeasibleQP, assign_flat_grad, flatten_grads
+from polymnesia.models.anatomy import not_applicable, split_body_head
 from polymnesia.training.plugins import LoopState, TrainingPlugin
 
 LANG_KEY = "lang_index"
@@ -90,16 +91,17 @@ def _concat(parts: list[dict[str, torch.Tensor]], pad_id: int) -> dict[str, torc
 def split_params(
     model: torch.nn.Module,
 ) -> tuple[list[torch.nn.Parameter], list[torch.nn.Parameter]]:
-    """(shared body parameters, head parameters), trainable only, in ``named_parameters`` order."""
-    prefix = getattr(model, "base_model_prefix", "model") + "."
-    shared: list[torch.nn.Parameter] = []
-    head: list[torch.nn.Parameter] = []
-    for name, p in model.named_parameters():
-        if p.requires_grad:
-            (shared if name.startswith(prefix) else head).append(p)
-    if not shared:
-        raise PolymnesiaError(f"the model has no trainable parameters under '{prefix}' to combine")
-    return shared, head
+    """(shared body parameters, head parameters), trainable only, in ``named_parameters`` order.
+
+    The body is the model's ``base_model`` (:func:`polymnesia.models.anatomy.split_body_head`),
+    whatever the architecture names it (``model``, ``transformer``, ``roberta``).
+    """
+    body, head = split_body_head(model, "per-language gradients")
+    if not body:
+        raise not_applicable(
+            "per-language gradients", model, "its body has no trainable parameter to combine"
+        )
+    return [p for _, p in body], [p for _, p in head]
 
 
 class MultilingualStep(TrainingPlugin):
