@@ -16,7 +16,6 @@ METRIC_TITLES = {"bits_per_byte": "Bits per byte", "perplexity": "Token perplexi
 
 
 def describe_language(code: str) -> dict[str, Any]:
-
     lang = get_language(code)
     return {"name": lang.name, "script": lang.script}
 

@@ -49,12 +49,10 @@ def halves(text: str) -> tuple[str, str] | None:
 
 
 def _prompt(instruction: str, input: str) -> str:
-
     return chat_prompt(instruction, input)
 
 
 def genre_doc(rec: Mapping[str, Any], i: int, pool: Sequence[Mapping[str, Any]]) -> Doc | None:
-
     genre = (rec.get("meta") or {}).get("genre")
     if genre not in BIBLE_GENRES:
         raise DataError(
@@ -97,7 +95,6 @@ def continue_mc_doc(
 def continue_gen_doc(
     rec: Mapping[str, Any], i: int, pool: Sequence[Mapping[str, Any]]
 ) -> Doc | None:
-
     h = halves(rec["text"])
     if h is None:
         return None

@@ -115,12 +115,10 @@ class InstructionSet:
 
 
 def _halves(text: str) -> tuple[str, str] | None:
-
     return halves(text)
 
 
 def _lang_name(code: str) -> str:
-
     return get_language(code).name
 
 
@@ -362,7 +360,6 @@ def write_instruction_set(s: InstructionSet, folder: Path) -> None:
 
 
 def read_instruction_set(folder: Path, name: str | None = None) -> InstructionSet:
-
     path = folder / "records.jsonl"
     if not path.exists():
         raise DataError(f"no instruction set in {folder} (records.jsonl missing)")

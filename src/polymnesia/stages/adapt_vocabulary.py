@@ -224,7 +224,6 @@ def fertility_scores(
     groups: dict[str, str],
     p: AdaptVocabularyParams,
 ) -> list[Score]:
-
     out = []
     for lang, lang_texts in texts.items():
         for name, tok in tokenizers.items():
@@ -255,7 +254,6 @@ class AdaptVocabulary(Stage):
     resumable = True
 
     def run(self, ctx: StageContext) -> list[Score]:
-
         p: AdaptVocabularyParams = ctx.params
         if overlap := sorted(set(p.adapting) & set(p.pretraining)):
             log.warning("adapting languages %s were also pretraining languages", overlap)

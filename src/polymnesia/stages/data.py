@@ -60,7 +60,6 @@ class PrepareData(Stage):
     version = "2"
 
     def run(self, ctx: StageContext) -> list[Score]:
-
         p: PrepareDataParams = ctx.params
         d = p.data
         source = get_source(d.source, **d.options)

@@ -50,7 +50,6 @@ class EvaluateHarnessParams(StrictModel):
 
     @model_validator(mode="after")
     def _check(self) -> EvaluateHarnessParams:
-
         if isinstance(self.batch_size, str) and not self.batch_size.startswith("auto"):
             raise ConfigError(f"batch_size must be an integer or 'auto', got {self.batch_size!r}")
         offline = hub_offline() if self.offline is None else self.offline
@@ -66,7 +65,6 @@ class EvaluateHarness(Stage):
     version = "1"
 
     def run(self, ctx: StageContext) -> list[Score]:
-
         p: EvaluateHarnessParams = ctx.params
         task_data = None
         if expand(p.tasks):

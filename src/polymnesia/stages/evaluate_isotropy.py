@@ -56,7 +56,6 @@ class EvaluateIsotropy(Stage):
     version = "2"
 
     def run(self, ctx: StageContext) -> list[Score]:
-
         p: EvaluateIsotropyParams = ctx.params
         model, tok = load_model_and_tokenizer(ctx.input("model") / "model")
         n_params = count_parameters(model)

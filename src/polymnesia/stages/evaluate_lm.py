@@ -46,7 +46,6 @@ class EvaluateLM(Stage):
     distributed = True
 
     def run(self, ctx: StageContext) -> list[Score]:
-
         p: EvaluateLMParams = ctx.params
         model, tokenizer = load_model_and_tokenizer(ctx.input("model") / "model")
         n_params = count_parameters(model)
@@ -85,7 +84,6 @@ class EvaluateLM(Stage):
 
 
 def _with_ci(score: Score, items: ItemSet, cfg: BootstrapConfig) -> Score:
-
     return with_interval(score, interval_of(items, score.metric, cfg)) if items.n else score
 
 

@@ -74,7 +74,6 @@ class EvaluateTranslationParams(StrictModel):
 
 
 def _check_tokenizer_name(name: str) -> str:
-
     if name != "by_script" and name not in BLEU_TOKENIZERS:
         raise ValueError(
             f"unknown BLEU tokenizer '{name}'; accepted: {', '.join(BLEU_TOKENIZERS)}, by_script"
@@ -104,7 +103,6 @@ class EvaluateTranslation(Stage):
     version = "2"
 
     def run(self, ctx: StageContext) -> list[Score]:
-
         p: EvaluateTranslationParams = ctx.params
         signatures = {  # checked before any model runs: one line if a tokenizer is missing
             lang: bleu_signature(tokenize) for lang, tokenize in tokenizers(p).items()

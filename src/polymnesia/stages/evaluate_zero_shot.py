@@ -54,7 +54,6 @@ class EvaluateZeroShot(Stage):
     version = "2"
 
     def run(self, ctx: StageContext) -> list[Score]:
-
         p: EvaluateZeroShotParams = ctx.params
         model, tok = load_model_and_tokenizer(ctx.input("model") / "model")
         n_params = count_parameters(model)

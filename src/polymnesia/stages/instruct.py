@@ -114,7 +114,6 @@ class Instruct(Stage):
     resumable = True
 
     def run(self, ctx: StageContext) -> list[Score]:
-
         p: InstructParams = ctx.params
         if p.records:
             records = stage_records([ctx.input(role) for role in p.records])

@@ -32,7 +32,6 @@ class Pretrain(Stage):
     resumable = True
 
     def run(self, ctx: StageContext) -> list[Score]:
-
         p: PretrainParams = ctx.params
         tokenizer = load_tokenizer(str(ctx.input("tokenizer") / "tokenizer"))
         blocks = packed_mixture(

@@ -110,7 +110,6 @@ def _build_model(ctx: StageContext, p: StepParams, n_labels: int) -> tuple[torch
 def _train(
     ctx: StageContext, p: StepParams, model: torch.nn.Module, tok: Any, langs: list[str]
 ) -> tuple[torch.nn.Module, dict[str, Any]]:
-
     train_ex = [
         e for ex in _examples(ctx, p, tok, langs, "train", p.train_per_lang).values() for e in ex
     ]
@@ -154,7 +153,6 @@ def _train(
 
 
 def _save(ctx: StageContext, p: StepParams, model: torch.nn.Module, tok: Any) -> None:
-
     if get_method(p.method).uses_lora(p.rank):
         with atomic_dir(ctx.out_dir / "adapter") as tmp:
             model.save_pretrained(tmp)  # type: ignore[operator]
@@ -163,7 +161,6 @@ def _save(ctx: StageContext, p: StepParams, model: torch.nn.Module, tok: Any) ->
 
 
 def _matrix(ctx: StageContext, p: StepParams, trained: list[str], row: dict[str, float]) -> None:
-
     prev = ctx.inputs.get("prev")
     before = (
         read_matrix(prev)
@@ -232,7 +229,6 @@ class SequentialStep(Stage):
     version = "2"
 
     def run(self, ctx: StageContext) -> list[Score]:
-
         p: StepParams = ctx.params
         trained = (
             p.train_languages

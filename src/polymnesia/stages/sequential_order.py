@@ -46,7 +46,6 @@ def read_matrix(stage_dir: Path) -> dict[str, object]:
 
 
 def _pretraining_sizes(data_dir: Path, p: OrderParams) -> dict[str, float]:
-
     joshi = joshi_sizes(p.languages)
     size = {
         lang: float(len(read_split(data_dir, lang, "train"))) if lang in p.pretraining else 0.0
@@ -56,7 +55,6 @@ def _pretraining_sizes(data_dir: Path, p: OrderParams) -> dict[str, float]:
 
 
 def _destructive(ctx: StageContext, p: OrderParams) -> tuple[list[str], dict[str, float]]:
-
     o = p.order
     mats = [read_matrix(ctx.input(f"source_{i}")) for i in range(len(o.sources))]
     shifts = performance_shift(

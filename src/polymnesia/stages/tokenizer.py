@@ -23,7 +23,6 @@ class TrainTokenizer(Stage):
     version = "1"
 
     def run(self, ctx: StageContext) -> list[Score]:
-
         p: TrainTokenizerParams = ctx.params
         t = p.tokenizer
         if t.name_or_path:

@@ -245,7 +245,6 @@ def _first_line(err: BaseException) -> str:
 
 
 def _from_pretrained(name: str, trust_remote_code: bool, *, local_only: bool) -> object:
-
     trust = remote_code(trust_remote_code, f"tokenizer '{name}'")
     return AutoTokenizer.from_pretrained(name, trust_remote_code=trust, local_files_only=local_only)
 

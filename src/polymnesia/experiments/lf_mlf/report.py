@@ -41,7 +41,6 @@ def _seed_means(scores: list[Score]) -> dict[str, dict[int, float]]:
 
 
 def _marks(per_seed: dict[str, dict[int, float]], higher: bool = True) -> dict[str, str]:
-
     if REFERENCE not in per_seed:
         return {}
     seeds = sorted(per_seed[REFERENCE])
@@ -196,7 +195,6 @@ def cd_diagram(rep: Report, run_dir: Path, cfg: LFMLFConfig, scores: list[Score]
 
 
 def sweep_figures(rep: Report, run_dir: Path, cfg: LFMLFConfig, scores: list[Score]) -> None:
-
     if not cfg.sweep:
         return
     metric, counts = cfg.task.metric, sorted(cfg.sweep.counts)
@@ -258,7 +256,6 @@ def sweep_figures(rep: Report, run_dir: Path, cfg: LFMLFConfig, scores: list[Sco
 
 
 def branch_heatmaps(rep: Report, run_dir: Path, cfg: LFMLFConfig, scores: list[Score]) -> None:
-
     if not cfg.branches:
         return
     groups = cfg.branches.groups
@@ -292,7 +289,6 @@ def branch_heatmaps(rep: Report, run_dir: Path, cfg: LFMLFConfig, scores: list[S
 
 
 def write_report(cfg: LFMLFConfig, run_dir: Path) -> Path:
-
     scores = read_scores(run_dir / "results" / "scores.jsonl")
     rep = Report(f"{cfg.name}: multi-lingual fine-tuning with per-language gradients (paper 003)")
     rep.paragraph(
