@@ -208,6 +208,35 @@ def line_plot(
     return save_figure(fig, path)
 
 
+def scatter_plot(
+    series: Mapping[str, tuple[Sequence[float], Sequence[float]]],
+    path: str | os.PathLike[str],
+    *,
+    xlabel: str = "",
+    ylabel: str = "",
+    title: str = "",
+    zero_lines: bool = True,
+) -> Path:
+    """Points per series name (e.g. each model's layers in a t-SNE, or each arm's EA/MA change)."""
+    if not series:
+        raise DataError("scatter_plot: no series to draw")
+    fig = Figure(figsize=(6.4, 4.8))
+    ax = fig.add_subplot()
+    for i, (label, (xs, ys)) in enumerate(series.items()):
+        if len(xs) != len(ys) or len(xs) == 0:
+            raise DataError(f"scatter_plot: series '{label}' needs as many x as y values (>= 1)")
+        ax.scatter(list(xs), list(ys), label=label, color=GROUP_COLORS[i % len(GROUP_COLORS)], s=36)
+    if zero_lines:
+        ax.axhline(0, color="0.6", lw=0.8)
+        ax.axvline(0, color="0.6", lw=0.8)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    return save_figure(fig, path)
+
+
 def heatmap(
     matrix: Any,
     row_labels: Sequence[str],

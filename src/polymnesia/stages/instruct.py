@@ -11,8 +11,9 @@ mapping. All parameters are trained (full fine-tuning, as in Table 5).
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field
 
@@ -26,7 +27,7 @@ from polymnesia.data.instructions import (
 )
 from polymnesia.data.prepared import read_split
 from polymnesia.data.sources.bible import BIBLE_GENRES
-from polymnesia.errors import ConfigError
+from polymnesia.errors import ConfigError, DataError
 from polymnesia.io import atomic_write_json, atomic_write_text, read_jsonl
 from polymnesia.models.lora import LoraConfig, add_adapter
 from polymnesia.pipeline.stage import STAGES, Stage, StageContext
@@ -37,6 +38,8 @@ from polymnesia.training.config import TrainConfig
 from polymnesia.training.data import PaddedExamples
 from polymnesia.training.loop import train
 from polymnesia.training.plugins import build_plugins
+
+log = logging.getLogger(__name__)
 
 
 class InstructConfig(StrictModel):
@@ -66,6 +69,11 @@ class InstructConfig(StrictModel):
         "merged into the saved model (paper 002's LoRA baseline: 64)",
     )
     lora: LoraConfig = Field(default_factory=LoraConfig)
+    too_long: Literal["error", "drop"] = Field(
+        "error",
+        description="a record whose prompt leaves no room for its response within max_length: "
+        "stop with one line (error) or leave it out and count it (drop)",
+    )
 
 
 class InstructParams(StrictModel):
@@ -107,6 +115,32 @@ def load_records(p: InstructParams, data_dir: object) -> list:  # type: ignore[t
     return bible_instructions(verses, BIBLE_GENRES, i.tasks, limit=i.max_records, seed=p.seed)
 
 
+def sft_examples(
+    tok: Any, records: list[InstructionRecord], cfg: InstructConfig
+) -> tuple[list[dict[str, Any]], int]:
+    """SFT examples of ``records`` and how many were left out as too long (``too_long: drop``)."""
+    examples, dropped = [], 0
+    for r in records:
+        try:
+            examples.append(
+                build_sft_example(tok, r.instruction, r.input, r.output, max_length=cfg.max_length)
+            )
+        except DataError:
+            if cfg.too_long == "error":
+                raise
+            dropped += 1
+    if not examples:
+        raise DataError(
+            f"every one of {len(records)} instruction records is longer than max_length="
+            f"{cfg.max_length} tokens; raise max_length"
+        )
+    if dropped:
+        log.warning(
+            "left out %d of %d records longer than %d tokens", dropped, len(records), cfg.max_length
+        )
+    return examples, dropped
+
+
 @STAGES.register("instruct", "instruction-tune a model on ChatML records, loss on responses only")
 class Instruct(Stage):
     version = "1"
@@ -122,12 +156,7 @@ class Instruct(Stage):
         model, tok = load_model_and_tokenizer(ctx.input("model") / "model")
         if p.instruct.lora_rank is not None:
             model = add_adapter(model, p.instruct.lora_rank, p.instruct.lora, "causal")
-        examples = [
-            build_sft_example(
-                tok, r.instruction, r.input, r.output, max_length=p.instruct.max_length
-            )
-            for r in records
-        ]
+        examples, dropped = sft_examples(tok, records, p.instruct)
         model, result = train(
             model,
             PaddedExamples(examples, tok.pad_token_id),
@@ -152,6 +181,7 @@ class Instruct(Stage):
                     "seconds": round(result.seconds, 2),
                     "source": ", ".join(p.records) or p.instruct.source,
                     "lora_rank": p.instruct.lora_rank,
+                    "dropped_too_long": dropped,
                 },
             )
         return []

@@ -1,0 +1,165 @@
+"""The ``two_phase`` config (paper 002): base model, instruction sets, phase-wise pairs, the
+dataset mixture, an optional off-the-shelf Phase 1 model, mitigations, evaluation."""
+
+from __future__ import annotations
+
+import re
+from typing import Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from polymnesia.config.base import StrictModel
+from polymnesia.experiments.base import ExperimentConfig
+from polymnesia.experiments.sections import BaseModelSection, DataConfig, TrainConfig
+from polymnesia.harness.tasks import check_tasks, hub_offline
+from polymnesia.stages.drift import DriftConfig
+from polymnesia.stages.instruction_data import InstructionSetConfig
+from polymnesia.stages.replay_data import ReplayConfig
+from polymnesia.stages.similarity import SimilarityConfig
+
+INSTRUCT = "instruct"  # the name of the off-the-shelf Phase 1 "dataset" (the paper's Instruct rows)
+_NAME = re.compile(r"^[A-Za-z0-9_]+$")
+
+
+class PairConfig(StrictModel):
+    """Phase-wise datasets: Phase 1 (English) then Phase 2 (multilingual)."""
+
+    phase1: str = Field(description=f"an instruction set name, or '{INSTRUCT}' (instruct_model)")
+    phase2: str = Field(description="an instruction set name")
+
+    @property
+    def key(self) -> str:
+        return f"{self.phase1}__{self.phase2}"
+
+
+class FreezingArm(StrictModel):
+    """A layer-freezing arm of Table 5 (LF_H1 random, LF_H2 most changed, Spectrum)."""
+
+    name: str
+    strategy: Literal["random", "most_changed", "spectrum"]
+    top_k: int | None = Field(None, gt=0, description="layers per weight type (paper: 10)")
+    pct: float | None = Field(
+        None, gt=0, le=100, description="percent per weight type (Spectrum: 50)"
+    )
+    pattern: str | None = Field(
+        None, description="regex of candidate matrices (LF_H2: the attention q/k/v projections)"
+    )
+    seed: int = 0
+
+    @model_validator(mode="after")
+    def _one_size(self) -> FreezingArm:
+        if (self.top_k is None) == (self.pct is None):
+            raise ValueError(f"freezing arm {self.name}: give exactly one of top_k or pct")
+        return self
+
+
+class ReplayArm(ReplayConfig):
+    """A replay arm of Table 5 (GR_5, GR_10: generative; ER_10: English)."""
+
+    name: str
+
+
+class MitigationConfig(StrictModel):
+    """Phase 2 with mitigations (Table 5) for one pair (the paper: Instruct -> MultiAlpaca)."""
+
+    pair: int = Field(0, ge=0, description="index into 'pairs' of the pair mitigated")
+    pool: str = Field(
+        description="the English instruction set replay draws from (an english_counterpart of "
+        "the pair's Phase 2 set: the same instructions in English, original responses)"
+    )
+    replay: list[ReplayArm] = Field(default_factory=list)
+    freezing: list[FreezingArm] = Field(default_factory=list)
+    lora_rank: int | None = Field(None, gt=0, description="the LoRA baseline's rank (paper: 64)")
+
+
+class HarnessEval(StrictModel):
+    """English ability (EA) and multilingual ability (MA) through lm-evaluation-harness."""
+
+    english: list[str] = Field(
+        min_length=1,
+        description="EA tasks (offline poly_*_en; online e.g. ifeval, mmlu, hellaswag)",
+    )
+    multilingual: list[str] = Field(
+        min_length=1, description="MA tasks (offline poly_*_LANG; online e.g. xquad_de, mlqa_*)"
+    )
+    limit: int | None = Field(60, gt=0, description="documents per task (null: all)")
+    docs_per_task: int = Field(100, gt=0, description="offline tasks: documents written per task")
+    num_fewshot: int | None = Field(0, ge=0, description="the paper evaluates zero-shot")
+    batch_size: int = Field(8, gt=0)
+    max_gen_toks: int | None = Field(48, gt=0, description="cap on generated tokens")
+
+    @model_validator(mode="after")
+    def _tasks(self) -> HarnessEval:
+        check_tasks([*self.english, *self.multilingual], hub_offline(), verify_online=False)
+        return self
+
+
+class TwoPhaseConfig(ExperimentConfig):
+    experiment: Literal["two_phase"] = "two_phase"
+    data: DataConfig = Field(default_factory=DataConfig)
+    base: BaseModelSection
+    sets: dict[str, InstructionSetConfig] = Field(description="instruction sets by name")
+    pairs: list[PairConfig] = Field(min_length=1, description="phase-wise dataset pairs (CFT arms)")
+    mixture: bool = Field(True, description="also train the single-phase dataset mixture")
+    instruct_model: str | None = Field(
+        None,
+        description=f"an off-the-shelf Phase 1 model (folder or Hub id): pairs may name "
+        f"'{INSTRUCT}' as phase1",
+    )
+    phase1: TrainConfig = Field(default_factory=TrainConfig)
+    phase2: TrainConfig = Field(default_factory=TrainConfig)
+    max_length: int = Field(256, gt=8, description="tokens per SFT example")
+    mitigation: MitigationConfig | None = None
+    evaluation: HarnessEval
+    similarity: SimilarityConfig = Field(default_factory=SimilarityConfig)
+    drift: DriftConfig = Field(default_factory=DriftConfig)
+
+    @field_validator("sets")
+    @classmethod
+    def _names(cls, v: dict[str, InstructionSetConfig]) -> dict[str, InstructionSetConfig]:
+        if not v:
+            raise ValueError("list at least one instruction set")
+        for name, s in v.items():
+            if not _NAME.match(name) or name == INSTRUCT:
+                raise ValueError(
+                    f"instruction set name {name!r}: letters, digits and '_' only, not '{INSTRUCT}'"
+                )
+            if s.of is not None and s.of not in v:
+                raise ValueError(f"set {name}: 'of' names {s.of!r}, which is not a set")
+        return v
+
+    @model_validator(mode="after")
+    def _consistent(self) -> TwoPhaseConfig:
+        keys = []
+        for i, pair in enumerate(self.pairs):
+            if pair.phase1 == INSTRUCT and self.instruct_model is None:
+                raise ValueError(f"pairs[{i}] uses '{INSTRUCT}' but instruct_model is not set")
+            for which in (pair.phase1, pair.phase2):
+                if which != INSTRUCT and which not in self.sets:
+                    raise ValueError(
+                        f"pairs[{i}] names set {which!r}; defined: {', '.join(self.sets)}"
+                    )
+            if pair.phase2 == INSTRUCT or pair.phase1 == pair.phase2:
+                raise ValueError(f"pairs[{i}]: phase 2 must be a set other than phase 1")
+            keys.append(pair.key)
+        if len(set(keys)) < len(keys):
+            raise ValueError("a pair is listed twice")
+        m = self.mitigation
+        if m is not None:
+            if m.pair >= len(self.pairs):
+                raise ValueError(
+                    f"mitigation.pair {m.pair} is not a pair index (0..{len(self.pairs) - 1})"
+                )
+            if m.pool not in self.sets:
+                raise ValueError(f"mitigation.pool names {m.pool!r}, which is not a set")
+            names = [*(a.name for a in m.replay), *(f.name for f in m.freezing)]
+            if len(set(names)) < len(names) or not all(_NAME.match(n) for n in names):
+                raise ValueError(f"mitigation arm names must be unique identifiers: {names}")
+        return self
+
+    def mixture_train(self) -> TrainConfig:
+        """The mixture trains as many steps as the two phases together (the paper: the same
+        number of training steps)."""
+        data = self.phase1.model_dump()
+        data["steps"] = self.phase1.steps + self.phase2.steps
+        return TrainConfig.model_validate(data)

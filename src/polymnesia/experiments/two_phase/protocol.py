@@ -1,0 +1,211 @@
+"""Protocol ``two_phase``: two-phase continual instruction fine-tuning (paper 002).
+
+A base decoder (the shared data, tokenizer and pretraining stages, or an
+imported model) is instruction-tuned end to end on an English set (Phase 1),
+then on a multilingual set (Phase 2) without access to the Phase 1 data: the
+Phase 2 set shares no verse with Phase 1 and no stage of Phase 2 reads it.
+Arms, for every listed pair of phase-wise sets: CFT (Phase 1 then Phase 2), the
+single-phase mixture of the same pair with as many steps as both phases, and
+an off-the-shelf Phase 1 model when ``instruct_model`` is set (the paper's
+"Instruct" rows). Mitigations for one pair (Table 5): generative and English
+replay, layer freezing (LF_H1 random, LF_H2 most changed from the base, Spectrum)
+and the LoRA baseline. Every model is scored on English (EA) and multilingual
+(MA) tasks through lm-evaluation-harness; DES and MPD measure the pairs'
+similarity (Tables 3-4) and a drift stage the change of English representations
+(Figures 1-2).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from polymnesia.experiments.base import EXPERIMENTS, Experiment, ExperimentConfig
+from polymnesia.experiments.shared import DATA, PRETRAIN, base_stages
+from polymnesia.experiments.two_phase.config import INSTRUCT, PairConfig, TwoPhaseConfig
+from polymnesia.experiments.two_phase.report import write_report
+from polymnesia.experiments.two_phase.roles import (
+    cft_stage,
+    eval_stage,
+    evaluated_models,
+    mix_stage,
+    p1_stage,
+    set_stage,
+    single_stage,
+)
+from polymnesia.pipeline.stage import StageSpec
+from polymnesia.stages.drift import DriftParams
+from polymnesia.stages.evaluate_harness import EvaluateHarnessParams
+from polymnesia.stages.instruct import InstructConfig, InstructParams
+from polymnesia.stages.instruction_data import ImportModelParams, InstructionDataParams
+from polymnesia.stages.replay_data import ReplayConfig, ReplayDataParams
+from polymnesia.stages.similarity import DatasetSimilarityParams, ModelDistanceParams
+from polymnesia.training.config import TrainConfig
+
+
+def data_languages(cfg: TwoPhaseConfig) -> list[str]:
+    """Pretraining languages, English and every instruction set's languages."""
+    langs = [*cfg.base.languages, "en"]
+    for s in cfg.sets.values():
+        langs += s.languages
+    return list(dict.fromkeys(langs))
+
+
+def _set_stages(cfg: TwoPhaseConfig) -> list[StageSpec]:
+    specs = []
+    for name, s in cfg.sets.items():
+        inputs = {"data": DATA}
+        phase1s = sorted({p.phase1 for p in cfg.pairs if p.phase2 == name and p.phase1 != INSTRUCT})
+        inputs.update({f"exclude_{i}": set_stage(x) for i, x in enumerate(phase1s)})
+        if s.of is not None:
+            inputs["of"] = set_stage(s.of)
+        params = InstructionDataParams(name=name, set=s, seed=cfg.seed)
+        specs.append(StageSpec(set_stage(name), "instruction_data", params, inputs))
+    return specs
+
+
+def _tune(
+    cfg: TwoPhaseConfig,
+    name: str,
+    start: str,
+    records: list[str],
+    train: TrainConfig,
+    *,
+    lora_rank: int | None = None,
+    extra_inputs: dict[str, str] | None = None,
+) -> StageSpec:
+    """An ``instruct`` stage: ``start``'s model tuned on the ``records`` sets' stages."""
+    icfg = InstructConfig(
+        max_length=cfg.max_length, train=train, lora_rank=lora_rank, too_long="drop"
+    )
+    roles = [f"records_{i}" for i in range(len(records))]
+    params = InstructParams(instruct=icfg, records=roles, seed=cfg.seed)
+    inputs = {"model": start, **dict(zip(roles, records, strict=True)), **(extra_inputs or {})}
+    return StageSpec(name, "instruct", params, inputs)
+
+
+def _phase_stages(cfg: TwoPhaseConfig) -> list[StageSpec]:
+    specs: list[StageSpec] = []
+    if cfg.instruct_model is not None:
+        imported = ImportModelParams(name_or_path=cfg.instruct_model)
+        specs.append(StageSpec(p1_stage(INSTRUCT), "import_model", imported))
+    for name in dict.fromkeys(p.phase1 for p in cfg.pairs if p.phase1 != INSTRUCT):
+        specs.append(_tune(cfg, p1_stage(name), PRETRAIN, [set_stage(name)], cfg.phase1))
+    for name in dict.fromkeys(p.phase2 for p in cfg.pairs):  # base + D2 alone: MPD (Table 4)
+        specs.append(_tune(cfg, single_stage(name), PRETRAIN, [set_stage(name)], cfg.phase1))
+    for pair in cfg.pairs:
+        specs.append(
+            _tune(cfg, cft_stage(pair), p1_stage(pair.phase1), [set_stage(pair.phase2)], cfg.phase2)
+        )
+        if cfg.mixture and pair.phase1 != INSTRUCT:
+            sets = [set_stage(pair.phase1), set_stage(pair.phase2)]
+            specs.append(_tune(cfg, mix_stage(pair), PRETRAIN, sets, cfg.mixture_train()))
+    return specs
+
+
+def _mitigation_stages(cfg: TwoPhaseConfig) -> list[StageSpec]:
+    m = cfg.mitigation
+    if m is None:
+        return []
+    pair = cfg.pairs[m.pair]
+    p1, p2 = p1_stage(pair.phase1), set_stage(pair.phase2)
+    specs: list[StageSpec] = []
+    for arm in m.replay:
+        replay = ReplayConfig(**arm.model_dump(exclude={"name"}))
+        params = ReplayDataParams(replay=replay, seed=cfg.seed)
+        inputs = {"records": p2, "pool": set_stage(m.pool), "model": p1}
+        specs.append(StageSpec(f"replay_{arm.name}", "replay_data", params, inputs))
+        specs.append(_tune(cfg, f"mit_{arm.name}", p1, [f"replay_{arm.name}"], cfg.phase2))
+    for f in m.freezing:
+        plugin: dict[str, Any] = {"name": "layer_freezing", "strategy": f.strategy, "seed": f.seed}
+        plugin.update(
+            {
+                k: v
+                for k, v in (("top_k", f.top_k), ("pct", f.pct), ("pattern", f.pattern))
+                if v is not None
+            }
+        )
+        extra = {}
+        if f.strategy == "most_changed":
+            plugin["before"] = "base"  # changed most from the base to the Phase 1 model
+            extra = {"base": PRETRAIN}
+        train = cfg.phase2.with_plugins(plugin)
+        specs.append(_tune(cfg, f"mit_{f.name}", p1, [p2], train, extra_inputs=extra))
+    if m.lora_rank is not None:
+        specs.append(_tune(cfg, "mit_LoRA", p1, [p2], cfg.phase2, lora_rank=m.lora_rank))
+    return specs
+
+
+def _evaluation_stages(cfg: TwoPhaseConfig) -> list[StageSpec]:
+    e = cfg.evaluation
+    specs = []
+    for stage, label in evaluated_models(cfg).items():
+        params = EvaluateHarnessParams(
+            label=label,
+            tasks=[*e.english, *e.multilingual],
+            num_fewshot=e.num_fewshot,
+            limit=e.limit,
+            batch_size=e.batch_size,
+            docs_per_task=e.docs_per_task,
+            max_gen_toks=e.max_gen_toks,
+            seed=cfg.seed,
+        )
+        specs.append(
+            StageSpec(eval_stage(stage), "evaluate_harness", params, {"data": DATA, "model": stage})
+        )
+    return specs
+
+
+def _analysis_stages(cfg: TwoPhaseConfig) -> list[StageSpec]:
+    specs = []
+    for pair in cfg.pairs:
+        label = f"{pair.phase1} -> {pair.phase2}"
+        if pair.phase1 != INSTRUCT:
+            des = DatasetSimilarityParams(label=label, similarity=cfg.similarity, seed=cfg.seed)
+            ab = {"a": set_stage(pair.phase1), "b": set_stage(pair.phase2)}
+            specs.append(StageSpec(f"des_{pair.key}", "dataset_similarity", des, ab))
+        mpd = ModelDistanceParams(label=f"{pair.phase2} vs {pair.phase1}")
+        ab = {"a": single_stage(pair.phase2), "b": p1_stage(pair.phase1)}
+        specs.append(StageSpec(f"mpd_{pair.key}", "model_distance", mpd, ab))
+        models = {"model_0": cft_stage(pair), "model_1": PRETRAIN}
+        labels = [f"P2 ({label})", "base"]
+        m = cfg.mitigation
+        if m is not None and cfg.pairs[m.pair] == pair:
+            arms = [*(a.name for a in m.replay), *(f.name for f in m.freezing)]
+            arms += ["LoRA"] if m.lora_rank else []
+            models.update({f"model_{i + 2}": f"mit_{a}" for i, a in enumerate(arms)})
+            labels += arms
+        drift = DriftParams(
+            drift=cfg.drift, reference_label=f"P1 {pair.phase1}", labels=labels, seed=cfg.seed
+        )
+        inputs = {"data": DATA, "reference": p1_stage(pair.phase1), **models}
+        specs.append(StageSpec(f"drift_{pair.key}", "representation_drift", drift, inputs))
+    return specs
+
+
+@EXPERIMENTS.register(
+    "two_phase",
+    "paper 002: English then multilingual instruction tuning vs mixture, similarity, drift, mitigations",
+)
+class TwoPhase(Experiment):
+    Config = TwoPhaseConfig
+
+    @classmethod
+    def build(cls, cfg: ExperimentConfig) -> list[StageSpec]:
+        assert isinstance(cfg, TwoPhaseConfig)
+        return [
+            *base_stages(cfg.base, cfg.data, data_languages(cfg), cfg.seed),
+            *_set_stages(cfg),
+            *_phase_stages(cfg),
+            *_mitigation_stages(cfg),
+            *_evaluation_stages(cfg),
+            *_analysis_stages(cfg),
+        ]
+
+    @classmethod
+    def report(cls, cfg: ExperimentConfig, run_dir: Path) -> Path:
+        assert isinstance(cfg, TwoPhaseConfig)
+        return write_report(cfg, run_dir)
+
+
+__all__ = ["PairConfig", "TwoPhase"]

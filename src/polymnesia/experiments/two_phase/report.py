@@ -1,0 +1,414 @@
+"""The ``two_phase`` report: Tables 1-5 and Figures 1-2 of paper 002, the EA/MA trade-off, the
+correlation of EA change with DES and MPD, and the paper's claims judged with this run's
+intervals."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+from scipy.stats import spearmanr
+
+from polymnesia.experiments.reporting import training_curves
+from polymnesia.experiments.shared import PRETRAIN
+from polymnesia.experiments.two_phase.abilities import (
+    Ability,
+    ability_interval,
+    combined,
+    paired_difference,
+    read_ability,
+)
+from polymnesia.experiments.two_phase.config import INSTRUCT, PairConfig, TwoPhaseConfig
+from polymnesia.experiments.two_phase.roles import (
+    cft_stage,
+    eval_stage,
+    evaluated_models,
+    mix_stage,
+    p1_stage,
+)
+from polymnesia.harness.instruction_sets import read_instruction_set
+from polymnesia.metrics.uncertainty import PairedTest
+from polymnesia.reports.claims import Claim, claim_from_test, claims_table
+from polymnesia.reports.plots import line_plot, scatter_plot
+from polymnesia.reports.render import Report
+from polymnesia.reports.table_core import Estimate, Table, write_table
+from polymnesia.results import Score, filter_scores, read_scores
+
+SOURCE = "paper 002"
+
+
+class Evidence:
+    """Per-document EA and MA of every evaluated model of a run, read once."""
+
+    def __init__(self, cfg: TwoPhaseConfig, run_dir: Path) -> None:
+        self.cfg, self.stages = cfg, run_dir / "stages"
+        self._cache: dict[str, tuple[Ability, Ability]] = {}
+
+    def has(self, stage: str) -> bool:
+        return (self.stages / eval_stage(stage) / "lm_eval").is_dir()
+
+    def abilities(self, stage: str) -> tuple[Ability, Ability]:
+        if stage not in self._cache:
+            folder = self.stages / eval_stage(stage)
+            e = self.cfg.evaluation
+            self._cache[stage] = (
+                read_ability(folder, e.english),
+                read_ability(folder, e.multilingual),
+            )
+        return self._cache[stage]
+
+    def cell(self, stage: str, which: str) -> Estimate:
+        ea, ma = self.abilities(stage)
+        if which == "combined":
+            ab, w = combined(ea, ma)
+            return Estimate.of(ability_interval(ab, w, seed=self.cfg.seed))
+        return Estimate.of(ability_interval(ea if which == "EA" else ma, seed=self.cfg.seed))
+
+    def difference(self, a: str, b: str, which: str) -> PairedTest:
+        (ea_a, ma_a), (ea_b, ma_b) = self.abilities(a), self.abilities(b)
+        if which == "combined":
+            ab_a, w = combined(ea_a, ma_a)
+            ab_b, _ = combined(ea_b, ma_b)
+            return paired_difference(ab_a, ab_b, w, seed=self.cfg.seed)
+        x, y = (ea_a, ea_b) if which == "EA" else (ma_a, ma_b)
+        return paired_difference(x, y, seed=self.cfg.seed)
+
+
+def _task_value(scores: list[Score], label: str, task: str) -> Estimate:
+    rows = [s for s in filter_scores(scores, model=label) if s.task == task]
+    for metric in ("prompt_level_strict_acc", "acc", "chrf", "exact_match", "f1", "acc_norm"):
+        hit = [s for s in rows if s.metric == metric]
+        if hit:
+            s = hit[0]
+            scale = 100.0 if metric == "chrf" else 1.0
+            half = 1.96 * s.stderr / scale if s.stderr is not None else math.nan
+            v = s.value / scale
+            return Estimate(v, v - half, v + half, s.n)
+    return Estimate(math.nan)
+
+
+def ability_table(
+    cfg: TwoPhaseConfig, ev: Evidence, scores: list[Score], which: str, labels: dict[str, str]
+) -> Table:
+    """Table 1 (EA) or Table 2 (MA): per task after Phase 1 and Phase 2, and the average."""
+    tasks = cfg.evaluation.english if which == "EA" else cfg.evaluation.multilingual
+    cols = ["Phase 1", "Phase 2"]
+    for t in tasks:
+        cols += [f"{t} P1", f"{t} P2"]
+    cols += ["Average P1", "Average P2"]
+    rows: list[list[object]] = []
+    for pair in cfg.pairs:
+        p1, p2 = p1_stage(pair.phase1), cft_stage(pair)
+        if not (ev.has(p1) and ev.has(p2)):
+            continue
+        row: list[object] = [pair.phase1, pair.phase2]
+        for t in tasks:
+            row += [_task_value(scores, labels[p1], t), _task_value(scores, labels[p2], t)]
+        row += [ev.cell(p1, which), ev.cell(p2, which)]
+        rows.append(row)
+    for pair in cfg.pairs:
+        mix = mix_stage(pair)
+        if ev.has(mix):
+            row = [f"mixture: {pair.phase1} + {pair.phase2}", "(one phase)"]
+            for t in tasks:
+                row += [_task_value(scores, labels[mix], t), math.nan]
+            rows.append([*row, ev.cell(mix, which), math.nan])
+    number, what = (
+        ("1", "English ability (EA)") if which == "EA" else ("2", "Multilingual ability (MA)")
+    )
+    caption = (
+        "Per-task cells are lm-eval's scores with ±1.96 stderr (chrF on a 0-1 scale); the averages "
+        "are means over the tasks of per-document values with stratified bootstrap intervals "
+        f"(tasks: {', '.join(tasks)}). A mixture row is one model trained on both sets for as "
+        "many steps as the two phases together."
+    )
+    return Table(f"table{number}_{which.lower()}", f"Table {number}: {what}", cols, rows, caption)
+
+
+def similarity_tables(cfg: TwoPhaseConfig, scores: list[Score]) -> list[Table]:
+    des = [s for s in scores if s.metric == "des"]
+    mpd = [s for s in scores if s.metric == "mpd"]
+    out = []
+    if des:
+        rows = [[s.model, s.value] for s in des]
+        cap = f"Embedder: {cfg.similarity.embedder}; {des[0].extra.get('n', '?')} records per set."
+        out.append(
+            Table(
+                "table3_des",
+                "Table 3: dataset similarity (DES, higher = more similar)",
+                ["Phase 1 -> Phase 2", "DES"],
+                rows,
+                cap,
+            )
+        )
+    if mpd:
+        top = max(s.value for s in mpd) or 1.0
+        rows = [[s.model, s.value, s.value / top] for s in mpd]
+        cap = "Both models fine-tuned from the same base, one on each set; normalised by the largest (as the paper)."
+        out.append(
+            Table(
+                "table4_mpd",
+                "Table 4: model parameter difference (MPD, lower = more similar)",
+                ["models", "MPD", "normalised"],
+                rows,
+                cap,
+            )
+        )
+    return out
+
+
+def mitigation_table(cfg: TwoPhaseConfig, ev: Evidence, arms: dict[str, str]) -> Table | None:
+    m = cfg.mitigation
+    if m is None:
+        return None
+    pair = cfg.pairs[m.pair]
+    rows = []
+    for stage, name in [(cft_stage(pair), "— (plain CFT)"), *arms.items()]:
+        if ev.has(stage):
+            rows.append(
+                [name, ev.cell(stage, "EA"), ev.cell(stage, "MA"), ev.cell(stage, "combined")]
+            )
+    if not rows:
+        return None
+    cap = (
+        f"Phase 2 of {pair.phase1} -> {pair.phase2} with each mitigation; Combined = (EA + MA) / 2."
+    )
+    return Table(
+        "table5_mitigation",
+        "Table 5: mitigating strategies",
+        ["strategy", "EA", "MA", "Combined"],
+        rows,
+        cap,
+    )
+
+
+def _kind(cfg: TwoPhaseConfig, name: str) -> str:
+    s = cfg.sets.get(name)
+    return s.kind if s is not None else ""
+
+
+def claims(cfg: TwoPhaseConfig, ev: Evidence, arms: dict[str, str]) -> list[Claim]:
+    out: list[Claim] = []
+    seen_p1: set[str] = set()
+    for pair in cfg.pairs:
+        p1, p2, mix = p1_stage(pair.phase1), cft_stage(pair), mix_stage(pair)
+        if pair.phase1 != INSTRUCT and p1 not in seen_p1 and ev.has(p1) and ev.has(PRETRAIN):
+            seen_p1.add(p1)
+            t = ev.difference(p1, PRETRAIN, "EA")
+            out.append(
+                claim_from_test(
+                    f"Phase 1 on {pair.phase1} teaches the English tasks (EA above the base)",
+                    1,
+                    t,
+                    effect_label="EA(P1) - EA(base)",
+                    source="setup",
+                )
+            )
+        if ev.has(p2) and ev.has(mix):
+            t = ev.difference(p2, mix, "combined")
+            out.append(
+                claim_from_test(
+                    f"CFT beats the mixture ({pair.phase1} -> {pair.phase2}), mean of EA and MA",
+                    1,
+                    t,
+                    effect_label="Combined(CFT) - Combined(mixture)",
+                    source=f"{SOURCE}, Tables 1-2",
+                )
+            )
+        if ev.has(p1) and ev.has(p2):
+            kind = _kind(cfg, pair.phase2)
+            if kind in ("phase2_similar", "phase2_dissimilar"):
+                sign = 1 if kind == "phase2_similar" else -1
+                what = "keeps (improves)" if sign > 0 else "loses"
+                t = ev.difference(p2, p1, "EA")
+                out.append(
+                    claim_from_test(
+                        f"Phase 2 on a {kind.split('_')[1]} set {what} English ability ({pair.phase1} -> {pair.phase2})",
+                        sign,
+                        t,
+                        effect_label="EA(P2) - EA(P1)",
+                        source=f"{SOURCE}, Table 1",
+                    )
+                )
+    m = cfg.mitigation
+    if m is not None:
+        plain = cft_stage(cfg.pairs[m.pair])
+        for stage, name in arms.items():
+            if not (ev.has(stage) and ev.has(plain)):
+                continue
+            t = ev.difference(stage, plain, "EA")
+            out.append(
+                claim_from_test(
+                    f"{name} keeps English ability better than plain CFT",
+                    1,
+                    t,
+                    effect_label=f"EA({name}) - EA(CFT)",
+                    source=f"{SOURCE}, Table 5",
+                )
+            )
+            if name == "LoRA":
+                t = ev.difference(stage, plain, "MA")
+                out.append(
+                    claim_from_test(
+                        "LoRA gains less multilingual ability than full CFT",
+                        -1,
+                        t,
+                        effect_label="MA(LoRA) - MA(CFT)",
+                        source=f"{SOURCE}, Table 5",
+                    )
+                )
+    return out
+
+
+def correlation_lines(cfg: TwoPhaseConfig, ev: Evidence, scores: list[Score]) -> list[str]:
+    """Spearman of the EA change after Phase 2 with DES and with MPD, over the pairs."""
+    change, des, mpd = {}, {}, {}
+    for pair in cfg.pairs:
+        label = f"{pair.phase1} -> {pair.phase2}"
+        if ev.has(p1_stage(pair.phase1)) and ev.has(cft_stage(pair)):
+            ea1, _ = ev.abilities(p1_stage(pair.phase1))
+            ea2, _ = ev.abilities(cft_stage(pair))
+            change[label] = ea2.score() - ea1.score()
+        for s in scores:
+            if s.metric == "des" and s.model == label:
+                des[label] = s.value
+            if s.metric == "mpd" and s.model == f"{pair.phase2} vs {pair.phase1}":
+                mpd[label] = s.value
+    out = []
+    for name, other, sign in (("DES", des, "+"), ("MPD", mpd, "-")):
+        keys = [k for k in change if k in other]
+        if len(keys) < 3:
+            out.append(
+                f"EA change vs {name}: {len(keys)} pair(s); a rank correlation needs at least 3 (the paper expects sign {sign})."
+            )
+            continue
+        rho, p = spearmanr([change[k] for k in keys], [other[k] for k in keys])
+        out.append(
+            f"EA change vs {name}: Spearman rho = {rho:+.3f}, p = {p:.3g}, n = {len(keys)} pairs (paper: sign {sign})."
+        )
+    return out
+
+
+def figures(
+    cfg: TwoPhaseConfig,
+    rep: Report,
+    run_dir: Path,
+    ev: Evidence,
+    scores: list[Score],
+    labels: dict[str, str],
+) -> None:
+    figs = run_dir / "figures"
+    layer = [s for s in scores if s.metric == "layer_covariance_drift"]
+    for pair in cfg.pairs:
+        drift_dir = run_dir / "stages" / f"drift_{pair.key}"
+        tsne = drift_dir / "tsne.json"
+        if tsne.is_file():
+            pts = json.loads(tsne.read_text(encoding="utf-8"))
+            path = figs / f"fig1_tsne_{pair.key}.png"
+            series = {
+                k: (np.asarray(v)[:, 0].tolist(), np.asarray(v)[:, 1].tolist())
+                for k, v in pts.items()
+            }
+            scatter_plot(
+                series,
+                path,
+                title=f"{pair.phase1} -> {pair.phase2}",
+                xlabel="t-SNE 1",
+                ylabel="t-SNE 2",
+            )
+            rep.image(
+                str(path.relative_to(run_dir)),
+                f"Figure 1: t-SNE of the mean hidden activations per layer ({pair.phase1} -> {pair.phase2})",
+            )
+    if layer:
+        curves: dict[str, tuple[list[float], list[float]]] = {}
+        for s in layer:
+            key = f"{s.model} vs {s.extra.get('reference', 'P1')}"
+            xs, ys = curves.setdefault(key, ([], []))
+            xs.append(float(s.step or 0))
+            ys.append(s.value)
+        path = figs / "fig2_layer_drift.png"
+        line_plot(
+            series,
+            path,
+            xlabel="layer",
+            ylabel="||Σ_i(P1) - Σ_i(model)||_F",
+            title="Per-layer change of English representations",
+        )
+        rep.image(
+            str(path.relative_to(run_dir)),
+            "Figure 2: per-layer covariance change against the Phase 1 model",
+        )
+    base = PRETRAIN if ev.has(PRETRAIN) else None
+    if base is not None:
+        pts2: dict[str, tuple[list[float], list[float]]] = {}  # arm -> (MA change, EA change)
+        ea0, ma0 = (a.score() for a in ev.abilities(base))
+        for stage, label in labels.items():
+            if stage != base and ev.has(stage):
+                ea, ma = (a.score() for a in ev.abilities(stage))
+                pts2[label] = ([ma - ma0], [ea - ea0])
+        if pts2:
+            path = figs / "ea_ma_tradeoff.png"
+            scatter_plot(
+                pts2,
+                path,
+                title="EA and MA change against the base model",
+                xlabel="MA - MA(base)",
+                ylabel="EA - EA(base)",
+            )
+            rep.image(
+                str(path.relative_to(run_dir)), "EA/MA trade-off: every arm against the base model"
+            )
+
+
+def write_report(cfg: TwoPhaseConfig, run_dir: Path) -> Path:
+    scores = read_scores(run_dir / "results" / "scores.jsonl")
+    results = run_dir / "results"
+    labels = evaluated_models(cfg)
+    arms = {k: v for k, v in labels.items() if k.startswith("mit_")}
+    ev = Evidence(cfg, run_dir)
+    rep = Report(f"{cfg.name}: two-phase continual instruction fine-tuning (paper 002)")
+    pairs = "; ".join(f"{p.phase1} -> {p.phase2}" for p in cfg.pairs)
+    rep.paragraph(
+        f"Base: {cfg.base.model.preset or cfg.base.model.name_or_path} pretrained on "
+        f"{', '.join(cfg.base.languages)}. Phase-wise pairs: {pairs}. Every model is scored "
+        f"through lm-evaluation-harness: EA on {', '.join(cfg.evaluation.english)}; MA on "
+        f"{', '.join(cfg.evaluation.multilingual)} ({cfg.evaluation.limit or 'all'} documents per "
+        "task). Instruction sets and their data cards are in stages/set_*/."
+    )
+    found = claims(cfg, ev, arms)
+    if found:
+        rep.claims(found)
+        write_table(results, claims_table(found))
+    rep.heading("Tables", 2)
+    tables = [
+        ability_table(cfg, ev, scores, "EA", labels),
+        ability_table(cfg, ev, scores, "MA", labels),
+    ]
+    tables += similarity_tables(cfg, scores)
+    mt = mitigation_table(cfg, ev, arms)
+    tables += [mt] if mt is not None else []
+    for t in tables:
+        if t.rows:
+            write_table(results, t)
+            rep.heading(t.title, 3).table(t)
+    lines = correlation_lines(cfg, ev, scores)
+    if lines:
+        rep.heading("EA change against dataset similarity", 3).bullets(lines)
+    cards = [
+        read_instruction_set(d).card.splitlines()[0]
+        for d in sorted((run_dir / "stages").glob("set_*"))
+        if (d / "records.jsonl").is_file()
+    ]
+    if cards:
+        rep.heading("Instruction sets", 3).bullets([c.lstrip("# ") for c in cards if c])
+    rep.heading("Figures", 2)
+    figures(cfg, rep, run_dir, ev, scores, labels)
+    training_curves(rep, run_dir)
+    md, _ = rep.write(run_dir)
+    return md
+
+
+__all__ = ["PairConfig", "write_report"]

@@ -1,0 +1,174 @@
+"""Stages ``instruction_data`` (an instruction set for Phase 1 or Phase 2 of paper 002) and
+``import_model`` (an off-the-shelf model, e.g. an "Instruct" Phase 1 model, as a stage folder).
+
+``instruction_data`` writes ``records.jsonl`` and ``DATA_CARD.md`` that the
+``instruct`` stage trains on (its ``records`` option) and that ``replay_data``
+and ``dataset_similarity`` read. Offline sets are built from the prepared Bible
+split (input ``data``) by :mod:`polymnesia.harness.instruction_sets`; they hold
+only instructions whose answers are checked automatically. ``kind: hf`` maps the
+fields of any HF instruction dataset (Alpaca, MultiAlpaca, OpenOrca, Aya presets
+in :mod:`polymnesia.data.instruction_sources`). Verses used by the sets given as
+``exclude`` inputs (``exclude_0``, ...) are left out, so a Phase 2 set shares no
+verse with Phase 1 (the paper's Phase 2 has no access to the Phase 1 data).
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, model_validator
+
+from polymnesia.config.base import StrictModel
+from polymnesia.data.config import check_languages
+from polymnesia.data.instruction_sources import PRESETS, load_instruction_dataset
+from polymnesia.errors import DataError
+from polymnesia.harness.instruction_sets import (
+    DISSIMILAR_KINDS,
+    PHASE1_KINDS,
+    InstructionSet,
+    TwoPhaseRecord,
+    english_counterpart,
+    phase1_english,
+    phase2_dissimilar,
+    phase2_similar,
+    read_instruction_set,
+    write_instruction_set,
+)
+from polymnesia.models.io import load_model_and_tokenizer, save_model_and_tokenizer
+from polymnesia.pipeline.stage import STAGES, Stage, StageContext
+from polymnesia.results import Score
+
+SetKind = Literal[
+    "phase1_english", "phase2_similar", "phase2_dissimilar", "english_counterpart", "hf"
+]
+
+
+class InstructionSetConfig(StrictModel):
+    """One instruction dataset of the two-phase protocol."""
+
+    kind: SetKind = Field(
+        description="phase1_english | phase2_similar (Phase 1's tasks in other languages) | "
+        "phase2_dissimilar (other task types) | english_counterpart (of the set named in 'of': "
+        "the English pool of replay) | hf (a Hub dataset with field mapping)"
+    )
+    records: int = Field(600, gt=0, description="records in the set (offline kinds; hf: a cap)")
+    languages: list[str] = Field(default_factory=list, description="phase 2 kinds: the languages")
+    tasks: list[str] | None = Field(None, description="task kinds (default: every kind of the set)")
+    of: str | None = Field(None, description="english_counterpart: the Phase 2 set it mirrors")
+    split: Literal["train", "validation", "test"] = "train"
+    dataset: str | None = Field(None, description="hf: dataset name (or a .jsonl path)")
+    preset: str | None = Field(None, description=f"hf: field preset ({', '.join(PRESETS)})")
+    fields: dict[str, str] = Field(
+        default_factory=dict, description="hf: instruction/input/output/lang -> column"
+    )
+    config: str | None = None
+    hf_split: str = "train"
+
+    @model_validator(mode="after")
+    def _check(self) -> InstructionSetConfig:
+        check_languages(self.languages)
+        if self.kind in ("phase2_similar", "phase2_dissimilar") and not self.languages:
+            raise ValueError(f"an instruction set of kind {self.kind} needs 'languages'")
+        if (self.kind == "english_counterpart") != (self.of is not None):
+            raise ValueError("'of' (the Phase 2 set) is given exactly for kind english_counterpart")
+        if self.kind == "hf" and not (self.dataset or self.preset):
+            raise ValueError("an instruction set of kind hf needs 'dataset' or 'preset'")
+        if self.preset is not None and self.preset not in PRESETS:
+            raise ValueError(f"unknown preset {self.preset!r}; accepted: {', '.join(PRESETS)}")
+        accepted = {"phase1_english": PHASE1_KINDS, "phase2_similar": PHASE1_KINDS}.get(
+            self.kind, DISSIMILAR_KINDS
+        )
+        if self.tasks is not None and self.kind in (
+            "phase1_english",
+            "phase2_similar",
+            "phase2_dissimilar",
+        ):
+            bad = [t for t in self.tasks if t not in accepted]
+            if bad or not self.tasks:
+                raise ValueError(
+                    f"unknown task kinds {bad} for {self.kind}; accepted: {', '.join(accepted)}"
+                )
+        return self
+
+
+class InstructionDataParams(StrictModel):
+    name: str
+    set: InstructionSetConfig
+    seed: int = 0
+
+
+def _hf_set(name: str, c: InstructionSetConfig) -> InstructionSet:
+    rows = load_instruction_dataset(
+        c.dataset or "",
+        preset=c.preset,
+        fields=c.fields or None,
+        config=c.config,
+        split=c.hf_split,
+        limit=c.records,
+        languages=c.languages or None,
+    )
+    recs = [
+        TwoPhaseRecord(r.instruction, r.input, r.output, lang or "und", "hf", f"{name}:{i}", "none")
+        for i, (r, lang) in enumerate(rows)
+    ]
+    card = f"# {name}\n\n{len(recs)} records of {c.dataset or c.preset} (fields {c.fields}).\n"
+    return InstructionSet(name, recs, card)
+
+
+def build_set(ctx: StageContext, p: InstructionDataParams) -> InstructionSet:
+    """The instruction set ``p`` describes, from the stage's inputs."""
+    c, data = p.set, ctx.inputs.get("data")
+    exclude: set[str] = set()
+    for role, folder in sorted(ctx.inputs.items()):
+        if role.startswith("exclude_"):
+            exclude |= read_instruction_set(folder).verse_ids
+    kw = {"split": c.split, "exclude": exclude, "seed": p.seed}
+    if c.kind == "hf":
+        return _hf_set(p.name, c)
+    if data is None:
+        raise DataError(f"instruction set '{p.name}' ({c.kind}) needs the prepared data as input")
+    if c.kind == "phase1_english":
+        return phase1_english(data, c.records, kinds=c.tasks or PHASE1_KINDS, **kw)  # type: ignore[arg-type]
+    if c.kind == "phase2_similar":
+        return phase2_similar(data, c.languages, c.records, kinds=c.tasks or PHASE1_KINDS, **kw)  # type: ignore[arg-type]
+    if c.kind == "phase2_dissimilar":
+        kinds = c.tasks or DISSIMILAR_KINDS
+        return phase2_dissimilar(data, c.languages, c.records, kinds=kinds, **kw)  # type: ignore[arg-type]
+    return english_counterpart(read_instruction_set(ctx.input("of"), c.of), data, split=c.split)
+
+
+@STAGES.register("instruction_data", "an instruction set with its data card (paper 002 phases)")
+class InstructionData(Stage):
+    version = "1"
+
+    def run(self, ctx: StageContext) -> list[Score]:
+        p: InstructionDataParams = ctx.params
+        s = build_set(ctx, p)
+        if not s.records:
+            raise DataError(f"instruction set '{p.name}' ({p.set.kind}) came out empty")
+        s.name = p.name
+        write_instruction_set(s, ctx.out_dir)
+        counts = s.counts()
+        return [
+            Score(
+                model=p.name, lang=lang, metric="records", value=float(k), task="instruction_data"
+            )
+            for lang, k in counts["lang"].items()
+        ]
+
+
+class ImportModelParams(StrictModel):
+    name_or_path: str = Field(description="a local HF model folder or a Hub id")
+
+
+@STAGES.register(
+    "import_model", "an off-the-shelf model (local folder or Hub id) as a stage folder"
+)
+class ImportModel(Stage):
+    version = "1"
+
+    def run(self, ctx: StageContext) -> list[Score]:
+        p: ImportModelParams = ctx.params
+        model, tok = load_model_and_tokenizer(p.name_or_path)  # type: ignore[arg-type]
+        save_model_and_tokenizer(model, tok, ctx.out_dir / "model")
+        return []
