@@ -21,7 +21,7 @@ from polymnesia.errors import DataError, PolymnesiaError
 from polymnesia.metrics.classification import accuracy, bio_spans, macro_f1, span_f1
 from polymnesia.tokenizers.bpe import load_tokenizer
 
-Kind = Literal["sequence", "token"]
+Kind = Literal["sequence", "token", "span"]
 HEAD_SEED = 1234  # default seed of the new classification head (see load_classifier)
 
 
@@ -113,7 +113,8 @@ def load_classifier(
     *,
     seed: int = HEAD_SEED,
 ) -> tuple[torch.nn.Module, Any]:
-    """A classifier (``AutoModelFor{Sequence,Token}Classification``) and its tokenizer.
+    """A classifier (``AutoModelFor{Sequence,Token}Classification``, or for ``kind="span"``
+    ``AutoModelForQuestionAnswering``: a start and an end logit per token) and its tokenizer.
 
     The body comes from ``model_folder`` (a causal-LM folder written by a model
     stage, or a Hub id); its LM head is dropped. The new head (every parameter
@@ -121,27 +122,35 @@ def load_classifier(
     ``torch.Generator().manual_seed(seed)``: weights ~ N(0, initializer_range),
     biases 0, so the same seed gives the same head whatever the global RNG.
     ``config.pad_token_id`` is set from the tokenizer (EOS when it has no pad).
+    ``num_labels`` is ignored for span models.
     """
-    from transformers import AutoModelForSequenceClassification, AutoModelForTokenClassification
+    from transformers import (
+        AutoModelForQuestionAnswering,
+        AutoModelForSequenceClassification,
+        AutoModelForTokenClassification,
+    )
 
-    if kind not in ("sequence", "token"):
-        raise PolymnesiaError(f"classifier kind must be 'sequence' or 'token', got '{kind}'")
-    if num_labels < 2:
+    autos = {
+        "sequence": AutoModelForSequenceClassification,
+        "token": AutoModelForTokenClassification,
+        "span": AutoModelForQuestionAnswering,
+    }
+    if kind not in autos:
+        raise PolymnesiaError(
+            f"classifier kind must be 'sequence', 'token' or 'span', got '{kind}'"
+        )
+    if kind != "span" and num_labels < 2:
         raise PolymnesiaError(f"a classifier needs at least 2 labels, got {num_labels}")
     where = resolve_model_folder(model_folder)
     tokenizer = load_tokenizer(where)
     if tokenizer.pad_token_id is None:
         tokenizer.pad_token = tokenizer.eos_token
-    auto = (
-        AutoModelForSequenceClassification
-        if kind == "sequence"
-        else AutoModelForTokenClassification
-    )
+    extra = {} if kind == "span" else {"num_labels": num_labels}
     try:
-        model = auto.from_pretrained(where, num_labels=num_labels)
+        model = autos[kind].from_pretrained(where, **extra)
     except (OSError, ValueError) as e:
         raise PolymnesiaError(
-            f"cannot load a {kind} classifier from {where}: {str(e).splitlines()[0]}"
+            f"cannot load a {kind} model from {where}: {str(e).splitlines()[0]}"
         ) from None
     model.config.pad_token_id = tokenizer.pad_token_id
     init_head(model, seed)
