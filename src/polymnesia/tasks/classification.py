@@ -35,7 +35,9 @@ def build_sequence_examples(
     """Prepared records -> ``{"input_ids", "labels": int, "lang", "id"}`` (BOS + text, truncated).
 
     Records without a label (``label`` is None) are skipped: they cannot be
-    trained or scored. ``max_length`` counts BOS.
+    trained or scored. ``max_length`` counts BOS. A record with a second text
+    in ``meta["pair"]`` (XNLI's hypothesis) reads ``BOS text EOS pair``; the
+    pair keeps at most half of ``max_length`` and the first text is cut to the rest.
     """
     if max_length < 2:
         raise PolymnesiaError(f"max_length must be at least 2 (BOS + one token), got {max_length}")
@@ -43,16 +45,23 @@ def build_sequence_examples(
     if not kept:
         return []
     enc = tokenizer([r["text"] for r in kept], add_special_tokens=False)["input_ids"]
+    pairs = [(r.get("meta") or {}).get("pair") for r in kept]
+    pair_ids = (
+        tokenizer([str(p or "") for p in pairs], add_special_tokens=False)["input_ids"]
+        if any(p is not None for p in pairs)
+        else [[] for _ in kept]
+    )
     bos = _bos(tokenizer)
-    return [
-        {
-            "input_ids": (bos + list(ids))[:max_length],
-            "labels": int(r["label"]),
-            "lang": r["lang"],
-            "id": r["id"],
-        }
-        for r, ids in zip(kept, enc, strict=True)
-    ]
+    sep = tokenizer.eos_token_id
+    out = []
+    for r, ids, pair, pids in zip(kept, enc, pairs, pair_ids, strict=True):
+        if pair is None or sep is None:
+            seq = (bos + list(ids))[:max_length]
+        else:
+            tail = [sep, *list(pids)][: max(1, max_length // 2)]
+            seq = (bos + list(ids))[: max_length - len(tail)] + tail
+        out.append({"input_ids": seq, "labels": int(r["label"]), "lang": r["lang"], "id": r["id"]})
+    return out
 
 
 class ClassificationData:

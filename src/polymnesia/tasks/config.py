@@ -81,6 +81,10 @@ class TaskConfig(StrictModel):
                 f"constructed '{self.constructed}' builds a '{CONSTRUCTED[self.constructed]}' task, "
                 f"but kind is '{self.kind}'"
             )
+        if self.tag_names is not None and len(set(self.tag_names)) < 2:
+            raise ValueError("task.tag_names needs at least 2 distinct tag names")
+        if self.tag_names is not None and self.kind != "token":
+            raise ValueError("task.tag_names is for token tasks (kind: token)")
         if self.kind == "span" and self.num_labels is not None:
             raise ValueError("span tasks predict a start and an end; leave num_labels unset")
         return self
