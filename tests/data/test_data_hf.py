@@ -105,3 +105,50 @@ def test_needs_languages_or_lang_field():
     with pytest.raises(DataError, match="needs languages"):
         HFSource("org/x")
     assert hf._unreachable(TimeoutError()) and not hf._unreachable(ValueError())
+
+
+class _Rows(list):
+    """A stand-in for a datasets.Dataset: rows, and columns by name."""
+
+    column_names = ["id", "context", "question", "answers", "tokens", "ner_tags"]
+
+    def __getitem__(self, key):
+        return [r[key] for r in self] if isinstance(key, str) else super().__getitem__(key)
+
+
+def test_field_mapping_lang_pattern_and_word_lists(monkeypatch):
+    """meta_fields copies columns into meta, lang_pattern reads the language from a column
+    (TyDiQA ids), a list-of-words text column is joined (PAN-X tokens)."""
+    import datasets
+
+    rows = _Rows(
+        [
+            {"id": "english-1", "context": "Paris is big.", "question": "what?",
+             "answers": {"text": ["Paris"], "answer_start": [0]}, "tokens": ["a", "b"], "ner_tags": [0, 1]},
+            {"id": "russian-2", "context": "Москва", "question": "что?",
+             "answers": {"text": ["Москва"], "answer_start": [0]}, "tokens": ["c"], "ner_tags": [2]},
+        ]
+    )  # fmt: skip
+    monkeypatch.setattr(datasets, "load_dataset", lambda *a, **k: rows)
+    src = HFSource(
+        "org/tydi", text_field="context", id_field="id", lang_field="id",
+        lang_pattern=r"^([a-z]+)-", languages={"en": "english", "ru": "russian"},
+        meta_fields={"question": "question", "answers": "answers"},
+    )  # fmt: skip
+    assert src.languages() == ["en", "ru"]
+    (rec,) = list(src.records("ru"))
+    assert rec.text == "Москва" and rec.meta["question"] == "что?"
+    assert rec.meta["answers"]["answer_start"] == [0]
+    ner = HFSource("org/panx", text_field="tokens", lang_field="id", lang_pattern=r"^([a-z]+)-",
+                   meta_fields={"tags": "ner_tags"})  # fmt: skip
+    first = next(iter(ner.records("english")))
+    assert first.text == "a b" and first.meta["tags"] == [0, 1]
+
+
+def test_lang_pattern_needs_one_group():
+    from polymnesia.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="one group"):
+        HFSource.check_options({"lang_pattern": "(a)(b)"}, "data.options")
+    with pytest.raises(ConfigError, match="lang_pattern"):
+        HFSource.check_options({"lang_pattern": "("}, "data.options")

@@ -26,9 +26,7 @@ REFUSED_BECAUSE = {
 #: protocol-level tracebacks the fuzzer finds today (config, mutation kind, key path). They
 #: belong to src/polymnesia/experiments/ (being restructured); fix one there, then delete its
 #: row: the test fails on a listed row that no longer gives a traceback, and on any new one.
-KNOWN_PROTOCOL_TRACEBACKS = {
-    ("lf_mlf_sources_sweep.yaml", "empty_list", "sweep.counts"),  # max() of an empty sequence
-}
+KNOWN_PROTOCOL_TRACEBACKS: set[tuple[str, str, str]] = set()
 
 
 def test_fuzzed_configs_give_no_traceback_and_refuse_generic_nonsense(isolated_cache, tmp_path):  # type: ignore[no-untyped-def]

@@ -45,15 +45,14 @@ from polymnesia.models import load_model
 from polymnesia.pipeline.stage import STAGES, Stage, StageContext
 from polymnesia.results import Score
 from polymnesia.stages.common import save_model_and_tokenizer
-from polymnesia.tasks import (
-    ClassificationData,
-    TaskConfig,
-    build_sequence_examples,
-    build_token_examples,
-    infer_num_labels,
-    load_classifier,
+from polymnesia.tasks import TaskConfig, load_classifier
+from polymnesia.tasks.kinds import (
+    build_examples,
+    evaluate_task,
+    label_space,
+    task_records,
+    training_data,
 )
-from polymnesia.tasks.classification import evaluate_items_by_language
 from polymnesia.training.config import TrainConfig
 from polymnesia.training.loop import train
 from polymnesia.training.multilingual_step import MultilingualData, MultilingualStep
@@ -70,6 +69,9 @@ class FinetuneEvalConfig(StrictModel):
     )
     max_eval_per_lang: int | None = Field(
         None, gt=0, description="cap on test examples per language (seeded sample by verse id)"
+    )
+    max_eval_per_target: int | None = Field(
+        None, gt=0, description="cap on test examples per target language; null: max_eval_per_lang"
     )
     batch_size: int = Field(64, gt=0, description="evaluation batch size")
     forgetting_texts: int | None = Field(
@@ -97,6 +99,10 @@ class FinetuneParams(StrictModel):
     )
     subset_seed: int = 0
     bootstrap: BootstrapConfig = Field(default_factory=BootstrapConfig)
+    base_model: str | None = Field(
+        None,
+        description="a Hub id or folder to fine-tune instead of the 'model' input (e.g. XLM-R base)",
+    )
 
 
 def sample_by_id(records: list[dict[str, Any]], n: int | None, seed: int) -> list[dict[str, Any]]:
@@ -110,10 +116,10 @@ def sample_by_id(records: list[dict[str, Any]], n: int | None, seed: int) -> lis
 
 
 def _examples(data_dir, lang, split, task, tok, cap=None, seed=0):  # type: ignore[no-untyped-def]
-
-    recs = sample_by_id(read_split(data_dir, lang, split), cap, seed)
-    build = build_sequence_examples if task.kind == "sequence" else build_token_examples
-    return build(recs, tok, task.max_length), recs
+    """Examples of one language and split: sampled verses (the cap counts verses), then the
+    constructed task if one is named, then model inputs."""
+    recs = task_records(sample_by_id(read_split(data_dir, lang, split), cap, seed), task, seed)
+    return build_examples(recs, task, tok, train=split == "train"), recs
 
 
 @STAGES.register(
@@ -124,6 +130,7 @@ class FinetuneTask(Stage):
     version = "3"
     distributed = True
     resumable = True
+    tag_names: list[str] | None = None  # token tasks: set by _load
 
     def run(self, ctx: StageContext) -> list[Score]:
         p: FinetuneParams = ctx.params
@@ -146,10 +153,14 @@ class FinetuneTask(Stage):
 
         p: FinetuneParams = ctx.params
         recs = [r for lang in p.sources for r in read_split(ctx.input("data"), lang, "train")]
-        n = p.task.num_labels or infer_num_labels(recs, p.task.kind)
-        model, tok = load_classifier(
-            ctx.input("model"), n, p.task.kind, seed=HEAD_SEED_BASE + p.seed
-        )
+        n, names = label_space(p.task, recs)
+        where = p.base_model or ctx.input("model")
+        model, tok = load_classifier(where, n, p.task.kind, seed=HEAD_SEED_BASE + p.seed)
+        if names:
+            conf: Any = model.config
+            conf.id2label = dict(enumerate(names))
+            conf.label2id = {v: k for k, v in enumerate(names)}
+        self.tag_names = names
         return model, tok, n
 
     def _train(self, ctx: StageContext, model, tok):  # type: ignore[no-untyped-def]
@@ -170,7 +181,7 @@ class FinetuneTask(Stage):
                 raise DataError(
                     f"source language '{lang}' has no labelled training data for task '{p.task.name}'"
                 )
-            sets.append(ClassificationData(ex, tok.pad_token_id))
+            sets.append(training_data(ex, p.task, tok.pad_token_id))
         plugins = build_plugins(p.train.plugins, ctx.inputs)
         kw: dict[str, Any] = {"seed": p.seed, "tracker_name": ctx.spec.name, "plugins": plugins}
         if p.method == "slf":
@@ -204,33 +215,38 @@ class FinetuneTask(Stage):
                 "test",
                 p.task,
                 tok,
-                p.evaluation.max_eval_per_lang,
+                p.evaluation.max_eval_per_lang
+                if roles[lang] == "source"
+                else p.evaluation.max_eval_per_target or p.evaluation.max_eval_per_lang,
                 p.subset_seed,
             )[0]
             for lang in roles
         }
-        got = evaluate_items_by_language(
-            model, ex, kind=p.task.kind, metric=p.task.metric, batch_size=p.evaluation.batch_size
+        got = evaluate_task(
+            model, ex, p.task, batch_size=p.evaluation.batch_size, tag_names=self.tag_names
         )
         out, sets = [], []
-        for lang, r in got.items():
+        for lang, (r, values) in got.items():
             items = ItemSet(
                 p.label, lang, r.kind, r.ids, r.columns, task=p.task.name, group=roles[lang],
-                seed=p.seed, setting=p.setting, n_labels=r.n_labels,
+                seed=p.seed, setting=p.setting, n_labels=r.n_labels or None,
             )  # fmt: skip
             sets.append(items)
-            score = Score(
-                model=p.label,
-                lang=lang,
-                metric=p.task.metric,
-                value=r.value,
-                task=p.task.name,
-                group=roles[lang],
-                seed=p.seed,
-                setting=p.setting,
-                extra={"n": len(ex[lang]), "method": p.method, "sources": p.sources},
-            )
-            out.append(score_with_items(score, items, p.bootstrap))
+            for metric, value in values.items():
+                score = Score(
+                    model=p.label,
+                    lang=lang,
+                    metric=metric,
+                    value=value,
+                    task=p.task.name,
+                    group=roles[lang],
+                    seed=p.seed,
+                    setting=p.setting,
+                    extra={"n": len(ex[lang]), "method": p.method, "sources": p.sources},
+                )
+                if metric == p.task.metric:
+                    score = score_with_items(score, items, p.bootstrap)
+                out.append(score)
         return out, sets
 
     def _lm_scores(self, ctx: StageContext, model, tok) -> tuple[list[Score], list[ItemSet]]:  # type: ignore[no-untyped-def]

@@ -22,7 +22,7 @@ from polymnesia.metrics.classification import accuracy, bio_spans, macro_f1, spa
 from polymnesia.models.anatomy import split_body_head
 from polymnesia.tokenizers.bpe import load_tokenizer
 
-Kind = Literal["sequence", "token"]
+Kind = Literal["sequence", "token", "span"]
 HEAD_SEED = 1234  # default seed of the new classification head (see load_classifier)
 
 
@@ -36,7 +36,9 @@ def build_sequence_examples(
     """Prepared records -> ``{"input_ids", "labels": int, "lang", "id"}`` (BOS + text, truncated).
 
     Records without a label (``label`` is None) are skipped: they cannot be
-    trained or scored. ``max_length`` counts BOS.
+    trained or scored. ``max_length`` counts BOS. A record with a second text
+    in ``meta["pair"]`` (XNLI's hypothesis) reads ``BOS text EOS pair``; the
+    pair keeps at most half of ``max_length`` and the first text is cut to the rest.
     """
     if max_length < 2:
         raise PolymnesiaError(f"max_length must be at least 2 (BOS + one token), got {max_length}")
@@ -44,16 +46,23 @@ def build_sequence_examples(
     if not kept:
         return []
     enc = tokenizer([r["text"] for r in kept], add_special_tokens=False)["input_ids"]
+    pairs = [(r.get("meta") or {}).get("pair") for r in kept]
+    pair_ids = (
+        tokenizer([str(p or "") for p in pairs], add_special_tokens=False)["input_ids"]
+        if any(p is not None for p in pairs)
+        else [[] for _ in kept]
+    )
     bos = _bos(tokenizer)
-    return [
-        {
-            "input_ids": (bos + list(ids))[:max_length],
-            "labels": int(r["label"]),
-            "lang": r["lang"],
-            "id": r["id"],
-        }
-        for r, ids in zip(kept, enc, strict=True)
-    ]
+    sep = getattr(tokenizer, "eos_token_id", None)
+    out = []
+    for r, ids, pair, pids in zip(kept, enc, pairs, pair_ids, strict=True):
+        if pair is None or sep is None:
+            seq = (bos + list(ids))[:max_length]
+        else:
+            tail = [sep, *list(pids)][: max(1, max_length // 2)]
+            seq = (bos + list(ids))[: max_length - len(tail)] + tail
+        out.append({"input_ids": seq, "labels": int(r["label"]), "lang": r["lang"], "id": r["id"]})
+    return out
 
 
 class ClassificationData:
@@ -114,7 +123,8 @@ def load_classifier(
     *,
     seed: int = HEAD_SEED,
 ) -> tuple[torch.nn.Module, Any]:
-    """A classifier (``AutoModelFor{Sequence,Token}Classification``) and its tokenizer.
+    """A classifier (``AutoModelFor{Sequence,Token}Classification``, or for ``kind="span"``
+    ``AutoModelForQuestionAnswering``: a start and an end logit per token) and its tokenizer.
 
     The body comes from ``model_folder`` (a causal-LM folder written by a model
     stage, or a Hub id); its LM head is dropped. The new head (every parameter
@@ -122,27 +132,35 @@ def load_classifier(
     ``torch.Generator().manual_seed(seed)``: weights ~ N(0, initializer_range),
     biases 0, so the same seed gives the same head whatever the global RNG.
     ``config.pad_token_id`` is set from the tokenizer (EOS when it has no pad).
+    ``num_labels`` is ignored for span models.
     """
-    from transformers import AutoModelForSequenceClassification, AutoModelForTokenClassification
+    from transformers import (
+        AutoModelForQuestionAnswering,
+        AutoModelForSequenceClassification,
+        AutoModelForTokenClassification,
+    )
 
-    if kind not in ("sequence", "token"):
-        raise PolymnesiaError(f"classifier kind must be 'sequence' or 'token', got '{kind}'")
-    if num_labels < 2:
+    autos = {
+        "sequence": AutoModelForSequenceClassification,
+        "token": AutoModelForTokenClassification,
+        "span": AutoModelForQuestionAnswering,
+    }
+    if kind not in autos:
+        raise PolymnesiaError(
+            f"classifier kind must be 'sequence', 'token' or 'span', got '{kind}'"
+        )
+    if kind != "span" and num_labels < 2:
         raise PolymnesiaError(f"a classifier needs at least 2 labels, got {num_labels}")
     where = resolve_model_folder(model_folder)
     tokenizer = load_tokenizer(where)
     if tokenizer.pad_token_id is None:
         tokenizer.pad_token = tokenizer.eos_token
-    auto = (
-        AutoModelForSequenceClassification
-        if kind == "sequence"
-        else AutoModelForTokenClassification
-    )
+    extra = {} if kind == "span" else {"num_labels": num_labels}
     try:
-        model = auto.from_pretrained(where, num_labels=num_labels)
+        model = autos[kind].from_pretrained(where, **extra)
     except (OSError, ValueError) as e:
         raise PolymnesiaError(
-            f"cannot load a {kind} classifier from {where}: {str(e).splitlines()[0]}"
+            f"cannot load a {kind} model from {where}: {str(e).splitlines()[0]}"
         ) from None
     model.config.pad_token_id = tokenizer.pad_token_id
     init_head(model, seed)

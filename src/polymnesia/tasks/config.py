@@ -5,31 +5,42 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from polymnesia.config.base import StrictModel
 from polymnesia.errors import DataError
 
-#: metric names accepted per task kind (functions in polymnesia.metrics.classification)
+#: metric names accepted per task kind (functions in polymnesia.metrics.classification / .qa)
 METRICS_BY_KIND = {
     "sequence": ("accuracy", "macro_f1"),
     "token": ("accuracy", "span_f1"),
+    "span": ("exact_match", "squad_f1"),
 }
+#: constructed offline tasks (polymnesia.tasks.constructed) and the kind each one is
+CONSTRUCTED = {"genre_segments": "token", "genre_question": "span"}
+Kind = Literal["sequence", "token", "span"]
 
 
 class TaskConfig(StrictModel):
     """A labelled task: what is predicted, how it is scored, how inputs are cut.
 
     The offline default is the Bible verse genre (``record["label"]``, 9 classes
-    shared by every language, split by verse id in ``prepare_data``).
+    shared by every language, split by verse id in ``prepare_data``). Records
+    carry what the kind needs: a ``label`` (sequence; ``meta["pair"]`` adds a
+    second text, as XNLI's hypothesis), ``meta["tags"]`` (token, one int per
+    whitespace word), ``meta["question"]`` and ``meta["answers"]`` (span, SQuAD
+    format) -- from a data source's field mapping (``hf``: ``meta_fields``) or
+    built from Bible verses by ``constructed`` (data cards: docs/lf_mlf.md).
     """
 
-    name: str = Field("bible_genre", description="task name shown in reports")
-    kind: Literal["sequence", "token"] = Field(
-        "sequence", description="sequence: one label per text; token: one tag per word"
+    name: str = Field("bible_genre", min_length=1, description="task name shown in reports")
+    kind: Kind = Field(
+        "sequence",
+        description="sequence: one label per text; token: one tag per word; span: extractive QA",
     )
-    metric: Literal["accuracy", "macro_f1", "span_f1"] = Field(
-        "accuracy", description="accuracy or macro_f1 (sequence); accuracy or span_f1 (token)"
+    metric: Literal["accuracy", "macro_f1", "span_f1", "exact_match", "squad_f1"] = Field(
+        "accuracy",
+        description="accuracy or macro_f1 (sequence); accuracy or span_f1 (token); exact_match or squad_f1 (span)",
     )
     num_labels: int | None = Field(
         None, gt=1, description="number of classes; null: derived from the training data"
@@ -37,6 +48,26 @@ class TaskConfig(StrictModel):
     max_length: int = Field(
         128, gt=2, description="tokens per example including BOS; longer texts are truncated"
     )
+    tag_names: list[str] | None = Field(
+        None, description="token tasks: tag name per id (BIO names for span_f1, e.g. O, B-PER)"
+    )
+    constructed: Literal["genre_segments", "genre_question"] | None = Field(
+        None,
+        description="build a constructed task from labelled verses (token: genre_segments; span: genre_question)",
+    )
+    passage_verses: int = Field(
+        3, ge=2, le=8, description="constructed tasks: verses per passage (of distinct genres)"
+    )
+    max_answer_tokens: int = Field(
+        64, gt=0, description="span tasks: longest answer considered when decoding"
+    )
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, v: str) -> str:
+        if not v.strip():
+            raise ValueError("task.name must not be blank")
+        return v
 
     @model_validator(mode="after")
     def _metric_fits_kind(self) -> TaskConfig:
@@ -45,6 +76,17 @@ class TaskConfig(StrictModel):
             raise ValueError(
                 f"metric '{self.metric}' does not fit kind '{self.kind}'; accepted: {ok}"
             )
+        if self.constructed is not None and CONSTRUCTED[self.constructed] != self.kind:
+            raise ValueError(
+                f"constructed '{self.constructed}' builds a '{CONSTRUCTED[self.constructed]}' task, "
+                f"but kind is '{self.kind}'"
+            )
+        if self.tag_names is not None and len(set(self.tag_names)) < 2:
+            raise ValueError("task.tag_names needs at least 2 distinct tag names")
+        if self.tag_names is not None and self.kind != "token":
+            raise ValueError("task.tag_names is for token tasks (kind: token)")
+        if self.kind == "span" and self.num_labels is not None:
+            raise ValueError("span tasks predict a start and an end; leave num_labels unset")
         return self
 
 

@@ -9,7 +9,14 @@ Two layouts:
 
 The record id is ``id_field`` when given (use an aligned id column so that
 translations land in the same split), else the row index. ``label_field``
-must hold integers.
+must hold integers. A text column holding a list of words (PAN-X ``tokens``)
+is joined with single spaces. ``meta_fields`` copies columns into the
+record's ``meta`` under the task's names (``{tags: ner_tags}``,
+``{pair: hypothesis}``, ``{question: question, answers: answers}``): the field
+mapping that labelled tasks read (docs/lf_mlf.md). With a language column,
+``lang_pattern`` (a regular expression with one group) extracts the language
+from it (TyDiQA's ids start with ``english-``), and ``languages`` then maps
+each code to the extracted value.
 
 When the Hub cannot be reached (no network, or ``HF_HUB_OFFLINE=1``) the
 source raises one :class:`DataError` line naming the dataset and the
@@ -18,12 +25,13 @@ sources that work offline (bible, udhr, local).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from typing import Any
 
 from polymnesia.data.records import TextRecord
 from polymnesia.data.sources.base import SOURCES, Source
-from polymnesia.errors import DataError
+from polymnesia.errors import ConfigError, DataError
 from polymnesia.trust import remote_code
 
 OFFLINE_HINT = (
@@ -77,6 +85,8 @@ class HFSource(Source):
         label_field: str | None = None,
         id_field: str | None = None,
         trust_remote_code: bool = False,
+        meta_fields: dict[str, str] | None = None,
+        lang_pattern: str | None = None,
     ) -> None:
         if not name:
             raise DataError("the hf source needs a dataset name, e.g. name: org/dataset")
@@ -87,9 +97,28 @@ class HFSource(Source):
         self.dataset_name, self.config, self.split = name, config, split
         self.text_field, self.lang_field = text_field, lang_field
         self.label_field, self.id_field = label_field, id_field
+        self.meta_fields = dict(meta_fields or {})
+        self.lang_pattern = re.compile(lang_pattern) if lang_pattern else None
+        self.lang_values: dict[str, str] | None = None
+        if lang_field is not None and languages is not None:  # code -> value in the column
+            self.lang_values, languages = dict(languages), None
         self.language_configs = dict(languages) if languages is not None else None
         self.trust_remote_code = trust_remote_code
         self._loaded: dict[str | None, Any] = {}
+
+    @classmethod
+    def check_options(cls, options: dict[str, Any], key: str) -> None:
+        pattern = options.get("lang_pattern")
+        if pattern is not None:
+            try:
+                groups = re.compile(str(pattern)).groups
+            except re.error as e:
+                raise ConfigError(f"bad value for '{key}.lang_pattern': {e}") from None
+            if groups != 1:
+                raise ConfigError(
+                    f"bad value for '{key}.lang_pattern': {pattern!r} has {groups} groups; "
+                    "give one group that captures the language"
+                )
 
     def _dataset(self, config: str | None) -> Any:
         if config not in self._loaded:
@@ -101,6 +130,7 @@ class HFSource(Source):
     def _check_columns(self, ds: Any) -> None:
         columns = set(getattr(ds, "column_names", None) or [])
         wanted = [self.text_field, self.lang_field, self.label_field, self.id_field]
+        wanted += list(self.meta_fields.values())
         for field in (f for f in wanted if f):
             if field not in columns:
                 raise DataError(
@@ -111,9 +141,22 @@ class HFSource(Source):
     def languages(self) -> list[str]:
         if self.language_configs is not None:
             return sorted(self.language_configs)
+        if self.lang_values is not None:
+            return sorted(self.lang_values)
         ds = self._dataset(self.config)
         self._check_columns(ds)
-        return sorted({str(v) for v in ds[self.lang_field]})
+        return sorted({self._lang_of(v) for v in ds[self.lang_field]})
+
+    def _lang_of(self, value: Any) -> str:
+        """The language a language-column value names (through ``lang_pattern``/``languages``)."""
+        text = str(value)
+        if self.lang_pattern is not None:
+            m = self.lang_pattern.search(text)
+            text = m.group(1) if m and m.groups() else ""
+        if self.lang_values is not None:
+            back = {v: k for k, v in self.lang_values.items()}
+            return back.get(text, "")
+        return text
 
     def records(self, lang: str) -> Iterator[TextRecord]:
         if lang not in self.languages():
@@ -127,7 +170,7 @@ class HFSource(Source):
             ds = self._dataset(self.config)
         self._check_columns(ds)
         for index, row in enumerate(ds):
-            if self.lang_field and str(row[self.lang_field]) != lang:
+            if self.lang_field and self._lang_of(row[self.lang_field]) != lang:
                 continue
             yield self._record(row, index, lang)
 
@@ -141,7 +184,11 @@ class HFSource(Source):
                     f"'{self.label_field}' must hold integers, got {label!r}"
                 )
         rid = str(row[self.id_field]) if self.id_field else str(index)
-        return TextRecord(rid, lang, str(row[self.text_field]), label, {"row": index})
+        text = row[self.text_field]
+        if isinstance(text, list):  # a list of words (PAN-X tokens)
+            text = " ".join(str(w) for w in text)
+        meta = {"row": index, **{k: row[col] for k, col in self.meta_fields.items()}}
+        return TextRecord(rid, lang, str(text), label, meta)
 
     def info(self) -> dict[str, Any]:
         return {

@@ -1,23 +1,41 @@
-"""The ``lf_mlf`` config (paper 003): base model, task, sources and targets, combiners,
-seeds, and the optional source-count sweep and cross-branch parts."""
+"""The ``lf_mlf`` config (paper 003): base model, task(s), sources and targets, combiners,
+seeds, the Friedman blocks, and the optional source-count sweep and cross-branch parts.
+
+Everything that can be known without running is checked here with one line
+(issue 9): non-empty and duplicate-free lists (parts, seeds, methods, sweep and
+branch methods, branch groups), known language codes that are pretraining
+languages where they are fine-tuned on, non-negative seeds, a ``sweep`` or
+``branches`` section exactly where ``parts`` runs it, and each combiner's
+``method_options`` against the options that combiner takes.
+"""
 
 from __future__ import annotations
 
+import inspect
 import warnings
 from typing import Any, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import (
+    ConfigDict,
+    Field,
+    ValidationError,
+    create_model,
+    field_validator,
+    model_validator,
+)
 
 from polymnesia.config.base import StrictModel
-from polymnesia.errors import unknown
+from polymnesia.data.sources.checks import check_data_section
+from polymnesia.errors import PolymnesiaError, unknown
 from polymnesia.experiments.base import ExperimentConfig
 from polymnesia.experiments.sections import (
     BaseModelSection,
     DataConfig,
     TrainConfig,
-    check_language,
+    unique_languages,
 )
-from polymnesia.gradients import COMBINERS
+from polymnesia.gradients import COMBINERS, get_combiner
+from polymnesia.metrics.stats import Blocks
 from polymnesia.stages.finetune import FinetuneEvalConfig
 from polymnesia.tasks import TaskConfig
 
@@ -37,6 +55,51 @@ def label_of(method: str) -> str:
     return LABELS.get(method, method)
 
 
+def _unique(values: list[Any], key: str, what: str = "value") -> list[Any]:
+    if not values:
+        raise ValueError(f"{key} must not be empty")
+    seen = set()
+    for v in values:
+        if v in seen:
+            raise ValueError(f"{what} {v!r} is listed twice in {key}")
+        seen.add(v)
+    return values
+
+
+def check_methods(methods: list[str], key: str) -> list[str]:
+    """Known combiners, each once, at least one."""
+    for m in methods:
+        if m not in COMBINERS:
+            raise ValueError(f"{key}: {unknown('combiner', m, COMBINERS.names())}")
+    return _unique(methods, key, "combiner")
+
+
+def check_method_options(method: str, options: dict[str, Any]) -> None:
+    """``options`` against combiner ``method``'s constructor: names, types, then its own checks."""
+    cls = COMBINERS.get(method)
+    params = [p for p in inspect.signature(cls.__init__, eval_str=True).parameters.values()][1:]
+    fields: dict[str, Any] = {
+        p.name: (Any if p.annotation is p.empty else p.annotation, p.default) for p in params
+    }
+    model = create_model(
+        f"{method}_options", __config__=ConfigDict(extra="forbid", strict=False), **fields
+    )
+    try:
+        model.model_validate(options)
+    except ValidationError as e:
+        err = e.errors()[0]
+        where = ".".join(str(x) for x in err["loc"])
+        accepted = ", ".join(fields) or "none"
+        raise ValueError(
+            f"method_options.{method}.{where}: {err['msg']} (got {err.get('input')!r}); "
+            f"options of '{method}': {accepted}"
+        ) from None
+    try:
+        get_combiner(method, **options)
+    except PolymnesiaError as e:
+        raise ValueError(f"method_options.{method}: {e}") from None
+
+
 class SweepSection(StrictModel):
     """Figures 3-4: sources = the top-k of ``ranking`` for each k in ``counts``."""
 
@@ -44,11 +107,22 @@ class SweepSection(StrictModel):
     counts: list[int] = Field(description="numbers of source languages (each >= 2)")
     methods: list[str] = Field(default_factory=lambda: ["uniform", "lf_mlf"])
 
+    @field_validator("ranking")
+    @classmethod
+    def _ranking(cls, v: list[str]) -> list[str]:
+        return unique_languages(_unique(v, "sweep.ranking"), "sweep.ranking")
+
+    @field_validator("methods")
+    @classmethod
+    def _methods(cls, v: list[str]) -> list[str]:
+        return check_methods(v, "sweep.methods")
+
     @model_validator(mode="after")
     def _check(self) -> SweepSection:
+        _unique(self.counts, "sweep.counts", "count")
         if any(k < 2 or k > len(self.ranking) for k in self.counts):
             raise ValueError(
-                f"sweep.counts must lie in 2..{len(self.ranking)} (the ranking's length)"
+                f"sweep.counts must lie in 2..{len(self.ranking)} (the ranking's length), got {self.counts}"
             )
         return self
 
@@ -59,12 +133,69 @@ class BranchSection(StrictModel):
     groups: dict[str, list[str]] = Field(description="branch name -> languages")
     methods: list[str] = Field(default_factory=lambda: ["uniform", "lf_mlf"])
 
+    @field_validator("methods")
+    @classmethod
+    def _methods(cls, v: list[str]) -> list[str]:
+        return check_methods(v, "branches.methods")
+
+    @field_validator("groups")
+    @classmethod
+    def _groups(cls, v: dict[str, list[str]]) -> dict[str, list[str]]:
+        if len(v) < 2:
+            raise ValueError(f"branches.groups needs at least 2 branches, got {len(v)}")
+        seen: dict[str, str] = {}
+        for name, langs in v.items():
+            if not name.strip() or "/" in name:
+                raise ValueError(f"branch name {name!r} must be a non-empty name without '/'")
+            unique_languages(_unique(langs, f"branches.groups.{name}"), f"branches.groups.{name}")
+            for lang in langs:
+                if lang in seen:
+                    raise ValueError(
+                        f"language '{lang}' is in branches '{seen[lang]}' and '{name}'"
+                    )
+                seen[lang] = name
+        return v
+
+
+class FriedmanSection(StrictModel):
+    """What one block of the Friedman test and the CD diagram is (paper 003, Section 5.2.1)."""
+
+    blocks: Blocks | None = Field(
+        None,
+        description="tasks (as the paper) or languages; null: tasks when the run has >= 2 tasks",
+    )
+
+
+class TaskSection(TaskConfig):
+    """A task of this protocol: a :class:`TaskConfig` with, optionally, its own data and languages
+    (the paper's three tasks come from three datasets; TyDiQA has its own sources)."""
+
+    data: DataConfig | None = Field(
+        None, description="the task's own data; null: the config's data"
+    )
+    sources: list[str] | None = Field(None, description="this task's sources; null: sources")
+    targets: list[str] | None = Field(None, description="this task's targets; null: targets")
+
+    @field_validator("sources", "targets")
+    @classmethod
+    def _codes(cls, v: list[str] | None) -> list[str] | None:
+        return (
+            None if v is None else unique_languages(_unique(v, "task languages"), "task languages")
+        )
+
+    def base(self) -> TaskConfig:
+        """The plain task a stage takes (without data and languages)."""
+        return TaskConfig.model_validate(self.model_dump(exclude={"data", "sources", "targets"}))
+
 
 class LFMLFConfig(ExperimentConfig):
     experiment: Literal["lf_mlf"] = "lf_mlf"
     data: DataConfig = Field(default_factory=DataConfig)
     pretrain: BaseModelSection
-    task: TaskConfig = Field(default_factory=TaskConfig)
+    task: TaskSection = Field(default_factory=TaskSection)
+    tasks: list[TaskSection] | None = Field(
+        None, description="several tasks (each its own tables; Friedman blocks); replaces task"
+    )
     sources: list[str] = Field(description="source languages S_f (paper: en, de, fr)")
     targets: list[str] | None = Field(
         None, description="zero-shot languages; default: every other pretraining language"
@@ -81,55 +212,145 @@ class LFMLFConfig(ExperimentConfig):
     )
     finetune: TrainConfig = Field(default_factory=TrainConfig)
     evaluation: FinetuneEvalConfig = Field(default_factory=FinetuneEvalConfig)
+    friedman: FriedmanSection = Field(default_factory=FriedmanSection)
     sweep: SweepSection | None = None
     branches: BranchSection | None = None
     parts: list[Part] = Field(
         default_factory=lambda: list(ALL_PARTS), description="which parts to run"
     )
 
-    @field_validator("sources", "targets")
+    @field_validator("sources")
     @classmethod
-    def _codes(cls, v: list[str] | None) -> list[str] | None:
-        return None if v is None else [check_language(c) for c in v]
+    def _sources(cls, v: list[str]) -> list[str]:
+        return unique_languages(_unique(v, "sources"), "sources")
+
+    @field_validator("targets")
+    @classmethod
+    def _targets(cls, v: list[str] | None) -> list[str] | None:
+        return None if v is None else unique_languages(_unique(v, "targets"), "targets")
 
     @field_validator("methods")
     @classmethod
     def _methods(cls, v: list[str]) -> list[str]:
-        for m in v:
-            if m not in COMBINERS:
-                raise ValueError(str(unknown("combiner", m, COMBINERS.names())))
-        return v
+        return check_methods(v, "methods")
+
+    @field_validator("seeds")
+    @classmethod
+    def _seeds(cls, v: list[int]) -> list[int]:
+        if any(s < 0 for s in v):
+            raise ValueError(f"seeds must be non-negative integers, got {v}")
+        return _unique(v, "seeds", "seed")
+
+    @field_validator("parts")
+    @classmethod
+    def _parts(cls, v: list[Part]) -> list[Part]:
+        return _unique(v, "parts", "part")
 
     @model_validator(mode="after")
     def _check(self) -> LFMLFConfig:
-        if not self.sources:
-            raise ValueError("at least one source language is needed")
-        if len(self.sources) < 2 and self.methods:
-            raise ValueError(
-                "multi-lingual methods need T >= 2 sources (with T = 1 every combiner is plain fine-tuning; use slf)"
-            )
-        missing = [s for s in self.sources if s not in self.pretrain.languages]
-        if missing:
-            raise ValueError(
-                f"sources {missing} are not pretraining languages {self.pretrain.languages} (paper: S_f in S_p)"
-            )
-        if self.targets is not None and (overlap := [t for t in self.targets if t in self.sources]):
-            warnings.warn(
-                f"targets {overlap} are also sources; they are scored as sources only", stacklevel=2
-            )
-        for m in self.method_options:
-            if m not in self.methods:
+        self._check_tasks()
+        self._check_languages()
+        self._check_parts()
+        for m, options in self.method_options.items():
+            if m not in self.all_methods():
                 raise ValueError(
-                    f"method_options names '{m}', which is not in methods {self.methods}"
+                    f"method_options names '{m}', which is not in methods {self.all_methods()}"
                 )
+            check_method_options(m, options)
         return self
 
-    def target_langs(self, sources: list[str]) -> list[str]:
-        pool = self.targets if self.targets is not None else self.pretrain.languages
+    def _check_tasks(self) -> None:
+        if self.tasks is not None:
+            if "task" in self.model_fields_set:
+                raise ValueError("give either task (one) or tasks (several), not both")
+            _unique([t.name for t in self.tasks], "tasks", "task name")
+        for i, t in enumerate(self.task_list()):
+            if t.data is not None:
+                try:
+                    check_data_section(t.data, f"tasks.{i}.data")
+                except PolymnesiaError as e:
+                    raise ValueError(str(e)) from None
+        if self.friedman.blocks == "tasks" and len(self.task_list()) < 2:
+            raise ValueError(
+                "friedman.blocks 'tasks' needs at least 2 tasks; this config has 1: use 'languages' or null"
+            )
+
+    def _check_languages(self) -> None:
+        pretrained = self.pretrain.languages
+        for t in self.task_list():
+            sources = self.sources_of(t)
+            if len(sources) < 2 and self.methods:
+                raise ValueError(
+                    "multi-lingual methods need T >= 2 sources (with T = 1 every combiner is plain fine-tuning; use slf)"
+                )
+            missing = [s for s in sources if s not in pretrained]
+            if missing:
+                raise ValueError(
+                    f"sources {missing} are not pretraining languages {pretrained} (paper: S_f in S_p)"
+                )
+            targets = t.targets if t.targets is not None else self.targets
+            if targets is not None and (overlap := [x for x in targets if x in sources]):
+                warnings.warn(
+                    f"targets {overlap} are also sources; they are scored as sources only",
+                    stacklevel=2,
+                )
+            if "main" in self.parts and not self.target_langs(sources, t):
+                raise ValueError(
+                    f"task '{t.name}' has no target language left after removing the sources {sources}"
+                )
+        if self.sweep:
+            self._within_pretraining(self.sweep.ranking, "sweep.ranking")
+        if self.branches:
+            for name, langs in self.branches.groups.items():
+                self._within_pretraining(langs, f"branches.groups.{name}")
+        if self.evaluation.forgetting_languages is not None:
+            _unique(
+                self.evaluation.forgetting_languages, "evaluation.forgetting_languages", "language"
+            )
+            known = self.all_languages()
+            bad = [x for x in self.evaluation.forgetting_languages if x not in known]
+            if bad:
+                raise ValueError(
+                    f"evaluation.forgetting_languages {bad} are not data languages of this run {known}"
+                )
+
+    def _within_pretraining(self, langs: list[str], key: str) -> None:
+        missing = [x for x in langs if x not in self.pretrain.languages]
+        if missing:
+            raise ValueError(
+                f"{key}: {missing} are not pretraining languages {self.pretrain.languages} "
+                "(they are fine-tuned on: paper S_f in S_p)"
+            )
+
+    def _check_parts(self) -> None:
+        for part, section in (("sweep", self.sweep), ("branches", self.branches)):
+            if part in self.parts and section is None:
+                raise ValueError(f"parts lists '{part}' but the config has no {part} section")
+            if section is not None and part not in self.parts:
+                warnings.warn(f"the {part} section is not run: parts is {self.parts}", stacklevel=2)
+
+    def all_methods(self) -> list[str]:
+        extra = [
+            *(self.sweep.methods if self.sweep else []),
+            *(self.branches.methods if self.branches else []),
+        ]
+        return list(dict.fromkeys([*self.methods, *extra]))
+
+    def task_list(self) -> list[TaskSection]:
+        return list(self.tasks) if self.tasks is not None else [self.task]
+
+    def sources_of(self, task: TaskSection | None = None) -> list[str]:
+        return task.sources if task is not None and task.sources is not None else self.sources
+
+    def target_langs(self, sources: list[str], task: TaskSection | None = None) -> list[str]:
+        own = task.targets if task is not None and task.targets is not None else self.targets
+        pool = own if own is not None else self.pretrain.languages
         return [t for t in pool if t not in sources]
 
     def all_languages(self) -> list[str]:
         langs = [*self.pretrain.languages, *(self.targets or [])]
+        for t in self.task_list():
+            langs += [*(t.sources or []), *(t.targets or [])]
         if self.sweep:
             langs += self.sweep.ranking
         if self.branches:

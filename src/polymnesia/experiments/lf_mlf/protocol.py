@@ -2,17 +2,20 @@
 
 Mao et al. 2022, "Less-Forgetting Multi-Lingual Fine-Tuning", Section 5: a
 multilingual model (here: the decoder of the pretraining stage, shared and
-cached with ``language_modeling``) is fine-tuned on a labelled task in a few
-source languages with Uniform-MLF, PCGrad, GradVac, MGDA and LF-MLF, and with
-single-language fine-tuning (SLF) per source, over several seeds; reported are
-zero-shot performance averaged over the target languages (Tables 1-3),
-fine-tuning performance per source (Tables 4-6) with paired t-test marks, the
-Friedman test and Bonferroni-Dunn CD diagram (Figure 2), the forgetting F_p of
-the pretraining objective (Section 3.2), and optionally the source-count sweep
+cached with ``language_modeling``; or a Hub model such as XLM-R base given
+as ``pretrain.model.name_or_path``, fine-tuned as it is) is fine-tuned on a
+labelled task in a few source languages with Uniform-MLF, PCGrad, GradVac,
+MGDA and LF-MLF, and with single-language fine-tuning (SLF) per source, over
+several seeds; reported are zero-shot performance averaged over the target
+languages (Tables 1-3), fine-tuning performance per source (Tables 4-6) with
+paired t-test marks, the Friedman test and Bonferroni-Dunn CD diagram
+(Figure 2, tasks or languages as blocks), the forgetting F_p of the
+pretraining objective (Section 3.2), and optionally the source-count sweep
 (Figures 3-4, R_T) and cross-branch transfer (Figure 5a).
 
-The offline task is the Bible verse genre (9 labels); XLM-R and WikiANN/XNLI
-are replaced by a tiny decoder and the Bible: see docs/lf_mlf.md.
+The offline tasks are the Bible verse genre (9 labels) and the constructed
+genre tagging and genre questions (docs/lf_mlf.md); the paper's PAN-X,
+TyDiQA-GoldP and XNLI are in configs/lf_mlf_paper.yaml (needs the Hub).
 """
 
 from __future__ import annotations
@@ -21,11 +24,17 @@ from pathlib import Path
 
 from polymnesia.evaluation.config import EvalConfig
 from polymnesia.experiments.base import EXPERIMENTS, Experiment, ExperimentConfig
-from polymnesia.experiments.lf_mlf.config import LFMLFConfig, label_of
+from polymnesia.experiments.lf_mlf.config import LFMLFConfig, TaskSection, label_of
 from polymnesia.experiments.lf_mlf.report import write_report
 from polymnesia.experiments.shared import DATA, PRETRAIN, base_stages, evaluate_lm_stage
 from polymnesia.pipeline.stage import StageSpec
+from polymnesia.stages.data import PrepareDataParams
 from polymnesia.stages.finetune import FinetuneParams
+
+
+def hub_base(cfg: LFMLFConfig) -> str | None:
+    """The Hub model fine-tuned as it is (no pretraining stage), if the config names one."""
+    return cfg.pretrain.model.name_or_path
 
 
 def base_lm_stage(cfg: LFMLFConfig) -> StageSpec:
@@ -41,31 +50,59 @@ def base_lm_stage(cfg: LFMLFConfig) -> StageSpec:
     return evaluate_lm_stage("base_lm", "base", PRETRAIN, langs, evaluate)
 
 
+def data_name(cfg: LFMLFConfig, task: TaskSection) -> str:
+    return DATA if task.data is None else f"{DATA}_{task.name}"
+
+
+def task_data_stages(cfg: LFMLFConfig) -> list[StageSpec]:
+    """One ``prepare_data`` per task that brings its own data (its sources and targets)."""
+    out = []
+    for t in cfg.task_list():
+        if t.data is None:
+            continue
+        sources = cfg.sources_of(t)
+        langs = list(dict.fromkeys([*sources, *cfg.target_langs(sources, t)]))
+        params = PrepareDataParams(data=t.data, languages=langs)
+        out.append(StageSpec(data_name(cfg, t), "prepare_data", params))
+    return out
+
+
 def finetune_stage(
-    cfg: LFMLFConfig, method: str, sources: list[str], targets: list[str], seed: int, setting: str
+    cfg: LFMLFConfig,
+    task: TaskSection,
+    method: str,
+    sources: list[str],
+    targets: list[str],
+    seed: int,
+    setting: str,
 ) -> StageSpec:
     label = f"SLF-{sources[0]}" if method == "slf" else label_of(method)
+    measure_fp = setting == "main" and hub_base(cfg) is None and task.data is None
     params = FinetuneParams(
         label=label,
         method=method,
         method_options=cfg.method_options.get(method, {}),
         sources=sources,
         targets=targets,
-        task=cfg.task,
+        task=task.base(),
         train=cfg.finetune,
         evaluation=cfg.evaluation,
-        forgetting_languages=cfg.forgetting_languages() if setting == "main" else [],
+        forgetting_languages=cfg.forgetting_languages() if measure_fp else [],
         seed=seed,
         setting=setting,
+        base_model=hub_base(cfg),
     )
     tag = "-".join(sources) if method == "slf" else method
-    return StageSpec(
-        f"ft_{setting}_{tag}_s{seed}", "finetune_task", params, {"data": DATA, "model": PRETRAIN}
-    )
+    prefix = f"{task.name}_" if len(cfg.task_list()) > 1 else ""
+    inputs = {"data": data_name(cfg, task)}
+    if hub_base(cfg) is None:
+        inputs["model"] = PRETRAIN
+    return StageSpec(f"ft_{setting}_{prefix}{tag}_s{seed}", "finetune_task", params, inputs)
 
 
 def arms(
     cfg: LFMLFConfig,
+    task: TaskSection,
     methods: list[str],
     sources: list[str],
     targets: list[str],
@@ -74,10 +111,46 @@ def arms(
 ) -> list[StageSpec]:
     out = []
     for seed in cfg.seeds:
-        out += [finetune_stage(cfg, m, sources, targets, seed, setting) for m in methods]
+        out += [finetune_stage(cfg, task, m, sources, targets, seed, setting) for m in methods]
         if slf:
-            out += [finetune_stage(cfg, "slf", [s], targets, seed, setting) for s in sources]
+            out += [finetune_stage(cfg, task, "slf", [s], targets, seed, setting) for s in sources]
     return out
+
+
+def base_specs(cfg: LFMLFConfig) -> list[StageSpec]:
+    """Data, tokenizer, pretraining and F_p's reference, or only the data for a Hub model."""
+    if hub_base(cfg) is not None:
+        shared = [t for t in cfg.task_list() if t.data is None]
+        langs = [
+            x for t in shared for x in [*cfg.sources_of(t), *cfg.target_langs(cfg.sources_of(t), t)]
+        ]
+        specs = [base_stages(cfg.pretrain, cfg.data, langs, cfg.seed)[0]] if shared else []
+        return specs + task_data_stages(cfg)
+    specs = [*base_stages(cfg.pretrain, cfg.data, cfg.all_languages(), cfg.seed)]
+    return [*specs, base_lm_stage(cfg), *task_data_stages(cfg)]
+
+
+def part_specs(cfg: LFMLFConfig, task: TaskSection) -> list[StageSpec]:
+    specs = []
+    if "main" in cfg.parts:
+        sources = cfg.sources_of(task)
+        specs += arms(
+            cfg, task, cfg.methods, sources, cfg.target_langs(sources, task), "main", cfg.slf
+        )
+    if cfg.sweep and "sweep" in cfg.parts:
+        top = cfg.sweep.ranking[: max(cfg.sweep.counts)]
+        targets = cfg.target_langs(top, task)
+        for k in cfg.sweep.counts:
+            specs += arms(
+                cfg, task, cfg.sweep.methods, cfg.sweep.ranking[:k], targets, f"top{k}", False
+            )
+        specs += arms(cfg, task, [], top, targets, "sweep_slf", True)
+    if cfg.branches and "branches" in cfg.parts:
+        groups = cfg.branches.groups
+        for name, langs in groups.items():
+            others = [x for g, ls in groups.items() if g != name for x in ls]
+            specs += arms(cfg, task, cfg.branches.methods, langs, others, f"branch_{name}", False)
+    return specs
 
 
 @EXPERIMENTS.register(
@@ -90,25 +163,9 @@ class LFMLF(Experiment):
     @classmethod
     def build(cls, cfg: ExperimentConfig) -> list[StageSpec]:
         assert isinstance(cfg, LFMLFConfig)
-        specs = [*base_stages(cfg.pretrain, cfg.data, cfg.all_languages(), cfg.seed)]
-        specs.append(base_lm_stage(cfg))
-        if "main" in cfg.parts:
-            specs += arms(
-                cfg, cfg.methods, cfg.sources, cfg.target_langs(cfg.sources), "main", cfg.slf
-            )
-        if cfg.sweep and "sweep" in cfg.parts:
-            top = cfg.sweep.ranking[: max(cfg.sweep.counts)]
-            targets = cfg.target_langs(top)
-            for k in cfg.sweep.counts:
-                specs += arms(
-                    cfg, cfg.sweep.methods, cfg.sweep.ranking[:k], targets, f"top{k}", False
-                )
-            specs += arms(cfg, [], top, targets, "sweep_slf", True)
-        if cfg.branches and "branches" in cfg.parts:
-            groups = cfg.branches.groups
-            for name, langs in groups.items():
-                others = [x for g, ls in groups.items() if g != name for x in ls]
-                specs += arms(cfg, cfg.branches.methods, langs, others, f"branch_{name}", False)
+        specs = base_specs(cfg)
+        for task in cfg.task_list():
+            specs += part_specs(cfg, task)
         return specs
 
     @classmethod

@@ -1,0 +1,175 @@
+"""Paper 003's claims judged with uncertainty, and the did-the-models-learn baselines.
+
+Each claim is the sign of a paired difference between two arms
+(:func:`polymnesia.reports.evidence.arm_difference`: the paired t-test over
+seeds when the arms share two or more seeds, else the paired bootstrap over
+test items, each language resampled within itself), judged holds /
+contradicted / inconclusive (:mod:`polymnesia.reports.claims`). Only what the
+paper states is claimed:
+
+* zero-shot (Tables 1-3): LF-MLF above each other multi-lingual method and
+  above each single-language fine-tuning (SLF) arm, per task;
+* forgetting (Section 3, the method's aim; the paper bounds it but never
+  measures it): LF-MLF's held-out LM loss below each other multi-lingual
+  method's (F_p differs from the LM loss by the base model's loss, the same
+  for both arms);
+* the sweep (Figure 3): LF-MLF above Uniform-MLF zero-shot at each number of
+  sources. Figure 4's finding (R_T of LF-MLF and Uniform-MLF "similar", not
+  evidently above SLF) is a statement of no difference and is shown, not judged;
+* the branches (Figure 5a vs 6a): LF-MLF above Uniform-MLF zero-shot from each branch.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+from polymnesia.errors import DataError
+from polymnesia.experiments.lf_mlf.config import REFERENCE, LFMLFConfig, TaskSection, label_of
+from polymnesia.items import ItemSet, select_items
+from polymnesia.metrics.uncertainty import Interval
+from polymnesia.reports.claims import Baselines, Claim, claim_from_test
+from polymnesia.reports.evidence import arm_difference, arm_score, item_baselines
+from polymnesia.results import Score, filter_scores
+
+SOURCE = "Mao et al. 2022"
+
+
+def _has(scores: Sequence[Score], model: str, **where: Any) -> bool:
+    return bool(filter_scores(scores, model=model, **where))
+
+
+def _claim(
+    statement: str,
+    sign: int,
+    scores: Sequence[Score],
+    items: Sequence[ItemSet],
+    metric: str,
+    a: str,
+    b: str,
+    source: str,
+    label: str,
+    **where: Any,
+) -> Claim | None:
+    if not (_has(scores, a, metric=metric, **where) and _has(scores, b, metric=metric, **where)):
+        return None
+    try:
+        test = arm_difference(scores, items, metric, a, b, **where)
+    except DataError:
+        return None
+    return claim_from_test(statement, sign, test, effect_label=label, source=source)
+
+
+def zero_shot_claims(
+    cfg: LFMLFConfig, task: TaskSection, scores: Sequence[Score], items: Sequence[ItemSet]
+) -> list[Claim]:
+    metric, out = task.metric, []
+    where: dict[str, Any] = {"group": "target", "setting": "main", "task": task.name}
+    others = [label_of(m) for m in cfg.methods if label_of(m) != REFERENCE]
+    others += [f"SLF-{s}" for s in cfg.sources_of(task)] if cfg.slf else []
+    for other in others:
+        c = _claim(
+            f"{task.name}: LF-MLF has better zero-shot {metric} than {other}",
+            +1, scores, items, metric, REFERENCE, other,
+            f"{SOURCE}, Tables 1-3", f"{metric}(LF-MLF) − {metric}({other})", **where,
+        )  # fmt: skip
+        if c:
+            out.append(c)
+    return out
+
+
+def forgetting_claims(
+    cfg: LFMLFConfig, scores: Sequence[Score], items: Sequence[ItemSet]
+) -> list[Claim]:
+    out = []
+    where: dict[str, Any] = {"group": "forgetting", "setting": "main"}
+    for other in [label_of(m) for m in cfg.methods if label_of(m) != REFERENCE]:
+        c = _claim(
+            f"LF-MLF forgets the pretraining objective less than {other} (lower F_p)",
+            +1, scores, items, "lm_loss", other, REFERENCE,
+            f"{SOURCE}, Section 3 (the aim; not measured in the paper)",
+            f"F_p({other}) − F_p(LF-MLF)", **where,
+        )  # fmt: skip
+        if c:
+            out.append(c)
+    return out
+
+
+def sweep_claims(
+    cfg: LFMLFConfig, task: TaskSection, scores: Sequence[Score], items: Sequence[ItemSet]
+) -> list[Claim]:
+    if not cfg.sweep or "sweep" not in cfg.parts:
+        return []
+    out, metric = [], task.metric
+    for k in sorted(cfg.sweep.counts):
+        c = _claim(
+            f"{task.name}: with the top {k} sources, LF-MLF has better zero-shot {metric} than Uniform-MLF",
+            +1, scores, items, metric, REFERENCE, "Uniform-MLF", f"{SOURCE}, Figure 3",
+            f"{metric}(LF-MLF) − {metric}(Uniform-MLF)",
+            group="target", setting=f"top{k}", task=task.name,
+        )  # fmt: skip
+        if c:
+            out.append(c)
+    return out
+
+
+def branch_claims(
+    cfg: LFMLFConfig, task: TaskSection, scores: Sequence[Score], items: Sequence[ItemSet]
+) -> list[Claim]:
+    if not cfg.branches or "branches" not in cfg.parts:
+        return []
+    out, metric = [], task.metric
+    for name in cfg.branches.groups:
+        c = _claim(
+            f"{task.name}: fine-tuned on {name}, LF-MLF transfers better to the other branches than Uniform-MLF",
+            +1, scores, items, metric, REFERENCE, "Uniform-MLF", f"{SOURCE}, Figures 5a and 6a",
+            f"{metric}(LF-MLF) − {metric}(Uniform-MLF)",
+            group="target", setting=f"branch_{name}", task=task.name,
+        )  # fmt: skip
+        if c:
+            out.append(c)
+    return out
+
+
+def all_claims(cfg: LFMLFConfig, scores: Sequence[Score], items: Sequence[ItemSet]) -> list[Claim]:
+    out: list[Claim] = []
+    for task in cfg.task_list():
+        out += zero_shot_claims(cfg, task, scores, items)
+        out += sweep_claims(cfg, task, scores, items)
+        out += branch_claims(cfg, task, scores, items)
+    return out + forgetting_claims(cfg, scores, items)
+
+
+def baseline_rows(
+    cfg: LFMLFConfig, task: TaskSection, scores: Sequence[Score], items: Sequence[ItemSet]
+) -> list[tuple[str, str, str, Interval, Baselines]]:
+    """Per main arm: its mean score on the sources it was trained on, against chance and majority.
+
+    Only label tasks (accuracy, macro-F1) have these baselines; SLF arms are
+    scored on their own language.
+    """
+    if task.kind != "sequence":
+        return []
+    rows: list[tuple[str, str, str, Interval, Baselines]] = []
+    arms = [label_of(m) for m in cfg.methods]
+    arms += [f"SLF-{s}" for s in cfg.sources_of(task)] if cfg.slf else []
+    for model in arms:
+        langs = [model[4:]] if model.startswith("SLF-") else cfg.sources_of(task)
+        where: dict[str, Any] = {
+            "group": "source",
+            "setting": "main",
+            "task": task.name,
+            "lang": langs,
+        }
+        if not _has(scores, model, metric=task.metric, **where):
+            continue
+        sets = select_items(items, model=model, **where)
+        if not sets:
+            continue
+        first_seed = min((s.seed or 0) for s in sets)
+        base = item_baselines([s for s in sets if (s.seed or 0) == first_seed])
+        iv = arm_score(scores, items, task.metric, model, **where)
+        if math.isfinite(iv.estimate):
+            rows.append((model, ", ".join(langs), task.metric, iv, base))
+    return rows

@@ -1,0 +1,106 @@
+"""One entry point per step of a labelled task, whatever its kind (sequence, token, span).
+
+A fine-tuning stage reads prepared records, and for a task (:class:`TaskConfig`):
+:func:`task_records` builds the constructed task when one is named,
+:func:`label_space` gives the number of labels (and tag names),
+:func:`build_examples` the model inputs, :func:`training_data` the loop's data,
+:func:`evaluate_task` the score and per-item columns of every language.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from polymnesia.errors import DataError
+from polymnesia.tasks.classification import (
+    ClassificationData,
+    LanguageResult,
+    build_sequence_examples,
+    evaluate_items_by_language,
+)
+from polymnesia.tasks.config import TaskConfig, infer_num_labels
+from polymnesia.tasks.constructed import construct, genre_tag_names, label_names
+from polymnesia.tasks.qa import SpanData, build_span_examples, predict_answers, score_answers
+from polymnesia.tasks.tagging import build_token_examples
+
+
+def task_records(
+    records: list[dict[str, Any]], task: TaskConfig, seed: int = 0
+) -> list[dict[str, Any]]:
+    """The task's records: ``records`` as they are, or the constructed task built from them."""
+    if task.constructed is None:
+        return records
+    return construct(task.constructed, records, task.passage_verses, seed)
+
+
+def label_space(
+    task: TaskConfig, source_records: list[dict[str, Any]]
+) -> tuple[int, list[str] | None]:
+    """``(num_labels, tag_names)`` from the config, else from the (unconstructed) source records."""
+    if task.kind == "span":
+        return 2, None
+    if task.constructed == "genre_segments":
+        names = label_names(source_records)
+        if not names:
+            raise DataError(f"task '{task.name}' needs labelled verses to build genre tags from")
+        genres = max(names) + 1
+        return 1 + 2 * genres, task.tag_names or genre_tag_names(genres, names)
+    n = task.num_labels or (
+        len(task.tag_names) if task.tag_names else infer_num_labels(source_records, task.kind)
+    )
+    return n, task.tag_names
+
+
+def build_examples(
+    records: list[dict[str, Any]], task: TaskConfig, tokenizer: Any, *, train: bool
+) -> list[dict[str, Any]]:
+    """Model inputs of ``records`` (already through :func:`task_records`)."""
+    if task.kind == "span":
+        return build_span_examples(records, tokenizer, task.max_length, train=train)
+    if task.kind == "token":
+        return build_token_examples(records, tokenizer, task.max_length)
+    return build_sequence_examples(records, tokenizer, task.max_length)
+
+
+def training_data(examples: list[dict[str, Any]], task: TaskConfig, pad_id: int) -> Any:
+    """The training loop's data object for ``examples``."""
+    return (
+        SpanData(examples, pad_id) if task.kind == "span" else ClassificationData(examples, pad_id)
+    )
+
+
+def evaluate_task(
+    model: torch.nn.Module,
+    examples_by_lang: dict[str, list[dict[str, Any]]],
+    task: TaskConfig,
+    *,
+    batch_size: int = 64,
+    tag_names: list[str] | None = None,
+) -> dict[str, tuple[LanguageResult, dict[str, float]]]:
+    """Per language: the task metric with its per-item columns, and every metric's value.
+
+    Span tasks give item kind ``values`` (one exact match or F1 per question,
+    the task's metric) and both ``exact_match`` and ``squad_f1``; the others
+    give their :func:`~polymnesia.tasks.classification.evaluate_items_by_language` result.
+    """
+    if task.kind != "span":
+        got = evaluate_items_by_language(
+            model, examples_by_lang, kind=task.kind, metric=task.metric,
+            batch_size=batch_size, tag_names=tag_names,
+        )  # fmt: skip
+        return {lang: (r, {task.metric: r.value}) for lang, r in got.items()}
+    out = {}
+    for lang, examples in examples_by_lang.items():
+        if not examples:
+            continue
+        preds = predict_answers(model, examples, batch_size, task.max_answer_tokens)
+        cols = score_answers(preds, examples)
+        values = {m: sum(v) / len(v) for m, v in cols.items()}
+        ids = [e["id"] for e in examples]
+        result = LanguageResult(
+            values[task.metric], "values", ids, {"values": cols[task.metric]}, 0
+        )
+        out[lang] = (result, values)
+    return out

@@ -1,0 +1,48 @@
+"""lf_mlf with the tagging and extractive-QA task kinds (constructed Bible tasks), end to end."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from polymnesia.cli.main import main
+from polymnesia.io import read_jsonl
+
+pytestmark = pytest.mark.integration
+SMOKE = Path(__file__).resolve().parents[2] / "configs" / "lf_mlf_smoke.yaml"
+
+
+def test_tagging_and_span_tasks_run_with_tasks_as_friedman_blocks(
+    isolated_cache: Path, tmp_path: Path
+) -> None:
+    data = yaml.safe_load(SMOKE.read_text())
+    del data["task"]
+    data["tasks"] = [
+        {"name": "genre", "kind": "sequence", "metric": "accuracy", "max_length": 32},
+        {"name": "segments", "kind": "token", "metric": "span_f1", "constructed": "genre_segments", "max_length": 96},
+        {"name": "questions", "kind": "span", "metric": "squad_f1", "constructed": "genre_question", "max_length": 96},
+    ]  # fmt: skip
+    data.update(
+        methods=["uniform", "mgda", "lf_mlf"], seeds=[0], slf=False, friedman={"blocks": "tasks"}
+    )
+    config = tmp_path / "tasks.yaml"
+    config.write_text(yaml.safe_dump(data))
+    run = tmp_path / "run"
+    assert main(["run", str(config), "--run-dir", str(run)]) == 0
+    scores = read_jsonl(run / "results" / "scores.jsonl")
+    metrics = {(s["task"], s["metric"]) for s in scores}
+    assert {
+        ("genre", "accuracy"),
+        ("segments", "span_f1"),
+        ("questions", "squad_f1"),
+        ("questions", "exact_match"),
+    } <= metrics
+    for s in scores:
+        if s["metric"] in ("span_f1", "squad_f1", "exact_match"):
+            assert 0 <= s["value"] <= 1
+    text = (run / "report.md").read_text()
+    assert "Friedman test with tasks as blocks" in text
+    assert "The paper's claims" in text and "±0.00" not in text
+    assert (run / "results" / "zero_shot_questions.csv").exists()
