@@ -99,11 +99,22 @@ class BaseModelSection(StrictModel):
     mixture_temperature: float = Field(
         3.0, gt=0, description="language sampling temperature of the pretraining mixture"
     )
+    pretrain: bool = Field(
+        True,
+        description="train the model on the language mixture (from scratch for a preset, "
+        "continued for a loaded model); false: use the loaded model (model.name_or_path) as it is",
+    )
 
     @field_validator("languages")
     @classmethod
     def _codes(cls, v: list[str]) -> list[str]:
         return unique_languages(v, "languages")
+
+    @model_validator(mode="after")
+    def _loaded(self) -> BaseModelSection:
+        if not self.pretrain and self.model.name_or_path is None:
+            raise ValueError("pretrain: false uses a loaded model: set model.name_or_path")
+        return self
 
 
 def flat_base(cfg: Any, train: TrainConfig) -> BaseModelSection:

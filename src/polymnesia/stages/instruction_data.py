@@ -1,7 +1,6 @@
-"""Stages ``instruction_data`` (an instruction set for Phase 1 or Phase 2 of paper 002) and
-``import_model`` (an off-the-shelf model, e.g. an "Instruct" Phase 1 model, as a stage folder).
+"""Stage ``instruction_data``: an instruction set for Phase 1 or Phase 2 of paper 002.
 
-``instruction_data`` writes ``records.jsonl`` and ``DATA_CARD.md`` that the
+It writes ``records.jsonl`` and ``DATA_CARD.md`` that the
 ``instruct`` stage trains on (its ``records`` option) and that ``replay_data``
 and ``dataset_similarity`` read. Offline sets are built from the prepared Bible
 split (input ``data``) by :mod:`polymnesia.harness.instruction_sets`; they hold
@@ -34,7 +33,6 @@ from polymnesia.harness.instruction_sets import (
     read_instruction_set,
     write_instruction_set,
 )
-from polymnesia.models.io import load_model_and_tokenizer, save_model_and_tokenizer
 from polymnesia.pipeline.stage import STAGES, Stage, StageContext
 from polymnesia.results import Score
 
@@ -155,20 +153,3 @@ class InstructionData(Stage):
             )
             for lang, k in counts["lang"].items()
         ]
-
-
-class ImportModelParams(StrictModel):
-    name_or_path: str = Field(description="a local HF model folder or a Hub id")
-
-
-@STAGES.register(
-    "import_model", "an off-the-shelf model (local folder or Hub id) as a stage folder"
-)
-class ImportModel(Stage):
-    version = "1"
-
-    def run(self, ctx: StageContext) -> list[Score]:
-        p: ImportModelParams = ctx.params
-        model, tok = load_model_and_tokenizer(p.name_or_path)  # type: ignore[arg-type]
-        save_model_and_tokenizer(model, tok, ctx.out_dir / "model")
-        return []

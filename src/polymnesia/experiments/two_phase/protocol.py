@@ -36,8 +36,9 @@ from polymnesia.experiments.two_phase.roles import (
 from polymnesia.pipeline.stage import StageSpec
 from polymnesia.stages.drift import DriftParams
 from polymnesia.stages.evaluate_harness import EvaluateHarnessParams
+from polymnesia.stages.import_model import ImportModelParams
 from polymnesia.stages.instruct import InstructConfig, InstructParams
-from polymnesia.stages.instruction_data import ImportModelParams, InstructionDataParams
+from polymnesia.stages.instruction_data import InstructionDataParams
 from polymnesia.stages.replay_data import ReplayConfig, ReplayDataParams
 from polymnesia.stages.similarity import DatasetSimilarityParams, ModelDistanceParams
 from polymnesia.training.config import TrainConfig
@@ -87,7 +88,9 @@ def _tune(
 def _phase_stages(cfg: TwoPhaseConfig) -> list[StageSpec]:
     specs: list[StageSpec] = []
     if cfg.instruct_model is not None:
-        imported = ImportModelParams(name_or_path=cfg.instruct_model)
+        imported = ImportModelParams(
+            model=cfg.base.model.model_copy(update={"name_or_path": cfg.instruct_model})
+        )
         specs.append(StageSpec(p1_stage(INSTRUCT), "import_model", imported))
     for name in dict.fromkeys(p.phase1 for p in cfg.pairs if p.phase1 != INSTRUCT):
         specs.append(_tune(cfg, p1_stage(name), PRETRAIN, [set_stage(name)], cfg.phase1))

@@ -1,0 +1,38 @@
+"""Stage ``import_model``: a model that polymnesia did not train (a local HF folder or a Hub id,
+e.g. Mistral-7B as a base, or Mistral-7B-Instruct as an off-the-shelf Phase 1 model) copied
+into a stage folder (``model/``: safetensors weights and tokenizer), so every later stage reads
+it like any other model stage's output."""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from polymnesia.config.base import StrictModel
+from polymnesia.errors import ConfigError
+from polymnesia.models import ModelConfig, build_model
+from polymnesia.models.io import save_model_and_tokenizer
+from polymnesia.pipeline.stage import STAGES, Stage, StageContext
+from polymnesia.results import Score
+from polymnesia.tokenizers.bpe import load_tokenizer
+
+
+class ImportModelParams(StrictModel):
+    model: ModelConfig = Field(description="a model section whose name_or_path names the model")
+    tokenizer: str | None = Field(None, description="its tokenizer (default: the model's own)")
+
+
+@STAGES.register(
+    "import_model", "an off-the-shelf model (local folder or Hub id) as a stage folder"
+)
+class ImportModel(Stage):
+    version = "1"
+
+    def run(self, ctx: StageContext) -> list[Score]:
+        p: ImportModelParams = ctx.params
+        m = p.model
+        if m.name_or_path is None:
+            raise ConfigError("import_model needs model.name_or_path (a folder or a Hub id)")
+        model = build_model(m, None, seed=0)
+        tok = load_tokenizer(p.tokenizer or m.name_or_path)
+        save_model_and_tokenizer(model, tok, ctx.out_dir / "model")
+        return []

@@ -1,0 +1,32 @@
+"""The two_phase config refuses inconsistent setups in one line."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from polymnesia.cli.main import main
+
+CONFIG = str(Path(__file__).resolve().parents[2] / "configs" / "two_phase_smoke.yaml")
+
+
+@pytest.mark.parametrize(
+    ("override", "needle"),
+    [
+        ("pairs=[{phase1: english, phase2: nope}]", "names set 'nope'"),
+        ("pairs=[{phase1: instruct, phase2: similar}]", "instruct_model is not set"),
+        ("pairs=[{phase1: english, phase2: english}]", "phase 2 must be a set other than phase 1"),
+        ("pairs=[]", "pairs"),
+        ("mitigation.pair=5", "is not a pair index"),
+        ("mitigation.pool=nope", "mitigation.pool names 'nope'"),
+        ("sets.similar.languages=[]", "needs 'languages'"),
+        ("sets.english.tasks=[summarise]", "unknown task kinds"),
+        ("evaluation.english=[mmlu]", "offline"),
+        ("mitigation.freezing=[{name: X, strategy: random}]", "exactly one of top_k or pct"),
+    ],
+)
+def test_bad_two_phase_configs_are_one_line(override: str, needle: str, capsys) -> None:  # type: ignore[no-untyped-def]
+    assert main(["validate", CONFIG, "--set", override]) == 2
+    err = capsys.readouterr().err
+    assert needle in err and err.count("\n") == 1, err
