@@ -17,7 +17,11 @@ then BLEU's 10, :func:`~polymnesia.metrics.translation.translation_statistics`)
 go to ``items.jsonl`` (kind ``stats``, ids = verse ids, aligned across arms);
 summed they give the corpus scores exactly, so every score carries a
 percentile bootstrap interval over verses and reports can run Koehn's (2004)
-paired bootstrap between arms.
+paired bootstrap between arms. ``floor_stats`` holds the same statistics of
+each output against the reference of *another* verse (the next one in the
+sample): the chrF a model gets for writing plausible text in the target
+language that does not translate its source. A model that translates scores
+above that floor (the report tests it, paired over verses).
 """
 
 from __future__ import annotations
@@ -105,6 +109,11 @@ register_sum_score("chrf", chrf_from_stats)
 register_sum_score("bleu", bleu_from_stats)
 
 
+def shifted(refs: list[str]) -> list[str]:
+    """Each reference replaced by the next one (the last by the first): unrelated references."""
+    return refs[1:] + refs[:1]
+
+
 def build_prompt(examples: list[tuple[str, str]], source: str, src_name: str, tgt_name: str) -> str:
     shots = "".join(f"{src_name}: {s}\n{tgt_name}: {t}\n\n" for s, t in examples)
     return FIGURE9.format(language=tgt_name, text=f"{shots}{src_name}: {source}\n{tgt_name}:")
@@ -124,7 +133,7 @@ def tokenizers(p: EvaluateTranslationParams) -> dict[str, str]:
     "evaluate_translation", "English-to-X few-shot greedy translation, BLEU and chrF (Table 3)"
 )
 class EvaluateTranslation(Stage):
-    version = "3"
+    version = "4"
 
     def run(self, ctx: StageContext) -> list[Score]:
 
@@ -168,7 +177,10 @@ class EvaluateTranslation(Stage):
                 lang,
                 "stats",
                 [r["id"] for r in test[lang]],
-                {"stats": translation_statistics(hyps, refs, tokenize)},  # type: ignore[dict-item]
+                {
+                    "stats": translation_statistics(hyps, refs, tokenize),  # type: ignore[dict-item]
+                    "floor_stats": translation_statistics(hyps, shifted(refs), tokenize),  # type: ignore[dict-item]
+                },
                 task="translation",
                 group=group,
                 size=p.size,

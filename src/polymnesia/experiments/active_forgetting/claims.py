@@ -29,9 +29,19 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+
 from polymnesia.errors import DataError
 from polymnesia.items import BootstrapConfig, ItemSet, select_items
-from polymnesia.reports.claims import Baselines, Claim, baseline_table, claim_from_test
+from polymnesia.metrics.translation import chrf_from_stats
+from polymnesia.metrics.uncertainty import paired_bootstrap, sum_statistic
+from polymnesia.reports.claims import (
+    Baselines,
+    Claim,
+    baseline_table,
+    claim_from_test,
+    claims_table,
+)
 from polymnesia.reports.evidence import arm_difference, arm_score, item_baselines
 from polymnesia.reports.table_core import Table
 from polymnesia.results import Score
@@ -156,3 +166,57 @@ def learned_table(
         name="genre_baselines",
         title="Did the task models learn? Zero-shot genre classification against chance and majority",
     )
+
+
+def floor_claims(
+    items: Sequence[ItemSet], arms: Sequence[str], cfg: BootstrapConfig, size: str | None = None
+) -> list[Claim]:
+    """Per arm: chrF against the true references minus chrF against unrelated ones (> 0: it translates).
+
+    The floor is the same outputs scored against the reference of another
+    verse (``floor_stats`` of the translation items), so the difference is
+    paired verse by verse (stratified by language) and isolates what depends on
+    the source sentence from fluent but unrelated target-language text.
+    """
+    at: dict[str, Any] = {} if size is None else {"size": size}
+    out = []
+    for arm in arms:
+        sets = [
+            s
+            for s in select_items(items, task="translation", model=arm, **at)
+            if "floor_stats" in s.columns
+        ]
+        if not sets:
+            continue
+        real = [
+            sum_statistic(np.asarray(s.columns["stats"]), chrf_from_stats, "chrf") for s in sets
+        ]
+        floor = [
+            sum_statistic(np.asarray(s.columns["floor_stats"]), chrf_from_stats, "chrf")
+            for s in sets
+        ]
+        test = paired_bootstrap(
+            real, floor, n_resamples=cfg.n_resamples, level=cfg.level, seed=cfg.seed
+        )
+        out.append(
+            claim_from_test(
+                f"{arm} translates: chrF above the floor of unrelated references ({len(sets)} languages)",
+                +1,
+                test,
+                effect_label="chrF − floor",
+            )
+        )
+    return out
+
+
+def floor_table(claims: Sequence[Claim]) -> Table:
+    """The translation-floor checks as a table (``translation_floor.csv``)."""
+    t = claims_table(claims)
+    t.columns[1] = "Check"
+    t.name = "translation_floor"
+    t.title = "Did the models translate? chrF against the floor of unrelated references"
+    t.caption = (
+        "Floor: each output scored against the reference of another verse of the same language; "
+        "the difference is paired over verses (bootstrap within each language)."
+    )
+    return t

@@ -8,7 +8,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from polymnesia.experiments.active_forgetting.claims import learned_table, paper_claims
+from polymnesia.experiments.active_forgetting.claims import (
+    floor_claims,
+    floor_table,
+    learned_table,
+    paper_claims,
+)
 from polymnesia.experiments.reporting import (
     describe_language,
     lm_bar_plot,
@@ -16,6 +21,7 @@ from polymnesia.experiments.reporting import (
     training_curves,
 )
 from polymnesia.items import ItemSet, group_intervals, run_items, select_items
+from polymnesia.reports.claims import claims_table
 from polymnesia.reports.plots import line_plot
 from polymnesia.reports.render import Report
 from polymnesia.reports.tables import (
@@ -269,14 +275,20 @@ def write_report(cfg: Any, run_dir: Path) -> Path:
             size if len(size_labels) > 1 else None,
         )
     rep.claims(found)
-    rep.heading("Did the zero-shot models learn the task?", 2)
+    write_table(results, claims_table(found))
+    rep.heading("Did the models learn the tasks?", 2)
     for size in size_labels:
-        t = learned_table(scores, items, groups, ARMS, boot, size if len(size_labels) > 1 else None)
-        if t is not None:
-            if len(size_labels) > 1:
-                t.name, t.title = f"{t.name}_{size}", f"{t.title} ({size})"
-            write_table(results, t)
-            rep.table(t)
+        one = size if len(size_labels) > 1 else None
+        floors = floor_claims(items, ARMS, boot, one)
+        for t in (
+            learned_table(scores, items, groups, ARMS, boot, one),
+            floor_table(floors) if floors else None,
+        ):
+            if t is not None:
+                if one is not None:
+                    t.name, t.title = f"{t.name}_{size}", f"{t.title} ({size})"
+                write_table(results, t)
+                rep.table(t)
     rep.heading("Results", 2)
     lm_tables(
         rep,
