@@ -200,7 +200,8 @@ def floor_claims(
         )
         out.append(
             claim_from_test(
-                f"{arm} translates: chrF above the floor of unrelated references ({len(sets)} languages)",
+                f"{arm} translates: chrF above the floor of unrelated references "
+                f"({len(sets)} language{'s' if len(sets) != 1 else ''})",
                 +1,
                 test,
                 effect_label="chrF − floor",
