@@ -93,4 +93,6 @@ def test_options_reach_the_stages() -> None:
     h = specs["harness_BA"]
     assert h.kind == "evaluate_harness" and h.inputs == {"data": "data", "model": "instruct_BA"}
     assert (h.params.tasks, h.params.limit, h.params.num_fewshot) == (["poly_genre_en"], 4, 0)
-    assert "harness_BA" not in {s.name for s in EXPERIMENTS.get("active_forgetting").build(load_config(AF))}
+    assert "harness_BA" not in {
+        s.name for s in EXPERIMENTS.get("active_forgetting").build(load_config(AF))
+    }

@@ -16,12 +16,19 @@ from fuzz_configs import CONFIGS, Mutation, _dump, _set, run_one
 
 from polymnesia.config.loader import parse_yaml
 
-PAPER000 = ["active_forgetting.yaml", "active_forgetting_smoke.yaml", "active_forgetting_scale.yaml"]
+PAPER000 = [
+    "active_forgetting.yaml",
+    "active_forgetting_smoke.yaml",
+    "active_forgetting_scale.yaml",
+]
 
 #: (config, key path, value, text the refusal must hold)
 REFUSALS = [
     *[(c, "instruct.tasks", [], "instruct.tasks") for c in PAPER000],
-    *[(c, "instruct.tasks", ["genre", "bogus"], "unknown instruction task 'bogus'") for c in PAPER000],
+    *[
+        (c, "instruct.tasks", ["genre", "bogus"], "unknown instruction task 'bogus'")
+        for c in PAPER000
+    ],
     ("active_forgetting_scale.yaml", "sizes", [], "sizes is empty"),
     ("active_forgetting_scale.yaml", "sizes", [""], "unknown model preset '' in sizes"),
     ("active_forgetting_scale.yaml", "sizes", ["bogus"], "in sizes"),
@@ -33,7 +40,12 @@ REFUSALS = [
     ("active_forgetting.yaml", "groups.other", ["en"], "in both 'pretraining' and 'other'"),
     ("active_forgetting.yaml", "groups.other", ["EN"], "in both 'pretraining' and 'other'"),
     ("active_forgetting_smoke.yaml", "downstream.bleu_tokenize", "bogus", "unknown BLEU tokenizer"),
-    ("active_forgetting.yaml", "harness", {"tasks": ["mmlu"], "offline": True}, "need the Hugging Face Hub"),
+    (
+        "active_forgetting.yaml",
+        "harness",
+        {"tasks": ["mmlu"], "offline": True},
+        "need the Hugging Face Hub",
+    ),
 ]
 
 

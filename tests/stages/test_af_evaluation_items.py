@@ -105,7 +105,9 @@ def test_shifted_references_pair_each_output_with_another_verse() -> None:
 
 
 def test_isotropy_items_are_words_with_self_similarity(folders, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    params = EvaluateIsotropyParams(label="Baseline", languages={"en": "pretraining"}, bootstrap=BOOT)
+    params = EvaluateIsotropyParams(
+        label="Baseline", languages={"en": "pretraining"}, bootstrap=BOOT
+    )
     scores, items = _run(EvaluateIsotropy, params, folders, tmp_path)
     (en,) = items
     assert en.kind == "values" and en.extra["metric"] == "self_similarity_adjusted"

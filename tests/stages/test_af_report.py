@@ -32,7 +32,15 @@ def scores(size: str, params: int, bonus: float) -> list[Score]:
                 ("chrf", 100 * (base + bonus), "translation"),
             ):
                 out.append(
-                    Score(model=arm, lang=lang, metric=metric, value=v, size=size, params=params, task=task)
+                    Score(
+                        model=arm,
+                        lang=lang,
+                        metric=metric,
+                        value=v,
+                        size=size,
+                        params=params,
+                        task=task,
+                    )
                 )
     return out
 

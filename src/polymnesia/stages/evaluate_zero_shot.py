@@ -77,8 +77,8 @@ class EvaluateZeroShot(Stage):
             pred = []
             for r in recs:
                 lp = answer_logprobs(model, tok, chat_prompt(question, r["text"]), names)
-                score = score_answers(lp, p.scoring, answers=names, prior=prior)
-                pred.append(int(score.argmax()))
+                answer_scores = score_answers(lp, p.scoring, answers=names, prior=prior)
+                pred.append(int(answer_scores.argmax()))
             extra = {
                 "scoring": p.scoring,
                 "texts": len(recs),
