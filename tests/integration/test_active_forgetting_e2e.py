@@ -9,6 +9,8 @@ import pytest
 
 from golden import mismatches
 from polymnesia.cli.main import main
+from polymnesia.items import run_items
+from polymnesia.reports.claims import VERDICTS
 from polymnesia.results import read_scores
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -48,11 +50,33 @@ def test_smoke_run_produces_all_tables(isolated_cache: Path, tmp_path: Path) -> 
     assert fert[("en", "merged")] <= fert[("en", "base")]
     with open(run_dir / "results" / "self_similarity_adjusted.csv", encoding="utf-8") as f:
         rows = list(csv.reader(f))
-    assert rows[0][-4:] == ["mu_pretraining", "mu_adapting", "mu_other", "mu_overall"]
+    values = [
+        c for c in rows[0] if c.startswith("mu_") and not c.endswith(("_ci_low", "_ci_high", "_n"))
+    ]
+    assert values == ["mu_pretraining", "mu_adapting", "mu_other", "mu_overall"]
+    assert "mu_overall_ci_low" in rows[0]  # self-similarity has per-word items
     report = (run_dir / "report.md").read_text("utf-8")
     for needle in ("Table 1", "Table 2", "Table 3", "Table 4", "fertility", "claims"):
         assert needle.lower() in report.lower(), needle
     assert (run_dir / "report.html").exists()
+    # per-item evidence and intervals behind the downstream numbers
+    for metric in ("chrf", "bleu", "accuracy", "macro_f1", "self_similarity_adjusted"):
+        assert all(s.n and s.ci_low is not None for s in scores if s.metric == metric), metric
+    items = run_items(run_dir)
+    assert {(s.task, s.kind) for s in items} == {
+        ("lm", "lm"), ("translation", "stats"), ("genre", "label"), ("isotropy", "values")
+    }  # fmt: skip
+    # three-verdict claims with effect, CI and n; baselines; the translation floor
+    with open(run_dir / "results" / "claims.csv", encoding="utf-8") as f:
+        claims = list(csv.DictReader(f))
+    assert len(claims) == 9 and {c["Verdict"].split()[-1] for c in claims} <= set(VERDICTS)
+    assert all(c["n"] and "[" in c["Effect [95% CI]"] for c in claims)
+    assert "does not hold" not in report and "of 9 claims hold" in report
+    for name in ("genre_baselines", "translation_floor"):
+        assert (run_dir / "results" / f"{name}.csv").is_file(), name
+    with open(run_dir / "results" / "accuracy.csv", encoding="utf-8") as f:
+        header = next(csv.reader(f))
+    assert "mu_overall_ci_low" in header and "mu_overall_n" in header
 
 
 @pytest.mark.integration
@@ -64,3 +88,28 @@ def test_reset_interval_not_below_steps_is_one_line(
     err = capsys.readouterr().err.strip().splitlines()
     assert rc != 0 and len(err) == 1 and "smaller than train.steps" in err[0]
     assert not (tmp_path / "r" / "results").exists()
+
+
+@pytest.mark.integration
+def test_harness_section_scores_every_arm(isolated_cache: Path, tmp_path: Path) -> None:
+    run_dir = tmp_path / "run"
+    harness = "harness={tasks: [poly_genre_en, poly_continue_mc_fr], limit: 6, docs_per_task: 6}"
+    cfg = str(ROOT / "configs" / "active_forgetting_smoke.yaml")
+    assert main(["run", cfg, harness, "--run-dir", str(run_dir)]) == 0
+    scores = read_scores(run_dir / "results" / "scores.jsonl")
+    got = {(s.model, s.task, s.metric) for s in scores if "lm_eval_version" in s.extra}
+    assert got == {
+        (arm, task, metric)
+        for arm in ("Baseline", "BA", "AFA")
+        for task, metric in (
+            ("poly_genre_en", "acc"), ("poly_continue_mc_fr", "acc"), ("poly_continue_mc_fr", "acc_norm")
+        )
+    }  # fmt: skip
+    assert all(s.extra["n_samples"] == 6 for s in scores if "lm_eval_version" in s.extra)
+    table = (run_dir / "results" / "harness.md").read_text("utf-8")
+    assert "poly_genre_en" in table and "AFA" in table
+    assert "lm-evaluation-harness" in (run_dir / "report.md").read_text("utf-8")
+    # the other stages are the smoke run's: their scores are unchanged
+    assert mismatches(run_dir, "active_forgetting_smoke", subset=True) == [
+        m for m in mismatches(run_dir, "active_forgetting_smoke", subset=True) if "poly_" in m
+    ]

@@ -1,27 +1,35 @@
-"""Report pieces of the active_forgetting protocol: the claims check and Figure 3."""
+"""Report pieces of the active_forgetting protocol: three-verdict claims, baselines, floor, Figure 3."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from polymnesia.experiments.active_forgetting.report import claims, figure3
+import numpy as np
+
+from polymnesia.experiments.active_forgetting.claims import (
+    floor_claims,
+    learned_table,
+    paper_claims,
+)
+from polymnesia.experiments.active_forgetting.report import figure3
+from polymnesia.items import BootstrapConfig, ItemSet
+from polymnesia.metrics.translation import translation_statistics
 from polymnesia.reports.render import Report
 from polymnesia.results import Score
 
 GROUPS = {"pretraining": ["en"], "adapting": ["fr"], "other": ["de"]}
+LANGS = {"en": "pretraining", "fr": "adapting", "de": "other"}
+BOOT = BootstrapConfig(n_resamples=300)
+N = 60
 
 
 def scores(size: str, params: int, bonus: float) -> list[Score]:
     out = []
     for arm, base in (("Baseline", 0.3), ("BA", 0.2), ("AFA", 0.4)):
         for lang in ("en", "fr", "de"):
-            for metric, v in (
-                ("accuracy", base + bonus),
-                ("chrf", 100 * (base + bonus)),
-                ("bleu", base),
-                ("macro_f1", base),
-                ("bits_per_byte", 2 - base),
-                ("self_similarity_adjusted", 1 - base),
+            for metric, v, task in (
+                ("accuracy", base + bonus, "genre"),
+                ("chrf", 100 * (base + bonus), "translation"),
             ):
                 out.append(
                     Score(
@@ -31,18 +39,78 @@ def scores(size: str, params: int, bonus: float) -> list[Score]:
                         value=v,
                         size=size,
                         params=params,
-                        task="genre" if metric == "accuracy" else "translation",
+                        task=task,
                     )
                 )
     return out
 
 
-def test_claims_verdicts_follow_numbers() -> None:
-    text = claims(scores("s", 10, 0.0), GROUPS, "bits_per_byte")
-    assert text[0].startswith("**holds**")  # AFA 1.6 < Baseline 1.7 and BA 1.8
-    assert text[1].startswith("**holds**")  # BA 1.8 worse than Baseline 1.7 on other
-    assert text[2].startswith("**holds**")
-    assert text[3].startswith("**holds**") and "best on 4 of 4" in text[3]
+def evidence() -> tuple[list[Score], list[ItemSet]]:
+    """AFA: lower bits/byte everywhere, lower self-similarity, same genre predictions as BA."""
+    rng = np.random.default_rng(0)
+    sets, out = [], []
+    bytes_ = rng.integers(50, 100, N).astype(float)
+    gold = [float(i % 3) for i in range(N)]
+    for arm, bpb, ss in (("Baseline", 2.0, 0.30), ("BA", 2.0, 0.30), ("AFA", 1.5, 0.10)):
+        for lang, group in LANGS.items():
+            nll = bytes_ * np.log(2) * (bpb + rng.normal(0, 0.05, N))
+            lm = ItemSet(arm, lang, "lm", list(range(N)),
+                         {"nll": list(nll), "tokens": list(bytes_ / 3), "bytes": list(bytes_),
+                          "words": list(bytes_ / 5)}, group=group)  # fmt: skip
+            iso = ItemSet(arm, lang, "values", [f"w{i}" for i in range(N)],
+                          {"values": list(ss + rng.normal(0, 0.05, N))}, task="isotropy", group=group,
+                          extra={"metric": "self_similarity_adjusted"})  # fmt: skip
+            pred = [g if i % 2 else 0.0 for i, g in enumerate(gold)]  # BA and AFA answer alike
+            if arm == "Baseline":
+                pred = [0.0] * N
+            lab = ItemSet(arm, lang, "label", list(range(N)), {"pred": pred, "gold": gold},
+                          task="genre", group=group, n_labels=9)  # fmt: skip
+            sets += [lm, iso, lab]
+            for metric, item in (("bits_per_byte", lm), ("self_similarity_adjusted", iso),
+                                 ("accuracy", lab)):  # fmt: skip
+                task = {"lm": "lm", "values": "isotropy", "label": "genre"}[item.kind]
+                out.append(Score(model=arm, lang=lang, metric=metric, task=task, group=group,
+                                 value=item.statistic(metric).value()))  # fmt: skip
+    return out, sets
+
+
+def test_claims_get_three_verdicts_with_effect_ci_and_n() -> None:
+    sc, items = evidence()
+    found = {c.statement: c for c in paper_claims(sc, items, GROUPS, "bits_per_byte", BOOT)}
+    lower = found["AFA has lower bits_per_byte than Baseline (all languages)"]
+    assert lower.verdict == "holds" and lower.n == 3 * N and lower.high < 0
+    assert lower.effect == lower.effect and -0.6 < lower.effect < -0.4
+    assert found["AFA has lower self-similarity (more isotropic) than BA"].verdict == "holds"
+    hurt = next(c for s, c in found.items() if s.startswith("BA has higher"))
+    assert hurt.verdict == "inconclusive" and hurt.n == N  # the 'other' group only
+    assert found["AFA has higher genre accuracy than BA"].verdict == "inconclusive"
+    assert found["AFA has higher genre accuracy than Baseline"].verdict == "holds"
+    assert not any("chrF" in s for s in found)  # no translation scores: no claim
+
+
+def test_learned_table_compares_with_chance_and_majority() -> None:
+    sc, items = evidence()
+    t = learned_table(sc, items, GROUPS, ["Baseline", "BA", "AFA"], BOOT)
+    assert t is not None
+    rows = {(r[0], r[1], r[2]): r for r in t.rows}
+    base = rows[("Baseline", "en", "accuracy")]
+    assert base[4] == 1 / 9 and abs(base[5] - 1 / 3) < 1e-12  # chance, majority (3 balanced genres)
+    assert base[7] == "not distinguishable"  # always the majority genre
+    assert rows[("AFA", "all", "accuracy")][7] == "above majority"  # 2/3 right on 180 verses
+
+
+def test_floor_claims_say_whether_outputs_depend_on_the_source() -> None:
+    refs = [f"verse number {i} says something about the land and the king" for i in range(20)]
+    rolled = refs[1:] + refs[:1]
+    items = []
+    for arm, hyps in (("BA", refs), ("AFA", ["the the the"] * 20)):
+        items.append(ItemSet(arm, "fr", "stats", list(range(20)),
+                             {"stats": translation_statistics(hyps, refs),
+                              "floor_stats": translation_statistics(hyps, rolled)},
+                             task="translation"))  # fmt: skip
+    found = {c.statement.split()[0]: c for c in floor_claims(items, ["BA", "AFA"], BOOT)}
+    assert found["BA"].verdict == "holds" and found["BA"].effect > 5
+    assert found["AFA"].verdict == "inconclusive" and found["AFA"].effect == 0
 
 
 def test_figure3_drawn_for_two_sizes(tmp_path: Path) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from pydantic import Field, field_validator
@@ -13,12 +14,32 @@ from polymnesia.errors import unknown
 
 
 def check_language(code: str) -> str:
-    """A pydantic-friendly check: the code is in the language table (one line with a suggestion)."""
-    get_language(code)
-    return code
+    """The code in its normal form, or one line (with a suggestion) if the table does not know it.
+
+    A plain code becomes the language table's code (``EN`` and ``eng`` -> ``en``),
+    so a language cannot enter a config twice under two spellings; a locale
+    keeps its subtags with canonical case (``ZH-tw`` -> ``zh-TW``, ``zho_hans``
+    -> ``zho_Hans``), since sources such as MASSIVE name their data by locale.
+    """
+    lang = get_language(code)
+    text = str(code).strip()
+    parts = re.split(r"([-_])", text)
+    if len(parts) == 1:
+        return lang.code
+    head, rest = parts[0].lower(), parts[1:]
+    out = [head]
+    for piece in rest:
+        if piece in "-_":
+            out.append(piece)
+        elif len(piece) == 4 and piece.isalpha():
+            out.append(piece.title())  # script subtag (ISO 15924)
+        else:
+            out.append(piece.upper())  # region subtag (ISO 3166 or UN M.49)
+    return "".join(out)
 
 
 def check_languages(codes: list[str]) -> list[str]:
+    """:func:`check_language` of each code, in order."""
     return [check_language(c) for c in codes]
 
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import numpy as np
@@ -39,6 +39,7 @@ class TokenVectors:
     word_ids: np.ndarray  # [N] int64, word type of each occurrence
     sent_ids: np.ndarray  # [N] int64, text index of each occurrence
     tokens: int = 0  # sub-tokens pooled into the N rows
+    words: list[str] = field(default_factory=list)  # the word type of each id
 
 
 def token_spans(
@@ -137,7 +138,8 @@ def contextual_vectors(
                 np.asarray([vocab.setdefault(spans[o], len(vocab)) for o in kept], dtype=np.int64)
             )
             S.append(np.full(len(kept), i, dtype=np.int64))
-    return TokenVectors(np.concatenate(Hs), np.concatenate(W), np.concatenate(S), n_tokens)
+    words = list(vocab)  # insertion order: position = id
+    return TokenVectors(np.concatenate(Hs), np.concatenate(W), np.concatenate(S), n_tokens, words)
 
 
 def _whole_words(text: str, offsets: Sequence[tuple[int, int]]) -> tuple[list[int], list[str]]:

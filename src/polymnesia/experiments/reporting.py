@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from polymnesia.data.languages import get_language
 from polymnesia.io import read_jsonl
+from polymnesia.items import BootstrapConfig, ItemSet, group_intervals
 from polymnesia.reports.plots import bar_by_language, line_plot
 from polymnesia.reports.render import Report
 from polymnesia.reports.tables import group_table, language_table, write_table
@@ -28,8 +30,15 @@ def lm_tables(
     headline: str,
     model_order: list[str] | None = None,
     number: int = 1,
+    items: Sequence[ItemSet] = (),
+    bootstrap: BootstrapConfig | None = None,
 ) -> None:
-    """Table 1 of paper 000 for the headline metric and the other one, plus per-language tables."""
+    """Table 1 of paper 000 for the headline metric and the other one, plus per-language tables.
+
+    With ``items`` (the ``lm`` item sets of the run) the group means carry
+    stratified bootstrap intervals (items resampled within each language);
+    otherwise intervals combined from the per-language ones.
+    """
     results = run_dir / "results"
     others = [m for m in ("bits_per_byte", "perplexity") if m != headline]
     for i, metric in enumerate([headline, *others]):
@@ -45,6 +54,7 @@ def lm_tables(
             title=title,
             caption="mu_overall averages all evaluated languages.",
             higher_is_better=False,
+            intervals=group_intervals(items, metric, groups, bootstrap) if items else None,
         )
         write_table(results, t)
         report.table(t)

@@ -38,8 +38,8 @@ __all__ = [
 
 
 def unique_languages(codes: list[str], key: str = "languages") -> list[str]:
-    """Known codes, each once (one line naming the duplicate)."""
-    check_languages(codes)
+    """Known codes in their normal form, each once (one line naming the duplicate)."""
+    codes = check_languages(codes)
     seen: set[str] = set()
     for c in codes:
         if c in seen:
@@ -66,6 +66,7 @@ class GroupsConfig(StrictModel):
     def _disjoint(self) -> GroupsConfig:
         seen: dict[str, str] = {}
         for group, langs in self.as_dict().items():
+            unique_languages(langs, f"groups.{group}")
             for lang in langs:
                 if lang in seen:
                     raise ValueError(f"language '{lang}' is in both '{seen[lang]}' and '{group}'")

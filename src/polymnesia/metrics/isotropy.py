@@ -149,13 +149,25 @@ def self_similarity(H: Any, word_ids: Any, sent_ids: Any | None = None) -> float
     mean over words. ``sent_ids=None`` treats every row as its own sentence
     (every pair of rows counts).
     """
+    return float(np.mean(self_similarity_by_word(H, word_ids, sent_ids)[1]))
+
+
+def self_similarity_by_word(
+    H: Any, word_ids: Any, sent_ids: Any | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """The words :func:`self_similarity` scores (ids, sorted) and each one's self-similarity.
+
+    Their unweighted mean is :func:`self_similarity`; a report resamples them
+    for an interval over words.
+    """
     X = _vectors(H)
     sq, n, same_sq, same_n2 = _cross_sentence_groups(X, word_ids, sent_ids)
     pairs = n**2 - same_n2  # ordered pairs from different sentences
     keep = pairs > 0
     if not keep.any():
         raise PolymnesiaError("self-similarity needs at least one word seen in >= 2 sentences")
-    return float(np.mean((sq[keep] - same_sq[keep]) / pairs[keep]))
+    types = np.unique(_ids(word_ids, len(X), "word_ids"))
+    return types[keep], (sq[keep] - same_sq[keep]) / pairs[keep]
 
 
 @register_metric(

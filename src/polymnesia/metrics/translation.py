@@ -28,6 +28,8 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
+import numpy as np
+
 from polymnesia.errors import PolymnesiaError
 from polymnesia.metrics.base import register_metric
 
@@ -182,3 +184,75 @@ def chrf(hyps: Sequence[str], refs: Sequence[str], word_order: int = 0) -> float
 
     h, r = _check(hyps, refs)
     return float(CHRF(word_order=word_order).corpus_score(h, r).score)
+
+
+# ------------------------------------------------------------- per-sentence statistics
+
+#: chrF's statistics per sentence: (hyp, ref, match) counts for character orders 1-6
+CHRF_STATS = 18
+#: BLEU's statistics per sentence: hypothesis length, reference length, correct and total n-grams 1-4
+BLEU_STATS = 10
+_CHRF_BETA, _CHRF_EPS, _LOG_ZERO = 2.0, 1e-16, -9999999999.0
+
+
+def translation_statistics(
+    hyps: Sequence[str], refs: Sequence[str], tokenize: str = "13a"
+) -> list[list[float]]:
+    """Per sentence, chrF's 18 sufficient statistics followed by BLEU's 10 (sacrebleu's own).
+
+    Summed over sentences they give the corpus scores exactly
+    (:func:`chrf_from_stats`, :func:`bleu_from_stats`): corpus chrF and BLEU are
+    functions of summed n-gram counts, which is what lets a bootstrap resample
+    sentences (Koehn 2004) without re-tokenizing.
+    """
+    from sacrebleu.metrics import BLEU, CHRF
+
+    h, r = _check(hyps, refs)
+    check_bleu_tokenizer(tokenize)
+    c = CHRF()._extract_corpus_statistics(h, r)
+    b = BLEU(tokenize=tokenize)._extract_corpus_statistics(h, r)
+    return [[float(x) for x in ci] + [float(x) for x in bi] for ci, bi in zip(c, b, strict=True)]
+
+
+def chrf_from_stats(sums: np.ndarray) -> np.ndarray:
+    """Corpus chrF (0-100) of each row of summed statistics ``[B, >= 18]`` (the first 18 columns).
+
+    sacrebleu 2.x's rule (``CHRF._compute_f_score``, ``eps_smoothing=False``):
+    per character order, precision and recall of the summed counts; both
+    averaged over the orders where hypothesis and reference have n-grams; then
+    the F-beta score with beta = 2 (Popovic 2015).
+    """
+    s = np.asarray(sums, dtype=float)[:, :CHRF_STATS].reshape(len(sums), -1, 3)
+    hyp, ref, match = s[..., 0], s[..., 1], s[..., 2]
+    prec = np.where(hyp > 0, match / np.maximum(hyp, 1e-300), _CHRF_EPS)
+    rec = np.where(ref > 0, match / np.maximum(ref, 1e-300), _CHRF_EPS)
+    valid = (hyp > 0) & (ref > 0)
+    eff = valid.sum(axis=1)
+    p = np.where(eff > 0, (prec * valid).sum(axis=1) / np.maximum(eff, 1), 0.0)
+    r = np.where(eff > 0, (rec * valid).sum(axis=1) / np.maximum(eff, 1), 0.0)
+    f = _CHRF_BETA**2
+    denom = f * p + r
+    score = np.where(denom > 0, (1 + f) * p * r / np.where(denom > 0, denom, 1.0), 0.0)
+    return np.asarray(100 * np.where(p + r > 0, score, 0.0))
+
+
+def bleu_from_stats(sums: np.ndarray) -> np.ndarray:
+    """Corpus BLEU (0-100) of each row of summed statistics ``[B, >= 28]`` (columns 18-27).
+
+    sacrebleu 2.x's rule (``BLEU.compute_bleu``, default ``exp`` smoothing):
+    brevity penalty from the summed lengths; n-gram precision ``correct /
+    total``, an order with no correct n-gram getting ``1 / (2^k total)`` for
+    its k-th such order; orders after the first with no n-gram at all count as
+    zero; the geometric mean of the 4 precisions (Papineni et al. 2002).
+    """
+    s = np.asarray(sums, dtype=float)[:, CHRF_STATS : CHRF_STATS + BLEU_STATS]
+    sys_len, ref_len, correct, total = s[:, 0], s[:, 1], s[:, 2:6], s[:, 6:10]
+    short = np.where(sys_len > 0, np.exp(1 - ref_len / np.maximum(sys_len, 1e-300)), 0.0)
+    bp = np.where(sys_len >= ref_len, 1.0, short)
+    alive = np.cumprod(total > 0, axis=1).astype(bool)
+    smooth = 2.0 ** np.cumsum((correct == 0) & alive, axis=1)
+    safe_total = np.maximum(total, 1e-300)
+    prec = np.where(correct > 0, 100 * correct / safe_total, 100 / (smooth * safe_total))
+    logp = np.where(alive, np.log(np.where(alive, prec, 1.0)), _LOG_ZERO)
+    score = bp * np.exp(logp.mean(axis=1))
+    return np.asarray(np.where(correct.sum(axis=1) > 0, score, 0.0))

@@ -11,6 +11,17 @@ before any model runs and a missing one is one error line, never a fallback
 (:mod:`polymnesia.metrics.translation`). Each score's ``extra`` records the
 tokenizer, sacrebleu's signature and the scale (0-100; paper 000's Table 3
 is 0-1). Departure: FLORES-200 is replaced by held-out parallel Bible verses.
+
+Per-item evidence: each translated verse's sufficient statistics (chrF's 18
+then BLEU's 10, :func:`~polymnesia.metrics.translation.translation_statistics`)
+go to ``items.jsonl`` (kind ``stats``, ids = verse ids, aligned across arms);
+summed they give the corpus scores exactly, so every score carries a
+percentile bootstrap interval over verses and reports can run Koehn's (2004)
+paired bootstrap between arms. ``floor_stats`` holds the same statistics of
+each output against the reference of *another* verse (the next one in the
+sample): the chrF a model gets for writing plausible text in the target
+language that does not translate its source. A model that translates scores
+above that floor (the report tests it, paired over verses).
 """
 
 from __future__ import annotations
@@ -20,16 +31,25 @@ from pydantic import Field, field_validator
 from polymnesia.config.base import StrictModel
 from polymnesia.data.languages import get_language
 from polymnesia.evaluation.generation import chat_prompt, greedy_generate, sample_aligned
+from polymnesia.items import (
+    ITEMS_FILE,
+    BootstrapConfig,
+    ItemSet,
+    interval_of,
+    register_sum_score,
+    write_items,
+)
 from polymnesia.metrics.translation import (
     BLEU_TOKENIZERS,
-    bleu,
+    bleu_from_stats,
     bleu_signature,
-    chrf,
+    chrf_from_stats,
     resolve_bleu_tokenizer,
+    translation_statistics,
 )
 from polymnesia.models import count_parameters
 from polymnesia.pipeline.stage import STAGES, Stage, StageContext
-from polymnesia.results import Score
+from polymnesia.results import Score, with_interval
 from polymnesia.stages.common import load_model_and_tokenizer
 
 FIGURE9 = (
@@ -50,6 +70,7 @@ class EvaluateTranslationParams(StrictModel):
         200, gt=20, description="examples are drawn among verses this short"
     )
     batch_size: int = 8
+    bootstrap: BootstrapConfig = Field(default_factory=BootstrapConfig)
     bleu_tokenize: str = Field(
         "13a",
         description="sacrebleu BLEU tokenizer (13a, intl, char, zh, none, ja-mecab, ko-mecab, "
@@ -63,22 +84,33 @@ class EvaluateTranslationParams(StrictModel):
     @field_validator("bleu_tokenize")
     @classmethod
     def _known(cls, v: str) -> str:
-        return _check_tokenizer_name(v)
+        return check_tokenizer_name(v)
 
     @field_validator("bleu_tokenize_by_lang")
     @classmethod
     def _known_by_lang(cls, v: dict[str, str]) -> dict[str, str]:
         for name in v.values():
-            _check_tokenizer_name(name)
+            check_tokenizer_name(name)
         return v
 
 
-def _check_tokenizer_name(name: str) -> str:
+def check_tokenizer_name(name: str) -> str:
+    """``name`` if it is one of sacrebleu's BLEU tokenizers or ``by_script`` (else one line)."""
     if name != "by_script" and name not in BLEU_TOKENIZERS:
         raise ValueError(
             f"unknown BLEU tokenizer '{name}'; accepted: {', '.join(BLEU_TOKENIZERS)}, by_script"
         )
     return name
+
+
+# corpus scores from summed per-verse statistics (items of kind "stats", see the module docstring)
+register_sum_score("chrf", chrf_from_stats)
+register_sum_score("bleu", bleu_from_stats)
+
+
+def shifted(refs: list[str]) -> list[str]:
+    """Each reference replaced by the next one (the last by the first): unrelated references."""
+    return refs[1:] + refs[:1]
 
 
 def build_prompt(examples: list[tuple[str, str]], source: str, src_name: str, tgt_name: str) -> str:
@@ -100,7 +132,7 @@ def tokenizers(p: EvaluateTranslationParams) -> dict[str, str]:
     "evaluate_translation", "English-to-X few-shot greedy translation, BLEU and chrF (Table 3)"
 )
 class EvaluateTranslation(Stage):
-    version = "2"
+    version = "4"
 
     def run(self, ctx: StageContext) -> list[Score]:
         p: EvaluateTranslationParams = ctx.params
@@ -111,7 +143,8 @@ class EvaluateTranslation(Stage):
         n_params = count_parameters(model)
         data = ctx.input("data")
         src_name = get_language(p.source_lang).name
-        scores = []
+        scores: list[Score] = []
+        sets: list[ItemSet] = []
         for lang, group in p.languages.items():
             if lang == p.source_lang:
                 continue
@@ -137,6 +170,21 @@ class EvaluateTranslation(Stage):
             )
             refs = [r["text"] for r in test[lang]]
             tokenize = tokenizers(p)[lang]
+            items = ItemSet(
+                p.label,
+                lang,
+                "stats",
+                [r["id"] for r in test[lang]],
+                {
+                    "stats": translation_statistics(hyps, refs, tokenize),  # type: ignore[dict-item]
+                    "floor_stats": translation_statistics(hyps, shifted(refs), tokenize),  # type: ignore[dict-item]
+                },
+                task="translation",
+                group=group,
+                size=p.size,
+                extra={"layout": "chrF 18 statistics, then BLEU 10", "bleu_tokenize": tokenize},
+            )
+            sets.append(items)
             extra = {
                 "texts": len(refs),
                 "bleu_tokenize": tokenize,
@@ -144,21 +192,19 @@ class EvaluateTranslation(Stage):
                 "scale": "0-100",
                 "sample_hyp": hyps[0] if hyps else "",
             }
-            for metric, value in (
-                ("bleu", bleu(hyps, refs, tokenize=tokenize)),
-                ("chrf", chrf(hyps, refs)),
-            ):
-                scores.append(
-                    Score(
-                        model=p.label,
-                        lang=lang,
-                        metric=metric,
-                        value=value,
-                        task="translation",
-                        group=group,
-                        size=p.size,
-                        params=n_params,
-                        extra=extra,
-                    )
+            for metric in ("bleu", "chrf"):
+                iv = interval_of(items, metric, p.bootstrap)
+                score = Score(
+                    model=p.label,
+                    lang=lang,
+                    metric=metric,
+                    value=iv.estimate,
+                    task="translation",
+                    group=group,
+                    size=p.size,
+                    params=n_params,
+                    extra=extra,
                 )
+                scores.append(with_interval(score, iv))
+        write_items(ctx.out_dir / ITEMS_FILE, sets)
         return scores

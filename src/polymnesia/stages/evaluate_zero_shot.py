@@ -9,7 +9,11 @@ and the best-scoring one is the prediction. ``scoring`` chooses the score
 (:mod:`polymnesia.evaluation.calibration`): ``raw`` likelihood (default, as
 lm-evaluation-harness's ``acc``), ``length_normalised``, ``pmi``
 (domain-conditional PMI, Holtzman et al. 2021) or ``contextual`` (contextual
-calibration, Zhao et al. 2021). Accuracy and macro-F1 per language;
+calibration, Zhao et al. 2021). Accuracy and macro-F1 per language, each
+with a percentile bootstrap interval over the test verses; the predictions
+and gold genres go to ``items.jsonl`` (kind ``label``, ids = verse ids, the
+same verses in every language and arm) for group intervals, paired tests
+between arms and the chance / majority-class baselines of the report.
 ``extra.scoring`` records the scoring, ``extra.majority`` the accuracy of
 always answering the most frequent genre of the sample.
 """
@@ -26,10 +30,10 @@ from polymnesia.data.instructions import genre_instruction, genre_name
 from polymnesia.data.sources.bible import BIBLE_GENRES
 from polymnesia.evaluation.calibration import answer_prior, score_answers
 from polymnesia.evaluation.generation import answer_logprobs, chat_prompt, sample_aligned
-from polymnesia.metrics.classification import accuracy, macro_f1
+from polymnesia.items import ITEMS_FILE, BootstrapConfig, ItemSet, interval_of, write_items
 from polymnesia.models import count_parameters
 from polymnesia.pipeline.stage import STAGES, Stage, StageContext
-from polymnesia.results import Score
+from polymnesia.results import Score, with_interval
 from polymnesia.stages.common import load_model_and_tokenizer
 
 
@@ -44,6 +48,7 @@ class EvaluateZeroShotParams(StrictModel):
         description="answer score: raw log-likelihood, length_normalised (per character), "
         "pmi (domain-conditional PMI, Holtzman et al. 2021) or contextual (Zhao et al. 2021)",
     )
+    bootstrap: BootstrapConfig = Field(default_factory=BootstrapConfig)
     seed: int = 0
 
 
@@ -51,7 +56,7 @@ class EvaluateZeroShotParams(StrictModel):
     "evaluate_zero_shot", "zero-shot genre classification of verses by answer likelihood"
 )
 class EvaluateZeroShot(Stage):
-    version = "2"
+    version = "3"
 
     def run(self, ctx: StageContext) -> list[Score]:
         p: EvaluateZeroShotParams = ctx.params
@@ -63,36 +68,48 @@ class EvaluateZeroShot(Stage):
         sample = sample_aligned(
             ctx.input("data"), list(p.languages), p.split, p.max_texts_per_lang, p.seed
         )
-        scores = []
+        scores: list[Score] = []
+        sets: list[ItemSet] = []
         for lang, group in p.languages.items():
             recs = sample[lang]
             gold = [BIBLE_GENRES.index(r["meta"]["genre"]) for r in recs]
             pred = []
             for r in recs:
                 lp = answer_logprobs(model, tok, chat_prompt(question, r["text"]), names)
-                score = score_answers(lp, p.scoring, answers=names, prior=prior)
-                pred.append(int(score.argmax()))
+                answer_scores = score_answers(lp, p.scoring, answers=names, prior=prior)
+                pred.append(int(answer_scores.argmax()))
             extra = {
                 "scoring": p.scoring,
                 "texts": len(recs),
                 "majority": Counter(gold).most_common(1)[0][1] / len(gold),
                 "predicted": dict(Counter(names[i] for i in pred)),
             }
-            for metric, value in (
-                ("accuracy", accuracy(pred, gold)),
-                ("macro_f1", macro_f1(pred, gold, n_labels=len(names))),
-            ):
-                scores.append(
-                    Score(
-                        model=p.label,
-                        lang=lang,
-                        metric=metric,
-                        value=value,
-                        task="genre",
-                        group=group,
-                        size=p.size,
-                        params=n_params,
-                        extra=extra,
-                    )
+            items = ItemSet(
+                p.label,
+                lang,
+                "label",
+                [r["id"] for r in recs],
+                {"pred": [float(x) for x in pred], "gold": [float(x) for x in gold]},
+                task="genre",
+                group=group,
+                size=p.size,
+                n_labels=len(names),
+                extra={"scoring": p.scoring},
+            )
+            sets.append(items)
+            for metric in ("accuracy", "macro_f1"):
+                iv = interval_of(items, metric, p.bootstrap)
+                score = Score(
+                    model=p.label,
+                    lang=lang,
+                    metric=metric,
+                    value=iv.estimate,
+                    task="genre",
+                    group=group,
+                    size=p.size,
+                    params=n_params,
+                    extra=extra,
                 )
+                scores.append(with_interval(score, iv))
+        write_items(ctx.out_dir / ITEMS_FILE, sets)
         return scores

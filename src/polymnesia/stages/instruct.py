@@ -15,11 +15,12 @@ import logging
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from polymnesia.config.base import StrictModel
 from polymnesia.data.instructions import (
     DATA_CARD,
+    TASKS,
     InstructionRecord,
     bible_instructions,
     check_record,
@@ -27,7 +28,7 @@ from polymnesia.data.instructions import (
 )
 from polymnesia.data.prepared import read_split
 from polymnesia.data.sources.bible import BIBLE_GENRES
-from polymnesia.errors import ConfigError, DataError
+from polymnesia.errors import ConfigError, DataError, unknown
 from polymnesia.io import atomic_write_json, atomic_write_text, read_jsonl
 from polymnesia.models.lora import LoraConfig, add_adapter
 from polymnesia.pipeline.stage import STAGES, Stage, StageContext
@@ -74,6 +75,16 @@ class InstructConfig(StrictModel):
         description="a record whose prompt leaves no room for its response within max_length: "
         "stop with one line (error) or leave it out and count it (drop)",
     )
+
+    @field_validator("tasks")
+    @classmethod
+    def _tasks(cls, v: list[str]) -> list[str]:
+        for task in v:
+            if task not in TASKS:
+                raise ValueError(str(unknown("instruction task", task, TASKS)))
+        if len(set(v)) < len(v):
+            raise ValueError(f"a task is listed twice in instruct.tasks: {v}")
+        return v
 
 
 class InstructParams(StrictModel):

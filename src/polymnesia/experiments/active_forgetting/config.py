@@ -8,6 +8,7 @@ from typing import Any, Literal
 from pydantic import Field, field_validator, model_validator
 
 from polymnesia.config.base import StrictModel
+from polymnesia.errors import suggest
 from polymnesia.experiments.base import ExperimentConfig
 from polymnesia.experiments.sections import (
     BaseModelSection,
@@ -17,10 +18,14 @@ from polymnesia.experiments.sections import (
     ModelConfig,
     TokenizerConfig,
     TrainConfig,
+    check_language,
     flat_base,
 )
+from polymnesia.harness.tasks import HARNESS_TASKS, check_tasks, expand, hub_offline
+from polymnesia.items import BootstrapConfig
 from polymnesia.models import PRESETS
 from polymnesia.stages.adapt_vocabulary import AdaptConfig
+from polymnesia.stages.evaluate_translation import check_tokenizer_name
 from polymnesia.stages.instruct import InstructConfig
 
 ARMS = ("Baseline", "BA", "AFA")
@@ -40,11 +45,83 @@ class ForgettingSection(StrictModel):
 
 
 class DownstreamSection(StrictModel):
+    """Tables 2-4: isotropy, translation and zero-shot genre classification, and their intervals."""
+
     isotropy_texts: int = Field(100, gt=0, description="test verses per language for isotropy")
+    isotropy_pooling: Literal["last", "mean"] = Field(
+        "last", description="one vector per word occurrence from its sub-tokens: last or mean"
+    )
     translation_texts: int = Field(12, gt=0, description="test verses per language translated")
     translation_shots: int = Field(4, ge=0, description="examples in the prompt (paper: 4)")
     max_new_tokens: int = Field(48, gt=0)
+    bleu_tokenize: str = Field(
+        "13a",
+        description="sacrebleu BLEU tokenizer (13a, intl, char, zh, flores200, ...) or by_script",
+    )
+    bleu_tokenize_by_lang: dict[str, str] = Field(
+        default_factory=dict,
+        description="target language -> BLEU tokenizer (overrides bleu_tokenize)",
+    )
     zero_shot_texts: int = Field(60, gt=0, description="test verses per language classified")
+    zero_shot_scoring: Literal["raw", "length_normalised", "pmi", "contextual"] = Field(
+        "raw",
+        description="answer score: raw likelihood, length_normalised, pmi (Holtzman et al. 2021) "
+        "or contextual (Zhao et al. 2021)",
+    )
+    bootstrap: BootstrapConfig = Field(
+        default_factory=BootstrapConfig, description="resampling of test items for intervals"
+    )
+
+    @field_validator("bleu_tokenize")
+    @classmethod
+    def _tokenizer(cls, v: str) -> str:
+        return check_tokenizer_name(v)
+
+    @field_validator("bleu_tokenize_by_lang")
+    @classmethod
+    def _tokenizers(cls, v: dict[str, str]) -> dict[str, str]:
+        out = {check_language(lang): check_tokenizer_name(name) for lang, name in v.items()}
+        if len(out) < len(v):
+            raise ValueError("a language is listed twice in bleu_tokenize_by_lang")
+        return out
+
+
+class HarnessSection(StrictModel):
+    """Downstream tasks through lm-evaluation-harness on the instruction-tuned models (optional).
+
+    Offline (``offline: true``, or unset with ``HF_HUB_OFFLINE`` set) only
+    polymnesia's ``poly_*`` tasks run; online any lm-eval task name passes
+    through (paper 000's Tables 3, 7-11 benchmarks: ``xnli``, ``mlqa``, ...).
+    """
+
+    tasks: list[str] = Field(
+        min_length=1, description="lm-eval task or tag names (polymnesia ls tasks)"
+    )
+    num_fewshot: int | None = Field(None, ge=0, description="few-shot examples (None: the task's)")
+    limit: int | float | None = Field(
+        None, gt=0, description="documents per task (lm-eval --limit)"
+    )
+    batch_size: int | str = Field(8, description="an integer or 'auto'")
+    docs_per_task: int = Field(100, gt=0, description="test documents written per poly_* task")
+    max_gen_toks: int | None = Field(None, gt=0, description="cap on generated tokens")
+    offline: bool | None = Field(None, description="None: follow HF_HUB_OFFLINE")
+
+    @field_validator("tasks")
+    @classmethod
+    def _unique(cls, v: list[str]) -> list[str]:
+        if len(set(v)) < len(v):
+            raise ValueError(f"a task is listed twice in harness.tasks: {v}")
+        return v
+
+    @model_validator(mode="after")
+    def _check(self) -> HarnessSection:
+        if isinstance(self.batch_size, str) and not self.batch_size.startswith("auto"):
+            raise ValueError(f"batch_size must be an integer or 'auto', got {self.batch_size!r}")
+        check_tasks(self.tasks, self.is_offline(), verify_online=False)
+        return self
+
+    def is_offline(self) -> bool:
+        return hub_offline() if self.offline is None else self.offline
 
 
 class ActiveForgettingConfig(ExperimentConfig):
@@ -53,8 +130,8 @@ class ActiveForgettingConfig(ExperimentConfig):
     groups: GroupsConfig
     tokenizer: TokenizerConfig = Field(default_factory=TokenizerConfig)
     model: ModelConfig = Field(default_factory=ModelConfig)
-    sizes: list[str] = Field(
-        default_factory=list, description="model presets to sweep (Figure 3); empty: just 'model'"
+    sizes: list[str] | None = Field(
+        None, description="model presets to sweep (Figure 3); left out: just 'model'"
     )
     pretrain: TrainConfig = Field(default_factory=TrainConfig)
     mixture_temperature: float = Field(3.0, gt=0)
@@ -63,17 +140,26 @@ class ActiveForgettingConfig(ExperimentConfig):
     instruct: InstructConfig = Field(default_factory=InstructConfig)
     evaluate: EvalConfig = Field(default_factory=EvalConfig)
     downstream: DownstreamSection = Field(default_factory=DownstreamSection)
+    harness: HarnessSection | None = Field(
+        None, description="lm-evaluation-harness tasks on the instruction-tuned models"
+    )
 
     @field_validator("sizes")
     @classmethod
-    def _sizes(cls, v: list[str]) -> list[str]:
+    def _sizes(cls, v: list[str] | None) -> list[str] | None:
+        if v is None:
+            return v
+        if not v:
+            raise ValueError("sizes is empty: list model presets to sweep, or leave sizes out")
         for size in v:
             if size not in PRESETS:
+                names = PRESETS.names()
                 raise ValueError(
-                    f"unknown model preset '{size}' in sizes; accepted: {', '.join(PRESETS.names())}"
+                    f"unknown model preset '{size}' in sizes{suggest(size, names)}; "
+                    f"accepted: {', '.join(names)}"
                 )
         if len(set(v)) < len(v):
-            raise ValueError(f"a size is listed twice: {v}")
+            raise ValueError(f"a size is listed twice in sizes: {v}")
         return v
 
     @model_validator(mode="after")
@@ -81,7 +167,28 @@ class ActiveForgettingConfig(ExperimentConfig):
         self.forgetting_train()  # the plugin's own checks (reset_every < steps, ...)
         if not self.groups.adapting:
             raise ValueError("groups.adapting is empty: the adapted arms need adapting languages")
+        if self.model.name_or_path and self.sizes:
+            raise ValueError("sizes sweeps presets; it cannot be combined with model.name_or_path")
+        unused = sorted(set(self.downstream.bleu_tokenize_by_lang) - set(self.groups.all()))
+        if unused:
+            raise ValueError(
+                f"downstream.bleu_tokenize_by_lang names {', '.join(unused)}, not in groups"
+            )
+        if self.harness is not None:
+            missing = sorted(
+                {t.lang for t in map(HARNESS_TASKS.get, expand(self.harness.tasks))}
+                - set(self.groups.all())
+            )
+            if missing:
+                raise ValueError(
+                    f"harness.tasks need {', '.join(missing)}, which no group lists "
+                    "(the poly_* tasks read the run's prepared data)"
+                )
         return self
+
+    def size_list(self) -> list[str | None]:
+        """The sizes to build (``[None]``: just the ``model`` section)."""
+        return [*self.sizes] if self.sizes else [None]
 
     def base(self) -> BaseModelSection:
         """The base model (pretrained on ``groups.pretraining`` with ``pretrain``)."""

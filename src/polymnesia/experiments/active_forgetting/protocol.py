@@ -13,8 +13,10 @@ Evaluation per language and group: perplexity and bits per byte (Table 1) and
 isotropy (Table 2) of the models before instruction tuning (Baseline = the
 base model, BA/AFA = the adapted ones, as the paper studies M_adapted);
 English-to-X translation (Table 3) and zero-shot genre classification of the
-instruction-tuned models. With ``sizes`` the whole pipeline runs per model
-size and the report draws Figure 3.
+instruction-tuned models, each with bootstrap intervals over test items (the
+stages keep ``items.jsonl``). With ``harness:`` the instruction-tuned models
+are also evaluated through lm-evaluation-harness (``harness_{arm}``). With
+``sizes`` the whole pipeline runs per model size and the report draws Figure 3.
 
 Defaults follow Tables 4-5 scaled down for a CPU: pretraining lr 1e-4 ->
 config, 150,000 steps -> a few hundred, reset every 10,000 -> K with the same
@@ -38,6 +40,7 @@ from polymnesia.experiments.shared import (
 )
 from polymnesia.pipeline.stage import StageSpec
 from polymnesia.stages.adapt_vocabulary import AdaptVocabularyParams
+from polymnesia.stages.evaluate_harness import EvaluateHarnessParams
 from polymnesia.stages.evaluate_isotropy import EvaluateIsotropyParams
 from polymnesia.stages.evaluate_translation import EvaluateTranslationParams
 from polymnesia.stages.evaluate_zero_shot import EvaluateZeroShotParams
@@ -78,7 +81,32 @@ def _size_stages(cfg: ActiveForgettingConfig, size: str | None) -> list[StageSpe
         specs.append(StageSpec(f"instruct_{arm}{sfx}", "instruct", params_i, inputs))
     for arm, src in sources.items():
         specs += _evaluation_stages(cfg, arm, src + sfx, f"instruct_{arm}{sfx}", sfx, label)
+    if cfg.harness is not None:
+        specs += [_harness_stage(cfg, arm, f"instruct_{arm}{sfx}", sfx, label) for arm in sources]
     return specs
+
+
+def _harness_stage(
+    cfg: ActiveForgettingConfig, arm: str, tuned: str, sfx: str, size: str
+) -> StageSpec:
+    """lm-evaluation-harness on an instruction-tuned model (``harness:``; paper 000 Tables 3, 7-11)."""
+    h = cfg.harness
+    assert h is not None
+    params = EvaluateHarnessParams(
+        label=arm,
+        size=size,
+        tasks=h.tasks,
+        num_fewshot=h.num_fewshot,
+        limit=h.limit,
+        batch_size=h.batch_size,
+        docs_per_task=h.docs_per_task,
+        max_gen_toks=h.max_gen_toks,
+        offline=h.offline,
+        seed=cfg.seed,
+    )
+    return StageSpec(
+        f"harness_{arm}{sfx}", "evaluate_harness", params, {"data": "data", "model": tuned}
+    )
 
 
 def _evaluation_stages(
@@ -89,7 +117,13 @@ def _evaluation_stages(
     on = {"data": "data", "model": adapted}
     tuned_on = {"data": "data", "model": tuned}
     iso = EvaluateIsotropyParams(
-        label=arm, size=size, languages=langs, max_texts_per_lang=d.isotropy_texts, seed=seed
+        label=arm,
+        size=size,
+        languages=langs,
+        max_texts_per_lang=d.isotropy_texts,
+        pooling=d.isotropy_pooling,
+        bootstrap=d.bootstrap,
+        seed=seed,
     )
     mt = EvaluateTranslationParams(
         label=arm,
@@ -98,10 +132,19 @@ def _evaluation_stages(
         shots=d.translation_shots,
         max_texts_per_lang=d.translation_texts,
         max_new_tokens=d.max_new_tokens,
+        bleu_tokenize=d.bleu_tokenize,
+        bleu_tokenize_by_lang=d.bleu_tokenize_by_lang,
+        bootstrap=d.bootstrap,
         seed=seed,
     )
     zs = EvaluateZeroShotParams(
-        label=arm, size=size, languages=langs, max_texts_per_lang=d.zero_shot_texts, seed=seed
+        label=arm,
+        size=size,
+        languages=langs,
+        max_texts_per_lang=d.zero_shot_texts,
+        scoring=d.zero_shot_scoring,
+        bootstrap=d.bootstrap,
+        seed=seed,
     )
     return [
         evaluate_lm_stage(f"lm_{arm}{sfx}", arm, adapted, langs, cfg.evaluate, size),
@@ -122,8 +165,7 @@ class ActiveForgetting(Experiment):
     def build(cls, cfg: ExperimentConfig) -> list[StageSpec]:
         assert isinstance(cfg, ActiveForgettingConfig)
         specs = [data_stage(cfg.data, cfg.groups.all()), tokenizer_stage(cfg.base(), cfg.seed)]
-        sizes: list[str | None] = [*cfg.sizes] or [None]
-        for size in sizes:
+        for size in cfg.size_list():
             specs += _size_stages(cfg, size)
         return specs
 

@@ -1,4 +1,5 @@
-"""The report of the ``active_forgetting`` protocol: paper 000's tables, Figure 3, the claims."""
+"""The report of the ``active_forgetting`` protocol: paper 000's tables with intervals, the claims
+with three verdicts (:mod:`.claims`), the zero-shot baselines, the harness scores, Figure 3."""
 
 from __future__ import annotations
 
@@ -7,11 +8,33 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from polymnesia.experiments.reporting import lm_tables, training_curves
+from polymnesia.experiments.active_forgetting.claims import (
+    floor_claims,
+    floor_table,
+    learned_table,
+    paper_claims,
+)
+from polymnesia.experiments.reporting import (
+    describe_language,
+    lm_bar_plot,
+    lm_tables,
+    training_curves,
+)
+from polymnesia.items import ItemSet, group_intervals, run_items, select_items
+from polymnesia.reports.claims import claims_table
 from polymnesia.reports.plots import line_plot
 from polymnesia.reports.render import Report
-from polymnesia.reports.tables import Table, group_means, group_table, write_table
+from polymnesia.reports.tables import (
+    Estimate,
+    Table,
+    group_means,
+    group_table,
+    language_table,
+    write_table,
+)
 from polymnesia.results import Score, filter_scores, mean, read_scores
+
+Groups = dict[str, list[str]]
 
 ARMS = ["Baseline", "BA", "AFA"]
 
@@ -97,55 +120,6 @@ def vocab_table(scores: Sequence[Score]) -> Table | None:
     )
 
 
-def claims(scores: Sequence[Score], groups: dict[str, list[str]], headline: str) -> list[str]:
-    """The paper's four claims, each checked against this run's numbers (no tuning)."""
-    out = []
-    lm = {a: arm_groups(scores, headline, a, groups) for a in ARMS}
-    o = {a: lm[a]["overall"] for a in ARMS}
-    out.append(
-        _verdict(
-            o["AFA"] < o["Baseline"] and o["AFA"] < o["BA"],
-            f"AFA lower {headline} than Baseline and BA (overall: Baseline {o['Baseline']:.3f}, "
-            f"BA {o['BA']:.3f}, AFA {o['AFA']:.3f})",
-        )
-    )
-    ot = {a: lm[a]["other"] for a in ARMS}
-    out.append(
-        _verdict(
-            ot["BA"] > ot["Baseline"],
-            f"BA worse than Baseline on the 'other' languages ({headline}: Baseline "
-            f"{ot['Baseline']:.3f}, BA {ot['BA']:.3f})",
-        )
-    )
-    ss = {a: arm_groups(scores, "self_similarity_adjusted", a, groups)["overall"] for a in ARMS}
-    out.append(
-        _verdict(
-            ss["AFA"] < min(ss["BA"], ss["Baseline"]),
-            f"AFA lower self-similarity than Baseline and BA (overall adjusted: Baseline {ss['Baseline']:.3f}, "
-            f"BA {ss['BA']:.3f}, AFA {ss['AFA']:.3f})",
-        )
-    )
-    wins, total = 0, 0
-    for metric in ("bleu", "chrf", "accuracy", "macro_f1"):
-        vals = {a: arm_groups(scores, metric, a, groups)["overall"] for a in ARMS}
-        if any(math.isnan(v) for v in vals.values()):
-            continue
-        total += 1
-        wins += vals["AFA"] > max(vals["Baseline"], vals["BA"])
-    out.append(
-        _verdict(
-            2 * wins > total,
-            f"AFA ahead on most tasks: best on {wins} of {total} "
-            "downstream metrics (BLEU, chrF, genre accuracy, macro-F1; overall mean)",
-        )
-    )
-    return out
-
-
-def _verdict(ok: bool, text: str) -> str:
-    return f"**{'holds' if ok else 'does not hold'}**: {text}"
-
-
 def figure3(
     report: Report, run_dir: Path, scores: Sequence[Score], groups: dict[str, list[str]]
 ) -> None:
@@ -191,8 +165,84 @@ def _params(scores: Sequence[Score], size: str, arm: str | None = None) -> int:
     return 0
 
 
+def _captions(cfg: Any, scores: Sequence[Score]) -> dict[str, str]:
+    """What each downstream table's numbers mean: BLEU's scale and tokenizer, pooling, scoring."""
+    d = cfg.downstream
+    sig = sorted({str(s.extra.get("bleu_signature")) for s in scores if s.metric == "bleu"})
+    by_lang = ", ".join(f"{k}: {v}" for k, v in d.bleu_tokenize_by_lang.items())
+    bleu = (
+        f"sacrebleu BLEU on the 0-100 scale (paper 000's Table 3 prints 0-1: divide by 100), "
+        f"tokenizer {d.bleu_tokenize}{f' ({by_lang})' if by_lang else ''}; "
+        f"signature{'s' if len(sig) > 1 else ''}: {'; '.join(sig) or 'N/A'}."
+    )
+    pooling = (
+        f"One last-layer vector per word occurrence, its sub-tokens pooled by '{d.isotropy_pooling}'; "
+        "words seen in at least two verses; minus the cosine of random word pairs from different verses."
+    )
+    scoring = (
+        f"Each genre name scored as the reply by '{d.zero_shot_scoring}' scoring "
+        "(raw likelihood, length_normalised, pmi or contextual calibration); 9 genres."
+    )
+    return {
+        "bleu": bleu,
+        "chrf": "sacrebleu chrF (0-100), character n-grams up to 6, beta 2; tokenizer-free.",
+        "self_similarity_adjusted": pooling,
+        "intra_sentence_similarity_adjusted": pooling,
+        "first_pc_variance_explained_adjusted": pooling.replace(
+            "minus the cosine of random word pairs from different verses", "minus the MEV baseline"
+        ),
+        "accuracy": scoring,
+        "macro_f1": scoring,
+    }
+
+
+def _item_task(metric: str) -> str:
+    return {
+        "bleu": "translation",
+        "chrf": "translation",
+        "accuracy": "genre",
+        "macro_f1": "genre",
+    }.get(metric, "isotropy")
+
+
+def downstream_tables(
+    rep: Report,
+    results: Path,
+    cfg: Any,
+    scores: Sequence[Score],
+    items: Sequence[ItemSet],
+    groups: Groups,
+) -> None:
+    """Tables 2-4 by language group, with stratified bootstrap intervals over test items."""
+    captions = _captions(cfg, scores)
+    for metric, title, lower in TABLES:
+        if not any(s.metric == metric for s in scores):
+            continue
+        # isotropy items hold self-similarity only (per word); the other two get no interval
+        sets = [
+            s
+            for s in select_items(items, task=_item_task(metric))
+            if s.kind != "values" or s.extra.get("metric") == metric
+        ]
+        ivs = group_intervals(sets, metric, groups, cfg.downstream.bootstrap) if sets else None
+        t = group_table(
+            scores,
+            metric,
+            groups,
+            model_order=ARMS,
+            name=metric,
+            title=title,
+            caption=f"{captions.get(metric, '')} mu_overall averages all evaluated languages.",
+            higher_is_better=not lower,
+            intervals=ivs,
+        )
+        write_table(results, t)
+        rep.heading(title, 3).table(t)
+
+
 def write_report(cfg: Any, run_dir: Path) -> Path:
     scores = read_scores(run_dir / "results" / "scores.jsonl")
+    items = run_items(run_dir)
     groups = cfg.groups.as_dict()
     results = run_dir / "results"
     rep = Report(
@@ -201,16 +251,44 @@ def write_report(cfg: Any, run_dir: Path) -> Path:
     sizes = ", ".join(cfg.sizes) if cfg.sizes else str(cfg.model.preset or cfg.model.name_or_path)
     rep.paragraph(
         f"Arms: Baseline (pretrained), BA (baseline adapted), AFA (pretrained with active forgetting, "
-        f"reset every {cfg.forgetting.reset_every} of {cfg.pretrain.steps} steps, then adapted); all "
-        f"instruction-tuned on English only ({cfg.instruct.source} data). Model size(s): {sizes}. "
+        f"reset every {cfg.forgetting.reset_every} of {cfg.pretrain.steps} steps, then adapted; LM head "
+        f"'{cfg.adapt.head}' at adaptation); all instruction-tuned on English only "
+        f"({cfg.instruct.source} data). Model size(s): {sizes}. "
         f"{len(cfg.groups.all())} languages from the '{cfg.data.source}' source, grouped as paper 000 "
         "Table 6. Tables 1-2 evaluate the models before instruction tuning (Baseline = base model), "
         f"Tables 3-4 the instruction-tuned ones. Headline LM metric: {cfg.evaluate.headline} "
-        "(the vocabularies differ, so token perplexity is not comparable across arms)."
+        "(the vocabularies differ, so token perplexity is not comparable across arms). "
+        f"Intervals: {round(100 * cfg.downstream.bootstrap.level)}% percentile bootstrap over test "
+        f"items ({cfg.downstream.bootstrap.n_resamples} resamples), group means resampled within "
+        "each language; claims use the paired bootstrap over the items both arms were scored on."
     )
-    rep.heading("The paper's claims at this scale", 2).bullets(
-        claims(scores, groups, cfg.evaluate.headline)
-    )
+    boot = cfg.downstream.bootstrap
+    size_labels = [s for s in dict.fromkeys(s.size for s in scores if s.task == "lm")]
+    found = []
+    for size in size_labels:
+        found += paper_claims(
+            scores,
+            items,
+            groups,
+            cfg.evaluate.headline,
+            boot,
+            size if len(size_labels) > 1 else None,
+        )
+    rep.claims(found)
+    write_table(results, claims_table(found))
+    rep.heading("Did the models learn the tasks?", 2)
+    for size in size_labels:
+        one = size if len(size_labels) > 1 else None
+        floors = floor_claims(items, ARMS, boot, one)
+        for t in (
+            learned_table(scores, items, groups, ARMS, boot, one),
+            floor_table(floors) if floors else None,
+        ):
+            if t is not None:
+                if one is not None:
+                    t.name, t.title = f"{t.name}_{size}", f"{t.title} ({size})"
+                write_table(results, t)
+                rep.table(t)
     rep.heading("Results", 2)
     lm_tables(
         rep,
@@ -219,27 +297,82 @@ def write_report(cfg: Any, run_dir: Path) -> Path:
         groups,
         cfg.evaluate.headline,
         model_order=ARMS,
+        items=select_items(items, task="lm"),
+        bootstrap=boot,
     )
-    for metric, title, lower in TABLES:
-        if any(s.metric == metric for s in scores):
-            t = group_table(
-                scores,
-                metric,
-                groups,
-                model_order=ARMS,
-                name=metric,
-                title=title,
-                caption="mu_overall averages all evaluated languages.",
-                higher_is_better=not lower,
-            )
-            write_table(results, t)
-            rep.heading(title, 3).table(t)
+    downstream_tables(rep, results, cfg, scores, items, groups)
+    per_language_tables(rep, results, scores, groups)
+    harness_table(rep, results, scores, cfg)
     for extra in (vocab_table(scores), fertility_table(scores, groups)):
         if extra is not None:
             write_table(results, extra)
             rep.heading(extra.title, 3).table(extra)
     rep.heading("Figures", 2)
+    lm_bar_plot(
+        rep, run_dir, [s for s in scores if s.task == "lm"], groups, cfg.evaluate.headline, ARMS
+    )
     figure3(rep, run_dir, scores, groups)
     training_curves(rep, run_dir)
     md, _ = rep.write(run_dir)
     return md
+
+
+def per_language_tables(
+    rep: Report, results: Path, scores: Sequence[Score], groups: Groups
+) -> None:
+    """chrF and genre accuracy per language and arm, with their bootstrap intervals."""
+    for metric, title in (
+        ("chrf", "English-to-X chrF per language"),
+        ("accuracy", "Zero-shot genre accuracy per language"),
+    ):
+        chosen = [s for s in scores if s.metric == metric]
+        if chosen:
+            t = language_table(
+                chosen,
+                metric,
+                groups,
+                model_order=ARMS,
+                describe=describe_language,
+                name=f"{metric}_by_language",
+                title=title,
+            )
+            write_table(results, t)
+            rep.heading(title, 3).table(t)
+
+
+def harness_table(rep: Report, results: Path, scores: Sequence[Score], cfg: Any) -> None:
+    """lm-evaluation-harness scores of the instruction-tuned models (``harness:``), ± 1.96 stderr."""
+    if cfg.harness is None:
+        return
+    chosen = [s for s in scores if "lm_eval_version" in s.extra]
+    if not chosen:
+        return
+    keys = list(dict.fromkeys((s.task, s.lang, s.metric, s.size) for s in chosen))
+    cell = {(s.model, s.task, s.metric, s.size): s for s in chosen}
+    rows: list[list[Any]] = []
+    for task, lang, metric, size in keys:
+        row: list[Any] = [task, lang, metric]
+        for arm in ARMS:
+            s = cell.get((arm, task, metric, size))
+            row.append(_stderr_cell(s) if s is not None else math.nan)
+        rows.append(row)
+    h = cfg.harness
+    shots = "the task's default" if h.num_fewshot is None else str(h.num_fewshot)
+    t = Table(
+        name="harness",
+        title="lm-evaluation-harness tasks (instruction-tuned models)",
+        columns=["Task", "Language", "Metric", *ARMS],
+        rows=rows,
+        caption=f"lm-eval tasks {', '.join(h.tasks)}; few-shot: {shots}; limit: {h.limit}; "
+        "± is 1.96 x lm-eval's standard error (N/A where lm-eval gives none).",
+    )
+    write_table(results, t)
+    rep.heading(t.title, 3).table(t)
+
+
+def _stderr_cell(s: Score) -> Estimate:
+    se = s.stderr if s.stderr is not None and math.isfinite(s.stderr) else math.nan
+    n = s.extra.get("n_samples")
+    return Estimate(
+        s.value, s.value - 1.96 * se, s.value + 1.96 * se, n if isinstance(n, int) else None
+    )

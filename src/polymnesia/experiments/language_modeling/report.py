@@ -6,6 +6,7 @@ from pathlib import Path
 
 from polymnesia.experiments.language_modeling.config import LanguageModelingConfig
 from polymnesia.experiments.reporting import lm_bar_plot, lm_tables, training_curves
+from polymnesia.items import run_items, select_items
 from polymnesia.reports.render import Report
 from polymnesia.results import read_scores
 
@@ -18,10 +19,19 @@ def write_report(cfg: LanguageModelingConfig, run_dir: Path) -> Path:
         f"A {cfg.model.preset or cfg.model.name_or_path} decoder trained for {cfg.train.steps} steps on "
         f"{', '.join(cfg.groups.pretraining)} (data source '{cfg.data.source}'), evaluated on the "
         f"{cfg.evaluate.split} split of {len(cfg.groups.all())} languages. Bits per byte does not depend on "
-        "the tokenizer; token perplexity does. Groups follow paper 000 (Table 6)."
+        "the tokenizer; token perplexity does. Groups follow paper 000 (Table 6). "
+        f"Intervals: 95% percentile bootstrap over the test texts of each language; a group mean's "
+        "interval resamples the texts within each of its languages."
     )
     rep.heading("Results", 2)
-    lm_tables(rep, run_dir, scores, groups, cfg.evaluate.headline)
+    lm_tables(
+        rep,
+        run_dir,
+        scores,
+        groups,
+        cfg.evaluate.headline,
+        items=select_items(run_items(run_dir), task="lm"),
+    )
     rep.heading("Figures", 2)
     lm_bar_plot(rep, run_dir, scores, groups, cfg.evaluate.headline)
     training_curves(rep, run_dir)
