@@ -9,7 +9,8 @@ Two layouts:
 
 The record id is ``id_field`` when given (use an aligned id column so that
 translations land in the same split), else the row index. ``label_field``
-must hold integers.
+must hold integers. ``meta_fields`` copies further columns into each record's
+``meta`` (MASSIVE's slot annotations ``annot_utt`` for paper 004's slot filling).
 
 When the Hub cannot be reached (no network, or ``HF_HUB_OFFLINE=1``) the
 source raises one :class:`DataError` line naming the dataset and the
@@ -76,6 +77,7 @@ class HFSource(Source):
         languages: dict[str, str] | None = None,
         label_field: str | None = None,
         id_field: str | None = None,
+        meta_fields: list[str] | None = None,
         trust_remote_code: bool = False,
     ) -> None:
         if not name:
@@ -87,6 +89,7 @@ class HFSource(Source):
         self.dataset_name, self.config, self.split = name, config, split
         self.text_field, self.lang_field = text_field, lang_field
         self.label_field, self.id_field = label_field, id_field
+        self.meta_fields = list(meta_fields or [])
         self.language_configs = dict(languages) if languages is not None else None
         self.trust_remote_code = trust_remote_code
         self._loaded: dict[str | None, Any] = {}
@@ -100,7 +103,13 @@ class HFSource(Source):
 
     def _check_columns(self, ds: Any) -> None:
         columns = set(getattr(ds, "column_names", None) or [])
-        wanted = [self.text_field, self.lang_field, self.label_field, self.id_field]
+        wanted = [
+            self.text_field,
+            self.lang_field,
+            self.label_field,
+            self.id_field,
+            *self.meta_fields,
+        ]
         for field in (f for f in wanted if f):
             if field not in columns:
                 raise DataError(
@@ -141,7 +150,8 @@ class HFSource(Source):
                     f"'{self.label_field}' must hold integers, got {label!r}"
                 )
         rid = str(row[self.id_field]) if self.id_field else str(index)
-        return TextRecord(rid, lang, str(row[self.text_field]), label, {"row": index})
+        meta = {"row": index, **{f: row[f] for f in self.meta_fields}}
+        return TextRecord(rid, lang, str(row[self.text_field]), label, meta)
 
     def info(self) -> dict[str, Any]:
         return {
