@@ -105,3 +105,18 @@ def test_needs_languages_or_lang_field():
     with pytest.raises(DataError, match="needs languages"):
         HFSource("org/x")
     assert hf._unreachable(TimeoutError()) and not hf._unreachable(ValueError())
+
+
+def test_meta_fields_are_copied_into_meta(monkeypatch):
+    import datasets
+
+    rows = {"fr-FR": [{"utt": "réveille moi", "annot_utt": "réveille [person : moi]", "id": "1"}]}
+    load, _ = _fake(rows)
+    monkeypatch.setattr(datasets, "load_dataset", load)
+    src = HFSource("org/massive", languages={"fr": "fr-FR"}, text_field="utt", id_field="id",
+                   meta_fields=["annot_utt"])  # fmt: skip
+    (rec,) = list(src.records("fr"))
+    assert rec.text == "réveille moi" and rec.meta["annot_utt"] == "réveille [person : moi]"
+    bad = HFSource("org/massive", languages={"fr": "fr-FR"}, text_field="utt", meta_fields=["x"])
+    with pytest.raises(DataError, match="has no column 'x'"):
+        list(bad.records("fr"))
