@@ -41,9 +41,16 @@ def _run(tmp_path: Path) -> Path:
     for (model, step), preds in PRED.items():
         name = "untrained" if model == "untrained" else f"vanilla_o_{step}"
         sets = [
-            ItemSet(model, lang, "label", [f"v{i}" for i in range(6)],
-                    {"pred": [float(x) for x in p], "gold": [float(x) for x in GOLD[lang]]},
-                    task="t", step=step, n_labels=2)  # fmt: skip
+            ItemSet(
+                model,
+                lang,
+                "label",
+                [f"v{i}" for i in range(6)],
+                {"pred": [float(x) for x in p], "gold": [float(x) for x in GOLD[lang]]},
+                task="t",
+                step=step,
+                n_labels=2,
+            )  # fmt: skip
             for lang, p in preds.items()
         ]
         (run / "stages" / name).mkdir(parents=True)
@@ -63,7 +70,10 @@ def test_replicates_recompute_every_entry_on_one_draw_per_language(tmp_path: Pat
     assert ev is not None and ev.n == 12 and arm.reps is not None
     draws = draw_items({"en": 6, "fr": 6}, 50, 3)
     k = 7
-    want = [[_acc(PRED[("VANILLA", i)][lang], GOLD[lang], draws[lang][k]) for lang in ORDER] for i in (0, 1)]
+    want = [
+        [_acc(PRED[("VANILLA", i)][lang], GOLD[lang], draws[lang][k]) for lang in ORDER]
+        for i in (0, 1)
+    ]
     np.testing.assert_allclose(arm.reps["o"][k], want)
     m = metric_replicates(arm, {"o": ORDER}, {"en": 0.5, "fr": 0.5}, ev)
     assert m["cbt"].point == pytest.approx(4 / 6 - 1.0)

@@ -86,7 +86,9 @@ def test_paper_config_validates_offline_and_stops_in_one_line(
     paper = CONFIG.replace("lifelong_smoke.yaml", "lifelong_paper.yaml")
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_HOME": str(tmp_path / "hf")}
     cli = [sys.executable, "-m", "polymnesia"]
-    ok = subprocess.run([*cli, "validate", paper], env=env, capture_output=True, text=True, timeout=300)
+    ok = subprocess.run(
+        [*cli, "validate", paper], env=env, capture_output=True, text=True, timeout=300
+    )
     assert ok.returncode == 0 and "lifelong" in ok.stdout
     args = [*cli, "run", paper, "--run-dir", str(tmp_path / "run")]
     proc = subprocess.run(args, env=env, capture_output=True, text=True, timeout=300)
