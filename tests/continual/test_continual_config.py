@@ -46,10 +46,79 @@ def test_smoke_config_builds_every_arm(tmp_path: Path) -> None:
             {"orders": [{"name": "d", "kind": "destructive_last", "sources": ["zz"]}]},
             "not an earlier order",
         ),
+        ({"methods": []}, "at least one method"),
+        ({"methods": ["vanilla", "vanilla"]}, "listed twice"),
+        ({"orders": []}, "orders"),
+        ({"base": {"languages": []}}, "base.languages"),
+        ({"languages": ["en", "fr", "en"]}, "en twice"),
+        ({"languages": ["en", "fr", "EN"]}, "en twice"),
+        ({"languages": ["en", "fr", "xx"]}, "unknown language code 'xx'"),
+        ({"lora": {"target_modules": []}}, "lora.target_modules"),
+        ({"lora": {"target_modules": ["q_proj", "qq_proj"]}}, "no layer 'qq_proj'"),
+        ({"ranks": [0]}, "at least 1"),
+        ({"ranks": [4, 4]}, "rank is listed twice"),
+        ({"seed": -1}, "seeds must be 0 or more"),
+        ({"orders": [{"name": "s", "kind": "shuffle", "seed": -2}]}, "orders.0.seed"),
+        ({"task_pivot": "de"}, "token tasks"),
+        (
+            {"task": {"kind": "token", "metric": "accuracy"}, "task_pivot": "qq"},
+            "unknown language code 'qq'",
+        ),
+        ({"task": {"kind": "token", "metric": "accuracy"}}, "exactly one of task_pivot"),
+        (
+            {"task": {"kind": "token", "metric": "accuracy"}, "task_pivot": "fr"},
+            "is a task language",
+        ),
+        ({"task": {"name": " "}}, "task.name"),
+        (
+            {
+                "overrides": {
+                    "mono": {"lr": 1e-3, "early_stopping": {"max_epochs": 2, "patience": 1}}
+                },
+                "methods": ["vanilla"],
+            },
+            "overrides.mono",
+        ),
+        (
+            {
+                "orders": [
+                    {"name": "r", "kind": "resource"},
+                    {
+                        "name": "d",
+                        "kind": "destructive_last",
+                        "sources": ["r"],
+                        "destructive_count": 9,
+                    },
+                ]
+            },
+            "exceeds the 3 languages",
+        ),
+        ({"base": {"languages": ["en"], "data_languages": ["en", "en", "fr", "ru"]}}, "twice"),
     ],
 )
 def test_bad_input_is_one_line(tmp_path: Path, changes: dict[str, Any], needle: str) -> None:
+    if "base" in changes:
+        raw = yaml.safe_load(SMOKE.read_text())
+        changes = {"base": {**raw["base"], **changes["base"]}}
     with pytest.raises(PolymnesiaError) as e:
         _load(tmp_path, **changes)
     assert needle in str(e.value)
     assert len(str(e.value).strip().splitlines()) == 1
+
+
+def test_codes_are_normalised_and_regions_kept(tmp_path: Path) -> None:
+    cfg = _load(tmp_path, languages=["EN", "fr", "zh-tw", "zh"], orders=[
+        {"name": "x", "kind": "explicit", "languages": ["zh_TW", "ZH", "fr", "en"]}])  # fmt: skip
+    assert cfg.languages == ["en", "fr", "zh-TW", "zh"]
+    assert cfg.orders[0].languages == ["zh-TW", "zh", "fr", "en"]
+
+
+def test_top_level_shift_is_the_default_of_destructive_orders(tmp_path: Path) -> None:
+    raw = yaml.safe_load(SMOKE.read_text())
+    orders = [
+        *raw["orders"][:2],
+        {**raw["orders"][2]},
+        {**raw["orders"][2], "name": "d2", "shift": "literal"},
+    ]
+    cfg = _load(tmp_path, shift="previous", orders=orders)
+    assert [o.shift for o in cfg.orders[2:]] == ["previous", "literal"]

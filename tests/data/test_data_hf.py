@@ -152,3 +152,18 @@ def test_lang_pattern_needs_one_group():
         HFSource.check_options({"lang_pattern": "(a)(b)"}, "data.options")
     with pytest.raises(ConfigError, match="lang_pattern"):
         HFSource.check_options({"lang_pattern": "("}, "data.options")
+
+
+def test_meta_fields_are_copied_into_meta(monkeypatch):
+    import datasets
+
+    rows = {"fr-FR": [{"utt": "réveille moi", "annot_utt": "réveille [person : moi]", "id": "1"}]}
+    load, _ = _fake(rows)
+    monkeypatch.setattr(datasets, "load_dataset", load)
+    src = HFSource("org/massive", languages={"fr": "fr-FR"}, text_field="utt", id_field="id",
+                   meta_fields=["annot_utt"])  # fmt: skip
+    (rec,) = list(src.records("fr"))
+    assert rec.text == "réveille moi" and rec.meta["annot_utt"] == "réveille [person : moi]"
+    bad = HFSource("org/massive", languages={"fr": "fr-FR"}, text_field="utt", meta_fields=["x"])
+    with pytest.raises(DataError, match="has no column 'x'"):
+        list(bad.records("fr"))

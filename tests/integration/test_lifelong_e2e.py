@@ -49,8 +49,15 @@ def test_smoke_run_reports_every_method_order_and_metric(
         "Donors",
         "Figure 5",
         "Figure 7",
+        "claims hold",  # the three-verdict claims block
+        "VANILLA forgets: CBT < 0",
+        "Did the task models learn?",
+        "forgetting (mammoth)",
+        "procedure 'move_to_end'",
+        " ± ",  # intervals from the per-item evidence
     ):
         assert needle in report
+    assert (run / "results" / "table1_methods.csv").exists()
     assert len(list((run / "figures").glob("fig7_R_*.png"))) == 6  # VANILLA + SHARED r=4, 3 orders
 
 
@@ -71,6 +78,23 @@ def test_interrupted_run_resumes_at_language_k_keeping_rows(
     assert "run    vanilla_res_2" in out
     final = json.loads((run / "stages" / "vanilla_res_2" / "matrix.json").read_text())
     assert final["rows"][:2] == first["rows"] and len(final["rows"]) == 3
+
+
+def test_paper_config_validates_offline_and_stops_in_one_line(
+    isolated_cache: Path, tmp_path: Path
+) -> None:
+    paper = CONFIG.replace("lifelong_smoke.yaml", "lifelong_paper.yaml")
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_HOME": str(tmp_path / "hf")}
+    cli = [sys.executable, "-m", "polymnesia"]
+    ok = subprocess.run(
+        [*cli, "validate", paper], env=env, capture_output=True, text=True, timeout=300
+    )
+    assert ok.returncode == 0 and "lifelong" in ok.stdout
+    args = [*cli, "run", paper, "--run-dir", str(tmp_path / "run")]
+    proc = subprocess.run(args, env=env, capture_output=True, text=True, timeout=300)
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("polymnesia: error:")]
+    assert proc.returncode == 2 and len(errors) == 1
+    assert "AmazonScience/massive" in errors[0] and "offline" in errors[0]
 
 
 def test_token_classification_path_on_constructed_tagging(

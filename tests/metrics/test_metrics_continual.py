@@ -14,8 +14,6 @@ from polymnesia.metrics.continual import (
     forgetting_after_learning,
     forgetting_best_before_final,
     forgetting_best_since_learned,
-    forgetting_from_best,
-    forgetting_from_first,
     forgetting_mammoth,
     fwt_vs_untrained,
     mbt,
@@ -94,10 +92,8 @@ def test_forgetting_variants_differ_in_the_rows_of_the_max():
     assert forgetting_best_since_learned(M) == pytest.approx(((50 - 30) + (60 - 50)) / 2)
     # Chaudhry et al. 2018: rows 0..T-2, the zero-shot 95 of language 1 counts
     assert forgetting_best_before_final(M) == pytest.approx(((50 - 30) + (95 - 50)) / 2)
-    # deprecated names keep their old meaning
-    assert forgetting_from_best(M) == forgetting_best_since_learned(M)
-    assert forgetting_from_best(M, since_learned=False) == forgetting_best_before_final(M)
-    assert forgetting_from_first(M) == forgetting_after_learning(M)
+    assert forgetting_after_learning(M) == pytest.approx(((50 - 30) + (60 - 50)) / 2)
+    assert forgetting_mammoth(M) == pytest.approx(((50 - 30) + (60 - 50)) / 2)
 
 
 # 5 languages; per-language "best since learned, final excluded" minus final:

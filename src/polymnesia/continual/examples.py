@@ -1,11 +1,17 @@
 """Per-language task examples for sequential training, on top of :mod:`polymnesia.tasks`.
 
 Sequence tasks read the prepared records' ``label`` (the Bible verse genre).
-Token tasks use the *constructed* language-ID tagging set of
-:func:`polymnesia.tasks.tagging.language_id_tagging`: for language ``l`` each
-example is the start of an ``l`` verse followed by the end of the same verse
-in the ``pivot`` language, every word tagged 0 (``l``) or 1 (pivot). Real text,
-constructed labels; it stands in offline for the paper's slot filling.
+Token tasks take their tags from one of two places:
+
+* ``slot_field``: slot annotations kept in each record's ``meta`` (MASSIVE's
+  ``annot_utt``, the paper's slot filling), turned into BIO tags by
+  :mod:`polymnesia.continual.slots` with one tag inventory for every language
+  (:func:`slot_tags`);
+* ``pivot``: the *constructed* language-ID tagging set of
+  :func:`polymnesia.tasks.tagging.language_id_tagging`: for language ``l`` each
+  example is the start of an ``l`` verse followed by the end of the same verse
+  in the ``pivot`` language, every word tagged 0 (``l``) or 1 (pivot). Real
+  text, constructed labels; it stands in offline for the slot filling.
 """
 
 from __future__ import annotations
@@ -13,6 +19,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from polymnesia.continual.slots import slot_names, slot_records, tag_inventory
 from polymnesia.data.prepared import read_split
 from polymnesia.errors import DataError
 from polymnesia.tasks.classification import build_sequence_examples
@@ -30,6 +37,7 @@ def load_examples(
     cap: int | None,
     seed: int,
     pivot: str | None = None,
+    slots: tuple[str, tuple[str, ...]] | None = None,
 ) -> list[dict[str, Any]]:
     """``cap`` evenly spaced records of ``lang``'s ``split`` as examples; one-line error if none.
 
@@ -47,9 +55,12 @@ def load_examples(
         cap,
         seed,
         pivot,
+        slots,
     )
     if key not in _MEMO:
-        _MEMO[key] = _load(data_dir, lang, split, task, tokenizer, cap=cap, seed=seed, pivot=pivot)
+        _MEMO[key] = _load(
+            data_dir, lang, split, task, tokenizer, cap=cap, seed=seed, pivot=pivot, slots=slots
+        )
     return _MEMO[key]
 
 
@@ -70,10 +81,15 @@ def _load(
     cap: int | None,
     seed: int,
     pivot: str | None,
+    slots: tuple[str, tuple[str, ...]] | None = None,
 ) -> list[dict[str, Any]]:
     records = spread(read_split(data_dir, lang, split), cap)
     if task.kind == "sequence":
         examples = build_sequence_examples(records, tokenizer, task.max_length)
+    elif slots is not None:
+        field, inventory = slots
+        tagged = slot_records(records, field, list(inventory))
+        examples = build_token_examples(tagged, tokenizer, task.max_length)
     else:
         if pivot is None:
             raise DataError("a token task needs task_pivot: the language mixed into every example")
@@ -94,9 +110,39 @@ def spread(records: list[dict[str, Any]], cap: int | None) -> list[dict[str, Any
     return [records[i * len(records) // cap] for i in range(cap)]
 
 
-def num_labels(task: TaskConfig, data_dir: Path, languages: list[str]) -> int:
-    """The configured count, 2 for the language-ID tagging, else max label + 1 over the train data."""
+def slot_tags(data_dir: Path, languages: list[str], field: str) -> tuple[str, ...]:
+    """The BIO tag inventory of every slot in every split of ``languages`` (label ids in this order).
 
+    The schema is the dataset's, so the test splits count too: a slot seen
+    only in a test set still gets an id (it is then never predicted).
+    """
+    key = (str(data_dir), tuple(languages), field)
+    if key not in _SLOT_MEMO:
+        names: set[str] = set()
+        for lang in languages:
+            for split in ("train", "validation", "test"):
+                names |= slot_names(read_split(data_dir, lang, split), field)
+        _SLOT_MEMO[key] = tuple(tag_inventory(names))
+    return _SLOT_MEMO[key]
+
+
+_SLOT_MEMO: dict[tuple[Any, ...], tuple[str, ...]] = {}
+
+
+def num_labels(
+    task: TaskConfig, data_dir: Path, languages: list[str], slot_field: str | None = None
+) -> int:
+    """The configured count; the slot tag inventory's size, 2 for the language-ID tagging;
+    else max label + 1 over the train data."""
+
+    if slot_field is not None and task.kind == "token":
+        n = len(slot_tags(data_dir, languages, slot_field))
+        if task.num_labels is not None and task.num_labels != n:
+            raise DataError(
+                f"task.num_labels is {task.num_labels} but the slot annotations give {n} BIO tags; "
+                "set it to null"
+            )
+        return n
     if task.num_labels is not None:
         return task.num_labels
     if task.kind == "token":

@@ -11,12 +11,15 @@ import io
 import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import TypeVar
 
 import numpy as np
 
 from polymnesia.errors import DataError
 from polymnesia.io import atomic_write_bytes, atomic_write_csv
 from polymnesia.results import Score
+
+V = TypeVar("V")
 
 
 def sequential_matrix(scores: Sequence[Score], order: Sequence[str]) -> np.ndarray:
@@ -35,6 +38,18 @@ def sequential_matrix(scores: Sequence[Score], order: Sequence[str]) -> np.ndarr
     return R
 
 
+def independent_cells(cross: Mapping[str, Mapping[str, V]], order: Sequence[str]) -> list[list[V]]:
+    """The entries of R for MONO / NON-SHARED LoRA, as objects (scores or item sets).
+
+    ``cross[a][j]`` belongs to language ``j`` under the model trained on ``a``
+    alone; see :func:`compose_independent` for the layout.
+    """
+    return [
+        [cross[lang][lang] if j <= i else cross[order[i]][lang] for j, lang in enumerate(order)]
+        for i in range(len(order))
+    ]
+
+
 def compose_independent(
     cross: Mapping[str, Mapping[str, float]], order: Sequence[str]
 ) -> np.ndarray:
@@ -46,17 +61,17 @@ def compose_independent(
     learned (``order[i]``), its zero-shot transfer. Rows below the diagonal are
     therefore constant down each column: these methods cannot forget.
     """
-    T = len(order)
-    R = np.empty((T, T))
-    for i in range(T):
-        for j, lang in enumerate(order):
-            R[i, j] = cross[lang][lang] if j <= i else cross[order[i]][lang]
-    return R
+    return np.array(independent_cells(cross, order), dtype=float)
+
+
+def joint_cells(row: Mapping[str, V], order: Sequence[str]) -> list[list[V]]:
+    """The entries of R for MULTI, as objects: the same row after every step."""
+    return [[row[lang] for lang in order] for _ in order]
 
 
 def compose_joint(row: Mapping[str, float], order: Sequence[str]) -> np.ndarray:
     """R for MULTI (004 eq. 1): one model trained on all languages, the same row after every step."""
-    return np.tile(np.array([row[lang] for lang in order], dtype=float), (len(order), 1))
+    return np.array(joint_cells(row, order), dtype=float)
 
 
 def save_matrix(R: np.ndarray, order: Sequence[str], path_stem: Path) -> tuple[Path, Path]:

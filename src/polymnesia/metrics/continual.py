@@ -35,8 +35,6 @@ from polymnesia.metrics.forgetting import (  # noqa: F401  (re-exported: one imp
     forgetting_after_learning,
     forgetting_best_before_final,
     forgetting_best_since_learned,
-    forgetting_from_best,
-    forgetting_from_first,
     forgetting_mammoth,
     fwt_vs_untrained,
 )

@@ -134,27 +134,6 @@ def forgetting_mammoth(R: npt.ArrayLike) -> float:
 
 
 @register_metric(
-    "forgetting_from_first",
-    higher_is_better=False,
-    description="deprecated name of forgetting_after_learning",
-)
-def forgetting_from_first(R: npt.ArrayLike) -> float:
-    """Deprecated name of :func:`forgetting_after_learning` (kept while older results use it)."""
-    return forgetting_after_learning(R)
-
-
-@register_metric(
-    "forgetting_from_best",
-    higher_is_better=False,
-    description="deprecated name of forgetting_best_since_learned (since_learned=False: forgetting_best_before_final)",
-)
-def forgetting_from_best(R: npt.ArrayLike, since_learned: bool = True) -> float:
-    """Deprecated: :func:`forgetting_best_since_learned`, or with ``since_learned=False``
-    :func:`forgetting_best_before_final`. It is NOT mammoth's rule (:func:`forgetting_mammoth`)."""
-    return forgetting_best_since_learned(R) if since_learned else forgetting_best_before_final(R)
-
-
-@register_metric(
     "fwt_vs_untrained",
     higher_is_better=True,
     description="GEM forward transfer: score before learning minus untrained score (Lopez-Paz & Ranzato 2017)",

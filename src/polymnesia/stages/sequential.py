@@ -29,7 +29,7 @@ from pydantic import Field
 
 from polymnesia.config.base import StrictModel
 from polymnesia.continual.config import Hyper
-from polymnesia.continual.examples import load_examples, num_labels
+from polymnesia.continual.examples import load_examples, num_labels, slot_tags
 from polymnesia.continual.methods import arm_label, get_method
 from polymnesia.io import atomic_dir, atomic_write_json
 from polymnesia.items import ITEMS_FILE, BootstrapConfig, ItemSet, score_with_items, write_items
@@ -58,6 +58,9 @@ class StepParams(StrictModel):
     hyper: Hyper
     task: TaskConfig
     task_pivot: str | None = None
+    slot_field: str | None = Field(
+        None, description="token task: the meta field with slot annotations (MASSIVE annot_utt)"
+    )
     languages: list[str] = Field(
         description="the task languages, scored after the step (R columns)"
     )
@@ -74,13 +77,30 @@ class StepParams(StrictModel):
     seed: int = 0
 
 
+def _tags(ctx: StageContext, p: StepParams) -> tuple[str, ...] | None:
+    """The slot tag names (label ids in order) of a slot-filling task, else None."""
+    if p.task.kind != "token" or p.slot_field is None:
+        return None
+    return slot_tags(ctx.input("data"), p.languages, p.slot_field)
+
+
 def _examples(
     ctx: StageContext, p: StepParams, tok: Any, langs: list[str], split: str, cap: int | None
 ) -> dict[str, list[dict[str, Any]]]:
+    tags = _tags(ctx, p)
+    slots = (p.slot_field, tags) if p.slot_field is not None and tags is not None else None
     return {
         lang: load_examples(
-            ctx.input("data"), lang, split, p.task, tok, cap=cap, seed=p.seed, pivot=p.task_pivot
-        )
+            ctx.input("data"),
+            lang,
+            split,
+            p.task,
+            tok,
+            cap=cap,
+            seed=p.seed,
+            pivot=p.task_pivot,
+            slots=slots,
+        )  # fmt: skip
         for lang in langs
     }
 
@@ -120,8 +140,9 @@ def _train(
 
     def score(m: torch.nn.Module) -> float:
         s = evaluate_by_language(
-            m, val, kind=p.task.kind, metric=p.task.metric, batch_size=p.eval_batch_size
-        )
+            m, val, kind=p.task.kind, metric=p.task.metric, batch_size=p.eval_batch_size,
+            tag_names=_tags(ctx, p),
+        )  # fmt: skip
         return sum(s.values()) / len(s)
 
     stopper = EarlyStopping(h.early_stopping, spe, score)
@@ -235,7 +256,7 @@ class SequentialStep(Stage):
             if p.train_languages is not None
             else [read_order(ctx.input("order"))[p.order_index or 0]]
         )
-        n_labels = num_labels(p.task, ctx.input("data"), p.languages)
+        n_labels = num_labels(p.task, ctx.input("data"), p.languages, p.slot_field)
         model, tok = _build_model(ctx, p, n_labels)
         info: dict[str, Any] = {"trainable": trainable_parameters(model)}
         if not p.evaluate_only:
@@ -245,8 +266,9 @@ class SequentialStep(Stage):
         test = _examples(ctx, p, tok, p.languages, "test", p.eval_per_lang)
         t0 = time.time()
         results = evaluate_items_by_language(
-            model, test, kind=p.task.kind, metric=p.task.metric, batch_size=p.eval_batch_size
-        )
+            model, test, kind=p.task.kind, metric=p.task.metric, batch_size=p.eval_batch_size,
+            tag_names=_tags(ctx, p),
+        )  # fmt: skip
         row = {lang: r.value for lang, r in results.items()}
         info.update(
             eval_seconds=round(time.time() - t0, 3),

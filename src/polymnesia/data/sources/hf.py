@@ -11,7 +11,7 @@ The record id is ``id_field`` when given (use an aligned id column so that
 translations land in the same split), else the row index. ``label_field``
 must hold integers. A text column holding a list of words (PAN-X ``tokens``)
 is joined with single spaces. ``meta_fields`` copies columns into the
-record's ``meta`` under the task's names (``{tags: ner_tags}``,
+record's ``meta`` under the task's names (``{tags: ner_tags}``; a list of columns keeps their names, as MASSIVE's ``[annot_utt]`` for paper 004's slot filling;
 ``{pair: hypothesis}``, ``{question: question, answers: answers}``): the field
 mapping that labelled tasks read (docs/lf_mlf.md). With a language column,
 ``lang_pattern`` (a regular expression with one group) extracts the language
@@ -85,7 +85,7 @@ class HFSource(Source):
         label_field: str | None = None,
         id_field: str | None = None,
         trust_remote_code: bool = False,
-        meta_fields: dict[str, str] | None = None,
+        meta_fields: dict[str, str] | list[str] | None = None,
         lang_pattern: str | None = None,
     ) -> None:
         if not name:
@@ -97,6 +97,8 @@ class HFSource(Source):
         self.dataset_name, self.config, self.split = name, config, split
         self.text_field, self.lang_field = text_field, lang_field
         self.label_field, self.id_field = label_field, id_field
+        if isinstance(meta_fields, (list, tuple)):  # columns kept under their own names
+            meta_fields = {str(c): str(c) for c in meta_fields}
         self.meta_fields = dict(meta_fields or {})
         self.lang_pattern = re.compile(lang_pattern) if lang_pattern else None
         self.lang_values: dict[str, str] | None = None

@@ -1,74 +1,113 @@
-"""The lifelong report: Tables 1-2 of paper 004, Figures 2, 3, 5, 6, 7, language analysis, comparison."""
+"""The lifelong report: claims, baselines, Tables 1-2 of paper 004 with intervals, the language
+analysis, cost and Figures 2, 3, 5, 6, 7.
+
+Every headline number (final scores, vitality and script groups, CBT, CFT,
+the forgetting variants) carries the percentile interval of the bootstrap
+over test items that resamples every R entry consistently
+(:mod:`polymnesia.experiments.lifelong.evidence`); a run without per-item
+evidence prints bare numbers and says so.
+"""
 
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from polymnesia.continual.analysis import RESOURCE_COLUMNS, group_means, hop_average, ranking
+from polymnesia.continual.resample import Replicates
+from polymnesia.experiments.lifelong.claims import baselines, method_claims, script_claims
 from polymnesia.experiments.lifelong.config import LifelongConfig
+from polymnesia.experiments.lifelong.evidence import (
+    Evidence,
+    arm_quantity,
+    attach_evidence,
+    metric_replicates,
+)
+from polymnesia.experiments.lifelong.figures import figures
+from polymnesia.experiments.lifelong.orders import order_lines
 from polymnesia.experiments.lifelong.results import (
+    METRICS,
     Arm,
-    arm_metrics,
-    average_curve,
     collect_arms,
-    final_by_language,
+    final_scores,
+    multi_hop,
     per_language,
     read_orders,
     save_matrices,
     untrained_scores,
 )
-from polymnesia.reports import plots
 from polymnesia.reports.render import Report
-from polymnesia.reports.tables import Table, matrix_table
+from polymnesia.reports.table_core import Estimate
+from polymnesia.reports.tables import Table, matrix_table, write_table
 from polymnesia.results import read_scores
 
 BLOCKS = {"shared_lora": "SHARED LoRA", "nonshared_lora": "NON-SHARED LoRA"}
+Metrics = Mapping[str, Mapping[str, Replicates]]
 
 
-def _pct(v: float) -> float:
-    return round(100 * v, 2) if not math.isnan(v) else math.nan
+def cell(r: Replicates, scale: float = 1.0) -> Estimate | float:
+    """A table cell: the value with its interval (scaled, e.g. to %), or the bare value."""
+    iv = r.interval()
+    if not iv.has_spread:
+        return iv.estimate * scale
+    return Estimate(iv.estimate * scale, iv.low * scale, iv.high * scale, iv.n, method=iv.method)
 
 
-def table1(arms: list[Arm], orders: dict[str, list[str]]) -> Table:
+def _group(
+    arm: Arm, orders: Mapping[str, list[str]], by: str, group: str, ev: Evidence | None
+) -> Replicates:
+    def fn(rs: Mapping[str, np.ndarray]) -> float:
+        return group_means(final_scores(rs, orders), by).get(group, math.nan)  # type: ignore[arg-type]
+
+    return arm_quantity(arm, fn, ev)
+
+
+def _millions(params: int) -> str:
+    """Parameters in millions as Table 1 prints them (two decimals, more for tiny adapters)."""
+    m = params / 1e6
+    return f"{m:,.2f}" if m >= 1 else f"{m:.4f}"
+
+
+def table1(
+    arms: list[Arm], orders: dict[str, list[str]], m: Metrics, ev: Evidence | None = None
+) -> Table:
     """Table 1 of 004: Method, Params (M), F1 (%), and F1 by language vitality (Low, Mid, High)."""
     rows: list[list[Any]] = []
     last_block = None
     for arm in arms:
-        final = final_by_language(arm, orders)
-        res = group_means(final, "resource")
         block = BLOCKS.get(arm.method)
         if block and block != last_block:
             rows.append([block])
         last_block = block
         name = f"r = {arm.rank}" if arm.rank is not None else arm.label
-        rows.append(
-            [name, round(arm.params / 1e6, 4), _pct(float(np.mean(list(final.values()))))]
-            + [_pct(res.get(c, math.nan)) for c in RESOURCE_COLUMNS]
-        )
+        groups = [cell(_group(arm, orders, "resource", c, ev), 100) for c in RESOURCE_COLUMNS]
+        rows.append([name, _millions(arm.params), cell(m[arm.label]["final"], 100), *groups])
     cols = ", ".join(f"{c} = Joshi {k}" for c, k in RESOURCE_COLUMNS.items())
     return Table(
         "table1_methods", "Table 1: trainable parameters and final score by method",
         ["Method", "Params (M)", "F1 (%)", "Low", "Mid", "High"], rows,
         caption=f"Score after the last step, all languages, mean over orders. Vitality columns: {cols}; "
         "N/A where no task language is in the class. MONO and NON-SHARED LoRA count one model/adapter per language.",
+        floatfmt=".2f",
     )  # fmt: skip
 
 
-def table2(arms: list[Arm], metrics: dict[str, dict[str, float]]) -> Table:
+def table2(arms: list[Arm], m: Metrics) -> Table:
     """Table 2 of 004: CBT and CFT for VANILLA and each SHARED LoRA rank."""
-    rows: list[list[Any]] = []
-    for arm in arms:
-        if arm.method == "vanilla":
-            rows.append([arm.label, metrics[arm.label]["cbt"], metrics[arm.label]["cft"]])
+    rows: list[list[Any]] = [
+        [a.label, cell(m[a.label]["cbt"]), cell(m[a.label]["cft"])]
+        for a in arms
+        if a.method == "vanilla"
+    ]
     shared = [a for a in arms if a.method == "shared_lora"]
     if shared:
         rows.append(["SHARED LoRA"])
         rows += [
-            [f"r = {a.rank}", metrics[a.label]["cbt"], metrics[a.label]["cft"]] for a in shared
+            [f"r = {a.rank}", cell(m[a.label]["cbt"]), cell(m[a.label]["cft"])] for a in shared
         ]
     return Table(
         "table2_transfer", "Table 2: CBT and CFT (higher is better)", ["Method", "CBT", "CFT"], rows,
@@ -76,59 +115,59 @@ def table2(arms: list[Arm], metrics: dict[str, dict[str, float]]) -> Table:
     )  # fmt: skip
 
 
-VARIANTS = [
-    ("final", "final avg"),
-    ("cbt", "CBT"),
-    ("cbt_paper_row", "CBT (row T-1)"),
-    ("cft", "CFT"),
-    ("bwt_gem", "BWT (GEM)"),
-    ("forgetting_from_first", "forgetting (first)"),
-    ("forgetting_from_best", "forgetting (best)"),
-    ("fwt_vs_untrained", "FWT (vs untrained)"),
-    ("mean_average_learned", "mean P_t"),
-]
-
-
-def variants_table(arms: list[Arm], metrics: dict[str, dict[str, float]]) -> Table:
-    rows = [[a.label, *[metrics[a.label][k] for k, _ in VARIANTS]] for a in arms]
+def variants_table(arms: list[Arm], m: Metrics) -> Table:
+    rows = [[a.label, *[cell(m[a.label][k]) for k, _ in METRICS]] for a in arms]
     return Table(
         "transfer_variants", "All transfer and forgetting metrics by method",
-        ["Method", *[n for _, n in VARIANTS]], rows,
-        caption="Scores as fractions, mean over orders. BWT (GEM) = CBT; forgetting (first) = -BWT; "
-        "FWT against the untrained classifier. See docs/lifelong.md for each definition.",
+        ["Method", *[n for _, n in METRICS]], rows,
+        caption="Scores as fractions, mean over orders. BWT (GEM) = CBT; forgetting after learning = -BWT; "
+        "the forgetting variants differ in the rows the best score is taken over (docs/metrics.md); "
+        "FWT against the untrained classifier.",
     )  # fmt: skip
 
 
-def analysis_tables(arms: list[Arm], orders: dict[str, list[str]], hops: int) -> list[Table]:
+def analysis_tables(
+    arms: list[Arm], orders: dict[str, list[str]], hops: int, ev: Evidence | None
+) -> list[Table]:
     by_group: list[list[Any]] = []
-    groups = ["script", "resource", "family"]
     for arm in arms:
-        final = final_by_language(arm, orders)
+        finals = final_scores(arm.Rs, orders)
         row: list[Any] = [arm.label]
-        for g in groups:
-            gm = group_means(final, g)  # type: ignore[arg-type]
-            row.append("; ".join(f"{k} {_pct(v):.1f}" for k, v in gm.items()))
+        for by in ("script", "resource", "family"):
+            names = group_means(finals, by)  # type: ignore[arg-type]
+            row.append("; ".join(f"{g} {_pct_text(_group(arm, orders, by, g, ev))}" for g in names))
         by_group.append(row)
     tables = [
         Table("by_group", "Final score (%) by script, resource class and family", ["Method", "script", "resource", "family"], by_group,
               caption=f"Resource classes: {', '.join(f'{c} = Joshi {k}' for c, k in RESOURCE_COLUMNS.items())}.")
     ]  # fmt: skip
-    seq = [a for a in arms if a.method in ("vanilla", "shared_lora")]
-    tr_rows = []
-    for arm in seq:
-        pl = per_language(arm, orders, hops)
-        mft, mbt = hop_average(pl["mft"]), hop_average(pl["mbt"])
-        row = [arm.label]
-        for vals in (mft, mbt):
-            gm = group_means(vals, "script")
-            row += [gm.get("Latin", math.nan), gm.get("non-Latin", math.nan)]
-        tr_rows.append(row)
+    tr_rows = [[a.label, *_script_cells(a, orders, hops, ev)] for a in arms if a.method in ("vanilla", "shared_lora")]  # fmt: skip
     if tr_rows:
         tables.append(
             Table("transfer_by_script", "Mean MFT / MBT over hops, Latin vs non-Latin scripts",
-                  ["Method", "MFT Latin", "MFT non-Latin", "MBT Latin", "MBT non-Latin"], tr_rows)
+                  ["Method", "MFT Latin", "MFT non-Latin", "MBT Latin", "MBT non-Latin"], tr_rows, floatfmt=".4f")
         )  # fmt: skip
     return tables
+
+
+def _pct_text(r: Replicates) -> str:
+    c = cell(r, 100)
+    return c.text(".1f") if isinstance(c, Estimate) else f"{c:.1f}"
+
+
+def _script_cells(
+    arm: Arm, orders: dict[str, list[str]], hops: int, ev: Evidence | None
+) -> list[Any]:
+    out: list[Any] = []
+    for kind in ("mft", "mbt"):
+        for g in ("Latin", "non-Latin"):
+
+            def fn(rs: Mapping[str, np.ndarray], kind: str = kind, g: str = g) -> float:
+                vals = hop_average(multi_hop(rs, orders, hops, kind))  # type: ignore[arg-type]
+                return group_means(vals, "script").get(g, math.nan)
+
+            out.append(cell(arm_quantity(arm, fn, ev)))
+    return out
 
 
 def donor_table(arm: Arm, orders: dict[str, list[str]], hops: int) -> Table:
@@ -140,97 +179,43 @@ def donor_table(arm: Arm, orders: dict[str, list[str]], hops: int) -> Table:
     ]
     return Table(
         f"donors_{arm.method}_{arm.rank}", f"Donors (mean MFT) and receivers (mean MBT), {arm.label}",
-        ["rank", "donor", "MFT", "receiver", "MBT"], rows,
+        ["rank", "donor", "MFT", "receiver", "MBT"], rows, floatfmt=".4f",
         caption=f"Mean over hops 0..{hops} and over orders (section 5: MFT = donating, MBT = receiving).",
     )  # fmt: skip
 
 
-def figures(
-    rep: Report, arms: list[Arm], orders: dict[str, list[str]], hops: int, run_dir: Path
-) -> None:
-    fig_dir = run_dir / "figures"
-    T = len(next(iter(orders.values())))
-    series = {a.label: (list(range(1, T + 1)), list(100 * average_curve(a))) for a in arms}
-    plots.line_plot(series, fig_dir / "fig2_average_over_steps.png", xlabel="step", ylabel="average score over learned languages (%)",
-                    title="Figure 2: average score after each step (mean over orders)")  # fmt: skip
-    rep.image(
-        "figures/fig2_average_over_steps.png",
-        "Figure 2: average over learned languages after each step",
+def cost_table(arms: list[Arm]) -> Table:
+    return Table("cost", "Training and evaluation time by method", ["Method", "train s", "eval s", "train ex/s", "eval ex/s"],
+                 [[a.label, a.seconds["train_seconds"], a.seconds["eval_seconds"],
+                   a.seconds["train_examples_seen"] / max(1e-9, a.seconds["train_seconds"]),
+                   a.seconds["eval_examples"] / max(1e-9, a.seconds["eval_seconds"])] for a in arms])  # fmt: skip
+
+
+def _untrained(scores: dict[str, float], ev: Evidence | None) -> Replicates | None:
+    if not scores:
+        return None
+    point = float(np.mean(list(scores.values())))
+    if ev is None or not ev.untrained:
+        return Replicates(point, np.array([]), 0)
+    return Replicates(point, np.mean(list(ev.untrained.values()), axis=0), ev.n, ev.level)
+
+
+def _intro(cfg: LifelongConfig, arms: list[Arm], ev: Evidence | None) -> str:
+    base = cfg.base.model.preset or cfg.base.model.name_or_path
+    text = (
+        f"Task '{cfg.task.name}' ({cfg.task.kind}, {cfg.task.metric}) on {', '.join(cfg.languages)}; base "
+        f"{base} pretrained on {', '.join(cfg.base.languages)}. Methods: {', '.join(a.label for a in arms)}. "
+        "R matrices (CSV and .npy) are in results/R/. "
     )
-    for arm in arms:
-        if arm.method not in ("vanilla", "shared_lora"):
-            continue
-        stem = f"{arm.method}_r{arm.rank}" if arm.rank else arm.method
-        pl = per_language(arm, orders, hops)
-        change = {k: -v for k, v in pl["shift"].items() if not math.isnan(v)}
-        if change:
-            plots.bar_plot(change, fig_dir / f"fig3_change_{stem}.png", signed_colors=True, sort=True, fmt=".3f",
-                           ylabel="performance change (-P_avg)", title=f"Figure 3: change caused by each language, {arm.label}")  # fmt: skip
-            rep.image(
-                f"figures/fig3_change_{stem}.png",
-                f"Figure 3 ({arm.label}): performance change after training each language",
-            )
-        for kind, fig in (("mbt", 5), ("mft", 6)):
-            avg = hop_average(pl[kind])
-            langs = [lang for lang, _ in ranking(avg)]
-            mat = np.array([[pl[kind][lang][h] for lang in langs] for h in range(hops + 1)])
-            plots.heatmap(mat, [str(h) for h in range(hops + 1)], langs, fig_dir / f"fig{fig}_{kind}_{stem}.png", center=0.0,
-                          xlabel="language (sorted by average)", ylabel="hop", title=f"Figure {fig}: {kind.upper()}, {arm.label}")  # fmt: skip
-            rep.image(
-                f"figures/fig{fig}_{kind}_{stem}.png",
-                f"Figure {fig}: {kind.upper()} by language and hop, {arm.label}",
-            )
-        for name, R in arm.Rs.items():
-            order = orders[name]
-            plots.heatmap(R, [f"{i}:{lang}" for i, lang in enumerate(order)], order, fig_dir / f"fig7_R_{stem}_{name}.png",
-                          xlabel="evaluated language", ylabel="after step", title=f"Figure 7: R, {arm.label}, order {name}")  # fmt: skip
-            rep.image(
-                f"figures/fig7_R_{stem}_{name}.png", f"Figure 7: R for {arm.label}, order {name}"
-            )
-
-
-def comparison(
-    arms: list[Arm], metrics: dict[str, dict[str, float]], orders: dict[str, list[str]], hops: int
-) -> list[str]:
-    """The paper's findings checked against this run's numbers, each marked holds / does not hold."""
-    by = {a.method + (f"_{a.rank}" if a.rank else ""): a for a in arms}
-    m = {a.label: metrics[a.label] for a in arms}
-    out = []
-
-    def say(claim: str, ok: bool, numbers: str) -> None:
-        out.append(f"{claim}: **{'holds' if ok else 'does not hold'} here** ({numbers})")
-
-    if "vanilla" in by:
-        v = m[by["vanilla"].label]
-        say("VANILLA forgets (CBT < 0; paper -0.08)", v["cbt"] < 0, f"CBT {v['cbt']:.3f}")
-        for a in (a for a in arms if a.method == "shared_lora"):
-            say(
-                f"{a.label} forgets more than VANILLA (paper -0.12 to -0.14)",
-                m[a.label]["cbt"] < v["cbt"],
-                f"CBT {m[a.label]['cbt']:.3f} vs {v['cbt']:.3f}",
-            )
-        for a in (a for a in arms if a.method == "nonshared_lora"):
-            say(
-                f"{a.label} resists forgetting better than VANILLA (final score)",
-                m[a.label]["final"] > v["final"],
-                f"final {m[a.label]['final']:.3f} vs {v['final']:.3f}",
-            )
-        pl = per_language(by["vanilla"], orders, hops)
-        gm = group_means(hop_average(pl["mbt"]), "script")
-        if "Latin" in gm and "non-Latin" in gm:
-            say(
-                "non-Latin scripts are more fragile receivers (lower MBT)",
-                gm["non-Latin"] < gm["Latin"],
-                f"MBT non-Latin {gm['non-Latin']:.4f} vs Latin {gm['Latin']:.4f}",
-            )
-    if "multi" in by:
-        best = max(arms, key=lambda a: m[a.label]["final"])
-        say(
-            "MULTI has the best final score (paper 75.03%)",
-            best.method == "multi",
-            f"best: {best.label} {m[best.label]['final']:.3f}; MULTI {m[by['multi'].label]['final']:.3f}",
-        )
-    return out  # fmt: skip
+    if ev is None:
+        return text + "No per-item evidence was found: numbers are shown without intervals."
+    pct = round(100 * ev.level)
+    return text + (
+        f"± is half the width of the {pct}% percentile interval of a bootstrap over the test items "
+        f"({ev.n} items, {ev.n_resamples} resamples, seed {cfg.bootstrap.seed}): each replicate draws "
+        "one resample per language and recomputes every entry of every R on it, so differences between "
+        "arms are paired."
+    )
 
 
 def build_report(cfg: LifelongConfig, run_dir: Path) -> Path:
@@ -239,48 +224,43 @@ def build_report(cfg: LifelongConfig, run_dir: Path) -> Path:
     arms = collect_arms(cfg, scores, orders, run_dir / "stages")
     hops = min(cfg.hops, max(0, len(cfg.languages) - 2))  # MFT_h, MBT_h need h <= T-2
     save_matrices(arms, orders, run_dir / "results" / "R")
+    ev = attach_evidence(cfg, run_dir, arms, orders)
     b = untrained_scores(scores, cfg.task.metric)
-    metrics = {a.label: arm_metrics(a, orders, b) for a in arms}
+    m = {a.label: metric_replicates(a, orders, b, ev) for a in arms}
     rep = Report(f"{cfg.name}: sequential learning over {len(cfg.languages)} languages (paper 004)")
-    rep.paragraph(
-        f"Task '{cfg.task.name}' ({cfg.task.kind}, {cfg.task.metric}) on {', '.join(cfg.languages)}; base "
-        f"{cfg.base.model.preset or cfg.base.model.name_or_path} pretrained on {', '.join(cfg.base.languages)}. "
-        f"Methods: {', '.join(a.label for a in arms)}. R matrices (CSV and .npy) are in results/R/."
-    )
+    rep.paragraph(_intro(cfg, arms, ev))
+    claims = method_claims(arms, m)
+    for arm in (a for a in arms if a.method == "vanilla"):
+        claims += script_claims(arm, orders, hops, ev)
+    rep.claims(claims)
+    tables: list[Table] = []
+    learned = baselines(arms, m, ev, cfg.task.metric, _untrained(b, ev))
+    if learned is not None:
+        rep.heading("Did the task models learn?", 2)
+        rep.table(learned)
+        tables.append(learned)
     rep.heading("Orders", 2)
-    rep.bullets([f"{n}: {' → '.join(o)}" for n, o in orders.items()])
+    rep.bullets(order_lines(cfg, scores, orders))
     rep.heading("Tables", 2)
-    rep.table(table1(arms, orders))
-    rep.table(table2(arms, metrics))
-    rep.table(variants_table(arms, metrics))
-    rep.heading("Comparison with the paper", 2)
-    rep.bullets(comparison(arms, metrics, orders, hops))
-    rep.heading("Language analysis", 2)
-    for t in analysis_tables(arms, orders, hops):
+    main = [table1(arms, orders, m, ev), table2(arms, m), variants_table(arms, m)]
+    for t in main:
         rep.table(t)
-    for arm in arms:
-        if arm.method in ("vanilla", "shared_lora"):
-            rep.table(donor_table(arm, orders, hops))
+    rep.heading("Language analysis", 2)
+    extra = analysis_tables(arms, orders, hops, ev)
+    extra += [donor_table(a, orders, hops) for a in arms if a.method in ("vanilla", "shared_lora")]
+    for t in extra:
+        rep.table(t)
     rep.heading("Cost", 2)
-    rep.table(Table("cost", "Training and evaluation time by method", ["Method", "train s", "eval s", "train ex/s", "eval ex/s"],
-                    [[a.label, a.seconds["train_seconds"], a.seconds["eval_seconds"],
-                      a.seconds["train_examples_seen"] / max(1e-9, a.seconds["train_seconds"]),
-                      a.seconds["eval_examples"] / max(1e-9, a.seconds["eval_seconds"])] for a in arms]))  # fmt: skip
+    rep.table(cost_table(arms))
     rep.heading("Figures", 2)
-    figures(rep, arms, orders, hops, run_dir)
+    figures(rep, arms, orders, hops, run_dir, cfg.shift)
     first = next((a for a in arms if a.method == "vanilla"), None)
     if first is not None:
         name = next(iter(first.Rs))
-        order = orders[name]
-        rep.table(
-            matrix_table(
-                first.Rs[name],
-                [f"{i}:{lang}" for i, lang in enumerate(order)],
-                order,
-                "R_vanilla",
-                f"R for VANILLA, order {name}",
-                corner="after step",
-            )
-        )
+        labels = [f"{i}:{lang}" for i, lang in enumerate(orders[name])]
+        rep.table(matrix_table(first.Rs[name], labels, orders[name], "R_vanilla",
+                               f"R for VANILLA, order {name}", corner="after step"))  # fmt: skip
+    for t in [*tables, *main, *extra]:
+        write_table(run_dir / "results", t)
     md, _ = rep.write(run_dir)
     return md

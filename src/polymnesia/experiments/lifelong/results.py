@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -34,6 +35,8 @@ class Arm:
     params: int  # as Table 1 counts them
     Rs: dict[str, np.ndarray] = field(default_factory=dict)
     seconds: dict[str, float] = field(default_factory=dict)
+    #: bootstrap replicates of each R, ``[B, T, T]`` per order (None: no per-item evidence)
+    reps: dict[str, np.ndarray] | None = None
 
 
 def read_orders(scores: list[Score]) -> dict[str, list[str]]:
@@ -117,10 +120,28 @@ def _mean(values: list[float]) -> float:
     return float(np.nanmean(arr)) if np.any(~np.isnan(arr)) else math.nan
 
 
-def arm_metrics(arm: Arm, orders: dict[str, list[str]], b: dict[str, float]) -> dict[str, float]:
-    """Every scalar metric of paper 004 and the common variants, averaged over the orders."""
+#: the scalar metrics of one arm, in table order (key, label)
+METRICS: list[tuple[str, str]] = [
+    ("final", "final avg"),
+    ("cbt", "CBT"),
+    ("cbt_paper_row", "CBT (row T-1)"),
+    ("cft", "CFT"),
+    ("bwt_gem", "BWT (GEM)"),
+    ("forgetting_after_learning", "forgetting after learning"),
+    ("forgetting_best_since_learned", "forgetting best since learned"),
+    ("forgetting_best_before_final", "forgetting best before final"),
+    ("forgetting_mammoth", "forgetting (mammoth)"),
+    ("fwt_vs_untrained", "FWT (vs untrained)"),
+    ("mean_average_learned", "mean P_t"),
+]
+
+
+def matrix_metrics(
+    Rs: Mapping[str, np.ndarray], orders: Mapping[str, list[str]], b: Mapping[str, float]
+) -> dict[str, float]:
+    """Every scalar metric of paper 004 and the named variants (:data:`METRICS`), mean over orders."""
     rows: dict[str, list[float]] = {}
-    for name, R in arm.Rs.items():
+    for name, R in Rs.items():
         order = orders[name]
         vals = {
             "final": float(R[-1].mean()),
@@ -128,8 +149,10 @@ def arm_metrics(arm: Arm, orders: dict[str, list[str]], b: dict[str, float]) -> 
             "cbt_paper_row": cm.cbt(R, row="paper"),
             "cft": cm.cft(R),
             "bwt_gem": cm.bwt_gem(R),
-            "forgetting_from_first": cm.forgetting_from_first(R),
-            "forgetting_from_best": cm.forgetting_from_best(R),
+            "forgetting_after_learning": cm.forgetting_after_learning(R),
+            "forgetting_best_since_learned": cm.forgetting_best_since_learned(R),
+            "forgetting_best_before_final": cm.forgetting_best_before_final(R),
+            "forgetting_mammoth": cm.forgetting_mammoth(R),
             "fwt_vs_untrained": cm.fwt_vs_untrained(R, [b[lang] for lang in order])
             if b
             else math.nan,
@@ -140,13 +163,28 @@ def arm_metrics(arm: Arm, orders: dict[str, list[str]], b: dict[str, float]) -> 
     return {k: _mean(v) for k, v in rows.items()}
 
 
-def final_by_language(arm: Arm, orders: dict[str, list[str]]) -> dict[str, float]:
+def arm_metrics(arm: Arm, orders: dict[str, list[str]], b: dict[str, float]) -> dict[str, float]:
+    """:func:`matrix_metrics` of one arm's matrices."""
+    return matrix_metrics(arm.Rs, orders, b)
+
+
+def final_scores(Rs: Mapping[str, np.ndarray], orders: Mapping[str, list[str]]) -> dict[str, float]:
     """Score of each language after the last step, averaged over the orders."""
     acc: dict[str, list[float]] = {}
-    for name, R in arm.Rs.items():
+    for name, R in Rs.items():
         for j, lang in enumerate(orders[name]):
             acc.setdefault(lang, []).append(float(R[-1, j]))
     return {lang: _mean(v) for lang, v in acc.items()}
+
+
+def final_by_language(arm: Arm, orders: dict[str, list[str]]) -> dict[str, float]:
+    """Score of each language after the last step, averaged over the orders."""
+    return final_scores(arm.Rs, orders)
+
+
+def learned_score(Rs: Mapping[str, np.ndarray]) -> float:
+    """Mean score of each language right after it was learned (the diagonal of R), over orders."""
+    return _mean([float(np.diag(R).mean()) for R in Rs.values()])
 
 
 def average_curve(arm: Arm) -> np.ndarray:
@@ -154,12 +192,22 @@ def average_curve(arm: Arm) -> np.ndarray:
     return np.mean([cm.average_learned(R) for R in arm.Rs.values()], axis=0)
 
 
-def per_language(arm: Arm, orders: dict[str, list[str]], hops: int) -> dict[str, Any]:
-    """P_avg (eq. 9) and MFT_h / MBT_h (eqs. 13-14) per language, over the orders."""
+def per_language(
+    arm: Arm, orders: dict[str, list[str]], hops: int, shift: cm.Shift = "literal"
+) -> dict[str, Any]:
+    """P_avg (eq. 9, reading ``shift``) and MFT_h / MBT_h (eqs. 13-14) per language, over the orders."""
     names = list(arm.Rs)
     ords, Rs = [orders[n] for n in names], [arm.Rs[n] for n in names]
     return {
-        "shift": cm.performance_shift(ords, Rs),
+        "shift": cm.performance_shift(ords, Rs, shift=shift),
         "mft": cm.multi_hop_by_language(ords, Rs, hops, "mft"),
         "mbt": cm.multi_hop_by_language(ords, Rs, hops, "mbt"),
     }
+
+
+def multi_hop(
+    Rs: Mapping[str, np.ndarray], orders: Mapping[str, list[str]], hops: int, kind: cm.Kind
+) -> dict[str, np.ndarray]:
+    """MFT_h or MBT_h per language over the orders of ``Rs`` (eqs. 13-14)."""
+    names = list(Rs)
+    return cm.multi_hop_by_language([orders[n] for n in names], [Rs[n] for n in names], hops, kind)

@@ -1,0 +1,123 @@
+"""Paper 004's findings as claims with three verdicts, and the task models against chance.
+
+Each claim is the sign the paper reports for an effect measured on this run's
+accuracy matrices; the effect's interval comes from the shared bootstrap
+replicates of every R entry (:mod:`polymnesia.experiments.lifelong.evidence`),
+so a difference between two arms is a paired bootstrap over the same test
+items. Holds: the paper's sign and an interval excluding zero; contradicted:
+the opposite sign, excluding zero; inconclusive otherwise.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from polymnesia.continual.analysis import group_means, hop_average
+from polymnesia.continual.resample import Replicates, best_of
+from polymnesia.experiments.lifelong.evidence import Evidence, arm_quantity, mean_baselines
+from polymnesia.experiments.lifelong.results import Arm, learned_score, multi_hop
+from polymnesia.reports.claims import Claim, baseline_table, claim_from_test
+from polymnesia.reports.table_core import Table
+
+SOURCE = "paper 004"
+
+
+def _claim(statement: str, sign: int, r: Replicates, label: str, source: str) -> Claim:
+    return claim_from_test(statement, sign, r.test(), effect_label=label, source=source)
+
+
+def method_claims(arms: Sequence[Arm], m: Mapping[str, Mapping[str, Replicates]]) -> list[Claim]:
+    """Tables 1-2: MULTI best, VANILLA forgets, SHARED LoRA forgets more and transfers less
+    forward than VANILLA, NON-SHARED LoRA ends above VANILLA."""
+    out: list[Claim] = []
+    multi = next((a for a in arms if a.method == "multi" and a.rank is None), None)
+    others = [a for a in arms if a is not multi]
+    if multi is not None and others:
+        d = m[multi.label]["final"] - best_of([m[a.label]["final"] for a in others])
+        out.append(_claim("MULTI has the best final score of all methods", +1, d,
+                          "final(MULTI) − best other", f"{SOURCE} Table 1: 75.03% vs at most 74.19%"))  # fmt: skip
+    vanilla = next((a for a in arms if a.method == "vanilla"), None)
+    if vanilla is None:
+        return out
+    v = m[vanilla.label]
+    out.append(
+        _claim("VANILLA forgets: CBT < 0", -1, v["cbt"], "CBT(VANILLA)", f"{SOURCE} Table 2: -0.08")
+    )
+    for a in (a for a in arms if a.method == "shared_lora"):
+        s = m[a.label]
+        out.append(
+            _claim(
+                f"{a.label} forgets more than VANILLA (lower CBT)",
+                -1,
+                s["cbt"] - v["cbt"],
+                f"CBT({a.label}) − CBT(VANILLA)",
+                f"{SOURCE} Table 2: -0.12 to -0.14 vs -0.08",
+            )
+        )
+        out.append(
+            _claim(
+                f"{a.label} transfers forward less than VANILLA (lower CFT)",
+                -1,
+                s["cft"] - v["cft"],
+                f"CFT({a.label}) − CFT(VANILLA)",
+                f"{SOURCE} Table 2: 0.51-0.53 vs 0.55",
+            )
+        )
+    for a in (a for a in arms if a.method == "nonshared_lora"):
+        out.append(_claim(f"{a.label} forgets less than VANILLA (higher final score)", +1,
+                          m[a.label]["final"] - v["final"], f"final({a.label}) − final(VANILLA)",
+                          f"{SOURCE} Table 1: 72.14-73.16% vs 66.16%"))  # fmt: skip
+    return out
+
+
+def script_claims(
+    arm: Arm, orders: Mapping[str, list[str]], hops: int, ev: Evidence | None
+) -> list[Claim]:
+    """Section 5.2 for one sequential arm: non-Latin scripts receive (MBT) and donate (MFT) worse."""
+
+    def gap(kind: str) -> Replicates:
+        def fn(rs: Mapping[str, np.ndarray]) -> float:
+            g = group_means(hop_average(multi_hop(rs, orders, hops, kind)), "script")  # type: ignore[arg-type]
+            return g.get("non-Latin", np.nan) - g.get("Latin", np.nan)
+
+        return arm_quantity(arm, fn, ev)
+
+    mbt, mft = gap("mbt"), gap("mft")
+    if not np.isfinite(mbt.point):
+        return []
+    return [
+        _claim(f"non-Latin scripts are more fragile receivers than Latin ones ({arm.label}, mean MBT)", -1,
+               mbt, "MBT(non-Latin) − MBT(Latin)", f"{SOURCE} section 5.2, Figure 5"),
+        _claim(f"Latin scripts are stronger donors than non-Latin ones ({arm.label}, mean MFT)", -1,
+               mft, "MFT(non-Latin) − MFT(Latin)", f"{SOURCE} section 5.2, Figure 6"),
+    ]  # fmt: skip
+
+
+def baselines(
+    arms: Sequence[Arm],
+    metrics: Mapping[str, Mapping[str, Replicates]],
+    ev: Evidence | None,
+    metric: str,
+    untrained: Replicates | None,
+) -> Table | None:
+    """Each task model against chance and majority-class baselines (label tasks only):
+    right after learning each language (R's diagonal) and after the last step."""
+    if ev is None or not ev.baselines or metric not in ("accuracy", "macro_f1"):
+        return None
+    base = mean_baselines(ev.baselines)
+    rows: list[tuple[str, str, str, Any, Any]] = []
+    if untrained is not None:
+        rows.append(("untrained", "all languages", metric, untrained.interval(), base))
+    for a in arms:
+        diag = arm_quantity(a, learned_score, ev)
+        rows.append((a.label, "each right after learning it", metric, diag.interval(), base))
+        rows.append((a.label, "all after the last step", metric, metrics[a.label]["final"].interval(), base))  # fmt: skip
+    t = baseline_table(rows)
+    t.caption = (
+        f"{t.caption} Means over the {len(ev.baselines)} task languages and over orders; the baselines "
+        "are averaged over the languages' test sets. '× majority' is the learned-above-chance check (>= 2)."
+    )
+    return t
