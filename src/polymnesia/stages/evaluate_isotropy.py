@@ -20,12 +20,13 @@ from pydantic import Field
 
 from polymnesia.config.base import StrictModel
 from polymnesia.data.prepared import read_texts
+from polymnesia.evaluation.config import InferencePrecision, precision_field
+from polymnesia.evaluation.inference import load_for_inference
 from polymnesia.evaluation.representations import contextual_vectors
 from polymnesia.metrics.isotropy import isotropy_report
 from polymnesia.models import count_parameters
 from polymnesia.pipeline.stage import STAGES, Stage, StageContext
 from polymnesia.results import Score
-from polymnesia.stages.common import load_model_and_tokenizer
 
 ISOTROPY_METRICS = (
     "self_similarity_adjusted",
@@ -47,6 +48,7 @@ class EvaluateIsotropyParams(StrictModel):
         "causal context holds the whole word) or mean",
     )
     seed: int = 0
+    precision: InferencePrecision = precision_field()
 
 
 @STAGES.register(
@@ -54,19 +56,29 @@ class EvaluateIsotropyParams(StrictModel):
 )
 class EvaluateIsotropy(Stage):
     version = "2"
+    distributed = True  # each process runs its shard of the texts; the vectors are gathered
 
     def run(self, ctx: StageContext) -> list[Score]:
 
         p: EvaluateIsotropyParams = ctx.params
-        model, tok = load_model_and_tokenizer(ctx.input("model") / "model")
+        model, tok, rt = load_for_inference(
+            ctx.input("model") / "model",
+            stage="evaluate_isotropy",
+            precision=p.precision,
+            sharded=True,
+        )
         n_params = count_parameters(model)
         scores = []
         for lang, group in p.languages.items():
             texts = read_texts(ctx.input("data"), lang, p.split, p.max_texts_per_lang)
-            tv = contextual_vectors(model, tok, texts, max_length=p.max_length, pooling=p.pooling)
+            tv = contextual_vectors(
+                model, tok, texts, max_length=p.max_length, pooling=p.pooling, runtime=rt
+            )
             rep = isotropy_report(tv.H, tv.word_ids, tv.sent_ids, seed=p.seed)
             extra: dict[str, object] = {k: v for k, v in rep.items() if k not in ISOTROPY_METRICS}
-            extra.update(tokens=tv.tokens, word_occurrences=int(len(tv.H)), pooling=p.pooling)
+            extra.update(
+                tokens=tv.tokens, word_occurrences=int(len(tv.H)), pooling=p.pooling, runtime=rt
+            )
             for metric in ISOTROPY_METRICS:
                 scores.append(
                     Score(
