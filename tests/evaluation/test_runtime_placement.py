@@ -81,13 +81,63 @@ def _stages(folders: Path) -> list[tuple[str, Any, Any, dict[str, Path], str]]:
     langs = {"en": "g", "fr": "g"}
     io = {"model": model, "data": data}
     return [
-        ("evaluate_lm", EvaluateLM, EvaluateLMParams(label="M", languages=langs, eval=EvalConfig(precision="bf16")), io, "bf16"),  # fmt: skip
-        ("evaluate_zero_shot", EvaluateZeroShot, EvaluateZeroShotParams(label="M", languages=langs, precision="bf16"), io, "bf16"),  # fmt: skip
-        ("evaluate_translation", EvaluateTranslation, EvaluateTranslationParams(label="M", languages=langs, shots=1, max_new_tokens=3, precision="fp16"), io, "fp16"),  # fmt: skip
-        ("evaluate_isotropy", EvaluateIsotropy, EvaluateIsotropyParams(label="M", languages=langs, precision="bf16"), io, "bf16"),  # fmt: skip
-        ("replay_data", ReplayData, ReplayDataParams(replay=ReplayConfig(kind="generative", share=0.2, max_new_tokens=3)), {"model": model, "records": folders / "records", "pool": folders / "records"}, "no"),  # fmt: skip
-        ("representation_drift", RepresentationDrift, DriftParams(drift=DriftConfig(prompts=3, include_embeddings=True), reference_label="A", labels=["B"]), {"reference": model, "model_0": model, "data": data}, "no"),  # fmt: skip
-        ("dataset_similarity", DatasetSimilarity, DatasetSimilarityParams(label="P", similarity=SimilarityConfig(embedder="hidden", samples=3)), {"model": model, "a": folders / "records", "b": folders / "records"}, "no"),  # fmt: skip
+        (
+            "evaluate_lm",
+            EvaluateLM,
+            EvaluateLMParams(label="M", languages=langs, eval=EvalConfig(precision="bf16")),
+            io,
+            "bf16",
+        ),  # fmt: skip
+        (
+            "evaluate_zero_shot",
+            EvaluateZeroShot,
+            EvaluateZeroShotParams(label="M", languages=langs, precision="bf16"),
+            io,
+            "bf16",
+        ),  # fmt: skip
+        (
+            "evaluate_translation",
+            EvaluateTranslation,
+            EvaluateTranslationParams(
+                label="M", languages=langs, shots=1, max_new_tokens=3, precision="fp16"
+            ),
+            io,
+            "fp16",
+        ),  # fmt: skip
+        (
+            "evaluate_isotropy",
+            EvaluateIsotropy,
+            EvaluateIsotropyParams(label="M", languages=langs, precision="bf16"),
+            io,
+            "bf16",
+        ),  # fmt: skip
+        (
+            "replay_data",
+            ReplayData,
+            ReplayDataParams(replay=ReplayConfig(kind="generative", share=0.2, max_new_tokens=3)),
+            {"model": model, "records": folders / "records", "pool": folders / "records"},
+            "no",
+        ),  # fmt: skip
+        (
+            "representation_drift",
+            RepresentationDrift,
+            DriftParams(
+                drift=DriftConfig(prompts=3, include_embeddings=True),
+                reference_label="A",
+                labels=["B"],
+            ),
+            {"reference": model, "model_0": model, "data": data},
+            "no",
+        ),  # fmt: skip
+        (
+            "dataset_similarity",
+            DatasetSimilarity,
+            DatasetSimilarityParams(
+                label="P", similarity=SimilarityConfig(embedder="hidden", samples=3)
+            ),
+            {"model": model, "a": folders / "records", "b": folders / "records"},
+            "no",
+        ),  # fmt: skip
     ]
 
 
