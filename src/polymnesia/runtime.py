@@ -43,6 +43,24 @@ def partial_state() -> Any:
     return PartialState(cpu=use_cpu())
 
 
+def use_precision(precision: Precision) -> None:
+    """Let the next ``Accelerator`` in this process train in ``precision``.
+
+    Accelerate keeps one ``AcceleratorState`` per process and refuses an
+    ``Accelerator`` whose ``mixed_precision`` differs from the first one's
+    ("AcceleratorState has already been initialized and cannot be changed"),
+    so a pipeline whose stages train in different precisions stopped at its
+    second stage. The accelerator state (precision, engine plugins) is reset
+    when the precision changes; the process state (``PartialState``: device,
+    process group) is kept, so the processes stay connected.
+    """
+    from accelerate.state import AcceleratorState
+
+    shared = AcceleratorState._shared_state
+    if shared and shared.get("_mixed_precision") not in (None, precision):
+        AcceleratorState._reset_state(reset_partial_state=False)
+
+
 def say(line: str) -> None:
     """One log line on standard error (every process may say it; ranks are prefixed)."""
     print(f"[polymnesia] {line}", file=sys.stderr, flush=True)

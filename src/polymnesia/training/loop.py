@@ -24,7 +24,7 @@ import torch
 
 from polymnesia.errors import TrainingDiverged
 from polymnesia.io import append_jsonl, atomic_write_json, read_jsonl, write_jsonl_atomic
-from polymnesia.runtime import use_cpu
+from polymnesia.runtime import use_cpu, use_precision
 from polymnesia.training import checkpoint, health
 from polymnesia.training.config import TrainConfig
 from polymnesia.training.data import IndexStream, TrainData
@@ -236,6 +236,7 @@ def train(
     from accelerate import Accelerator
     from accelerate.utils import set_seed
 
+    use_precision(cfg.mixed_precision)  # each stage trains in its own precision
     acc = Accelerator(
         cpu=use_cpu(),
         mixed_precision=cfg.mixed_precision,
