@@ -8,14 +8,17 @@ import pytest
 
 from polymnesia.cli.main import main
 
-CONFIGS = sorted((Path(__file__).resolve().parents[2] / "configs").glob("*.yaml"))
+ROOT = Path(__file__).resolve().parents[2] / "configs"
+CONFIGS = sorted(ROOT.rglob("*.yaml"))  # configs/gpu/ included
 
 
 def test_there_are_configs():
     assert any(p.name == "quickstart.yaml" for p in CONFIGS)
 
 
-@pytest.mark.parametrize("path", CONFIGS, ids=[p.stem for p in CONFIGS])
+@pytest.mark.parametrize(
+    "path", CONFIGS, ids=[str(p.relative_to(ROOT).with_suffix("")) for p in CONFIGS]
+)
 def test_config_validates_and_plans(path: Path, isolated_cache: Path, capsys):
     assert main(["validate", str(path)]) == 0
     assert capsys.readouterr().out.startswith("ok ")
