@@ -51,8 +51,8 @@ def main() -> None:
     args = ap.parse_args()
     from transformers import MistralConfig, MistralForSequenceClassification
 
-    from polymnesia.methods.early_stopping import EarlyStopping, EarlyStoppingConfig
     from polymnesia.data.sources import get_source
+    from polymnesia.methods.early_stopping import EarlyStopping, EarlyStoppingConfig
     from polymnesia.tasks.classification import ClassificationData, evaluate_by_language
     from polymnesia.tokenizers.bpe import train_bpe
     from polymnesia.training.config import TrainConfig

@@ -67,9 +67,11 @@ def encode_for_scoring(
 def _token_nll(model: torch.nn.Module, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     """NLL of every next token, ``(B, L-1)``.
 
-    For standard decoders (a ``get_decoder()`` body and a linear LM head, no logit
-    soft-capping) the LM head runs only on the positions that predict a real
-    token, skipping padding and the last position; otherwise full logits.
+    ``ids`` are right-padded. For standard decoders (a ``get_decoder()`` body and a
+    linear LM head, no logit soft-capping) the body runs without a padding mask
+    (causal attention already keeps real tokens from seeing the pads after them)
+    and the LM head only on the positions that predict a real token; otherwise
+    full logits with the mask.
     """
     targets = ids[:, 1:]
     valid = mask[:, 1:].bool()
@@ -79,9 +81,10 @@ def _token_nll(model: torch.nn.Module, ids: torch.Tensor, mask: torch.Tensor) ->
     head = get_head() if callable(get_head) else None
     softcap = getattr(getattr(model, "config", None), "final_logit_softcapping", None)
     if callable(get_decoder) and isinstance(head, torch.nn.Linear) and not softcap:
-        full = bool(mask.all())  # no padding: attention takes its unmasked causal path
+        # right padding: under the causal mask no real token attends to a later pad, so the
+        # padding mask changes nothing that is scored and attention takes its fast causal path
         body = get_decoder()
-        hidden = body(input_ids=ids, attention_mask=None if full else mask).last_hidden_state
+        hidden = body(input_ids=ids, attention_mask=None).last_hidden_state
         logits = head(hidden[:, :-1][valid])  # (N, V): only positions with a target
         out[valid] = F.cross_entropy(logits.float(), targets[valid], reduction="none")
         return out
