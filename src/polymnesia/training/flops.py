@@ -14,6 +14,8 @@ the device's peak.
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 
 
@@ -47,7 +49,7 @@ def mfu(tokens_per_s: float, flops_per_token: float, peak_flops: float) -> float
 
 def model_shape(model: torch.nn.Module) -> tuple[int, int, int]:
     """(matmul parameters, layers, width) of an HF decoder."""
-    conf = model.config  # type: ignore[union-attr]
+    conf: Any = model.config
     return matmul_parameters(model), int(conf.num_hidden_layers), int(conf.hidden_size)
 
 

@@ -166,8 +166,9 @@ def _prepare_model(model: torch.nn.Module, cfg: TrainConfig, engine: str, device
                 "set it to false"
             )
         enable(gradient_checkpointing_kwargs={"use_reentrant": False})
-        if getattr(model, "config", None) is not None:
-            model.config.use_cache = False
+        conf: Any = getattr(model, "config", None)
+        if conf is not None:
+            conf.use_cache = False
     if engine in ("single", "ddp"):
         model.to(device)
 
