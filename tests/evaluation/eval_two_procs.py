@@ -47,4 +47,4 @@ if __name__ == "__main__":
         results[name] = [asdict(s) for s in cls().run(ctx)]
     state.wait_for_everyone()
     if state.is_main_process:
-        (out / "scores.json").write_text(json.dumps(results, default=str))
+        (out / "scores.json").write_text(json.dumps(results))

@@ -76,9 +76,7 @@ class EvaluateIsotropy(Stage):
             )
             rep = isotropy_report(tv.H, tv.word_ids, tv.sent_ids, seed=p.seed)
             extra: dict[str, object] = {k: v for k, v in rep.items() if k not in ISOTROPY_METRICS}
-            extra.update(
-                tokens=tv.tokens, word_occurrences=int(len(tv.H)), pooling=p.pooling, runtime=rt
-            )
+            extra.update(tokens=tv.tokens, word_occurrences=int(len(tv.H)), pooling=p.pooling)
             for metric in ISOTROPY_METRICS:
                 scores.append(
                     Score(
