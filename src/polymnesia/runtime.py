@@ -1,16 +1,36 @@
-"""Process topology through Accelerate, CPU multi-process (gloo) included.
+"""Where a stage runs: device, precision and process rank/count, on Accelerate's state.
 
 Accelerate only treats a ``torchrun``-launched CPU job as distributed when it is
 told to use the CPU; on machines without CUDA we say so, so that
 ``torchrun --nproc_per_node 2 -m polymnesia.cli.main run ...`` works on a laptop
 exactly as ``accelerate launch`` does on GPUs.
+
+:class:`Runtime` is what every model-running stage asks for its placement:
+:func:`current` reads the process's device, rank and process count from
+Accelerate's ``PartialState`` (one per process, shared with the training
+loop) and adds the precision the stage's config asks for. ``place`` moves a
+model there for inference (cast to bf16/fp16 when asked, ``eval()``);
+``shard`` and ``gather`` split a list of items over the processes and put
+the per-item results back in input order, so 1 and N processes give the same
+scores. Tests and benchmarks substitute a runtime with :func:`using`.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import contextlib
+import sys
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, replace
+from typing import Any, Literal, TypeVar
 
 import torch
+
+Precision = Literal["no", "fp16", "bf16"]
+PRECISIONS: tuple[str, ...] = ("no", "fp16", "bf16")
+DTYPES = {"no": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
+
+T = TypeVar("T")
+M = TypeVar("M", bound=torch.nn.Module)
 
 
 def use_cpu() -> bool:
@@ -21,3 +41,123 @@ def partial_state() -> Any:
     from accelerate import PartialState
 
     return PartialState(cpu=use_cpu())
+
+
+def use_precision(precision: Precision) -> None:
+    """Let the next ``Accelerator`` in this process train in ``precision``.
+
+    Accelerate keeps one ``AcceleratorState`` per process and refuses an
+    ``Accelerator`` whose ``mixed_precision`` differs from the first one's
+    ("AcceleratorState has already been initialized and cannot be changed"),
+    so a pipeline whose stages train in different precisions stopped at its
+    second stage. The accelerator state (precision, engine plugins) is reset
+    when the precision changes; the process state (``PartialState``: device,
+    process group) is kept, so the processes stay connected.
+    """
+    from accelerate.state import AcceleratorState
+
+    shared = AcceleratorState._shared_state
+    if shared and shared.get("_mixed_precision") not in (None, precision):
+        AcceleratorState._reset_state(reset_partial_state=False)
+
+
+def say(line: str) -> None:
+    """One log line on standard error (every process may say it; ranks are prefixed)."""
+    print(f"[polymnesia] {line}", file=sys.stderr, flush=True)
+
+
+@dataclass(frozen=True)
+class Runtime:
+    """The device, inference precision and process topology one stage runs with."""
+
+    device: torch.device
+    rank: int = 0
+    world: int = 1
+    precision: Precision = "no"
+
+    @property
+    def dtype(self) -> torch.dtype:
+        return DTYPES[self.precision]
+
+    @property
+    def is_main(self) -> bool:
+        return self.rank == 0
+
+    def with_precision(self, precision: Precision) -> Runtime:
+        return replace(self, precision=precision)
+
+    def local(self) -> Runtime:
+        """The same device and precision, seen as a single process (for main-only stages)."""
+        return replace(self, rank=0, world=1)
+
+    def place(self, model: M, *, stage: str = "") -> M:
+        """``model`` on this device in this precision, in eval mode (call outside inference mode)."""
+        if self.precision == "no":
+            moved = model.to(device=self.device)
+        else:
+            moved = model.to(device=self.device, dtype=self.dtype)
+        moved.eval()
+        return moved
+
+    def shard(self, items: Sequence[T]) -> list[T]:
+        """This process's items: ``items[rank::world]``."""
+        return list(items)[self.rank :: self.world]
+
+    def gather(self, local: Sequence[T], n: int) -> list[T]:
+        """Per-item results of every process's :meth:`shard`, back in input order (``n`` items)."""
+        if self.world == 1:
+            return list(local)
+        import torch.distributed as dist
+
+        parts: list[Any] = [None] * self.world
+        dist.all_gather_object(parts, list(local))
+        out: list[Any] = [None] * n
+        for r, part in enumerate(parts):
+            out[r :: self.world] = part
+        return out
+
+    def sum(self, values: Sequence[float]) -> list[float]:
+        """Element-wise sums over processes (float64, so 1 and N processes agree)."""
+        if self.world == 1:
+            return [float(v) for v in values]
+        import torch.distributed as dist
+
+        t = torch.tensor([float(v) for v in values], dtype=torch.float64)
+        if dist.get_backend() == "nccl":
+            t = t.to(self.device)
+        dist.all_reduce(t)
+        return [float(v) for v in t.cpu().tolist()]
+
+
+_OVERRIDE: list[Runtime] = []
+
+
+def current(precision: Precision = "no", *, sharded: bool = True) -> Runtime:
+    """This process's runtime with ``precision``; ``sharded=False`` sees one process (rank 0 of 1)."""
+    if _OVERRIDE:
+        rt = _OVERRIDE[-1].with_precision(precision)
+    else:
+        state = partial_state()
+        rt = Runtime(
+            device=torch.device(state.device),
+            rank=int(state.process_index),
+            world=int(state.num_processes),
+            precision=precision,
+        )
+    return rt if sharded else rt.local()
+
+
+def on_cpu(stage: str, why: str, precision: Precision = "no") -> Runtime:
+    """A single-process CPU runtime for a stage that must run there; says why in one line."""
+    say(f"{stage}: runs on the CPU: {why}")
+    return Runtime(device=torch.device("cpu"), precision=precision)
+
+
+@contextlib.contextmanager
+def using(rt: Runtime) -> Iterator[Runtime]:
+    """Make :func:`current` return ``rt`` (with each caller's precision) inside the block."""
+    _OVERRIDE.append(rt)
+    try:
+        yield rt
+    finally:
+        _OVERRIDE.pop()

@@ -8,7 +8,8 @@ import pytest
 
 from polymnesia.cli.main import main
 
-CONFIGS = sorted((Path(__file__).resolve().parents[2] / "configs").glob("*.yaml"))
+ROOT = Path(__file__).resolve().parents[2] / "configs"
+CONFIGS = sorted(ROOT.rglob("*.yaml"))  # configs/gpu/ included
 
 
 def test_there_are_configs():
@@ -20,7 +21,9 @@ def test_there_are_configs():
 NEEDS_HUB_TASKS = {"two_phase_paper"}
 
 
-@pytest.mark.parametrize("path", CONFIGS, ids=[p.stem for p in CONFIGS])
+@pytest.mark.parametrize(
+    "path", CONFIGS, ids=[str(p.relative_to(ROOT).with_suffix("")) for p in CONFIGS]
+)
 def test_config_validates_and_plans(path: Path, isolated_cache: Path, capsys):
     if path.stem in NEEDS_HUB_TASKS:
         assert main(["validate", str(path)]) == 2

@@ -2,9 +2,31 @@
 
 from __future__ import annotations
 
-from pydantic import Field
+from typing import Annotated, Any
+
+from pydantic import BeforeValidator, Field
 
 from polymnesia.config.base import NOT_FINGERPRINTED, StrictModel
+from polymnesia.runtime import Precision
+
+PRECISION_HELP = (
+    "inference precision: no (float32), bf16 or fp16 (the model is cast on the device; "
+    "YAML's bare no/false mean no)"
+)
+
+
+def precision_field() -> Any:
+    """The ``precision`` field of every model-running stage's parameters (default float32)."""
+    return Field("no", description=PRECISION_HELP)
+
+
+def no_is_false(v: object) -> object:
+    """YAML reads a bare ``no`` as False: accept it as the precision ``no``."""
+    return "no" if v is False else v
+
+
+#: a stage parameter naming its inference precision (``no`` also read from YAML's false)
+InferencePrecision = Annotated[Precision, BeforeValidator(no_is_false)]
 
 
 class EvalConfig(StrictModel):
@@ -22,3 +44,4 @@ class EvalConfig(StrictModel):
         description="metric of the headline table (bits per byte compares vocabularies fairly)",
         json_schema_extra=NOT_FINGERPRINTED,
     )
+    precision: InferencePrecision = precision_field()

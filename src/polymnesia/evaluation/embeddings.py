@@ -16,12 +16,12 @@ import numpy as np
 import torch
 
 from polymnesia.errors import PolymnesiaError
+from polymnesia.evaluation.inference import load_for_inference
 from polymnesia.layers.stream import iter_pairs, tensor_index
 from polymnesia.metrics.similarity import DES_SAMPLES, Embedder, des, sample_texts
-from polymnesia.models.io import load_model_and_tokenizer
 
 
-@torch.no_grad()
+@torch.inference_mode()
 def layer_mean_states(
     model: torch.nn.Module,
     tokenizer: Any,
@@ -70,7 +70,7 @@ def layer_mean_states(
 
 def folder_layer_states(folder: str | Path, texts: Sequence[str], **kw: Any) -> np.ndarray:
     """:func:`layer_mean_states` for a polymnesia model folder (weights + tokenizer)."""
-    model, tokenizer = load_model_and_tokenizer(Path(folder))
+    model, tokenizer, _ = load_for_inference(Path(folder), stage="representation_drift")
     return layer_mean_states(model, tokenizer, texts, **kw)
 
 
@@ -122,7 +122,7 @@ class HiddenStateEmbedder:
         batch_size: int = 16,
     ) -> None:
         if folder is not None:
-            model, tokenizer = load_model_and_tokenizer(Path(folder))
+            model, tokenizer, _ = load_for_inference(Path(folder), stage="dataset_similarity")
         if model is None or tokenizer is None:
             raise PolymnesiaError(
                 "HiddenStateEmbedder needs a model folder or a model and tokenizer"

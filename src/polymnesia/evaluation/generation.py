@@ -1,10 +1,18 @@
 """Prompted greedy generation and answer scoring with ChatML (paper 000, appendix C).
 
-* :func:`greedy_generate`: left-padded batches, ``do_sample=False``, stops at
-  ``<|im_end|>`` or EOS; returns the decoded continuations.
+* :func:`greedy_generate`: prompts sorted by length and cut into left-padded
+  batches, decoded greedily with the key/value cache (``do_sample=False``);
+  each sequence stops at ``<|im_end|>`` or EOS (finished rows are padded
+  until the whole batch is done); returns the decoded continuations in input
+  order.
 * :func:`answer_logprobs`: the summed log-probability of each candidate answer
-  (followed by ``<|im_end|>``) after a prompt: zero-shot classification by
-  likelihood, as multiple-choice benchmarks are scored in lm-evaluation-harness.
+  (followed by ``<|im_end|>``) after a prompt, all candidates in one batched
+  pass on the prompt's cache: zero-shot classification by likelihood, as
+  multiple-choice benchmarks are scored in lm-evaluation-harness.
+  :func:`answer_logprobs_many` does it for many prompts, sharded over processes.
+
+Both take an optional :class:`~polymnesia.runtime.Runtime`: its process
+shard of the prompts is run and the results gathered back in input order.
 """
 
 from __future__ import annotations
@@ -16,6 +24,7 @@ import torch
 import torch.nn.functional as F
 
 from polymnesia.data.prepared import read_split
+from polymnesia.runtime import Runtime
 from polymnesia.tokenizers.bpe import IM_END
 from polymnesia.tokenizers.chat import SYSTEM_PROMPT, render_chatml, sft_messages
 
@@ -32,7 +41,16 @@ def _encode_prompt(tokenizer: Any, prompt: str) -> list[int]:
     return ([tokenizer.bos_token_id] if tokenizer.bos_token_id is not None else []) + list(ids)
 
 
-@torch.no_grad()
+def _left_padded(seqs: Sequence[Sequence[int]], pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:
+    width = max(len(s) for s in seqs)
+    ids = torch.full((len(seqs), width), pad_id, dtype=torch.long)
+    mask = torch.zeros_like(ids)
+    for r, s in enumerate(seqs):
+        ids[r, width - len(s) :], mask[r, width - len(s) :] = torch.tensor(list(s)), 1
+    return ids, mask
+
+
+@torch.inference_mode()
 def greedy_generate(
     model: torch.nn.Module,
     tokenizer: Any,
@@ -41,35 +59,37 @@ def greedy_generate(
     max_new_tokens: int = 64,
     batch_size: int = 8,
     max_prompt_tokens: int | None = None,
+    runtime: Runtime | None = None,
 ) -> list[str]:
+    """Greedy continuations of ``prompts`` (in input order), stopped at ``<|im_end|>``/EOS."""
+    rt = runtime or Runtime(device=next(model.parameters()).device)
     model.eval()
-    device = next(model.parameters()).device
     stop = [tokenizer.convert_tokens_to_ids(IM_END), tokenizer.eos_token_id]
-    out: list[str] = []
-    for start in range(0, len(prompts), batch_size):
-        seqs = [_encode_prompt(tokenizer, p) for p in prompts[start : start + batch_size]]
-        if max_prompt_tokens:
-            seqs = [s[-max_prompt_tokens:] for s in seqs]
-        width = max(len(s) for s in seqs)
-        ids = torch.full((len(seqs), width), tokenizer.pad_token_id, dtype=torch.long)
-        mask = torch.zeros_like(ids)
-        for r, s in enumerate(seqs):  # left padding
-            ids[r, width - len(s) :], mask[r, width - len(s) :] = torch.tensor(s), 1
+    mine = rt.shard(prompts)
+    seqs = [_encode_prompt(tokenizer, p) for p in mine]
+    if max_prompt_tokens:
+        seqs = [s[-max_prompt_tokens:] for s in seqs]
+    order = sorted(range(len(seqs)), key=lambda i: -len(seqs[i]))  # similar lengths together
+    out: list[str] = [""] * len(seqs)
+    for start in range(0, len(order), batch_size):
+        idx = order[start : start + batch_size]
+        ids, mask = _left_padded([seqs[i] for i in idx], tokenizer.pad_token_id)
         gen = model.generate(  # type: ignore[operator]
-            input_ids=ids.to(device),
-            attention_mask=mask.to(device),
+            input_ids=ids.to(rt.device),
+            attention_mask=mask.to(rt.device),
             do_sample=False,
             max_new_tokens=max_new_tokens,
             eos_token_id=stop,
             pad_token_id=tokenizer.pad_token_id,
+            use_cache=True,
         )
-        for row in gen[:, width:].tolist():
-            cut = next((i for i, t in enumerate(row) if t in stop), len(row))
-            out.append(tokenizer.decode(row[:cut], skip_special_tokens=True).strip())
-    return out
+        for i, row in zip(idx, gen[:, ids.shape[1] :].tolist(), strict=True):
+            cut = next((j for j, t in enumerate(row) if t in stop), len(row))
+            out[i] = tokenizer.decode(row[:cut], skip_special_tokens=True).strip()
+    return rt.gather(out, len(prompts))
 
 
-@torch.no_grad()
+@torch.inference_mode()
 def answer_logprobs(
     model: torch.nn.Module, tokenizer: Any, prompt: str, answers: Sequence[str]
 ) -> list[float]:
@@ -97,11 +117,25 @@ def answer_logprobs(
         input_ids=ids.to(device), attention_mask=mask.to(device), past_key_values=cache
     ).logits
     logp = F.log_softmax(logits.float(), -1)
-    out = []
-    for r, t in enumerate(tails):
-        rest = sum(float(logp[r, i - 1, t[i]]) for i in range(1, len(t)))
-        out.append(float(last[t[0]]) + rest)
-    return out
+    targets = ids[:, 1:].to(device)  # token i+1 is predicted at position i
+    picked = logp[:, :-1].gather(-1, targets.unsqueeze(-1)).squeeze(-1)
+    picked = picked * mask[:, len(head) + 1 :].to(device)
+    first_tok = last[torch.tensor([t[0] for t in tails], device=device)]
+    return (first_tok + picked.sum(-1)).tolist()  # type: ignore[no-any-return]
+
+
+def answer_logprobs_many(
+    model: torch.nn.Module,
+    tokenizer: Any,
+    prompts: Sequence[str],
+    answers: Sequence[str],
+    *,
+    runtime: Runtime | None = None,
+) -> list[list[float]]:
+    """:func:`answer_logprobs` of every prompt (rows in input order), sharded over processes."""
+    rt = runtime or Runtime(device=next(model.parameters()).device)
+    mine = [answer_logprobs(model, tokenizer, p, answers) for p in rt.shard(prompts)]
+    return rt.gather(mine, len(prompts))
 
 
 def sample_aligned(

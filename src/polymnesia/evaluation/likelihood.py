@@ -19,6 +19,7 @@ import torch
 import torch.nn.functional as F
 
 from polymnesia.metrics.lm import exp_or_inf
+from polymnesia.runtime import Runtime
 
 
 @dataclass
@@ -66,9 +67,11 @@ def encode_for_scoring(
 def _token_nll(model: torch.nn.Module, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     """NLL of every next token, ``(B, L-1)``.
 
-    For standard decoders (a ``get_decoder()`` body and a linear LM head, no logit
-    soft-capping) the LM head runs only on the positions that predict a real
-    token, skipping padding and the last position; otherwise full logits.
+    ``ids`` are right-padded. For standard decoders (a ``get_decoder()`` body and a
+    linear LM head, no logit soft-capping) the body runs without a padding mask
+    (causal attention already keeps real tokens from seeing the pads after them)
+    and the LM head only on the positions that predict a real token; otherwise
+    full logits with the mask.
     """
     targets = ids[:, 1:]
     valid = mask[:, 1:].bool()
@@ -78,9 +81,10 @@ def _token_nll(model: torch.nn.Module, ids: torch.Tensor, mask: torch.Tensor) ->
     head = get_head() if callable(get_head) else None
     softcap = getattr(getattr(model, "config", None), "final_logit_softcapping", None)
     if callable(get_decoder) and isinstance(head, torch.nn.Linear) and not softcap:
-        full = bool(mask.all())  # no padding: attention takes its unmasked causal path
+        # right padding: under the causal mask no real token attends to a later pad, so the
+        # padding mask changes nothing that is scored and attention takes its fast causal path
         body = get_decoder()
-        hidden = body(input_ids=ids, attention_mask=None if full else mask).last_hidden_state
+        hidden = body(input_ids=ids, attention_mask=None).last_hidden_state
         logits = head(hidden[:, :-1][valid])  # (N, V): only positions with a target
         out[valid] = F.cross_entropy(logits.float(), targets[valid], reduction="none")
         return out
@@ -141,14 +145,14 @@ def sequence_nll(
     return nll, count
 
 
-def _all_reduce(values: list[float]) -> list[float]:
+def default_runtime(model: torch.nn.Module) -> Runtime:
+    """The model's device, sharded over the processes of an initialised process group."""
     import torch.distributed as dist
 
-    if not (dist.is_available() and dist.is_initialized()) or dist.get_world_size() == 1:
-        return values
-    t = torch.tensor(values, dtype=torch.float64)
-    dist.all_reduce(t)
-    return t.tolist()
+    device = next(model.parameters()).device
+    if dist.is_available() and dist.is_initialized():
+        return Runtime(device=device, rank=dist.get_rank(), world=dist.get_world_size())
+    return Runtime(device=device)
 
 
 def lm_stats(
@@ -160,6 +164,7 @@ def lm_stats(
     max_length: int = 512,
     device: torch.device | str | None = None,
     max_tokens: int = 8192,
+    runtime: Runtime | None = None,
 ) -> LMStats:
     """Likelihood statistics of ``texts`` (sharded over processes when distributed)."""
     stats, _ = lm_items(
@@ -171,6 +176,7 @@ def lm_stats(
         device=device,
         max_tokens=max_tokens,
         gather=False,
+        runtime=runtime,
     )
     return stats
 
@@ -185,20 +191,18 @@ def lm_items(
     device: torch.device | str | None = None,
     max_tokens: int = 8192,
     gather: bool = True,
+    runtime: Runtime | None = None,
 ) -> tuple[LMStats, dict[str, list[float]]]:
     """:func:`lm_stats` and, per text in input order, ``nll``, ``tokens``, ``bytes`` and ``words``.
 
-    The totals are the same sums :func:`lm_stats` returns; the per-text
-    columns (gathered from every process when distributed, empty when
-    ``gather`` is False) let reports bootstrap over texts.
+    ``runtime`` (default: the model's device, sharded over an initialised
+    process group) splits the texts over processes; the sums are all-reduced
+    in float64 and the per-text columns (empty when ``gather`` is False)
+    gathered back in input order, so 1 and N processes give the same scores.
     """
-    import torch.distributed as dist
-
-    rank, world = 0, 1
-    if dist.is_available() and dist.is_initialized():
-        rank, world = dist.get_rank(), dist.get_world_size()
-    mine = list(texts)[rank::world]
-    device = device or next(model.parameters()).device
+    rt = runtime or default_runtime(model)
+    mine = rt.shard(texts)
+    device = device or rt.device
     seqs, nbytes = encode_for_scoring(tokenizer, mine, max_length)
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
     nll, count = (
@@ -209,24 +213,11 @@ def lm_items(
         else ([], [])
     )
     words = [len(t.split()) for t in mine]
-    tot = _all_reduce([sum(nll), float(sum(count)), float(sum(nbytes)), float(sum(words))])
+    tot = rt.sum([sum(nll), float(sum(count)), float(sum(nbytes)), float(sum(words))])
     stats = LMStats(nll=tot[0], tokens=int(tot[1]), bytes=int(tot[2]), words=int(tot[3]))
-    local: dict[str, list[Any]] = {"nll": nll, "tokens": count, "bytes": nbytes, "words": words}
-    return stats, (_gather_columns(local, len(texts), rank, world) if gather else {})
-
-
-def _gather_columns(
-    local: dict[str, list[Any]], n: int, rank: int, world: int
-) -> dict[str, list[float]]:
-    """Per-text columns of every process put back in input order (process r held texts r::world)."""
-    import torch.distributed as dist
-
-    parts: list[Any] = [local]
-    if world > 1:
-        parts = [None] * world
-        dist.all_gather_object(parts, local)
-    out: dict[str, list[float]] = {k: [0.0] * n for k in local}
-    for r, part in enumerate(parts):
-        for k, col in part.items():
-            out[k][r::world] = [float(v) for v in col]
-    return out
+    if not gather:
+        return stats, {}
+    rows = rt.gather(list(zip(nll, count, nbytes, words, strict=True)), len(texts))
+    cols = list(zip(*rows, strict=True)) if rows else [(), (), (), ()]
+    keys = ("nll", "tokens", "bytes", "words")
+    return stats, {k: [float(v) for v in col] for k, col in zip(keys, cols, strict=True)}

@@ -26,6 +26,7 @@ import numpy as np
 import torch
 
 from polymnesia.errors import PolymnesiaError
+from polymnesia.runtime import Runtime
 
 _WORD = re.compile(r"\S+")
 
@@ -90,7 +91,7 @@ def pool_occurrences(
     return rows[last], uniq
 
 
-@torch.no_grad()
+@torch.inference_mode()
 def contextual_vectors(
     model: torch.nn.Module,
     tokenizer: Any,
@@ -99,10 +100,41 @@ def contextual_vectors(
     max_length: int = 128,
     batch_size: int = 16,
     pooling: Pooling = "last",
+    runtime: Runtime | None = None,
 ) -> TokenVectors:
-    """One last-layer vector per whole word occurrence of ``texts`` (BOS is fed but not kept)."""
+    """One last-layer vector per whole word occurrence of ``texts`` (BOS is fed but not kept).
+
+    With a ``runtime`` of several processes each runs its shard of the texts;
+    the per-text rows are gathered and word ids assigned in text order, so the
+    result equals the single-process one.
+    """
     if pooling not in POOLINGS:
         raise PolymnesiaError(f"pooling must be one of {', '.join(POOLINGS)}, got {pooling!r}")
+    rt = runtime or Runtime(device=next(model.parameters()).device)
+    mine = rt.shard(list(texts))
+    per_text = _text_rows(model, tokenizer, mine, max_length, batch_size, pooling, rt.device)
+    rows = rt.gather(per_text, len(texts))
+    vocab: dict[str, int] = {}
+    Hs, W, S, n_tokens = [], [], [], 0
+    for i, (H, words, n_tok) in enumerate(rows):
+        n_tokens += n_tok
+        Hs.append(H)
+        W.append(np.asarray([vocab.setdefault(w, len(vocab)) for w in words], dtype=np.int64))
+        S.append(np.full(len(words), i, dtype=np.int64))
+    words = list(vocab)  # insertion order: position = id
+    return TokenVectors(np.concatenate(Hs), np.concatenate(W), np.concatenate(S), n_tokens, words)
+
+
+def _text_rows(
+    model: torch.nn.Module,
+    tokenizer: Any,
+    texts: Sequence[str],
+    max_length: int,
+    batch_size: int,
+    pooling: Pooling,
+    device: torch.device,
+) -> list[tuple[np.ndarray, list[str], int]]:
+    """Per text: its word-occurrence rows [n, d] float32, the words, and the pooled tokens."""
     enc = tokenizer(
         list(texts),
         add_special_tokens=False,
@@ -110,12 +142,10 @@ def contextual_vectors(
         truncation=True,
         max_length=max_length - 1,
     )
-    vocab: dict[str, int] = {}
     bos = tokenizer.bos_token_id
     skip = 1 if bos is not None else 0
     model.eval()
-    device = next(model.parameters()).device
-    Hs, W, S, n_tokens = [], [], [], 0
+    out: list[tuple[np.ndarray, list[str], int]] = []
     for start in range(0, len(texts), batch_size):
         idx = range(start, min(start + batch_size, len(texts)))
         seqs = [([bos] if bos is not None else []) + list(enc["input_ids"][i]) for i in idx]
@@ -124,22 +154,16 @@ def contextual_vectors(
         mask = torch.zeros_like(ids)
         for r, s in enumerate(seqs):
             ids[r, : len(s)], mask[r, : len(s)] = torch.tensor(s), 1
-        out = model(
+        hidden = model(
             input_ids=ids.to(device), attention_mask=mask.to(device), output_hidden_states=True
-        )
-        last = out.hidden_states[-1].float().cpu()
+        ).hidden_states[-1]
+        last = hidden.float().cpu()
         for r, i in enumerate(idx):
             offsets = enc["offset_mapping"][i]
             occ, spans = _whole_words(texts[i], offsets)
-            n_tokens += sum(o >= 0 for o in occ)
             rows, kept = pool_occurrences(last[r, skip : skip + len(offsets)].numpy(), occ, pooling)
-            Hs.append(rows)
-            W.append(
-                np.asarray([vocab.setdefault(spans[o], len(vocab)) for o in kept], dtype=np.int64)
-            )
-            S.append(np.full(len(kept), i, dtype=np.int64))
-    words = list(vocab)  # insertion order: position = id
-    return TokenVectors(np.concatenate(Hs), np.concatenate(W), np.concatenate(S), n_tokens, words)
+            out.append((rows, [spans[o] for o in kept], sum(o >= 0 for o in occ)))
+    return out
 
 
 def _whole_words(text: str, offsets: Sequence[tuple[int, int]]) -> tuple[list[int], list[str]]:

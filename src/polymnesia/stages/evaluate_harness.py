@@ -27,6 +27,7 @@ from polymnesia.harness.run import results_to_scores, run_lm_eval
 from polymnesia.harness.tasks import check_tasks, expand, hub_offline
 from polymnesia.pipeline.stage import STAGES, Stage, StageContext
 from polymnesia.results import Score
+from polymnesia.runtime import current
 
 
 class EvaluateHarnessParams(StrictModel):
@@ -90,7 +91,7 @@ class EvaluateHarness(Stage):
             num_fewshot=p.num_fewshot,
             limit=p.limit,
             batch_size=p.batch_size,
-            device=p.device,
+            device=p.device or str(current(sharded=False).device),
             dtype=p.dtype,
             add_bos_token=p.add_bos_token,
             seed=p.seed,

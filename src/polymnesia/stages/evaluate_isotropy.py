@@ -28,13 +28,14 @@ from pydantic import Field
 
 from polymnesia.config.base import StrictModel
 from polymnesia.data.prepared import read_texts
+from polymnesia.evaluation.config import InferencePrecision, precision_field
+from polymnesia.evaluation.inference import load_for_inference
 from polymnesia.evaluation.representations import TokenVectors, contextual_vectors
 from polymnesia.items import ITEMS_FILE, BootstrapConfig, ItemSet, interval_of, write_items
 from polymnesia.metrics.isotropy import isotropy_report, self_similarity_by_word
 from polymnesia.models import count_parameters
 from polymnesia.pipeline.stage import STAGES, Stage, StageContext
 from polymnesia.results import Score, with_interval
-from polymnesia.stages.common import load_model_and_tokenizer
 
 SELF_SIMILARITY = "self_similarity_adjusted"
 ISOTROPY_METRICS = (
@@ -58,23 +59,32 @@ class EvaluateIsotropyParams(StrictModel):
     )
     bootstrap: BootstrapConfig = Field(default_factory=BootstrapConfig)
     seed: int = 0
+    precision: InferencePrecision = precision_field()
 
 
 @STAGES.register(
     "evaluate_isotropy", "Ethayarajh isotropy of last-layer vectors per language (Table 2)"
 )
 class EvaluateIsotropy(Stage):
-    version = "3"
+    version = "4"
+    distributed = True  # each process runs its shard of the texts; the vectors are gathered
 
     def run(self, ctx: StageContext) -> list[Score]:
         p: EvaluateIsotropyParams = ctx.params
-        model, tok = load_model_and_tokenizer(ctx.input("model") / "model")
+        model, tok, rt = load_for_inference(
+            ctx.input("model") / "model",
+            stage="evaluate_isotropy",
+            precision=p.precision,
+            sharded=True,
+        )
         n_params = count_parameters(model)
         scores: list[Score] = []
         sets: list[ItemSet] = []
         for lang, group in p.languages.items():
             texts = read_texts(ctx.input("data"), lang, p.split, p.max_texts_per_lang)
-            tv = contextual_vectors(model, tok, texts, max_length=p.max_length, pooling=p.pooling)
+            tv = contextual_vectors(
+                model, tok, texts, max_length=p.max_length, pooling=p.pooling, runtime=rt
+            )
             rep = isotropy_report(tv.H, tv.word_ids, tv.sent_ids, seed=p.seed)
             extra: dict[str, object] = {k: v for k, v in rep.items() if k not in ISOTROPY_METRICS}
             extra.update(tokens=tv.tokens, word_occurrences=int(len(tv.H)), pooling=p.pooling)
@@ -95,7 +105,8 @@ class EvaluateIsotropy(Stage):
                 if metric == SELF_SIMILARITY:
                     score = with_interval(score, interval_of(items, metric, p.bootstrap))
                 scores.append(score)
-        write_items(ctx.out_dir / ITEMS_FILE, sets)
+        if ctx.is_main_process:  # every process holds the gathered items
+            write_items(ctx.out_dir / ITEMS_FILE, sets)
         return scores
 
 

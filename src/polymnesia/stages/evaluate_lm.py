@@ -15,6 +15,7 @@ from pydantic import Field
 from polymnesia.config.base import StrictModel
 from polymnesia.data.prepared import read_texts
 from polymnesia.evaluation.config import EvalConfig
+from polymnesia.evaluation.inference import load_for_inference
 from polymnesia.evaluation.likelihood import lm_items
 from polymnesia.items import (
     ITEMS_FILE,
@@ -27,7 +28,6 @@ from polymnesia.items import (
 from polymnesia.models import count_parameters
 from polymnesia.pipeline.stage import STAGES, Stage, StageContext
 from polymnesia.results import Score, with_interval, write_scores
-from polymnesia.stages.common import load_model_and_tokenizer
 
 METRICS = ("perplexity", "bits_per_byte")
 
@@ -47,7 +47,12 @@ class EvaluateLM(Stage):
 
     def run(self, ctx: StageContext) -> list[Score]:
         p: EvaluateLMParams = ctx.params
-        model, tokenizer = load_model_and_tokenizer(ctx.input("model") / "model")
+        model, tokenizer, rt = load_for_inference(
+            ctx.input("model") / "model",
+            stage="evaluate_lm",
+            precision=p.eval.precision,
+            sharded=True,
+        )
         n_params = count_parameters(model)
         scores: list[Score] = []
         sets: list[ItemSet] = []
@@ -55,7 +60,12 @@ class EvaluateLM(Stage):
             e = p.eval
             texts = read_texts(ctx.input("data"), lang, e.split, e.max_texts_per_lang)
             st, cols = lm_items(
-                model, tokenizer, texts, batch_size=e.batch_size, max_length=e.max_length
+                model,
+                tokenizer,
+                texts,
+                batch_size=e.batch_size,
+                max_length=e.max_length,
+                runtime=rt,
             )
             extra = {"nll": st.nll, "tokens": st.tokens, "bytes": st.bytes, "texts": len(texts)}
             items = ItemSet(

@@ -30,7 +30,9 @@ from pydantic import Field, field_validator
 
 from polymnesia.config.base import StrictModel
 from polymnesia.data.languages import get_language
+from polymnesia.evaluation.config import InferencePrecision, precision_field
 from polymnesia.evaluation.generation import chat_prompt, greedy_generate, sample_aligned
+from polymnesia.evaluation.inference import load_for_inference
 from polymnesia.items import (
     ITEMS_FILE,
     BootstrapConfig,
@@ -50,7 +52,6 @@ from polymnesia.metrics.translation import (
 from polymnesia.models import count_parameters
 from polymnesia.pipeline.stage import STAGES, Stage, StageContext
 from polymnesia.results import Score, with_interval
-from polymnesia.stages.common import load_model_and_tokenizer
 
 FIGURE9 = (
     "The task is to translate the given sentence in English to language {language}. There are 4 "
@@ -80,6 +81,7 @@ class EvaluateTranslationParams(StrictModel):
         default_factory=dict, description="target language -> tokenizer, overrides bleu_tokenize"
     )
     seed: int = 0
+    precision: InferencePrecision = precision_field()
 
     @field_validator("bleu_tokenize")
     @classmethod
@@ -132,14 +134,20 @@ def tokenizers(p: EvaluateTranslationParams) -> dict[str, str]:
     "evaluate_translation", "English-to-X few-shot greedy translation, BLEU and chrF (Table 3)"
 )
 class EvaluateTranslation(Stage):
-    version = "4"
+    version = "5"
+    distributed = True  # each process translates its shard of the prompts; outputs are gathered
 
     def run(self, ctx: StageContext) -> list[Score]:
         p: EvaluateTranslationParams = ctx.params
         signatures = {  # checked before any model runs: one line if a tokenizer is missing
             lang: bleu_signature(tokenize) for lang, tokenize in tokenizers(p).items()
         }
-        model, tok = load_model_and_tokenizer(ctx.input("model") / "model")
+        model, tok, rt = load_for_inference(
+            ctx.input("model") / "model",
+            stage="evaluate_translation",
+            precision=p.precision,
+            sharded=True,
+        )
         n_params = count_parameters(model)
         data = ctx.input("data")
         src_name = get_language(p.source_lang).name
@@ -166,7 +174,12 @@ class EvaluateTranslation(Stage):
                 for r in test[p.source_lang]
             ]
             hyps = greedy_generate(
-                model, tok, prompts, max_new_tokens=p.max_new_tokens, batch_size=p.batch_size
+                model,
+                tok,
+                prompts,
+                max_new_tokens=p.max_new_tokens,
+                batch_size=p.batch_size,
+                runtime=rt,
             )
             refs = [r["text"] for r in test[lang]]
             tokenize = tokenizers(p)[lang]
@@ -206,5 +219,6 @@ class EvaluateTranslation(Stage):
                     extra=extra,
                 )
                 scores.append(with_interval(score, iv))
-        write_items(ctx.out_dir / ITEMS_FILE, sets)
+        if ctx.is_main_process:  # every process holds the gathered items
+            write_items(ctx.out_dir / ITEMS_FILE, sets)
         return scores

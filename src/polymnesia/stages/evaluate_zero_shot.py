@@ -29,12 +29,13 @@ from polymnesia.config.base import StrictModel
 from polymnesia.data.instructions import genre_instruction, genre_name
 from polymnesia.data.sources.bible import BIBLE_GENRES
 from polymnesia.evaluation.calibration import answer_prior, score_answers
-from polymnesia.evaluation.generation import answer_logprobs, chat_prompt, sample_aligned
+from polymnesia.evaluation.config import InferencePrecision, precision_field
+from polymnesia.evaluation.generation import answer_logprobs_many, chat_prompt, sample_aligned
+from polymnesia.evaluation.inference import load_for_inference
 from polymnesia.items import ITEMS_FILE, BootstrapConfig, ItemSet, interval_of, write_items
 from polymnesia.models import count_parameters
 from polymnesia.pipeline.stage import STAGES, Stage, StageContext
 from polymnesia.results import Score, with_interval
-from polymnesia.stages.common import load_model_and_tokenizer
 
 
 class EvaluateZeroShotParams(StrictModel):
@@ -50,17 +51,24 @@ class EvaluateZeroShotParams(StrictModel):
     )
     bootstrap: BootstrapConfig = Field(default_factory=BootstrapConfig)
     seed: int = 0
+    precision: InferencePrecision = precision_field()
 
 
 @STAGES.register(
     "evaluate_zero_shot", "zero-shot genre classification of verses by answer likelihood"
 )
 class EvaluateZeroShot(Stage):
-    version = "3"
+    version = "4"
+    distributed = True  # each process scores its shard of the prompts; predictions are gathered
 
     def run(self, ctx: StageContext) -> list[Score]:
         p: EvaluateZeroShotParams = ctx.params
-        model, tok = load_model_and_tokenizer(ctx.input("model") / "model")
+        model, tok, rt = load_for_inference(
+            ctx.input("model") / "model",
+            stage="evaluate_zero_shot",
+            precision=p.precision,
+            sharded=True,
+        )
         n_params = count_parameters(model)
         names = [genre_name(g) for g in BIBLE_GENRES]
         question = genre_instruction(BIBLE_GENRES)
@@ -73,11 +81,11 @@ class EvaluateZeroShot(Stage):
         for lang, group in p.languages.items():
             recs = sample[lang]
             gold = [BIBLE_GENRES.index(r["meta"]["genre"]) for r in recs]
-            pred = []
-            for r in recs:
-                lp = answer_logprobs(model, tok, chat_prompt(question, r["text"]), names)
-                answer_scores = score_answers(lp, p.scoring, answers=names, prior=prior)
-                pred.append(int(answer_scores.argmax()))
+            prompts = [chat_prompt(question, r["text"]) for r in recs]
+            lps = answer_logprobs_many(model, tok, prompts, names, runtime=rt)
+            pred = [
+                int(score_answers(lp, p.scoring, answers=names, prior=prior).argmax()) for lp in lps
+            ]
             extra = {
                 "scoring": p.scoring,
                 "texts": len(recs),
@@ -111,5 +119,6 @@ class EvaluateZeroShot(Stage):
                     extra=extra,
                 )
                 scores.append(with_interval(score, iv))
-        write_items(ctx.out_dir / ITEMS_FILE, sets)
+        if ctx.is_main_process:  # every process holds the gathered items
+            write_items(ctx.out_dir / ITEMS_FILE, sets)
         return scores

@@ -37,6 +37,7 @@ from pydantic import Field
 from polymnesia.config.base import StrictModel
 from polymnesia.data.prepared import read_split, read_texts
 from polymnesia.errors import ConfigError, DataError
+from polymnesia.evaluation.inference import place_for_inference
 from polymnesia.evaluation.likelihood import lm_items
 from polymnesia.gradients import get_combiner
 from polymnesia.io import atomic_write_json
@@ -257,6 +258,7 @@ class FinetuneTask(Stage):
         lm: Any = load_model(ctx.input("model") / "model")
         body = getattr(model, model.base_model_prefix)
         getattr(lm, str(lm.base_model_prefix)).load_state_dict(body.state_dict())
+        lm, rt = place_for_inference(lm, stage="finetune_task", sharded=True)
         out, sets = [], []
         for lang in p.forgetting_languages:
             texts = read_texts(ctx.input("data"), lang, "test", p.evaluation.forgetting_texts)
@@ -266,6 +268,7 @@ class FinetuneTask(Stage):
                 texts,
                 batch_size=p.evaluation.batch_size,
                 max_length=p.evaluation.forgetting_max_length,
+                runtime=rt,
             )
             items = ItemSet(
                 p.label, lang, "lm", list(range(len(texts))), cols, task="lm",

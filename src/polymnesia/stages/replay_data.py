@@ -23,9 +23,9 @@ from pydantic import Field
 
 from polymnesia.config.base import StrictModel
 from polymnesia.errors import DataError
+from polymnesia.evaluation.inference import load_for_inference
 from polymnesia.io import atomic_write_text, read_jsonl, write_jsonl_atomic
 from polymnesia.methods.replay import generative_replay, mix_replay, replay_size
-from polymnesia.models.io import load_model_and_tokenizer
 from polymnesia.pipeline.stage import STAGES, Stage, StageContext
 from polymnesia.results import Score
 
@@ -63,7 +63,7 @@ class ReplayData(Stage):
             # answer the pool's first records, a margin more than needed (empty answers are
             # dropped); the pool is in its builder's seeded order
             n = min(len(pool), max(k + 8, int(k * 1.5)))
-            model, tok = load_model_and_tokenizer(ctx.input("model") / "model")
+            model, tok, _ = load_for_inference(ctx.input("model") / "model", stage="replay_data")
             pool = generative_replay(
                 model,
                 tok,

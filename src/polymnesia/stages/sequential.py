@@ -31,6 +31,7 @@ from polymnesia.config.base import StrictModel
 from polymnesia.continual.config import Hyper
 from polymnesia.continual.examples import load_examples, num_labels, slot_tags
 from polymnesia.continual.methods import arm_label, get_method
+from polymnesia.evaluation.inference import place_for_inference
 from polymnesia.io import atomic_dir, atomic_write_json
 from polymnesia.items import ITEMS_FILE, BootstrapConfig, ItemSet, score_with_items, write_items
 from polymnesia.methods.early_stopping import EarlyStopping
@@ -264,6 +265,7 @@ class SequentialStep(Stage):
             info.update(summary)
             _save(ctx, p, model, tok)
         test = _examples(ctx, p, tok, p.languages, "test", p.eval_per_lang)
+        model, _ = place_for_inference(model, stage="sequential_step")
         t0 = time.time()
         results = evaluate_items_by_language(
             model, test, kind=p.task.kind, metric=p.task.metric, batch_size=p.eval_batch_size,

@@ -6,7 +6,7 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from polymnesia.config.base import StrictModel
+from polymnesia.config.base import NOT_FINGERPRINTED, StrictModel
 from polymnesia.training.plugins import PLUGINS, validate_plugin_spec
 
 
@@ -46,6 +46,23 @@ class TrainConfig(StrictModel):
         default_factory=list, description="Accelerate trackers to log to besides metrics.jsonl"
     )
     progress_bar: bool = True
+    fused_adamw: bool | None = Field(
+        None,
+        description="fused AdamW kernel: null = on CUDA (where it is available), true = on any "
+        "device that has it (CPU included), false = never",
+        json_schema_extra=NOT_FINGERPRINTED,
+    )
+    compile: bool = Field(
+        False,
+        description="torch.compile the model's forward (first steps slower; needs a C++ compiler "
+        "on CPU)",
+        json_schema_extra=NOT_FINGERPRINTED,
+    )
+    gradient_checkpointing: bool = Field(
+        False,
+        description="recompute activations in the backward pass (less memory, ~30% more compute)",
+        json_schema_extra=NOT_FINGERPRINTED,
+    )
     plugins: list[dict[str, Any]] = Field(
         default_factory=list,
         description="training methods plugged into the loop: [{name: NAME, option: value}] "

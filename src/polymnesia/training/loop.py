@@ -22,14 +22,16 @@ from typing import Any
 
 import torch
 
-from polymnesia.errors import TrainingDiverged
+from polymnesia.errors import PolymnesiaError, TrainingDiverged
 from polymnesia.io import append_jsonl, atomic_write_json, read_jsonl, write_jsonl_atomic
-from polymnesia.runtime import use_cpu
+from polymnesia.runtime import use_cpu, use_precision
 from polymnesia.training import checkpoint, health
 from polymnesia.training.config import TrainConfig
 from polymnesia.training.data import IndexStream, TrainData
+from polymnesia.training.engines import check_engine, engine_name
 from polymnesia.training.plugins import LoopState, StepFn, TrainingPlugin
 from polymnesia.training.schedule import warmup_cosine
+from polymnesia.training.trackers import flat_config
 
 CKPT_RE = checkpoint.CKPT_RE
 
@@ -143,8 +145,49 @@ def _count_tokens(batches: list[dict[str, torch.Tensor]]) -> int:
     )
 
 
+def _use_fused(cfg: TrainConfig, device: torch.device) -> bool:
+    """Fused AdamW: on CUDA by default, anywhere torch has the kernel when asked."""
+    if cfg.fused_adamw is False:
+        return False
+    from torch.utils._foreach_utils import _get_fused_kernels_supported_devices
+
+    if device.type not in _get_fused_kernels_supported_devices():
+        return False
+    return cfg.fused_adamw is True or device.type == "cuda"
+
+
+def _prepare_model(model: torch.nn.Module, cfg: TrainConfig, engine: str, device: Any) -> None:
+    """Gradient checkpointing, and the model on its device before a fused optimizer is built."""
+    if cfg.gradient_checkpointing:
+        enable = getattr(model, "gradient_checkpointing_enable", None)
+        if not callable(enable) or not getattr(model, "supports_gradient_checkpointing", False):
+            raise PolymnesiaError(
+                f"train.gradient_checkpointing: {type(model).__name__} does not support it; "
+                "set it to false"
+            )
+        enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+        conf: Any = getattr(model, "config", None)
+        if conf is not None:
+            conf.use_cache = False
+    if engine in ("single", "ddp"):
+        model.to(device)
+
+
+def _grad_norm(acc: Any, model: Any, clip: float | None, engine: str) -> Any:
+    """The total gradient norm (before clipping), clipping at ``clip`` when it is set."""
+    if clip:
+        return acc.clip_grad_norm_(model.parameters(), clip)
+    if engine not in ("single", "ddp"):  # sharded gradients: only the engine knows the norm
+        return None
+    grads = [p.grad for p in model.parameters() if p.grad is not None]
+    return torch.nn.utils.get_total_norm(grads) if grads else None
+
+
 def _optimizer(
-    model: torch.nn.Module, cfg: TrainConfig, plugins: Sequence[TrainingPlugin]
+    model: torch.nn.Module,
+    cfg: TrainConfig,
+    plugins: Sequence[TrainingPlugin],
+    device: torch.device | None = None,
 ) -> tuple[torch.optim.Optimizer, torch.optim.lr_scheduler.LambdaLR]:
     """AdamW over the (plugin-edited) parameter groups, each with its learning-rate lambda."""
     groups: list[dict[str, Any]] = default_param_groups(model, cfg)
@@ -156,7 +199,8 @@ def _optimizer(
     lambdas = [g.pop("lr_lambda", base) for g in groups]
     for g in groups:
         g.pop("name", None)
-    optimizer = torch.optim.AdamW(groups, lr=cfg.lr, betas=cfg.betas, eps=cfg.eps)
+    kw: dict[str, Any] = {"fused": True} if device and _use_fused(cfg, device) else {}
+    optimizer = torch.optim.AdamW(groups, lr=cfg.lr, betas=cfg.betas, eps=cfg.eps, **kw)
     return optimizer, torch.optim.lr_scheduler.LambdaLR(optimizer, lambdas)
 
 
@@ -236,6 +280,7 @@ def train(
     from accelerate import Accelerator
     from accelerate.utils import set_seed
 
+    use_precision(cfg.mixed_precision)  # each stage trains in its own precision
     acc = Accelerator(
         cpu=use_cpu(),
         mixed_precision=cfg.mixed_precision,
@@ -247,9 +292,14 @@ def train(
         raise TrainingDiverged(
             f"train.batch_size {cfg.batch_size} / grad_accum {cfg.grad_accum} must be divisible by {acc.num_processes} processes"
         )
+    engine = engine_name(acc)
+    check_engine(engine, plugins, step_fn, model, standard_step=standard_step)
     set_seed(seed)
-    optimizer, scheduler = _optimizer(model, cfg, plugins)
+    _prepare_model(model, cfg, engine, acc.device)
+    optimizer, scheduler = _optimizer(model, cfg, plugins, torch.device(acc.device))
     model, optimizer = acc.prepare(model, optimizer)
+    if cfg.compile:
+        acc.unwrap_model(model).compile()  # in place: state_dict keys are unchanged
     stream, counters = IndexStream(len(data), seed), _Counters()
     loop_states = {"counters": counters, "stream": stream, "plugins": _PluginState(plugins)}
     ckpt = _Checkpointer(acc, model, optimizer, scheduler, loop_states)
@@ -270,7 +320,7 @@ def train(
     for p in plugins:
         p.setup(state)
     if cfg.trackers:
-        acc.init_trackers(tracker_name, config=cfg.model_dump(mode="json"))
+        acc.init_trackers(tracker_name, config=flat_config(cfg.model_dump(mode="json")))
 
     bar = None
     if cfg.progress_bar and acc.is_main_process:
@@ -294,8 +344,7 @@ def train(
             )
         for p in plugins:
             p.before_optimizer_step(state)
-        if cfg.grad_clip:
-            acc.clip_grad_norm_(model.parameters(), cfg.grad_clip)
+        norm = _grad_norm(acc, model, cfg.grad_clip, engine)
         optimizer.step()
         scheduler.step()
         optimizer.zero_grad(set_to_none=True)
@@ -320,6 +369,8 @@ def train(
                 "tokens": counters.tokens,
                 "tokens_per_s": round((counters.tokens - tok0) / max(1e-9, time.time() - t0), 1),
             }
+            if norm is not None:
+                rec["grad_norm"] = round(float(norm), 6)
             if do_eval and eval_fn is not None:
                 model.eval()
                 rec.update(eval_fn(acc.unwrap_model(model)))

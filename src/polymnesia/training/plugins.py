@@ -60,6 +60,9 @@ class TrainingPlugin:
     name: str = "plugin"
     Options: ClassVar[type[StrictModel] | None] = None
     input_options: ClassVar[tuple[str, ...]] = ()
+    #: sharded engines ("fsdp", "deepspeed") this plugin is verified under; the others refuse
+    #: it before training (:mod:`polymnesia.training.engines`)
+    sharded_engines: ClassVar[tuple[str, ...]] = ()
 
     @classmethod
     def check_train(cls, options: dict[str, Any], train: Any) -> None:

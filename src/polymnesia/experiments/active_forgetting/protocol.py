@@ -118,6 +118,7 @@ def _evaluation_stages(
     tuned_on = {"data": "data", "model": tuned}
     iso = EvaluateIsotropyParams(
         label=arm,
+        precision=cfg.evaluate.precision,
         size=size,
         languages=langs,
         max_texts_per_lang=d.isotropy_texts,
@@ -127,6 +128,7 @@ def _evaluation_stages(
     )
     mt = EvaluateTranslationParams(
         label=arm,
+        precision=cfg.evaluate.precision,
         size=size,
         languages=langs,
         shots=d.translation_shots,
@@ -139,6 +141,7 @@ def _evaluation_stages(
     )
     zs = EvaluateZeroShotParams(
         label=arm,
+        precision=cfg.evaluate.precision,
         size=size,
         languages=langs,
         max_texts_per_lang=d.zero_shot_texts,

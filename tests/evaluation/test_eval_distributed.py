@@ -1,0 +1,72 @@
+"""Two CPU processes (gloo) score their shards of the evaluation texts and gather: the
+evaluation stages give the same scores as one process."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from polymnesia.io import write_jsonl_atomic
+from polymnesia.stages.common import save_model_and_tokenizer
+
+TEXTS = {
+    "en": [
+        "In the beginning God created the heaven and the earth.",
+        "And God said, Let there be light: and there was light.",
+        "The Lord is my shepherd; I shall not want.",
+        "Jesus wept.",
+        "God is love, and the light of the world.",
+    ],
+    "fr": [
+        "Au commencement, Dieu créa les cieux et la terre.",
+        "Dieu dit: Que la lumière soit! Et la lumière fut.",
+        "L'Éternel est mon berger: je ne manquerai de rien.",
+        "Jésus pleura.",
+        "Dieu est amour, et la lumière du monde.",
+    ],
+}
+GENRES = ["law", "law", "wisdom", "gospels", "history"]
+
+
+def test_two_processes_score_like_one(make_tok_model, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    tok, model = make_tok_model([t for ts in TEXTS.values() for t in ts])
+    save_model_and_tokenizer(model, tok, tmp_path / "model" / "model")
+    for lang, texts in TEXTS.items():
+        rows = [
+            {"id": f"v{i}", "lang": lang, "text": t, "label": None, "meta": {"genre": g}}
+            for i, (t, g) in enumerate(zip(texts, GENRES, strict=True))
+        ]
+        for split in ("train", "test"):
+            write_jsonl_atomic(tmp_path / "data" / lang / f"{split}.jsonl", rows)
+    script = str(Path(__file__).parent / "eval_two_procs.py")
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    launchers = {
+        "one": [sys.executable],
+        "two": [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2"],
+    }
+    scores = {}
+    for name, launcher in launchers.items():
+        res = subprocess.run(
+            [*launcher, script, str(tmp_path), str(tmp_path / name)],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+        assert res.returncode == 0, res.stderr[-3000:]
+        scores[name] = json.loads((tmp_path / name / "scores.json").read_text())
+    for stage, one in scores["one"].items():
+        two = scores["two"][stage]
+        assert len(one) == len(two) > 0, stage
+        for a, b in zip(one, two, strict=True):
+            assert (a["lang"], a["metric"]) == (b["lang"], b["metric"])
+            assert b["value"] == pytest.approx(a["value"], rel=1e-5, abs=1e-8), (stage, a["metric"])
+        if stage == "translation":  # the gathered hypotheses are the same, in the same order
+            assert [s["extra"]["sample_hyp"] for s in one] == [
+                s["extra"]["sample_hyp"] for s in two
+            ]

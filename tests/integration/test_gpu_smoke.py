@@ -1,0 +1,45 @@
+"""The smoke configs on CUDA: every stage runs on the GPU and the scores stay those of the CPU
+run up to GPU rounding. Skipped on machines without CUDA."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+from smoke import SMOKE
+
+from golden import mismatches
+
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.gpu,
+    pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU"),
+]
+CONFIGS = Path(__file__).resolve().parents[2] / "configs"
+RUNS = {
+    "quickstart": ["quickstart.yaml", *SMOKE],
+    "active_forgetting_smoke": ["active_forgetting_smoke.yaml"],
+    "lf_mlf_smoke": ["lf_mlf_smoke.yaml"],
+    "lifelong_smoke": ["lifelong_smoke.yaml"],
+}
+
+
+@pytest.mark.parametrize("name", sorted(RUNS))
+def test_smoke_config_on_cuda(name: str, isolated_cache: Path, tmp_path: Path) -> None:
+    config, *overrides = RUNS[name]
+    run = tmp_path / name
+    out = subprocess.run(
+        [sys.executable, "-m", "polymnesia.cli.main", "run", str(CONFIGS / config), *overrides,
+         "--run-dir", str(run)],
+        env={**os.environ, "POLYMNESIA_CACHE": str(isolated_cache)},
+        capture_output=True,
+        text=True,
+        timeout=1800,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert "runs on the CPU" not in out.stderr  # no stage fell back to the host
+    assert mismatches(run, name, rel=2e-2, abs_=1e-3) == []  # GPU kernels round differently
