@@ -116,38 +116,27 @@ def _evaluation_stages(
     d, langs, seed = cfg.downstream, cfg.groups.group_of(), cfg.seed
     on = {"data": "data", "model": adapted}
     tuned_on = {"data": "data", "model": tuned}
+    common = {
+        "label": arm,
+        "precision": cfg.evaluate.precision,
+        "size": size,
+        "languages": langs,
+        "bootstrap": d.bootstrap,
+        "seed": seed,
+    }
     iso = EvaluateIsotropyParams(
-        label=arm,
-        precision=cfg.evaluate.precision,
-        size=size,
-        languages=langs,
-        max_texts_per_lang=d.isotropy_texts,
-        pooling=d.isotropy_pooling,
-        bootstrap=d.bootstrap,
-        seed=seed,
+        **common, max_texts_per_lang=d.isotropy_texts, pooling=d.isotropy_pooling
     )
     mt = EvaluateTranslationParams(
-        label=arm,
-        precision=cfg.evaluate.precision,
-        size=size,
-        languages=langs,
+        **common,
         shots=d.translation_shots,
         max_texts_per_lang=d.translation_texts,
         max_new_tokens=d.max_new_tokens,
         bleu_tokenize=d.bleu_tokenize,
         bleu_tokenize_by_lang=d.bleu_tokenize_by_lang,
-        bootstrap=d.bootstrap,
-        seed=seed,
     )
     zs = EvaluateZeroShotParams(
-        label=arm,
-        precision=cfg.evaluate.precision,
-        size=size,
-        languages=langs,
-        max_texts_per_lang=d.zero_shot_texts,
-        scoring=d.zero_shot_scoring,
-        bootstrap=d.bootstrap,
-        seed=seed,
+        **common, max_texts_per_lang=d.zero_shot_texts, scoring=d.zero_shot_scoring
     )
     return [
         evaluate_lm_stage(f"lm_{arm}{sfx}", arm, adapted, langs, cfg.evaluate, size),
