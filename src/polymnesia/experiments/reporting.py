@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -94,8 +95,28 @@ def lm_bar_plot(
     report.image(rel, f"{METRIC_TITLES.get(metric, metric)} per language, coloured by group.")
 
 
+def run_health(report: Report, run_dir: Path) -> None:
+    """Say which training stages diverged or sat at chance (``train_health.json``, written by
+    the loop) and whether the run trusted remote code (``run.json``); nothing when all is well."""
+    lines = []
+    stages = run_dir / "stages"
+    for health in sorted(stages.glob("*/train_health.json")) if stages.is_dir() else []:
+        rec = json.loads(health.read_text(encoding="utf-8"))
+        for warning in rec.get("warnings", []):
+            lines.append(f"{health.parent.name}: {warning}")
+    run = run_dir / "run.json"
+    if run.is_file() and json.loads(run.read_text(encoding="utf-8")).get("trust_remote_code"):
+        lines.append(
+            "this run was started with --trust-remote-code: model or data code from the Hub ran"
+        )
+    if lines:
+        report.heading("Run health", 2).bullets(lines)
+
+
 def training_curves(report: Report, run_dir: Path) -> None:
-    """Loss against step for every training stage of the run (from metrics.jsonl)."""
+    """Loss against step for every training stage of the run (from metrics.jsonl), then the
+    run's health notes (:func:`run_health`)."""
+    run_health(report, run_dir)
     series: dict[str, tuple[list[float], list[float]]] = {}
     for rec in read_jsonl(run_dir / "metrics.jsonl"):
         if "loss" in rec and "step" in rec:
