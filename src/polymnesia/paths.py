@@ -14,3 +14,8 @@ def cache_dir() -> Path:
     xdg = os.environ.get("XDG_CACHE_HOME")
     base = Path(xdg).expanduser() if xdg else Path.home() / ".cache"
     return base / "polymnesia"
+
+
+def looks_local(name: str) -> bool:
+    """A filesystem path rather than a Hub id (``org/name``): ``./x``, ``/x``, ``~/x``, ``a/b/c``."""
+    return name.startswith((".", "/", "~")) or name.count("/") > 1 or "\\" in name

@@ -36,6 +36,10 @@ BAD_OVERRIDES = [
     (["name=''"], "'name': ''"),
     (["name=.."], "'name': '..'"),
     (["model.name_or_path=./no/such/model"], "local model folder './no/such/model' does not exist"),
+    (
+        ["tokenizer.name_or_path=./no/such/tok"],
+        "local tokenizer folder './no/such/tok' does not exist",
+    ),
     (["model.hidden_size=33"], "not divisible by num_attention_heads"),
     (["train.progress_bar=0"], "nor a number where a boolean is"),
 ]

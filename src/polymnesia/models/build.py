@@ -13,6 +13,7 @@ from polymnesia.errors import PolymnesiaError, unknown
 from polymnesia.io import atomic_dir
 from polymnesia.models.anatomy import FAMILIES, architecture, not_applicable
 from polymnesia.models.presets import PRESETS
+from polymnesia.paths import looks_local
 from polymnesia.trust import remote_code
 
 
@@ -51,7 +52,7 @@ class ModelConfig(StrictModel):
         if self.name_or_path is None and self.preset is not None and self.preset not in PRESETS:
             raise ValueError(str(unknown("model preset", self.preset, PRESETS.names())))
         name = self.name_or_path
-        if name is not None and _looks_local(name) and not Path(name).expanduser().exists():
+        if name is not None and looks_local(name) and not Path(name).expanduser().exists():
             raise ValueError(f"local model folder '{name}' does not exist")
         if name is None:
             try:
@@ -75,11 +76,6 @@ class ModelConfig(StrictModel):
                 "model.num_attention_heads must be a multiple of num_key_value_heads"
             )
         return dims
-
-
-def _looks_local(name: str) -> bool:
-    """A filesystem path rather than a Hub id (``org/name``)."""
-    return name.startswith((".", "/", "~")) or name.count("/") > 1 or "\\" in name
 
 
 def build_model(cfg: ModelConfig, tokenizer: Any, seed: int = 0) -> torch.nn.Module:

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-from pydantic import Field
+from pathlib import Path
+
+from pydantic import Field, field_validator
 
 from polymnesia.config.base import StrictModel
+from polymnesia.paths import looks_local
 
 
 class TokenizerConfig(StrictModel):
@@ -19,3 +22,10 @@ class TokenizerConfig(StrictModel):
     )
     sample_texts: int = Field(20000, gt=0, description="texts drawn for tokenizer training")
     min_frequency: int = Field(2, ge=1)
+
+    @field_validator("name_or_path")
+    @classmethod
+    def _exists(cls, name: str | None) -> str | None:
+        if name is not None and looks_local(name) and not Path(name).expanduser().exists():
+            raise ValueError(f"local tokenizer folder '{name}' does not exist")
+        return name
