@@ -48,3 +48,17 @@ def test_combined_weights_ea_and_ma_equally() -> None:
     ma = Ability({"m": np.array([1.0, 1.0])})
     ab, w = combined(ea, ma)
     assert ab.score(w) == pytest.approx((0.5 + 1.0) / 2)
+
+
+def test_layer_curves_draw_a_shared_model_once_in_layer_order() -> None:
+    from polymnesia.experiments.two_phase.figures import layer_curves
+    from polymnesia.results import Score
+
+    def s(model: str, layer: int, v: float) -> Score:
+        return Score(model=model, lang="en", metric="layer_covariance_drift", value=v, step=layer,
+                     extra={"reference": "P1 en"})  # fmt: skip
+
+    layer = [s("base", 1, 2.0), s("base", 0, 1.0), s("P2 a", 0, 0.5), s("base", 0, 1.0)]
+    curves = layer_curves(layer)
+    assert curves["base vs P1 en"] == ([0.0, 1.0], [1.0, 2.0])
+    assert curves["P2 a vs P1 en"] == ([0.0], [0.5])

@@ -4,11 +4,9 @@ intervals."""
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 
-import numpy as np
 from scipy.stats import spearmanr
 
 from polymnesia.experiments.reporting import training_curves
@@ -21,6 +19,7 @@ from polymnesia.experiments.two_phase.abilities import (
     read_ability,
 )
 from polymnesia.experiments.two_phase.config import INSTRUCT, PairConfig, TwoPhaseConfig
+from polymnesia.experiments.two_phase.figures import figures
 from polymnesia.experiments.two_phase.roles import (
     cft_stage,
     eval_stage,
@@ -31,7 +30,6 @@ from polymnesia.experiments.two_phase.roles import (
 from polymnesia.harness.instruction_sets import read_instruction_set
 from polymnesia.metrics.uncertainty import PairedTest
 from polymnesia.reports.claims import Claim, claim_from_test, claims_table
-from polymnesia.reports.plots import line_plot, scatter_plot
 from polymnesia.reports.render import Report
 from polymnesia.reports.table_core import Estimate, Table, write_table
 from polymnesia.results import Score, filter_scores, read_scores
@@ -289,78 +287,6 @@ def correlation_lines(cfg: TwoPhaseConfig, ev: Evidence, scores: list[Score]) ->
             f"EA change vs {name}: Spearman rho = {rho:+.3f}, p = {p:.3g}, n = {len(keys)} pairs (paper: sign {sign})."
         )
     return out
-
-
-def figures(
-    cfg: TwoPhaseConfig,
-    rep: Report,
-    run_dir: Path,
-    ev: Evidence,
-    scores: list[Score],
-    labels: dict[str, str],
-) -> None:
-    figs = run_dir / "figures"
-    layer = [s for s in scores if s.metric == "layer_covariance_drift"]
-    for pair in cfg.pairs:
-        drift_dir = run_dir / "stages" / f"drift_{pair.key}"
-        tsne = drift_dir / "tsne.json"
-        if tsne.is_file():
-            pts = json.loads(tsne.read_text(encoding="utf-8"))
-            path = figs / f"fig1_tsne_{pair.key}.png"
-            series = {
-                k: (np.asarray(v)[:, 0].tolist(), np.asarray(v)[:, 1].tolist())
-                for k, v in pts.items()
-            }
-            scatter_plot(
-                series,
-                path,
-                title=f"{pair.phase1} -> {pair.phase2}",
-                xlabel="t-SNE 1",
-                ylabel="t-SNE 2",
-            )
-            rep.image(
-                str(path.relative_to(run_dir)),
-                f"Figure 1: t-SNE of the mean hidden activations per layer ({pair.phase1} -> {pair.phase2})",
-            )
-    if layer:
-        curves: dict[str, tuple[list[float], list[float]]] = {}
-        for s in layer:
-            key = f"{s.model} vs {s.extra.get('reference', 'P1')}"
-            xs, ys = curves.setdefault(key, ([], []))
-            xs.append(float(s.step or 0))
-            ys.append(s.value)
-        path = figs / "fig2_layer_drift.png"
-        line_plot(
-            series,
-            path,
-            xlabel="layer",
-            ylabel="||Σ_i(P1) - Σ_i(model)||_F",
-            title="Per-layer change of English representations",
-        )
-        rep.image(
-            str(path.relative_to(run_dir)),
-            "Figure 2: per-layer covariance change against the Phase 1 model",
-        )
-    base = PRETRAIN if ev.has(PRETRAIN) else None
-    if base is not None:
-        pts2: dict[str, tuple[list[float], list[float]]] = {}  # arm -> (MA change, EA change)
-        ea0, ma0 = (a.score() for a in ev.abilities(base))
-        for stage, label in labels.items():
-            if stage != base and ev.has(stage):
-                ea, ma = (a.score() for a in ev.abilities(stage))
-                pts2[label] = ([ma - ma0], [ea - ea0])
-        if pts2:
-            path = figs / "ea_ma_tradeoff.png"
-            scatter_plot(
-                pts2,
-                path,
-                title="EA and MA change against the base model",
-                xlabel="MA - MA(base)",
-                ylabel="EA - EA(base)",
-            )
-            rep.image(
-                str(path.relative_to(run_dir)), "EA/MA trade-off: every arm against the base model"
-            )
 
 
 def write_report(cfg: TwoPhaseConfig, run_dir: Path) -> Path:
