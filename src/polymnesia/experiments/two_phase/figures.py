@@ -54,6 +54,7 @@ def figures(
                 title=f"{pair.phase1} -> {pair.phase2}",
                 xlabel="t-SNE 1",
                 ylabel="t-SNE 2",
+                zero_lines=False,
             )
             rep.image(
                 str(path.relative_to(run_dir)),
