@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from polymnesia.io import write_jsonl_atomic
-from polymnesia.stages.common import save_model_and_tokenizer
+from polymnesia.models.io import save_model_and_tokenizer
 
 TEXTS = {
     "en": [

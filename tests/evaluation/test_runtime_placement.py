@@ -13,9 +13,9 @@ import torch
 
 from polymnesia.evaluation.config import EvalConfig
 from polymnesia.io import write_jsonl_atomic
+from polymnesia.models.io import save_model_and_tokenizer
 from polymnesia.pipeline.stage import StageContext, StageSpec
 from polymnesia.runtime import Runtime, current, using
-from polymnesia.stages.common import save_model_and_tokenizer
 from polymnesia.stages.drift import DriftConfig, DriftParams, RepresentationDrift
 from polymnesia.stages.evaluate_isotropy import EvaluateIsotropy, EvaluateIsotropyParams
 from polymnesia.stages.evaluate_lm import EvaluateLM, EvaluateLMParams

@@ -74,7 +74,7 @@ def test_registered() -> None:
 
 
 def test_layer_mean_states_padding_free(tmp_path: Path) -> None:
-    from polymnesia.stages.common import load_model_and_tokenizer
+    from polymnesia.models.io import load_model_and_tokenizer
 
     folder = model_folder(tmp_path / "m", layers=3)
     model, tok = load_model_and_tokenizer(folder)

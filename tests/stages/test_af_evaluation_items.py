@@ -11,8 +11,8 @@ from polymnesia.data.sources.bible import BIBLE_GENRES
 from polymnesia.io import write_jsonl_atomic
 from polymnesia.items import BootstrapConfig, read_items
 from polymnesia.metrics.translation import bleu, chrf
+from polymnesia.models.io import save_model_and_tokenizer
 from polymnesia.pipeline.stage import StageContext, StageSpec
-from polymnesia.stages.common import save_model_and_tokenizer
 from polymnesia.stages.evaluate_isotropy import EvaluateIsotropy, EvaluateIsotropyParams
 from polymnesia.stages.evaluate_translation import (
     EvaluateTranslation,

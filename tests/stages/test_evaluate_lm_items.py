@@ -9,9 +9,9 @@ import pytest
 from polymnesia.evaluation.likelihood import lm_items, lm_stats
 from polymnesia.io import write_jsonl_atomic
 from polymnesia.items import BootstrapConfig, read_items
+from polymnesia.models.io import save_model_and_tokenizer
 from polymnesia.pipeline.stage import StageContext, StageSpec
 from polymnesia.results import read_scores
-from polymnesia.stages.common import save_model_and_tokenizer
 from polymnesia.stages.evaluate_lm import EvaluateLM, EvaluateLMParams
 
 TEXTS = {

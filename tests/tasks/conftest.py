@@ -26,7 +26,7 @@ def tiny_tok():  # type: ignore[no-untyped-def]
 @pytest.fixture(scope="session")
 def lm_folder(tiny_tok, tmp_path_factory: pytest.TempPathFactory) -> Path:  # type: ignore[no-untyped-def]
     from polymnesia.models import ModelConfig, build_model
-    from polymnesia.stages.common import save_model_and_tokenizer
+    from polymnesia.models.io import save_model_and_tokenizer
 
     entry = tmp_path_factory.mktemp("pretrain_entry")
     model = build_model(ModelConfig(preset="nano", max_position_embeddings=128), tiny_tok, seed=0)

@@ -40,13 +40,10 @@ from polymnesia.errors import ConfigError, PolymnesiaError
 from polymnesia.io import atomic_write_json
 from polymnesia.methods.frozen_rows import FrozenRows
 from polymnesia.models import count_parameters
+from polymnesia.models.io import load_model_and_tokenizer, save_model_and_tokenizer
 from polymnesia.pipeline.stage import STAGES, Stage, StageContext
 from polymnesia.results import Score
-from polymnesia.stages.common import (
-    load_model_and_tokenizer,
-    packed_mixture,
-    save_model_and_tokenizer,
-)
+from polymnesia.stages.common import packed_mixture
 from polymnesia.tokenizers.bpe import train_bpe_mixture
 from polymnesia.tokenizers.expand import expand_tokenizer
 from polymnesia.tokenizers.fertility import fertility

@@ -10,16 +10,7 @@ import torch
 from polymnesia.data.prepared import read_texts
 from polymnesia.data.sampling import sample_mixture
 from polymnesia.evaluation.likelihood import lm_stats
-from polymnesia.models.io import load_model_and_tokenizer, model_dir, save_model_and_tokenizer
 from polymnesia.training.data import pack_documents
-
-__all__ = [
-    "load_model_and_tokenizer",
-    "model_dir",
-    "packed_mixture",
-    "save_model_and_tokenizer",
-    "validation_eval_fn",
-]
 
 
 def packed_mixture(

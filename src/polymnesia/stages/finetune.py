@@ -43,9 +43,9 @@ from polymnesia.gradients import get_combiner
 from polymnesia.io import atomic_write_json
 from polymnesia.items import ITEMS_FILE, BootstrapConfig, ItemSet, score_with_items, write_items
 from polymnesia.models import load_model
+from polymnesia.models.io import save_model_and_tokenizer
 from polymnesia.pipeline.stage import STAGES, Stage, StageContext
 from polymnesia.results import Score
-from polymnesia.stages.common import save_model_and_tokenizer
 from polymnesia.tasks import TaskConfig, load_classifier
 from polymnesia.tasks.kinds import (
     build_examples,

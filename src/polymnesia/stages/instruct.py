@@ -30,10 +30,10 @@ from polymnesia.data.prepared import read_split
 from polymnesia.data.sources.bible import BIBLE_GENRES
 from polymnesia.errors import ConfigError, DataError, unknown
 from polymnesia.io import atomic_write_json, atomic_write_text, read_jsonl
+from polymnesia.models.io import load_model_and_tokenizer, save_model_and_tokenizer
 from polymnesia.models.lora import LoraConfig, add_adapter
 from polymnesia.pipeline.stage import STAGES, Stage, StageContext
 from polymnesia.results import Score
-from polymnesia.stages.common import load_model_and_tokenizer, save_model_and_tokenizer
 from polymnesia.tokenizers.chat import build_sft_example
 from polymnesia.training.config import TrainConfig
 from polymnesia.training.data import PaddedExamples

@@ -5,9 +5,10 @@ from __future__ import annotations
 from polymnesia.config.base import StrictModel
 from polymnesia.io import atomic_write_json
 from polymnesia.models import ModelConfig, build_model, count_parameters
+from polymnesia.models.io import save_model_and_tokenizer
 from polymnesia.pipeline.stage import STAGES, Stage, StageContext
 from polymnesia.results import Score
-from polymnesia.stages.common import packed_mixture, save_model_and_tokenizer, validation_eval_fn
+from polymnesia.stages.common import packed_mixture, validation_eval_fn
 from polymnesia.tokenizers.bpe import load_tokenizer
 from polymnesia.training.config import TrainConfig
 from polymnesia.training.data import PackedLMData
