@@ -272,3 +272,15 @@ def group_intervals(
                     seed=cfg.seed,
                 )
     return out
+
+
+def scores_with_intervals(
+    items: ItemSet, metrics: Sequence[str], cfg: BootstrapConfig | None = None, **fields: Any
+) -> list[Score]:
+    """One :class:`Score` per metric, its value and bootstrap interval computed on ``items``
+    (``fields``: model, lang, task, group, ... of the records)."""
+    out = []
+    for metric in metrics:
+        iv = interval_of(items, metric, cfg)
+        out.append(with_interval(Score(metric=metric, value=iv.estimate, **fields), iv))
+    return out

@@ -37,8 +37,8 @@ from polymnesia.items import (
     ITEMS_FILE,
     BootstrapConfig,
     ItemSet,
-    interval_of,
     register_sum_score,
+    scores_with_intervals,
     write_items,
 )
 from polymnesia.metrics.translation import (
@@ -51,7 +51,7 @@ from polymnesia.metrics.translation import (
 )
 from polymnesia.models import count_parameters
 from polymnesia.pipeline.stage import STAGES, Stage, StageContext
-from polymnesia.results import Score, with_interval
+from polymnesia.results import Score
 
 FIGURE9 = (
     "The task is to translate the given sentence in English to language {language}. There are 4 "
@@ -205,20 +205,10 @@ class EvaluateTranslation(Stage):
                 "scale": "0-100",
                 "sample_hyp": hyps[0] if hyps else "",
             }
-            for metric in ("bleu", "chrf"):
-                iv = interval_of(items, metric, p.bootstrap)
-                score = Score(
-                    model=p.label,
-                    lang=lang,
-                    metric=metric,
-                    value=iv.estimate,
-                    task="translation",
-                    group=group,
-                    size=p.size,
-                    params=n_params,
-                    extra=extra,
-                )
-                scores.append(with_interval(score, iv))
+            scores += scores_with_intervals(
+                items, ("bleu", "chrf"), p.bootstrap, model=p.label, lang=lang, task="translation",
+                group=group, size=p.size, params=n_params, extra=extra,
+            )  # fmt: skip
         if ctx.is_main_process:  # every process holds the gathered items
             write_items(ctx.out_dir / ITEMS_FILE, sets)
         return scores

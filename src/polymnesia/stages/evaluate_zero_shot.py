@@ -32,10 +32,16 @@ from polymnesia.evaluation.calibration import answer_prior, score_answers
 from polymnesia.evaluation.config import InferencePrecision, precision_field
 from polymnesia.evaluation.generation import answer_logprobs_many, chat_prompt, sample_aligned
 from polymnesia.evaluation.inference import load_for_inference
-from polymnesia.items import ITEMS_FILE, BootstrapConfig, ItemSet, interval_of, write_items
+from polymnesia.items import (
+    ITEMS_FILE,
+    BootstrapConfig,
+    ItemSet,
+    scores_with_intervals,
+    write_items,
+)
 from polymnesia.models import count_parameters
 from polymnesia.pipeline.stage import STAGES, Stage, StageContext
-from polymnesia.results import Score, with_interval
+from polymnesia.results import Score
 
 
 class EvaluateZeroShotParams(StrictModel):
@@ -105,20 +111,10 @@ class EvaluateZeroShot(Stage):
                 extra={"scoring": p.scoring},
             )
             sets.append(items)
-            for metric in ("accuracy", "macro_f1"):
-                iv = interval_of(items, metric, p.bootstrap)
-                score = Score(
-                    model=p.label,
-                    lang=lang,
-                    metric=metric,
-                    value=iv.estimate,
-                    task="genre",
-                    group=group,
-                    size=p.size,
-                    params=n_params,
-                    extra=extra,
-                )
-                scores.append(with_interval(score, iv))
+            scores += scores_with_intervals(
+                items, ("accuracy", "macro_f1"), p.bootstrap, model=p.label, lang=lang, task="genre",
+                group=group, size=p.size, params=n_params, extra=extra,
+            )  # fmt: skip
         if ctx.is_main_process:  # every process holds the gathered items
             write_items(ctx.out_dir / ITEMS_FILE, sets)
         return scores
