@@ -13,6 +13,8 @@ from polymnesia.evaluation.representations import (
     pool_occurrences,
     token_spans,
     token_word_ids,
+    token_word_pairs,
+    word_spans,
 )
 from polymnesia.stages.evaluate_translation import build_prompt
 from polymnesia.tokenizers.chat import SYSTEM_PROMPT
@@ -25,6 +27,26 @@ def test_token_word_ids_by_offsets() -> None:
     assert token_word_ids(text, offsets, vocab) == [0, 1, 1, -1, 0]
     assert vocab == {"the": 0, "cat": 1}
     assert token_spans(text, offsets)[0] == [0, 1, 1, -1, 2]  # occurrences, not types
+
+
+def test_scripts_without_spaces_have_one_word_per_character() -> None:
+    text = "神爱世人, 甚至 love"
+    words = [text[a:b] for a, b in word_spans(text)]
+    assert words == ["神", "爱", "世", "人", ",", "甚", "至", "love"]
+    thai = "กิน ข้าว"  # combining vowel and tone marks stay with their base character
+    assert [thai[a:b] for a, b in word_spans(thai)] == ["กิ", "น", "ข้", "า", "ว"]
+
+
+def test_a_token_of_several_characters_belongs_to_each_of_them() -> None:
+    text = "神爱世人 love"
+    # tokens: "神爱" (two one-character words), "世", "人", " lo", "ve"
+    offsets = [(0, 2), (2, 3), (3, 4), (4, 7), (7, 9)]
+    pairs, words = token_word_pairs(text, offsets)
+    assert words == ["神", "爱", "世", "人", "love"]
+    assert pairs == [(0, 0), (0, 1), (1, 2), (2, 3), (3, 4), (4, 4)]
+    # truncated after " lo": "love" is cut and left out; the characters are whole
+    pairs, _ = token_word_pairs(text, offsets[:4])
+    assert pairs == [(0, 0), (0, 1), (1, 2), (2, 3)]
 
 
 def test_pool_occurrences_last_and_mean_by_hand() -> None:

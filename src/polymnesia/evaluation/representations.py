@@ -7,17 +7,19 @@ the sub-token vectors of one occurrence are pooled into one vector
 sub-token's vector, the only position whose causal context holds the whole
 word in a decoder; ``pooling="mean"`` averages the sub-tokens. A sub-token
 belongs to the whitespace word whose character span holds its first
-non-space character. Word types are the exact whitespace-separated strings
-(case and punctuation kept); sentence ids are text indices. In scripts written
-without spaces (zh, ja) a "word" is then a whole clause, so few types repeat
-and self-similarity rests on fewer words there; the report says so. A word
-cut by truncation (``max_length``) is dropped, since its last sub-token is
-missing.
+non-space character, and to every further word that starts inside it. Word
+types are the exact whitespace-separated strings (case and punctuation kept),
+except in scripts written without spaces (Han, kana, Thai, Lao, Myanmar,
+Khmer), where every character is a word of its own: a whitespace "word"
+there would be a whole clause that never repeats. A sub-token of several such
+characters is the last (and for ``mean`` one of the) sub-token(s) of each of
+them. Sentence ids are text indices. A word cut by truncation (``max_length``)
+is dropped, since its last sub-token is missing.
 """
 
 from __future__ import annotations
 
-import re
+import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -27,8 +29,9 @@ import torch
 
 from polymnesia.errors import PolymnesiaError
 from polymnesia.runtime import Runtime
+from polymnesia.tokenizers.fertility import is_no_space_char
 
-_WORD = re.compile(r"\S+")
+Span = tuple[int, int]  # a word's [start, end) character span
 
 Pooling = Literal["last", "mean"]
 POOLINGS: tuple[Pooling, ...] = ("last", "mean")
@@ -43,19 +46,47 @@ class TokenVectors:
     words: list[str] = field(default_factory=list)  # the word type of each id
 
 
-def token_spans(
-    text: str, offsets: Sequence[tuple[int, int]]
-) -> tuple[list[int], list[re.Match[str]]]:
-    """Index of the whitespace word (span) each token belongs to (-1: none), and the spans."""
-    spans = list(_WORD.finditer(text))
+def word_spans(text: str) -> list[Span]:
+    """Word spans: whitespace-separated chunks, each character of a script written without
+    spaces a word of its own (with the combining marks that follow it)."""
+    spans: list[Span] = []
+    start = None  # start of the open run of ordinary characters
+    i = 0
+    while i < len(text):
+        ch = text[i]
+        if ch.isspace() or is_no_space_char(ch):
+            if start is not None:
+                spans.append((start, i))
+                start = None
+            if ch.isspace():
+                i += 1
+                continue
+            j = i + 1
+            while j < len(text) and unicodedata.category(text[j]).startswith("M"):
+                j += 1
+            spans.append((i, j))
+            i = j
+            continue
+        if start is None:
+            start = i
+        i += 1
+    if start is not None:
+        spans.append((start, len(text)))
+    return spans
+
+
+def token_spans(text: str, offsets: Sequence[tuple[int, int]]) -> tuple[list[int], list[Span]]:
+    """Index of the word (span) each token's first non-space character is in (-1: none), and
+    the spans (:func:`word_spans`)."""
+    spans = word_spans(text)
     out, w = [], 0
     for start, end in offsets:
-        while w < len(spans) and spans[w].end() <= start:
+        while w < len(spans) and spans[w][1] <= start:
             w += 1
         pos = start
         while pos < end and pos < len(text) and text[pos].isspace():
             pos += 1
-        out.append(w if w < len(spans) and spans[w].start() <= pos < spans[w].end() else -1)
+        out.append(w if w < len(spans) and spans[w][0] <= pos < spans[w][1] else -1)
     return out, spans
 
 
@@ -64,7 +95,8 @@ def token_word_ids(
 ) -> list[int]:
     """Word-type id of each token from its character offsets (-1: no word, e.g. only spaces)."""
     occ, spans = token_spans(text, offsets)
-    return [vocab.setdefault(spans[o].group(), len(vocab)) if o >= 0 else -1 for o in occ]
+    words = [text[a:b] for a, b in spans]
+    return [vocab.setdefault(words[o], len(vocab)) if o >= 0 else -1 for o in occ]
 
 
 def pool_occurrences(
@@ -160,16 +192,36 @@ def _text_rows(
         last = hidden.float().cpu()
         for r, i in enumerate(idx):
             offsets = enc["offset_mapping"][i]
-            occ, spans = _whole_words(texts[i], offsets)
-            rows, kept = pool_occurrences(last[r, skip : skip + len(offsets)].numpy(), occ, pooling)
-            out.append((rows, [spans[o] for o in kept], sum(o >= 0 for o in occ)))
+            pairs, spans = token_word_pairs(texts[i], offsets)
+            tok_rows = last[r, skip : skip + len(offsets)].numpy()
+            at = np.asarray([t for t, _ in pairs], dtype=np.int64)
+            rows, kept = pool_occurrences(tok_rows[at], [w for _, w in pairs], pooling)
+            out.append((rows, [spans[o] for o in kept], len({t for t, _ in pairs})))
     return out
 
 
-def _whole_words(text: str, offsets: Sequence[tuple[int, int]]) -> tuple[list[int], list[str]]:
-    """:func:`token_spans`, with the tokens of a word cut by truncation set to -1."""
-    occ, spans = token_spans(text, offsets)
-    covered = {o: end for o, (_, end) in zip(occ, offsets, strict=True) if o >= 0}  # last end
-    return [o if o >= 0 and covered[o] >= spans[o].end() else -1 for o in occ], [
-        m.group() for m in spans
-    ]
+def token_word_pairs(
+    text: str, offsets: Sequence[tuple[int, int]]
+) -> tuple[list[tuple[int, int]], list[str]]:
+    """(token, word occurrence) pairs in token order, and the words.
+
+    A token belongs to the word of its first non-space character
+    (:func:`token_spans`) and to every later word that starts inside its span
+    (several one-character words of a script without spaces). The pairs of a
+    word cut by truncation (its last character beyond the last token) are left out.
+    """
+    first, spans = token_spans(text, offsets)
+    pairs: list[tuple[int, int]] = []
+    for t, (w, (_, end)) in enumerate(zip(first, offsets, strict=True)):
+        if w < 0:
+            continue
+        pairs.append((t, w))
+        nxt = w + 1
+        while nxt < len(spans) and spans[nxt][0] < end:
+            pairs.append((t, nxt))
+            nxt += 1
+    covered: dict[int, int] = {}
+    for t, w in pairs:
+        covered[w] = offsets[t][1]  # the end of its last token
+    whole = [(t, w) for t, w in pairs if covered[w] >= spans[w][1]]
+    return whole, [text[a:b] for a, b in spans]

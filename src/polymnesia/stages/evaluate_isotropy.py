@@ -1,7 +1,8 @@
 """Stage ``evaluate_isotropy``: Table 2 of paper 000, isotropy of contextual embeddings.
 
-Per language: last-layer vectors of the test verses, one per whitespace-word
-occurrence with its sub-tokens pooled (``pooling``: ``last``, default, or
+Per language: last-layer vectors of the test verses, one per word occurrence
+(whitespace words; single characters in scripts written without spaces) with its
+sub-tokens pooled (``pooling``: ``last``, default, or
 ``mean``; :func:`polymnesia.evaluation.representations.contextual_vectors`),
 then :func:`polymnesia.metrics.isotropy.isotropy_report` (Ethayarajh 2019,
 linear time): self-similarity over words seen in at least two verses (pairs
@@ -66,7 +67,7 @@ class EvaluateIsotropyParams(StrictModel):
     "evaluate_isotropy", "Ethayarajh isotropy of last-layer vectors per language (Table 2)"
 )
 class EvaluateIsotropy(Stage):
-    version = "4"
+    version = "5"
     distributed = True  # each process runs its shard of the texts; the vectors are gathered
 
     def run(self, ctx: StageContext) -> list[Score]:
