@@ -14,9 +14,14 @@ from polymnesia.tokenizers.chat import (
     assistant_spans,
     build_chat_example,
     build_sft_example,
+    fold_system,
     has_chatml_tokens,
+    render_prompt,
+    sft_messages,
+    turn_end,
     uses_chatml,
 )
+from polymnesia.evaluation.generation import chat_prompt, stop_ids
 
 TEXTS = testing.corpus(("en", "fr"))
 CONVERSATION = [
@@ -144,3 +149,61 @@ def test_generation_prompt_matches_training_prompt(tok: Any) -> None:
         pytest.skip("ChatML-as-text: render_chatml, covered by test_tokenizers_chat")
     text, spans = assistant_spans(tok, [*turn, {"role": "assistant", "content": "Yes."}])
     assert render_prompt(tok, turn) == text[: spans[0][0]]
+
+
+#: the end-of-turn marker each template writes after an assistant answer
+TURN_ENDS = {
+    "chatml": "<|im_end|>",
+    "llama3": "<|eot_id|>",
+    "mistral_inst": "</s>",
+    "gemma": "<end_of_turn>",
+    "none": "<|im_end|>",
+}
+
+
+def test_turn_end_is_the_marker_the_template_writes_after_an_answer() -> None:
+    for name, make in TOKENIZERS.items():
+        assert turn_end(make()) == TURN_ENDS[name], name
+
+
+def test_evaluation_prompt_is_the_training_prompt_in_every_template(tok: Any) -> None:
+    """The prompt evaluation generates after is exactly the text training put before the
+    answer, so a model tuned in its template is asked in it (the answer follows directly)."""
+    messages = sft_messages("Who has the right to life", None)
+    prompt = chat_prompt("Who has the right to life", tokenizer=tok)
+    assert prompt == render_prompt(tok, messages)
+    if uses_chatml(tok):
+        assert prompt == chat_prompt("Who has the right to life")  # ChatML, as SFT writes it
+        assert prompt.endswith("<|im_start|>assistant\n")
+        return
+    convo = [*messages, {"role": "assistant", "content": "Everyone has the right to life."}]
+    try:
+        text, spans = assistant_spans(tok, convo)
+    except DataError:  # a template that refuses the system turn: folded into the user turn
+        text, spans = assistant_spans(tok, fold_system(convo))
+    assert text[: spans[0][0]] == prompt
+
+
+def test_generation_stops_at_the_templates_end_of_turn() -> None:
+    tok = gemma_unigram()
+    assert tok.convert_tokens_to_ids("<end_of_turn>") in stop_ids(tok)
+    assert tok.eos_token_id in stop_ids(tok)
+
+
+#: Gemma's own template refuses a system turn outright
+STRICT_GEMMA = (
+    "{% if messages[0]['role'] == 'system' %}{{ raise_exception('System role not supported') }}"
+    "{% endif %}" + testing.GEMMA_TEMPLATE
+)
+
+
+def test_a_template_that_refuses_the_system_turn_gets_it_in_the_user_turn() -> None:
+    tok = gemma_unigram()
+    tok.chat_template = STRICT_GEMMA
+    example = build_sft_example(tok, "Who has the right to life", None, "Everyone.")
+    assert any(x != IGNORE_INDEX for x in example["labels"])
+    prompt = chat_prompt("Who has the right to life", tokenizer=tok)
+    assert prompt.startswith(f"{tok.bos_token}<start_of_turn>user\nYou are a large language model")
+    assert prompt.endswith("<start_of_turn>model\n")
+    ids = tok(prompt, add_special_tokens=False)["input_ids"]
+    assert example["input_ids"][: len(ids)] == ids  # trained after exactly this prompt

@@ -96,10 +96,12 @@ def answer_prior(
 
     _check(scoring)
     if scoring == "pmi":
-        return np.asarray(answer_logprobs(model, tokenizer, chat_prompt(question), answers))
+        return np.asarray(
+            answer_logprobs(model, tokenizer, chat_prompt(question, tokenizer=tokenizer), answers)
+        )
     if scoring == "contextual":
         rows = [  # "" leaves the input out, as the pmi prompt does
-            answer_logprobs(model, tokenizer, chat_prompt(question, cf), answers)
+            answer_logprobs(model, tokenizer, chat_prompt(question, cf, tokenizer), answers)
             for cf in CONTENT_FREE
         ]
         return contextual_prior(rows)

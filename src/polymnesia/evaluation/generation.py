@@ -1,4 +1,7 @@
-"""Prompted greedy generation and answer scoring with ChatML (paper 000, appendix C).
+"""Prompted greedy generation and answer scoring in the model's chat format (paper 000,
+appendix C: ChatML, the format polymnesia's instruction tuning uses when a tokenizer has no
+template of its own; a model with its own chat template is prompted in it, and its end-of-turn
+marker takes ``<|im_end|>``'s place below: :func:`polymnesia.tokenizers.chat.turn_end`).
 
 * :func:`greedy_generate`: prompts sorted by length and cut into left-padded
   batches, decoded greedily with the key/value cache (``do_sample=False``);
@@ -25,20 +28,42 @@ import torch.nn.functional as F
 
 from polymnesia.data.prepared import read_split
 from polymnesia.runtime import Runtime
-from polymnesia.tokenizers.bpe import IM_END
-from polymnesia.tokenizers.chat import SYSTEM_PROMPT, render_chatml, sft_messages
+from polymnesia.tokenizers.chat import (
+    SYSTEM_PROMPT,
+    render_chatml,
+    render_prompt,
+    sft_messages,
+    turn_end,
+)
 
 
-def chat_prompt(instruction: str, input: str = "") -> str:
-    """System turn (appendix C) + user turn + ``<|im_start|>assistant\\n``."""
-    return render_chatml(
-        sft_messages(instruction, input or None, SYSTEM_PROMPT), add_generation_prompt=True
-    )
+def chat_prompt(instruction: str, input: str = "", tokenizer: Any = None) -> str:
+    """System turn (appendix C) + user turn + the assistant's generation prompt: ChatML
+    (``<|im_start|>assistant\\n``), or with a ``tokenizer`` that has a chat template of its
+    own, that template's rendering (as its instruction tuning saw it)."""
+    messages = sft_messages(instruction, input or None, SYSTEM_PROMPT)
+    if tokenizer is None:
+        return render_chatml(messages, add_generation_prompt=True)
+    return render_prompt(tokenizer, messages)
 
 
 def _encode_prompt(tokenizer: Any, prompt: str) -> list[int]:
+    """Prompt ids with BOS in front, unless the template already wrote it."""
     ids = tokenizer(prompt, add_special_tokens=False)["input_ids"]
-    return ([tokenizer.bos_token_id] if tokenizer.bos_token_id is not None else []) + list(ids)
+    bos, bos_text = tokenizer.bos_token_id, tokenizer.bos_token
+    if bos is None or (bos_text and prompt.startswith(bos_text)):
+        return list(ids)
+    return [bos, *ids]
+
+
+def stop_ids(tokenizer: Any) -> list[int]:
+    """Token ids that end an answer: the end-of-turn marker (when it is one token) and EOS."""
+    end = turn_end(tokenizer)
+    ids = tokenizer(end, add_special_tokens=False)["input_ids"] if end else []
+    out = [int(ids[0])] if len(ids) == 1 else []
+    if tokenizer.eos_token_id is not None and tokenizer.eos_token_id not in out:
+        out.append(int(tokenizer.eos_token_id))
+    return out
 
 
 def _left_padded(seqs: Sequence[Sequence[int]], pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -61,10 +86,11 @@ def greedy_generate(
     max_prompt_tokens: int | None = None,
     runtime: Runtime | None = None,
 ) -> list[str]:
-    """Greedy continuations of ``prompts`` (in input order), stopped at ``<|im_end|>``/EOS."""
+    """Greedy continuations of ``prompts`` (in input order), stopped at the end-of-turn marker
+    (``<|im_end|>`` in ChatML) or EOS."""
     rt = runtime or Runtime(device=next(model.parameters()).device)
     model.eval()
-    stop = [tokenizer.convert_tokens_to_ids(IM_END), tokenizer.eos_token_id]
+    stop = stop_ids(tokenizer)
     mine = rt.shard(prompts)
     seqs = [_encode_prompt(tokenizer, p) for p in mine]
     if max_prompt_tokens:
@@ -93,7 +119,8 @@ def greedy_generate(
 def answer_logprobs(
     model: torch.nn.Module, tokenizer: Any, prompt: str, answers: Sequence[str]
 ) -> list[float]:
-    """Summed log p(answer + <|im_end|> | prompt) for each candidate.
+    """Summed log p(answer + end-of-turn marker | prompt) for each candidate (``<|im_end|>`` in
+    ChatML; :func:`polymnesia.tokenizers.chat.turn_end`).
 
     The prompt runs once; its key/value cache is repeated for the candidates,
     whose tokens (right-padded) run in one batch on top of it.
@@ -101,8 +128,8 @@ def answer_logprobs(
     model.eval()
     device = next(model.parameters()).device
     head = _encode_prompt(tokenizer, prompt)
-    end = tokenizer.convert_tokens_to_ids(IM_END)
-    tails = [list(tokenizer(a, add_special_tokens=False)["input_ids"]) + [end] for a in answers]
+    end = list(tokenizer(turn_end(tokenizer), add_special_tokens=False)["input_ids"])
+    tails = [list(tokenizer(a, add_special_tokens=False)["input_ids"]) + end for a in answers]
     first = model(input_ids=torch.tensor([head], device=device), use_cache=True)
     last = F.log_softmax(first.logits[0, -1].float(), -1)
     cache = first.past_key_values

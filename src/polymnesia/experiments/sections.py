@@ -111,6 +111,13 @@ class BaseModelSection(StrictModel):
     def _codes(cls, v: list[str]) -> list[str]:
         return unique_languages(v, "languages")
 
+    def describe(self) -> str:
+        """One phrase for reports: which model, and whether and on what it was pretrained here."""
+        if not self.pretrain:
+            return f"{self.model.describe()} (used as loaded, not pretrained here)"
+        verb = "continued pretraining" if self.model.name_or_path else "pretrained"
+        return f"{self.model.describe()}, {verb} {self.train.steps} steps on {', '.join(self.languages)}"
+
     @model_validator(mode="after")
     def _loaded(self) -> BaseModelSection:
         if not self.pretrain and self.model.name_or_path is None:

@@ -12,6 +12,7 @@ from polymnesia.models import ModelConfig
 from polymnesia.pipeline.stage import StageSpec
 from polymnesia.stages.data import PrepareDataParams
 from polymnesia.stages.evaluate_lm import EvaluateLMParams
+from polymnesia.stages.import_model import ImportModelParams
 from polymnesia.stages.pretrain import PretrainParams
 from polymnesia.stages.tokenizer import TrainTokenizerParams
 from polymnesia.training.config import TrainConfig
@@ -51,10 +52,22 @@ def pretrain_stage(
     return StageSpec(name, "pretrain", params, {"data": DATA, "tokenizer": TOKENIZER})
 
 
+def import_stage(base: BaseModelSection) -> StageSpec:
+    """``import_model`` of ``base.model.name_or_path`` as it is, under the pretraining stage's name."""
+    params = ImportModelParams(model=base.model, tokenizer=base.tokenizer.name_or_path)
+    return StageSpec(PRETRAIN, "import_model", params)
+
+
 def base_stages(
     base: BaseModelSection, data: DataConfig, languages: list[str], seed: int
 ) -> list[StageSpec]:
-    """Data (for ``languages``), tokenizer and pretraining: the start of every protocol."""
+    """Data (for ``languages``), tokenizer and pretraining: the start of every protocol.
+
+    With ``base.pretrain: false`` the loaded model is used as it is: data and an
+    ``import_model`` stage named ``pretrain`` (its own tokenizer; no tokenizer stage).
+    """
+    if not base.pretrain:
+        return [data_stage(data, languages), import_stage(base)]
     return [data_stage(data, languages), tokenizer_stage(base, seed), pretrain_stage(base, seed)]
 
 

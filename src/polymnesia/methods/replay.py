@@ -92,7 +92,7 @@ def generative_replay(
     for i, rec in enumerate(instructions):
         if not str(rec.get("instruction", "")).strip():
             raise DataError(f"generative replay: record {i} has no 'instruction'")
-    prompts = [chat_prompt(r["instruction"], r.get("input", "")) for r in instructions]
+    prompts = [chat_prompt(r["instruction"], r.get("input", ""), tokenizer) for r in instructions]
     answers = greedy_generate(
         model, tokenizer, prompts, max_new_tokens=max_new_tokens, batch_size=batch_size
     )

@@ -11,7 +11,7 @@ from pydantic import Field, model_validator
 from polymnesia.config.base import StrictModel
 from polymnesia.errors import PolymnesiaError, unknown
 from polymnesia.io import atomic_dir
-from polymnesia.models.anatomy import FAMILIES, architecture, not_applicable
+from polymnesia.models.anatomy import FAMILIES, not_applicable
 from polymnesia.models.presets import PRESETS
 from polymnesia.paths import looks_local
 from polymnesia.trust import remote_code
@@ -60,6 +60,12 @@ class ModelConfig(StrictModel):
             except PolymnesiaError as e:
                 raise ValueError(str(e)) from None
         return self
+
+    def describe(self) -> str:
+        """How a report names the model: the folder or Hub id it loads, else its preset."""
+        if self.name_or_path is not None:
+            return self.name_or_path
+        return f"preset '{self.preset or 'tiny'}'"
 
     def dims(self) -> dict[str, int]:
         base = PRESETS.get(self.preset or "tiny")
@@ -172,11 +178,64 @@ def load_model(
         ) from None
 
 
+def load_encoder(
+    name_or_path: str | Path,
+    *,
+    trust_remote_code: bool = False,
+    dtype: str | None = None,
+    attn_implementation: str | None = None,
+) -> torch.nn.Module:
+    """Load an encoder (XLM-R, BERT) with its masked-LM head, from a local folder or a Hub id.
+
+    The classification protocols (papers 003 and 004 used XLM-R) start from it:
+    their stages put a task head on its body. Anything that is not an encoder
+    stops with one line.
+    """
+    from transformers import AutoModelForMaskedLM
+
+    path = Path(name_or_path)
+    local = path.exists()
+    try:
+        model = AutoModelForMaskedLM.from_pretrained(
+            str(name_or_path),
+            trust_remote_code=remote_code(trust_remote_code, f"model '{name_or_path}'"),
+            use_safetensors=True if local else None,
+            **load_kwargs(dtype, attn_implementation),
+        )
+    except (OSError, ValueError) as e:
+        raise PolymnesiaError(
+            f"cannot load an encoder (masked LM) from {name_or_path}: {str(e).strip().splitlines()[0]}"
+        ) from None
+    if not is_encoder(model):
+        raise not_applicable("loading as an encoder", model, "it is not an encoder")
+    return model  # type: ignore[no-any-return]
+
+
+def names_encoder(name_or_path: str | Path, *, trust_remote_code: bool = False) -> bool:
+    """Whether the model at ``name_or_path`` is an encoder, read from its config alone."""
+    from transformers import AutoConfig
+
+    try:
+        config = AutoConfig.from_pretrained(
+            str(name_or_path),
+            trust_remote_code=remote_code(trust_remote_code, f"model '{name_or_path}'"),
+        )
+    except (OSError, ValueError):
+        return False  # load_model says what is wrong, in one line
+    return is_encoder(config)
+
+
+def is_encoder(model_or_config: Any) -> bool:
+    """True for a bidirectional encoder (BERT, RoBERTa, XLM-R): a model or its config."""
+    config = getattr(model_or_config, "config", model_or_config)
+    kind = str(getattr(config, "model_type", ""))
+    return FAMILIES.get(kind) == "bert" and not getattr(config, "is_decoder", False)
+
+
 def _refuse_encoder(model: torch.nn.Module) -> None:
     """An encoder (XLM-R, BERT) loads as a 'causal LM' with bidirectional attention: refuse it."""
 
-    config = getattr(model, "config", None)
-    if FAMILIES.get(architecture(model)) == "bert" and not getattr(config, "is_decoder", False):
+    if is_encoder(model):
         raise not_applicable(
             "causal language modelling",
             model,

@@ -170,7 +170,7 @@ class EvaluateTranslation(Stage):
             ]
             name = get_language(lang).name
             prompts = [
-                chat_prompt(build_prompt(examples, r["text"], src_name, name))
+                chat_prompt(build_prompt(examples, r["text"], src_name, name), tokenizer=tok)
                 for r in test[p.source_lang]
             ]
             hyps = greedy_generate(

@@ -87,7 +87,7 @@ class EvaluateZeroShot(Stage):
         for lang, group in p.languages.items():
             recs = sample[lang]
             gold = [BIBLE_GENRES.index(r["meta"]["genre"]) for r in recs]
-            prompts = [chat_prompt(question, r["text"]) for r in recs]
+            prompts = [chat_prompt(question, r["text"], tok) for r in recs]
             lps = answer_logprobs_many(model, tok, prompts, names, runtime=rt)
             pred = [
                 int(score_answers(lp, p.scoring, answers=names, prior=prior).argmax()) for lp in lps

@@ -1,7 +1,11 @@
 """Stage ``import_model``: a model that polymnesia did not train (a local HF folder or a Hub id,
-e.g. Mistral-7B as a base, or Mistral-7B-Instruct as an off-the-shelf Phase 1 model) copied
-into a stage folder (``model/``: safetensors weights and tokenizer), so every later stage reads
-it like any other model stage's output."""
+e.g. Mistral-7B as a base, Mistral-7B-Instruct as an off-the-shelf Phase 1 model, or XLM-R as
+the body of the classification protocols) copied into a stage folder (``model/``: safetensors
+weights and tokenizer), so every later stage reads it like any other model stage's output.
+Decoders are loaded as causal LMs, encoders (BERT, RoBERTa, XLM-R) with their masked-LM head.
+
+``base.pretrain: false`` in a protocol's base section makes this stage the ``pretrain`` stage
+(:func:`polymnesia.experiments.shared.base_stages`)."""
 
 from __future__ import annotations
 
@@ -10,6 +14,7 @@ from pydantic import Field
 from polymnesia.config.base import StrictModel
 from polymnesia.errors import ConfigError
 from polymnesia.models import ModelConfig, build_model
+from polymnesia.models.build import load_encoder, names_encoder
 from polymnesia.models.io import save_model_and_tokenizer
 from polymnesia.pipeline.stage import STAGES, Stage, StageContext
 from polymnesia.results import Score
@@ -25,14 +30,22 @@ class ImportModelParams(StrictModel):
     "import_model", "an off-the-shelf model (local folder or Hub id) as a stage folder"
 )
 class ImportModel(Stage):
-    version = "1"
+    version = "2"
 
     def run(self, ctx: StageContext) -> list[Score]:
         p: ImportModelParams = ctx.params
         m = p.model
         if m.name_or_path is None:
             raise ConfigError("import_model needs model.name_or_path (a folder or a Hub id)")
-        model = build_model(m, None, seed=0)
+        if names_encoder(m.name_or_path, trust_remote_code=m.trust_remote_code):
+            model = load_encoder(
+                m.name_or_path,
+                trust_remote_code=m.trust_remote_code,
+                dtype=m.dtype,
+                attn_implementation=m.attn_implementation,
+            )
+        else:
+            model = build_model(m, None, seed=0)
         tok = load_tokenizer(p.tokenizer or m.name_or_path)
         save_model_and_tokenizer(model, tok, ctx.out_dir / "model")
         return []

@@ -40,6 +40,12 @@ SYSTEM_PROMPT = (
 )
 
 IGNORE_INDEX = -100
+
+
+class TemplateRefused(DataError):
+    """A chat template raised on the conversation (Gemma's refuses a system turn)."""
+
+
 _ROLES = ("system", "user", "assistant")
 
 
@@ -102,7 +108,14 @@ def build_sft_example(
         messages = sft_messages(instruction, input, system)
         messages.append({"role": "assistant", "content": output})
         template = None if not uses_chatml(tokenizer) else CHATML_TEMPLATE
-        return build_chat_example(tokenizer, messages, max_length, template=template)
+        try:
+            return build_chat_example(tokenizer, messages, max_length, template=template)
+        except TemplateRefused:
+            if messages[0]["role"] != "system":
+                raise
+            return build_chat_example(
+                tokenizer, fold_system(messages), max_length, template=template
+            )
     prompt_text = render_chatml(
         sft_messages(instruction, input, system), add_generation_prompt=True
     )
@@ -113,7 +126,7 @@ def build_sft_example(
     if len(prompt) >= max_length:
         raise DataError(
             f"SFT prompt is {len(prompt)} tokens, which leaves no room for the response "
-            f"within max_length={max_length}; raise max_length or drop the record"
+            f"within max_length={max_length}; raise max_length, or set too_long: drop in the instruction section to leave such records out"
         )
     response = response[: max_length - len(prompt)]
     return {
@@ -155,7 +168,7 @@ def _render(
             chat_template=template,
         )
     except Exception as e:  # jinja2 TemplateError and friends: the template refused the turns
-        raise DataError(
+        raise TemplateRefused(
             f"the chat template of {type(tokenizer).__name__} refused the conversation: "
             f"{str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__}"
         ) from None
@@ -232,7 +245,38 @@ def render_prompt(tokenizer: Any, messages: Sequence[Mapping[str, str]]) -> str:
     The tokenizer's own template (with the generation prompt) when it has one,
     ChatML (:func:`render_chatml`) otherwise: the same choice as
     :func:`build_sft_example`, so evaluation prompts match training examples.
+    A template that refuses a system turn (Gemma's) gets the system text at the
+    head of the first user turn instead, as :func:`build_sft_example` trains it.
     """
     if uses_chatml(tokenizer):
         return render_chatml(messages, add_generation_prompt=True)
-    return _render(tokenizer, messages, True)
+    try:
+        return _render(tokenizer, messages, True)
+    except TemplateRefused:
+        if not messages or messages[0].get("role") != "system":
+            raise
+        return _render(tokenizer, fold_system(messages), True)
+
+
+def fold_system(messages: Sequence[Mapping[str, str]]) -> list[dict[str, str]]:
+    """The system turn moved to the head of the first user turn (blank line between)."""
+    system, rest = messages[0]["content"], [dict(m) for m in messages[1:]]
+    if rest and rest[0].get("role") == "user":
+        rest[0]["content"] = f"{system}\n\n{rest[0]['content']}"
+    return rest
+
+
+_SENTINEL = "POLYMNESIAANSWERSENTINEL"
+
+
+def turn_end(tokenizer: Any) -> str:
+    """What the model writes to end its answer: ``<|im_end|>`` in ChatML, else the text its
+    own template puts after an assistant turn (``<|eot_id|>``, ``<end_of_turn>``, ``</s>``
+    ...), else its EOS token. Evaluation stops generation there and scores answers up to it."""
+    if uses_chatml(tokenizer):
+        return IM_END
+    messages = [{"role": "user", "content": "q"}, {"role": "assistant", "content": _SENTINEL}]
+    text = _render(tokenizer, messages, False)
+    at = text.find(_SENTINEL)
+    tail = text[at + len(_SENTINEL) :].strip() if at >= 0 else ""
+    return tail or str(tokenizer.eos_token or "")

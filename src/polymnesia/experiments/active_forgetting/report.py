@@ -248,7 +248,7 @@ def write_report(cfg: Any, run_dir: Path) -> Path:
     rep = Report(
         f"{cfg.name}: active forgetting, vocabulary expansion, English-only SFT (paper 000)"
     )
-    sizes = ", ".join(cfg.sizes) if cfg.sizes else str(cfg.model.preset or cfg.model.name_or_path)
+    sizes = ", ".join(cfg.sizes) if cfg.sizes else cfg.model.describe()
     rep.paragraph(
         f"Arms: Baseline (pretrained), BA (baseline adapted), AFA (pretrained with active forgetting, "
         f"reset every {cfg.forgetting.reset_every} of {cfg.pretrain.steps} steps, then adapted; LM head "

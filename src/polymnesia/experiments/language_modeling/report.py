@@ -16,7 +16,7 @@ def write_report(cfg: LanguageModelingConfig, run_dir: Path) -> Path:
     groups = cfg.groups.as_dict()
     rep = Report(f"{cfg.name}: language modelling by language group")
     rep.paragraph(
-        f"A {cfg.model.preset or cfg.model.name_or_path} decoder trained for {cfg.train.steps} steps on "
+        f"A decoder ({cfg.model.describe()}) trained for {cfg.train.steps} steps on "
         f"{', '.join(cfg.groups.pretraining)} (data source '{cfg.data.source}'), evaluated on the "
         f"{cfg.evaluate.split} split of {len(cfg.groups.all())} languages. Bits per byte does not depend on "
         "the tokenizer; token perplexity does. Groups follow paper 000 (Table 6). "

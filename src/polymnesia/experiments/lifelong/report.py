@@ -202,10 +202,9 @@ def _untrained(scores: dict[str, float], ev: Evidence | None) -> Replicates | No
 
 
 def _intro(cfg: LifelongConfig, arms: list[Arm], ev: Evidence | None) -> str:
-    base = cfg.base.model.preset or cfg.base.model.name_or_path
     text = (
         f"Task '{cfg.task.name}' ({cfg.task.kind}, {cfg.task.metric}) on {', '.join(cfg.languages)}; base "
-        f"{base} pretrained on {', '.join(cfg.base.languages)}. Methods: {', '.join(a.label for a in arms)}. "
+        f"{cfg.base.describe()}. Methods: {', '.join(a.label for a in arms)}. "
         "R matrices (CSV and .npy) are in results/R/. "
     )
     if ev is None:

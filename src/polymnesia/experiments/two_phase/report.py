@@ -298,8 +298,7 @@ def write_report(cfg: TwoPhaseConfig, run_dir: Path) -> Path:
     rep = Report(f"{cfg.name}: two-phase continual instruction fine-tuning (paper 002)")
     pairs = "; ".join(f"{p.phase1} -> {p.phase2}" for p in cfg.pairs)
     rep.paragraph(
-        f"Base: {cfg.base.model.preset or cfg.base.model.name_or_path} pretrained on "
-        f"{', '.join(cfg.base.languages)}. Phase-wise pairs: {pairs}. Every model is scored "
+        f"Base: {cfg.base.describe()}. Phase-wise pairs: {pairs}. Every model is scored "
         f"through lm-evaluation-harness: EA on {', '.join(cfg.evaluation.english)}; MA on "
         f"{', '.join(cfg.evaluation.multilingual)} ({cfg.evaluation.limit or 'all'} documents per "
         "task). Instruction sets and their data cards are in stages/set_*/."
