@@ -8,6 +8,7 @@ import pytest
 
 from polymnesia import testing
 from polymnesia.errors import DataError
+from polymnesia.evaluation.generation import chat_prompt, stop_ids
 from polymnesia.tokenizers.chat import (
     CHATML_TEMPLATE,
     IGNORE_INDEX,
@@ -21,7 +22,6 @@ from polymnesia.tokenizers.chat import (
     turn_end,
     uses_chatml,
 )
-from polymnesia.evaluation.generation import chat_prompt, stop_ids
 
 TEXTS = testing.corpus(("en", "fr"))
 CONVERSATION = [
