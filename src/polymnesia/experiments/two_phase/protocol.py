@@ -95,7 +95,8 @@ def _phase_stages(cfg: TwoPhaseConfig) -> list[StageSpec]:
     for name in dict.fromkeys(p.phase1 for p in cfg.pairs if p.phase1 != INSTRUCT):
         specs.append(_tune(cfg, p1_stage(name), PRETRAIN, [set_stage(name)], cfg.phase1))
     for name in dict.fromkeys(p.phase2 for p in cfg.pairs):  # base + D2 alone: MPD (Table 4)
-        specs.append(_tune(cfg, single_stage(name), PRETRAIN, [set_stage(name)], cfg.phase1))
+        # on its own set with its own (Phase 2) schedule, as the paper tunes every model
+        specs.append(_tune(cfg, single_stage(name), PRETRAIN, [set_stage(name)], cfg.phase2))
     for pair in cfg.pairs:
         specs.append(
             _tune(cfg, cft_stage(pair), p1_stage(pair.phase1), [set_stage(pair.phase2)], cfg.phase2)
