@@ -72,6 +72,17 @@ PROTOCOLS: dict[str, tuple[str, list[str]]] = {
         ["mixture=false", "mitigation.replay=[]", "mitigation.lora_rank=null"],
     ),
 }
+#: what one architecture needs on top: a head tied to the embeddings (GPT-2, Gemma) cannot be
+#: replaced at vocabulary adaptation (``reinit`` refuses it in one line), and GPT-2's fused
+#: attention has no separate q/k/v projections for LF_H2's pattern
+ARCH_EXTRA: dict[tuple[str, str], list[str]] = {
+    ("active_forgetting_smoke", "gpt2"): ["adapt.head=keep"],
+    ("active_forgetting_smoke", "gemma"): ["adapt.head=keep"],
+    ("two_phase_smoke", "gpt2"): [
+        "mitigation.freezing=[{name: LF_H2, strategy: most_changed, top_k: 1, "
+        "pattern: 'attn\\.c_attn'}, {name: Spectrum, strategy: spectrum, pct: 50}]"
+    ],
+}
 #: the classification protocols (papers 003 and 004 used XLM-R) also run on an encoder
 CLASSIFICATION = ("lf_mlf_smoke", "lifelong_smoke")
 
@@ -92,9 +103,22 @@ def test_protocol_on_each_architecture(config, arch, folders, isolated_cache, tm
     prefix = f"{keys}." if keys else ""
     run = tmp_path / "run"
     args = [f"{prefix}model.name_or_path={d}", f"{prefix}tokenizer.name_or_path={d}", *extra]
+    args += ARCH_EXTRA.get((config, arch), [])
     assert main(["run", str(CONFIGS / f"{config}.yaml"), *args, "--run-dir", str(run)]) == 0
     _finite_scores(run)
     assert (run / "report.md").is_file()
+
+
+def test_a_tied_head_cannot_be_replaced_at_adaptation(
+    folders, isolated_cache, tmp_path, capsys
+) -> None:  # type: ignore[no-untyped-def]
+    """The one-line refusal the ARCH_EXTRA override avoids: GPT-2 ties its head."""
+    d = str(folders["gpt2"])
+    args = [f"model.name_or_path={d}", f"tokenizer.name_or_path={d}"]
+    config = str(CONFIGS / "active_forgetting_smoke.yaml")
+    assert main(["run", config, *args, "--run-dir", str(tmp_path / "run")]) == 2
+    err = capsys.readouterr().err
+    assert "head: reinit replaces the LM head" in err and "use head: keep" in err
 
 
 def test_lf_mlf_on_an_encoder(encoder, isolated_cache, tmp_path) -> None:  # type: ignore[no-untyped-def]
