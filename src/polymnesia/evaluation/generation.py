@@ -20,6 +20,7 @@ shard of the prompts is run and the results gathered back in input order.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from typing import Any
 
@@ -27,6 +28,7 @@ import torch
 import torch.nn.functional as F
 
 from polymnesia.data.prepared import read_split
+from polymnesia.errors import PolymnesiaError
 from polymnesia.runtime import Runtime
 from polymnesia.tokenizers.chat import (
     SYSTEM_PROMPT,
@@ -35,6 +37,8 @@ from polymnesia.tokenizers.chat import (
     sft_messages,
     turn_end,
 )
+
+log = logging.getLogger(__name__)
 
 
 def chat_prompt(instruction: str, input: str = "", tokenizer: Any = None) -> str:
@@ -54,6 +58,16 @@ def _encode_prompt(tokenizer: Any, prompt: str) -> list[int]:
     if bos is None or (bos_text and prompt.startswith(bos_text)):
         return list(ids)
     return [bos, *ids]
+
+
+def context_length(model: torch.nn.Module) -> int | None:
+    """Positions the model can attend over (``max_position_embeddings``, GPT-2's ``n_positions``)."""
+    config = getattr(model, "config", None)
+    for key in ("max_position_embeddings", "n_positions"):
+        value = getattr(config, key, None)
+        if isinstance(value, int) and value > 0:
+            return value
+    return None
 
 
 def stop_ids(tokenizer: Any) -> list[int]:
@@ -93,6 +107,27 @@ def greedy_generate(
     stop = stop_ids(tokenizer)
     mine = rt.shard(prompts)
     seqs = [_encode_prompt(tokenizer, p) for p in mine]
+    room = context_length(model)
+    if room is not None:  # learned position tables (GPT-2) cannot index past their end
+        room -= max_new_tokens
+        cap = min(max_prompt_tokens or room, room)
+        if cap < 1:
+            raise PolymnesiaError(
+                f"max_new_tokens={max_new_tokens} leaves no room for a prompt in the model's "
+                f"context of {room + max_new_tokens} positions"
+            )
+        cut = sum(len(s) > cap for s in seqs)
+        if cut:
+            log.warning(
+                "%d of %d prompts are longer than %d tokens (context %d minus %d new tokens): "
+                "their beginnings are cut",
+                cut,
+                len(seqs),
+                cap,
+                room + max_new_tokens,
+                max_new_tokens,
+            )
+        max_prompt_tokens = cap
     if max_prompt_tokens:
         seqs = [s[-max_prompt_tokens:] for s in seqs]
     order = sorted(range(len(seqs)), key=lambda i: -len(seqs[i]))  # similar lengths together
