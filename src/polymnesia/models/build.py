@@ -143,23 +143,53 @@ def load_model(
 
     ``dtype`` (``float32``, ``bfloat16``, ``float16``; None: as saved) and
     ``attn_implementation`` (``eager``, ``sdpa``, ...; None: transformers'
-    default) go to ``from_pretrained``.
+    default) go to ``from_pretrained``. An encoder is refused in one line.
     """
     from transformers import AutoModelForCausalLM
 
+    model = _load(AutoModelForCausalLM, name_or_path, trust_remote_code, dtype, attn_implementation)
+    _refuse_encoder(model)
+    return model
+
+
+def load_encoder(
+    name_or_path: str | Path,
+    *,
+    trust_remote_code: bool = False,
+    dtype: str | None = None,
+    attn_implementation: str | None = None,
+) -> torch.nn.Module:
+    """Load an encoder (XLM-R, BERT) with its masked-LM head, as :func:`load_model` loads a
+    causal LM. The classification protocols (papers 003 and 004 used XLM-R) start from it:
+    their stages put a task head on its body. Anything that is not an encoder stops with one
+    line."""
+    from transformers import AutoModelForMaskedLM
+
+    model = _load(AutoModelForMaskedLM, name_or_path, trust_remote_code, dtype, attn_implementation)
+    if not is_encoder(model):
+        raise not_applicable("loading as an encoder", model, "it is not an encoder")
+    return model
+
+
+def _load(
+    auto: Any,
+    name_or_path: str | Path,
+    trust_remote_code: bool,
+    dtype: str | None,
+    attn_implementation: str | None,
+) -> torch.nn.Module:
+    """``auto.from_pretrained`` with safetensors for local folders and one-line errors."""
     path = Path(name_or_path)
     local = path.exists()
     if not local and (str(name_or_path).startswith((".", "/")) or str(name_or_path).count("/") > 1):
         raise PolymnesiaError(f"model folder not found: {name_or_path}")
     try:
-        model = AutoModelForCausalLM.from_pretrained(
+        return auto.from_pretrained(  # type: ignore[no-any-return]
             str(name_or_path),
             trust_remote_code=remote_code(trust_remote_code, f"model '{name_or_path}'"),
             use_safetensors=True if local else None,
             **load_kwargs(dtype, attn_implementation),
         )
-        _refuse_encoder(model)
-        return model  # type: ignore[no-any-return]
     except (ImportError, ValueError) as e:
         if attn_implementation is None:
             raise
@@ -176,39 +206,6 @@ def load_model(
             f"cannot load Hub model '{name_or_path}': the Hugging Face Hub is unreachable or the id is wrong; "
             "offline, build a model from a preset (model.preset) or point model.name_or_path at a local folder"
         ) from None
-
-
-def load_encoder(
-    name_or_path: str | Path,
-    *,
-    trust_remote_code: bool = False,
-    dtype: str | None = None,
-    attn_implementation: str | None = None,
-) -> torch.nn.Module:
-    """Load an encoder (XLM-R, BERT) with its masked-LM head, from a local folder or a Hub id.
-
-    The classification protocols (papers 003 and 004 used XLM-R) start from it:
-    their stages put a task head on its body. Anything that is not an encoder
-    stops with one line.
-    """
-    from transformers import AutoModelForMaskedLM
-
-    path = Path(name_or_path)
-    local = path.exists()
-    try:
-        model = AutoModelForMaskedLM.from_pretrained(
-            str(name_or_path),
-            trust_remote_code=remote_code(trust_remote_code, f"model '{name_or_path}'"),
-            use_safetensors=True if local else None,
-            **load_kwargs(dtype, attn_implementation),
-        )
-    except (OSError, ValueError) as e:
-        raise PolymnesiaError(
-            f"cannot load an encoder (masked LM) from {name_or_path}: {str(e).strip().splitlines()[0]}"
-        ) from None
-    if not is_encoder(model):
-        raise not_applicable("loading as an encoder", model, "it is not an encoder")
-    return model  # type: ignore[no-any-return]
 
 
 def names_encoder(name_or_path: str | Path, *, trust_remote_code: bool = False) -> bool:
