@@ -24,6 +24,7 @@ CONFIG = str(Path(__file__).resolve().parents[2] / "configs" / "two_phase_smoke.
         ("sets.english.tasks=[summarise]", "unknown task kinds"),
         ("evaluation.english=[mmlu]", "offline"),
         ("mitigation.freezing=[{name: X, strategy: random}]", "exactly one of top_k or pct"),
+        ("sets.similar.records=290", "314 distinct training verses per language, but"),
     ],
 )
 def test_bad_two_phase_configs_are_one_line(override: str, needle: str, capsys) -> None:  # type: ignore[no-untyped-def]

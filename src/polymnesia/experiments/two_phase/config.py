@@ -144,6 +144,7 @@ class TwoPhaseConfig(ExperimentConfig):
             keys.append(pair.key)
         if len(set(keys)) < len(keys):
             raise ValueError("a pair is listed twice")
+        self._fits_the_train_split()
         m = self.mitigation
         if m is not None:
             if m.pair >= len(self.pairs):
@@ -156,6 +157,27 @@ class TwoPhaseConfig(ExperimentConfig):
             if len(set(names)) < len(names) or not all(_NAME.match(n) for n in names):
                 raise ValueError(f"mitigation arm names must be unique identifiers: {names}")
         return self
+
+    def _fits_the_train_split(self) -> None:
+        """A Phase 2 set leaves out every verse of its Phase 1 sets, so together they need that
+        many distinct training verses; with ``data.max_train_per_lang`` set, say so before any
+        training instead of after pretraining."""
+        cap = self.data.max_train_per_lang
+        if cap is None:
+            return
+        for name in dict.fromkeys(p.phase2 for p in self.pairs):
+            s = self.sets[name]
+            if s.kind == "hf" or s.of is not None:
+                continue
+            phase1s = sorted({p.phase1 for p in self.pairs if p.phase2 == name} - {INSTRUCT})
+            need = s.records + sum(self.sets[x].records for x in phase1s)
+            if need > cap:
+                raise ValueError(
+                    f"set {name} ({s.records} records) leaves out the verses of "
+                    f"{', '.join(phase1s)} ({need - s.records}): {need} distinct training verses "
+                    f"per language, but data.max_train_per_lang is {cap}; raise it or ask for "
+                    "fewer records"
+                )
 
     def mixture_train(self) -> TrainConfig:
         """The mixture trains as many steps as the two phases together (the paper: the same
