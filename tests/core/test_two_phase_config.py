@@ -24,6 +24,10 @@ CONFIG = str(Path(__file__).resolve().parents[2] / "configs" / "two_phase_smoke.
         ("sets.english.tasks=[summarise]", "unknown task kinds"),
         ("evaluation.english=[mmlu]", "offline"),
         ("mitigation.freezing=[{name: X, strategy: random}]", "exactly one of top_k or pct"),
+        (
+            "mitigation.freezing=[{name: X, strategy: random, top_k: 9}]",
+            "top_k 9 is more layers than the model has (1 per weight type)",
+        ),
         ("sets.similar.records=290", "314 distinct training verses per language, but"),
     ],
 )

@@ -153,6 +153,14 @@ class TwoPhaseConfig(ExperimentConfig):
                 )
             if m.pool not in self.sets:
                 raise ValueError(f"mitigation.pool names {m.pool!r}, which is not a set")
+            if self.base.model.name_or_path is None:  # a preset: its depth is known now
+                layers = self.base.model.dims()["num_hidden_layers"]
+                for f in m.freezing:
+                    if f.top_k is not None and f.top_k > layers:
+                        raise ValueError(
+                            f"freezing arm {f.name}: top_k {f.top_k} is more layers than the model has "
+                            f"({layers} per weight type); accepted: 1..{layers} (or pct)"
+                        )
             names = [*(a.name for a in m.replay), *(f.name for f in m.freezing)]
             if len(set(names)) < len(names) or not all(_NAME.match(n) for n in names):
                 raise ValueError(f"mitigation arm names must be unique identifiers: {names}")
