@@ -150,9 +150,20 @@ def greedy_generate(
     return rt.gather(out, len(prompts))
 
 
+def answer_tails(tokenizer: Any, answers: Sequence[str]) -> list[list[int]]:
+    """Each candidate's token ids followed by the end-of-turn marker's (tokenized once per set
+    of answers, not once per prompt)."""
+    end = list(tokenizer(turn_end(tokenizer), add_special_tokens=False)["input_ids"])
+    return [list(tokenizer(a, add_special_tokens=False)["input_ids"]) + end for a in answers]
+
+
 @torch.inference_mode()
 def answer_logprobs(
-    model: torch.nn.Module, tokenizer: Any, prompt: str, answers: Sequence[str]
+    model: torch.nn.Module,
+    tokenizer: Any,
+    prompt: str,
+    answers: Sequence[str],
+    tails: list[list[int]] | None = None,
 ) -> list[float]:
     """Summed log p(answer + end-of-turn marker | prompt) for each candidate (``<|im_end|>`` in
     ChatML; :func:`polymnesia.tokenizers.chat.turn_end`).
@@ -163,8 +174,7 @@ def answer_logprobs(
     model.eval()
     device = next(model.parameters()).device
     head = _encode_prompt(tokenizer, prompt)
-    end = list(tokenizer(turn_end(tokenizer), add_special_tokens=False)["input_ids"])
-    tails = [list(tokenizer(a, add_special_tokens=False)["input_ids"]) + end for a in answers]
+    tails = tails or answer_tails(tokenizer, answers)
     first = model(input_ids=torch.tensor([head], device=device), use_cache=True)
     last = F.log_softmax(first.logits[0, -1].float(), -1)
     cache = first.past_key_values
@@ -196,7 +206,8 @@ def answer_logprobs_many(
 ) -> list[list[float]]:
     """:func:`answer_logprobs` of every prompt (rows in input order), sharded over processes."""
     rt = runtime or Runtime(device=next(model.parameters()).device)
-    mine = [answer_logprobs(model, tokenizer, p, answers) for p in rt.shard(prompts)]
+    tails = answer_tails(tokenizer, answers)
+    mine = [answer_logprobs(model, tokenizer, p, answers, tails) for p in rt.shard(prompts)]
     return rt.gather(mine, len(prompts))
 
 
