@@ -116,6 +116,15 @@ def test_aim_receives_the_metrics(tmp_path: Path) -> None:
     from aim import Repo
 
     _train(tmp_path, "aim")
+    from aim.sdk.index_manager import RepoIndexManager
+
     repo = Repo(str(tmp_path / "aim"))
-    names = {m.name for run in repo.iter_runs() for m in run.metrics()}
-    assert names >= LOGGED
+    (run_hash,) = repo.list_all_runs()
+    # a closed run joins the repository's index when `aim up` or the index manager reads it
+    RepoIndexManager.get_index_manager(repo).index(run_hash)
+    (run,) = Repo(str(tmp_path / "aim")).iter_runs()
+    metrics = {m.name: m for m in run.metrics()}
+    assert set(metrics) >= LOGGED
+    loss = metrics["loss"]
+    assert (loss.first_step(), loss.last_step(), len(loss.values.values_list())) == (1, 4, 4)
+    assert run["hparams"]["grad_clip"] == 1.0
