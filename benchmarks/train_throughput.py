@@ -2,10 +2,18 @@
 
 Same tiny Mistral (``tiny`` preset), same packed UDHR blocks, same global batch,
 AdamW with the same learning rate, warmup + cosine schedule, clipping at 1.0 and
-no evaluation or checkpointing inside the timed window. Each side runs twice,
-alternating, and its better run counts. Goal: ratio (polymnesia / Trainer) >= 1.0.
+no evaluation or checkpointing inside the timed window, same device and precision
+(CUDA when there is one). Each side runs twice, alternating, and its better run
+counts. The optimizer each side builds is printed: the Trainer's default is fused
+AdamW wherever torch has the kernel (CPU too); polymnesia's ``train.fused_adamw``
+default (null) fuses on CUDA only, ``--fused true`` fuses on the CPU as well.
+Goal: ratio (polymnesia / Trainer) >= 1.0 on CPU, >= 1.2 on GPU.
 
     python benchmarks/train_throughput.py [--steps 40] [--batch 16] [--block 128]
+        [--preset tiny] [--vocab 2000] [--precision no|bf16|fp16] [--fused null|true|false]
+
+Issue 13's GPU figure: ``--preset paper-400m --vocab 8000 --batch 16 --block 1024
+--precision bf16``.
 """
 
 from __future__ import annotations
@@ -18,28 +26,31 @@ import torch
 from _common import mfu_line, peak_flops, timed, tiny_model, udhr_blocks
 
 
-def run_polymnesia(blocks: torch.Tensor, vocab: int, steps: int, batch: int) -> float:
+def run_polymnesia(blocks: torch.Tensor, vocab: int, a: argparse.Namespace) -> float:
     from polymnesia.training.config import TrainConfig
     from polymnesia.training.data import PackedLMData
     from polymnesia.training.loop import train
 
+    fused = {"null": None, "true": True, "false": False}[a.fused]
     cfg = TrainConfig(
-        steps=steps,
-        batch_size=batch,
+        steps=a.steps,
+        batch_size=a.batch,
         block_size=blocks.shape[1],
         lr=1e-3,
         log_every=10**6,
         checkpoint_every=10**6,
         checkpoint_at_end=False,
         progress_bar=False,
+        mixed_precision=a.precision,
+        fused_adamw=fused,
     )
-    model = tiny_model(vocab)
+    model = tiny_model(vocab, a.preset)
     with tempfile.TemporaryDirectory() as d:
         seconds = timed(lambda: train(model, PackedLMData(blocks), cfg, Path(d), seed=0))
-    return steps * batch * blocks.shape[1] / seconds
+    return a.steps * a.batch * blocks.shape[1] / seconds
 
 
-def run_trainer(blocks: torch.Tensor, vocab: int, steps: int, batch: int) -> float:
+def run_trainer(blocks: torch.Tensor, vocab: int, a: argparse.Namespace) -> tuple[float, str]:
     from transformers import Trainer, TrainingArguments
 
     class Blocks(torch.utils.data.Dataset):
@@ -52,11 +63,11 @@ def run_trainer(blocks: torch.Tensor, vocab: int, steps: int, batch: int) -> flo
     with tempfile.TemporaryDirectory() as d:
         args = TrainingArguments(
             output_dir=d,
-            max_steps=steps,
-            per_device_train_batch_size=batch,
+            max_steps=a.steps,
+            per_device_train_batch_size=a.batch,
             learning_rate=1e-3,
             lr_scheduler_type="cosine",
-            warmup_steps=max(1, steps // 10),
+            warmup_steps=max(1, a.steps // 10),
             weight_decay=0.0,
             max_grad_norm=1.0,
             adam_beta1=0.9,
@@ -64,14 +75,16 @@ def run_trainer(blocks: torch.Tensor, vocab: int, steps: int, batch: int) -> flo
             logging_steps=10**6,
             save_strategy="no",
             report_to=[],
-            use_cpu=True,
+            use_cpu=not torch.cuda.is_available(),
+            bf16=a.precision == "bf16",
+            fp16=a.precision == "fp16",
             dataloader_num_workers=0,
             disable_tqdm=True,
             seed=0,
         )
-        trainer = Trainer(model=tiny_model(vocab), args=args, train_dataset=Blocks())
+        trainer = Trainer(model=tiny_model(vocab, a.preset), args=args, train_dataset=Blocks())
         seconds = timed(trainer.train)
-    return steps * batch * blocks.shape[1] / seconds
+    return a.steps * a.batch * blocks.shape[1] / seconds, str(args.optim.value)
 
 
 def main() -> None:
@@ -79,14 +92,25 @@ def main() -> None:
     ap.add_argument("--steps", type=int, default=40)
     ap.add_argument("--batch", type=int, default=16)
     ap.add_argument("--block", type=int, default=128)
+    ap.add_argument("--preset", default="tiny")
+    ap.add_argument("--vocab", type=int, default=2000)
+    ap.add_argument("--precision", default="no", choices=["no", "bf16", "fp16"])
+    ap.add_argument("--fused", default="null", choices=["null", "true", "false"])
     a = ap.parse_args()
-    tok, blocks = udhr_blocks(a.block)
-    ours, theirs = [], []
+    tok, blocks = udhr_blocks(a.block, a.vocab)
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    ours, theirs, optim = [], [], ""
     for _ in range(2):
-        ours.append(run_polymnesia(blocks, len(tok), a.steps, a.batch))
-        theirs.append(run_trainer(blocks, len(tok), a.steps, a.batch))
+        ours.append(run_polymnesia(blocks, len(tok), a))
+        tps, optim = run_trainer(blocks, len(tok), a)
+        theirs.append(tps)
+    fused = a.fused == "true" or (a.fused == "null" and device.type == "cuda")
     print(
-        f"torch threads: {torch.get_num_threads()}, steps {a.steps}, batch {a.batch} x {a.block} tokens"
+        f"{device.type}, torch threads: {torch.get_num_threads()}, preset {a.preset}, vocab "
+        f"{len(tok)}, steps {a.steps}, batch {a.batch} x {a.block} tokens, precision {a.precision}"
+    )
+    print(
+        f"optimizers: polymnesia AdamW fused={fused} (train.fused_adamw={a.fused}); Trainer {optim}"
     )
     print(
         f"polymnesia loop      : {max(ours):9.0f} tokens/s  (runs: {', '.join(f'{x:.0f}' for x in ours)})"
@@ -99,10 +123,10 @@ def main() -> None:
     )
     from polymnesia.training.flops import model_shape, train_flops_per_token
 
-    n, layers, width = model_shape(tiny_model(len(tok)))
+    n, layers, width = model_shape(tiny_model(len(tok), a.preset))
     per_token = train_flops_per_token(n, layers, width, a.block)
-    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    peak, what = peak_flops(device, torch.float32)
+    dtype = {"no": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}[a.precision]
+    peak, what = peak_flops(device, dtype)
     print(what)
     print(mfu_line("polymnesia loop     ", max(ours), per_token, peak))
     print(mfu_line("transformers Trainer", max(theirs), per_token, peak))

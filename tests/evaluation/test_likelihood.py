@@ -49,6 +49,14 @@ def test_length_batches_respect_token_budget_and_cover_all():
         assert len(b) <= 3 and len(b) * max(lengths[i] for i in b) <= 12 or len(b) == 1
 
 
+def test_length_batches_cut_where_padding_would_pass_its_share():
+    # sorted: 2, 2, 3, 10, 10, 11; 2+2+3 padded to 9 is 7 real (+29%): cut at 10% but not at 50%
+    lengths = [10, 2, 11, 2, 3, 10]
+    assert length_batches(lengths, 64, 10**6, max_padding=0.1) == [[1, 3], [4], [0, 5, 2]]
+    assert length_batches(lengths, 64, 10**6, max_padding=0.5) == [[1, 3, 4], [0, 5, 2]]
+    assert length_batches(lengths, 64, 10**6, max_padding=10.0) == [[1, 3, 4, 0, 5, 2]]
+
+
 def test_head_on_valid_positions_matches_full_logits():
     from polymnesia.evaluation.likelihood import _token_nll
     from polymnesia.testing import tiny_model

@@ -95,18 +95,29 @@ def _token_nll(model: torch.nn.Module, ids: torch.Tensor, mask: torch.Tensor) ->
     return flat.view(targets.shape) * valid
 
 
-def length_batches(lengths: Sequence[int], batch_size: int, max_tokens: int) -> list[list[int]]:
+def length_batches(
+    lengths: Sequence[int], batch_size: int, max_tokens: int, max_padding: float = 0.1
+) -> list[list[int]]:
     """Indices sorted by length, cut into batches of at most ``batch_size`` sequences and
-    ``max_tokens`` padded tokens (so memory for the [B, L, V] logits stays bounded)."""
+    ``max_tokens`` padded tokens (so memory for the [B, L, V] logits stays bounded), and cut
+    early where the next, longer sequence would make pads more than ``max_padding`` of the
+    batch's real tokens (pads cost as much compute as real tokens)."""
     order = sorted(range(len(lengths)), key=lambda i: lengths[i])
     batches: list[list[int]] = []
     current: list[int] = []
+    real = 0
     for i in order:
         width = max(lengths[i], lengths[current[-1]] if current else 0)
-        if current and (len(current) >= batch_size or (len(current) + 1) * width > max_tokens):
+        padded = (len(current) + 1) * width
+        if current and (
+            len(current) >= batch_size
+            or padded > max_tokens
+            or padded > (real + lengths[i]) * (1 + max_padding)
+        ):
             batches.append(current)
-            current = []
+            current, real = [], 0
         current.append(i)
+        real += lengths[i]
     if current:
         batches.append(current)
     return batches
