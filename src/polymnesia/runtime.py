@@ -99,6 +99,13 @@ class Runtime:
         moved.eval()
         return moved
 
+    def autocast(self) -> contextlib.AbstractContextManager[Any]:
+        """Autocast to this precision on this device (nothing for ``no``): inference in
+        bf16/fp16 for a model that must stay float32 in memory (one still to be saved)."""
+        if self.precision == "no":
+            return contextlib.nullcontext()
+        return torch.autocast(device_type=self.device.type, dtype=self.dtype)
+
     def shard(self, items: Sequence[T]) -> list[T]:
         """This process's items: ``items[rank::world]``."""
         return list(items)[self.rank :: self.world]

@@ -66,6 +66,8 @@ def test_two_processes_score_like_one(make_tok_model, tmp_path: Path) -> None:  
         for a, b in zip(one, two, strict=True):
             assert (a["lang"], a["metric"]) == (b["lang"], b["metric"])
             assert b["value"] == pytest.approx(a["value"], rel=1e-5, abs=1e-8), (stage, a["metric"])
+        if stage.startswith("task_"):  # every prediction, gathered in input order
+            assert [s["extra"] for s in one] == [s["extra"] for s in two], stage
         if stage == "translation":  # the gathered hypotheses are the same, in the same order
             assert [s["extra"]["sample_hyp"] for s in one] == [
                 s["extra"]["sample_hyp"] for s in two

@@ -115,9 +115,12 @@ def _stages(folders: Path) -> list[tuple[str, Any, Any, dict[str, Path], str]]:
         (
             "replay_data",
             ReplayData,
-            ReplayDataParams(replay=ReplayConfig(kind="generative", share=0.2, max_new_tokens=3)),
+            ReplayDataParams(
+                replay=ReplayConfig(kind="generative", share=0.2, max_new_tokens=3),
+                precision="bf16",
+            ),
             {"model": model, "records": folders / "records", "pool": folders / "records"},
-            "no",
+            "bf16",
         ),  # fmt: skip
         (
             "representation_drift",
@@ -126,18 +129,21 @@ def _stages(folders: Path) -> list[tuple[str, Any, Any, dict[str, Path], str]]:
                 drift=DriftConfig(prompts=3, include_embeddings=True),
                 reference_label="A",
                 labels=["B"],
+                precision="fp16",
             ),
             {"reference": model, "model_0": model, "data": data},
-            "no",
+            "fp16",
         ),  # fmt: skip
         (
             "dataset_similarity",
             DatasetSimilarity,
             DatasetSimilarityParams(
-                label="P", similarity=SimilarityConfig(embedder="hidden", samples=3)
+                label="P",
+                similarity=SimilarityConfig(embedder="hidden", samples=3),
+                precision="bf16",
             ),
             {"model": model, "a": folders / "records", "b": folders / "records"},
-            "no",
+            "bf16",
         ),  # fmt: skip
     ]
 

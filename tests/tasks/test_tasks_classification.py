@@ -75,6 +75,42 @@ def test_predict_matches_unbatched_logits(lm_folder, tiny_tok) -> None:  # type:
     assert got == want
 
 
+def test_predict_scores_its_shard_under_the_runtime_precision(lm_folder) -> None:  # type: ignore[no-untyped-def]
+    from dataclasses import dataclass
+
+    from polymnesia.runtime import Runtime
+
+    @dataclass(frozen=True)
+    class SecondOfTwo(Runtime):
+        """Rank 1 of 2: gathers its own predictions only (the other rank's slots stay None)."""
+
+        def gather(self, local, n):  # type: ignore[no-untyped-def]
+            out = [None] * n
+            out[self.rank :: self.world] = local
+            return out
+
+    model, tok = load_classifier(lm_folder, num_labels=3)
+    texts = ["the earth", "God created the heavens", "void", "and the deep", "light"]
+    ex = build_sequence_examples([record(i, "en", t, i % 3) for i, t in enumerate(texts)], tok, 32)
+    seen: list[tuple[int, bool, bool]] = []
+
+    def hook(module, args, kwargs):  # type: ignore[no-untyped-def]
+        ids = kwargs.get("input_ids", args[0] if args else None)
+        seen.append(
+            (ids.shape[0], torch.is_autocast_enabled("cpu"), torch.is_inference_mode_enabled())
+        )
+
+    model.register_forward_pre_hook(hook, with_kwargs=True)
+    alone = predict(model, ex, batch_size=8)
+    seen.clear()
+    rt = SecondOfTwo(device=torch.device("cpu"), rank=1, world=2, precision="bf16")
+    half = predict(model, ex, batch_size=8, runtime=rt)
+    assert seen == [(2, True, True)]  # examples 1 and 3, in one autocast batch
+    assert half[0::2] == [None, None, None]
+    assert len(half) == 5 and all(isinstance(p, int) for p in half[1::2])
+    assert predict(model, ex, batch_size=8) == alone  # float32 again outside the runtime
+
+
 def test_evaluate_by_language_equals_per_language_accuracy(lm_folder) -> None:  # type: ignore[no-untyped-def]
     model, tok = load_classifier(lm_folder, num_labels=2)
     en = build_sequence_examples(

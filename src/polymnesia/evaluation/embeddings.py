@@ -19,6 +19,7 @@ from polymnesia.errors import PolymnesiaError
 from polymnesia.evaluation.inference import load_for_inference
 from polymnesia.layers.stream import iter_pairs, tensor_index
 from polymnesia.metrics.similarity import DES_SAMPLES, Embedder, des, sample_texts
+from polymnesia.runtime import Precision
 
 
 @torch.inference_mode()
@@ -68,9 +69,14 @@ def layer_mean_states(
     return np.concatenate(out, axis=1)
 
 
-def folder_layer_states(folder: str | Path, texts: Sequence[str], **kw: Any) -> np.ndarray:
-    """:func:`layer_mean_states` for a polymnesia model folder (weights + tokenizer)."""
-    model, tokenizer, _ = load_for_inference(Path(folder), stage="representation_drift")
+def folder_layer_states(
+    folder: str | Path, texts: Sequence[str], *, precision: Precision = "no", **kw: Any
+) -> np.ndarray:
+    """:func:`layer_mean_states` for a polymnesia model folder (weights + tokenizer), the
+    model placed by the runtime in ``precision``."""
+    model, tokenizer, _ = load_for_inference(
+        Path(folder), stage="representation_drift", precision=precision
+    )
     return layer_mean_states(model, tokenizer, texts, **kw)
 
 
@@ -120,9 +126,12 @@ class HiddenStateEmbedder:
         layer: int = -1,
         max_length: int = 128,
         batch_size: int = 16,
+        precision: Precision = "no",
     ) -> None:
         if folder is not None:
-            model, tokenizer, _ = load_for_inference(Path(folder), stage="dataset_similarity")
+            model, tokenizer, _ = load_for_inference(
+                Path(folder), stage="dataset_similarity", precision=precision
+            )
         if model is None or tokenizer is None:
             raise PolymnesiaError(
                 "HiddenStateEmbedder needs a model folder or a model and tokenizer"

@@ -25,6 +25,7 @@ from sklearn.manifold import TSNE
 from polymnesia.config.base import StrictModel
 from polymnesia.data.prepared import read_texts
 from polymnesia.errors import ConfigError
+from polymnesia.evaluation.config import InferencePrecision, precision_field
 from polymnesia.evaluation.embeddings import folder_layer_states
 from polymnesia.io import atomic_write_bytes, atomic_write_json
 from polymnesia.metrics.drift import covariance_drift, layerwise_covariance_drift, mean_activations
@@ -47,6 +48,7 @@ class DriftParams(StrictModel):
     drift: DriftConfig = Field(default_factory=DriftConfig)
     reference_label: str = Field(description="the reference model's name (Phase 1)")
     labels: list[str] = Field(min_length=1, description="names of model_0, model_1, ...")
+    precision: InferencePrecision = precision_field()
     seed: int = 0
 
 
@@ -86,6 +88,7 @@ class RepresentationDrift(Stage):
                     texts,
                     max_length=d.max_length,
                     include_embeddings=d.include_embeddings,
+                    precision=p.precision,
                 )
             )
             for name, f in folders.items()

@@ -27,7 +27,14 @@ from polymnesia.harness.run import results_to_scores, run_lm_eval
 from polymnesia.harness.tasks import check_tasks, expand, hub_offline
 from polymnesia.pipeline.stage import STAGES, Stage, StageContext
 from polymnesia.results import Score
-from polymnesia.runtime import current
+from polymnesia.runtime import Precision, current
+
+_HARNESS_DTYPE = {"no": "auto", "bf16": "bfloat16", "fp16": "float16"}
+
+
+def harness_dtype(precision: Precision) -> str:
+    """lm-eval's ``dtype`` for an inference precision (``no``: the weights' own, float32)."""
+    return _HARNESS_DTYPE[precision]
 
 
 class EvaluateHarnessParams(StrictModel):

@@ -37,6 +37,7 @@ from pydantic import Field
 from polymnesia.config.base import StrictModel
 from polymnesia.data.prepared import read_split, read_texts
 from polymnesia.errors import ConfigError, DataError
+from polymnesia.evaluation.config import InferencePrecision, precision_field
 from polymnesia.evaluation.inference import place_for_inference
 from polymnesia.evaluation.likelihood import lm_items
 from polymnesia.gradients import get_combiner
@@ -46,6 +47,7 @@ from polymnesia.models import load_model
 from polymnesia.models.io import save_model_and_tokenizer
 from polymnesia.pipeline.stage import STAGES, Stage, StageContext
 from polymnesia.results import Score
+from polymnesia.runtime import current
 from polymnesia.tasks import TaskConfig, load_classifier
 from polymnesia.tasks.kinds import (
     build_examples,
@@ -80,6 +82,7 @@ class FinetuneEvalConfig(StrictModel):
     )
     forgetting_max_length: int = Field(128, gt=1)
     forgetting_languages: list[str] | None = Field(None, description="default: every data language")
+    precision: InferencePrecision = precision_field()
 
 
 class FinetuneParams(StrictModel):
@@ -223,9 +226,13 @@ class FinetuneTask(Stage):
             )[0]
             for lang in roles
         }
+        # every process scores its shard of the test examples (the stage is distributed); the
+        # trained model stays float32 in memory (it is saved next), so bf16/fp16 is autocast
+        rt = current(p.evaluation.precision, sharded=True)
         got = evaluate_task(
-            model, ex, p.task, batch_size=p.evaluation.batch_size, tag_names=self.tag_names
-        )
+            model, ex, p.task, batch_size=p.evaluation.batch_size, tag_names=self.tag_names,
+            runtime=rt,
+        )  # fmt: skip
         out, sets = [], []
         for lang, (r, values) in got.items():
             items = ItemSet(
@@ -258,7 +265,9 @@ class FinetuneTask(Stage):
         lm: Any = load_model(ctx.input("model") / "model")
         body = getattr(model, model.base_model_prefix)
         getattr(lm, str(lm.base_model_prefix)).load_state_dict(body.state_dict())
-        lm, rt = place_for_inference(lm, stage="finetune_task", sharded=True)
+        lm, rt = place_for_inference(
+            lm, stage="finetune_task", precision=p.evaluation.precision, sharded=True
+        )
         out, sets = [], []
         for lang in p.forgetting_languages:
             texts = read_texts(ctx.input("data"), lang, "test", p.evaluation.forgetting_texts)

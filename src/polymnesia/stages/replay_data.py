@@ -23,6 +23,7 @@ from pydantic import Field
 
 from polymnesia.config.base import StrictModel
 from polymnesia.errors import DataError
+from polymnesia.evaluation.config import PRECISION_HELP, InferencePrecision
 from polymnesia.evaluation.inference import load_for_inference
 from polymnesia.io import atomic_write_text, read_jsonl, write_jsonl_atomic
 from polymnesia.methods.replay import generative_replay, mix_replay, replay_size
@@ -43,6 +44,9 @@ class ReplayConfig(StrictModel):
 
 class ReplayDataParams(StrictModel):
     replay: ReplayConfig
+    precision: InferencePrecision = Field(
+        "no", description="generative replay's precision: " + PRECISION_HELP
+    )
     seed: int = 0
 
 
@@ -63,7 +67,9 @@ class ReplayData(Stage):
             # answer the pool's first records, a margin more than needed (empty answers are
             # dropped); the pool is in its builder's seeded order
             n = min(len(pool), max(k + 8, int(k * 1.5)))
-            model, tok, _ = load_for_inference(ctx.input("model") / "model", stage="replay_data")
+            model, tok, _ = load_for_inference(
+                ctx.input("model") / "model", stage="replay_data", precision=p.precision
+            )
             pool = generative_replay(
                 model,
                 tok,

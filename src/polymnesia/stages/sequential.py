@@ -31,6 +31,7 @@ from polymnesia.config.base import StrictModel
 from polymnesia.continual.config import Hyper
 from polymnesia.continual.examples import load_examples, num_labels, slot_tags
 from polymnesia.continual.methods import arm_label, get_method
+from polymnesia.evaluation.config import InferencePrecision, precision_field
 from polymnesia.evaluation.inference import place_for_inference
 from polymnesia.io import atomic_dir, atomic_write_json
 from polymnesia.items import ITEMS_FILE, BootstrapConfig, ItemSet, score_with_items, write_items
@@ -74,6 +75,7 @@ class StepParams(StrictModel):
     train_per_lang: int | None = None
     eval_per_lang: int | None = None
     eval_batch_size: int = 64
+    eval_precision: InferencePrecision = precision_field()
     bootstrap: BootstrapConfig = Field(default_factory=BootstrapConfig)
     seed: int = 0
 
@@ -265,11 +267,12 @@ class SequentialStep(Stage):
             info.update(summary)
             _save(ctx, p, model, tok)
         test = _examples(ctx, p, tok, p.languages, "test", p.eval_per_lang)
-        model, _ = place_for_inference(model, stage="sequential_step")
+        # the trained model is saved above, so it may be cast for scoring
+        model, rt = place_for_inference(model, stage="sequential_step", precision=p.eval_precision)
         t0 = time.time()
         results = evaluate_items_by_language(
             model, test, kind=p.task.kind, metric=p.task.metric, batch_size=p.eval_batch_size,
-            tag_names=_tags(ctx, p),
+            tag_names=_tags(ctx, p), runtime=rt,
         )  # fmt: skip
         row = {lang: r.value for lang, r in results.items()}
         info.update(

@@ -15,6 +15,7 @@ from typing import Literal
 from pydantic import Field
 
 from polymnesia.config.base import StrictModel
+from polymnesia.evaluation.config import PRECISION_HELP, InferencePrecision
 from polymnesia.evaluation.embeddings import (
     HiddenStateEmbedder,
     UseEmbedder,
@@ -44,6 +45,9 @@ class SimilarityConfig(StrictModel):
 class DatasetSimilarityParams(StrictModel):
     label: str = Field(description="the pair's name in tables (Phase 1 -> Phase 2 dataset)")
     similarity: SimilarityConfig = Field(default_factory=SimilarityConfig)
+    precision: InferencePrecision = Field(
+        "no", description="the hidden-state embedder's precision: " + PRECISION_HELP
+    )
     seed: int = 0
 
 
@@ -64,7 +68,7 @@ class DatasetSimilarity(Stage):
         embedder = (
             UseEmbedder()
             if c.embedder == "use"
-            else HiddenStateEmbedder(ctx.input("model") / "model")
+            else HiddenStateEmbedder(ctx.input("model") / "model", precision=p.precision)
         )
         a, b = _texts(ctx.input("a"), c.field), _texts(ctx.input("b"), c.field)
         value = dataset_similarity(a, b, embedder, n=c.samples, seed=p.seed)

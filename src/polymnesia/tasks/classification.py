@@ -20,6 +20,7 @@ import torch
 from polymnesia.errors import DataError, PolymnesiaError
 from polymnesia.metrics.classification import accuracy, bio_spans, macro_f1, span_f1
 from polymnesia.models.anatomy import split_body_head
+from polymnesia.runtime import Runtime
 from polymnesia.tokenizers.bpe import load_tokenizer
 
 Kind = Literal["sequence", "token", "span"]
@@ -184,14 +185,33 @@ def init_head(model: torch.nn.Module, seed: int) -> None:
             p.zero_()
 
 
-@torch.no_grad()
 def predict(
-    model: torch.nn.Module, examples: list[dict[str, Any]], batch_size: int = 64
+    model: torch.nn.Module,
+    examples: list[dict[str, Any]],
+    batch_size: int = 64,
+    runtime: Runtime | None = None,
 ) -> list[int] | list[list[int]]:
     """Predicted labels in input order: an int per sequence example, or for token
-    examples a list with one label per scored position (``labels != -100``)."""
+    examples a list with one label per scored position (``labels != -100``).
+
+    ``runtime`` (default: one process on the model's device, float32): each process
+    predicts its shard of the examples, under autocast to the runtime's precision,
+    and the predictions are gathered back in input order, so 1 and N processes
+    give the same labels.
+    """
     if not examples:
         return []
+    rt = runtime or Runtime(device=next(model.parameters()).device)
+    mine = rt.shard(examples)
+    with rt.autocast():
+        local = _predict_local(model, mine, batch_size) if mine else []
+    return rt.gather(local, len(examples))
+
+
+@torch.inference_mode()
+def _predict_local(
+    model: torch.nn.Module, examples: list[dict[str, Any]], batch_size: int
+) -> list[Any]:
     pad_raw: Any = getattr(model.config, "pad_token_id", None)
     pad = 0 if pad_raw is None else int(pad_raw)
     device = next(model.parameters()).device
@@ -241,6 +261,7 @@ def evaluate_by_language(
     metric: str = "accuracy",
     batch_size: int = 64,
     tag_names: Sequence[str] | None = None,
+    runtime: Runtime | None = None,
 ) -> dict[str, float]:
     """``metric`` per language, predicting every language's examples in one batched pass.
 
@@ -256,6 +277,7 @@ def evaluate_by_language(
         metric=metric,
         batch_size=batch_size,
         tag_names=tag_names,
+        runtime=runtime,
     )
     return {lang: r.value for lang, r in results.items()}
 
@@ -268,8 +290,10 @@ def evaluate_items_by_language(
     metric: str = "accuracy",
     batch_size: int = 64,
     tag_names: Sequence[str] | None = None,
+    runtime: Runtime | None = None,
 ) -> dict[str, LanguageResult]:
-    """:func:`evaluate_by_language` with the per-example columns each score comes from."""
+    """:func:`evaluate_by_language` with the per-example columns each score comes from
+    (predictions sharded over ``runtime``'s processes, see :func:`predict`)."""
 
     accepted = {"sequence": ("accuracy", "macro_f1"), "token": ("accuracy", "span_f1")}
     if metric not in accepted.get(kind, ()):
@@ -278,7 +302,7 @@ def evaluate_items_by_language(
         )
     langs = [lang for lang, ex in examples_by_lang.items() if ex]
     flat = [e for lang in langs for e in examples_by_lang[lang]]
-    preds = predict(model, flat, batch_size)
+    preds = predict(model, flat, batch_size, runtime)
     config: Any = model.config
     n_labels = int(config.num_labels)
     names = _tag_names(model, tag_names) if kind == "token" else []

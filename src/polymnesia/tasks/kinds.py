@@ -14,6 +14,7 @@ from typing import Any
 import torch
 
 from polymnesia.errors import DataError
+from polymnesia.runtime import Runtime
 from polymnesia.tasks.classification import (
     ClassificationData,
     LanguageResult,
@@ -78,6 +79,7 @@ def evaluate_task(
     *,
     batch_size: int = 64,
     tag_names: list[str] | None = None,
+    runtime: Runtime | None = None,
 ) -> dict[str, tuple[LanguageResult, dict[str, float]]]:
     """Per language: the task metric with its per-item columns, and every metric's value.
 
@@ -88,14 +90,14 @@ def evaluate_task(
     if task.kind != "span":
         got = evaluate_items_by_language(
             model, examples_by_lang, kind=task.kind, metric=task.metric,
-            batch_size=batch_size, tag_names=tag_names,
+            batch_size=batch_size, tag_names=tag_names, runtime=runtime,
         )  # fmt: skip
         return {lang: (r, {task.metric: r.value}) for lang, r in got.items()}
     out = {}
     for lang, examples in examples_by_lang.items():
         if not examples:
             continue
-        preds = predict_answers(model, examples, batch_size, task.max_answer_tokens)
+        preds = predict_answers(model, examples, batch_size, task.max_answer_tokens, runtime)
         cols = score_answers(preds, examples)
         values = {m: sum(v) / len(v) for m, v in cols.items()}
         ids = [e["id"] for e in examples]

@@ -34,6 +34,7 @@ import torch
 
 from polymnesia.errors import DataError, PolymnesiaError
 from polymnesia.metrics.qa import question_scores
+from polymnesia.runtime import Runtime
 
 
 def _answers(record: dict[str, Any]) -> tuple[list[str], list[int]]:
@@ -182,10 +183,26 @@ def predict_answers(
     examples: list[dict[str, Any]],
     batch_size: int = 64,
     max_answer_tokens: int = 64,
+    runtime: Runtime | None = None,
 ) -> list[str]:
-    """The predicted answer text of every example, in input order."""
+    """The predicted answer text of every example, in input order (sharded over
+    ``runtime``'s processes and gathered, as :func:`polymnesia.tasks.classification.predict`)."""
     if not examples:
         return []
+    rt = runtime or Runtime(device=next(model.parameters()).device)
+    mine = rt.shard(examples)
+    with rt.autocast():
+        local = _answers_local(model, mine, batch_size, max_answer_tokens) if mine else []
+    return rt.gather(local, len(examples))
+
+
+@torch.inference_mode()
+def _answers_local(
+    model: torch.nn.Module,
+    examples: list[dict[str, Any]],
+    batch_size: int,
+    max_answer_tokens: int,
+) -> list[str]:
     pad_raw: Any = getattr(model.config, "pad_token_id", None)
     pad = 0 if pad_raw is None else int(pad_raw)
     device = next(model.parameters()).device
@@ -204,7 +221,9 @@ def predict_answers(
         allowed = torch.zeros_like(batch["attention_mask"], dtype=torch.bool)
         for row, r in enumerate(rows):
             allowed[row, r["ctx_start"] : len(r["input_ids"])] = True
-        spans = best_spans(got.start_logits.cpu(), got.end_logits.cpu(), allowed, max_answer_tokens)
+        spans = best_spans(
+            got.start_logits.float().cpu(), got.end_logits.float().cpu(), allowed, max_answer_tokens
+        )
         for (s, e), i in zip(spans, idx, strict=True):
             out[i] = span_text(examples[i], s, e)
     model.train(was_training)

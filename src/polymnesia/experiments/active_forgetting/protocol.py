@@ -40,7 +40,7 @@ from polymnesia.experiments.shared import (
 )
 from polymnesia.pipeline.stage import StageSpec
 from polymnesia.stages.adapt_vocabulary import AdaptVocabularyParams
-from polymnesia.stages.evaluate_harness import EvaluateHarnessParams
+from polymnesia.stages.evaluate_harness import EvaluateHarnessParams, harness_dtype
 from polymnesia.stages.evaluate_isotropy import EvaluateIsotropyParams
 from polymnesia.stages.evaluate_translation import EvaluateTranslationParams
 from polymnesia.stages.evaluate_zero_shot import EvaluateZeroShotParams
@@ -102,6 +102,7 @@ def _harness_stage(
         docs_per_task=h.docs_per_task,
         max_gen_toks=h.max_gen_toks,
         offline=h.offline,
+        dtype=harness_dtype(cfg.evaluate.precision),
         seed=cfg.seed,
     )
     return StageSpec(

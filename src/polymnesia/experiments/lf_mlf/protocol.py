@@ -45,6 +45,7 @@ def base_lm_stage(cfg: LFMLFConfig) -> StageSpec:
         max_texts_per_lang=e.forgetting_texts,
         batch_size=e.batch_size,
         max_length=e.forgetting_max_length,
+        precision=e.precision,  # the same as the fine-tuned models' F_p
     )
     langs = {lang: "forgetting" for lang in cfg.forgetting_languages()}
     return evaluate_lm_stage("base_lm", "base", PRETRAIN, langs, evaluate)

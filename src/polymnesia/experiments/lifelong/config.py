@@ -17,6 +17,7 @@ from polymnesia.continual.config import Hyper, OrderConfig, task_language, task_
 from polymnesia.continual.methods import get_method
 from polymnesia.continual.orders import validate_order
 from polymnesia.errors import ConfigError
+from polymnesia.evaluation.config import PRECISION_HELP, InferencePrecision
 from polymnesia.experiments.base import ExperimentConfig
 from polymnesia.experiments.sections import BaseModelSection, DataConfig, rename_key
 from polymnesia.items import BootstrapConfig
@@ -86,6 +87,9 @@ class LifelongConfig(ExperimentConfig):
         None, gt=0, description="validation/test examples per language (cap)"
     )
     eval_batch_size: int = Field(64, gt=0)
+    eval_precision: InferencePrecision = Field(
+        "no", description="precision of the R rows' scoring: " + PRECISION_HELP
+    )
     hops: int = Field(9, ge=0, description="largest hop of MFT/MBT (paper: 9)")
     bootstrap: BootstrapConfig = Field(
         default_factory=BootstrapConfig,

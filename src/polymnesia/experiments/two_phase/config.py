@@ -9,6 +9,7 @@ from typing import Literal
 from pydantic import Field, field_validator, model_validator
 
 from polymnesia.config.base import StrictModel
+from polymnesia.evaluation.config import PRECISION_HELP, InferencePrecision
 from polymnesia.experiments.base import ExperimentConfig
 from polymnesia.experiments.sections import BaseModelSection, DataConfig, TrainConfig
 from polymnesia.harness.tasks import check_tasks, hub_offline
@@ -87,6 +88,11 @@ class HarnessEval(StrictModel):
     num_fewshot: int | None = Field(0, ge=0, description="the paper evaluates zero-shot")
     batch_size: int = Field(8, gt=0)
     max_gen_toks: int | None = Field(48, gt=0, description="cap on generated tokens")
+    precision: InferencePrecision = Field(
+        "no",
+        description="every model-running evaluation stage (harness, drift, hidden-state DES) "
+        "and generative replay: " + PRECISION_HELP,
+    )
 
     @model_validator(mode="after")
     def _tasks(self) -> HarnessEval:

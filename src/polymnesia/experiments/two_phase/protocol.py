@@ -35,7 +35,7 @@ from polymnesia.experiments.two_phase.roles import (
 )
 from polymnesia.pipeline.stage import StageSpec
 from polymnesia.stages.drift import DriftParams
-from polymnesia.stages.evaluate_harness import EvaluateHarnessParams
+from polymnesia.stages.evaluate_harness import EvaluateHarnessParams, harness_dtype
 from polymnesia.stages.import_model import ImportModelParams
 from polymnesia.stages.instruct import InstructConfig, InstructParams
 from polymnesia.stages.instruction_data import InstructionDataParams
@@ -116,7 +116,7 @@ def _mitigation_stages(cfg: TwoPhaseConfig) -> list[StageSpec]:
     specs: list[StageSpec] = []
     for arm in m.replay:
         replay = ReplayConfig(**arm.model_dump(exclude={"name"}))
-        params = ReplayDataParams(replay=replay, seed=cfg.seed)
+        params = ReplayDataParams(replay=replay, precision=cfg.evaluation.precision, seed=cfg.seed)
         inputs = {"records": p2, "pool": set_stage(m.pool), "model": p1}
         specs.append(StageSpec(f"replay_{arm.name}", "replay_data", params, inputs))
         specs.append(_tune(cfg, f"mit_{arm.name}", p1, [f"replay_{arm.name}"], cfg.phase2))
@@ -152,6 +152,7 @@ def _evaluation_stages(cfg: TwoPhaseConfig) -> list[StageSpec]:
             batch_size=e.batch_size,
             docs_per_task=e.docs_per_task,
             max_gen_toks=e.max_gen_toks,
+            dtype=harness_dtype(e.precision),
             seed=cfg.seed,
         )
         specs.append(
@@ -165,7 +166,12 @@ def _analysis_stages(cfg: TwoPhaseConfig) -> list[StageSpec]:
     for pair in cfg.pairs:
         label = f"{pair.phase1} -> {pair.phase2}"
         if pair.phase1 != INSTRUCT:
-            des = DatasetSimilarityParams(label=label, similarity=cfg.similarity, seed=cfg.seed)
+            des = DatasetSimilarityParams(
+                label=label,
+                similarity=cfg.similarity,
+                precision=cfg.evaluation.precision,
+                seed=cfg.seed,
+            )
             ab = {"a": set_stage(pair.phase1), "b": set_stage(pair.phase2)}
             specs.append(StageSpec(f"des_{pair.key}", "dataset_similarity", des, ab))
         mpd = ModelDistanceParams(label=f"{pair.phase2} vs {pair.phase1}")
@@ -180,7 +186,11 @@ def _analysis_stages(cfg: TwoPhaseConfig) -> list[StageSpec]:
             models.update({f"model_{i + 2}": f"mit_{a}" for i, a in enumerate(arms)})
             labels += arms
         drift = DriftParams(
-            drift=cfg.drift, reference_label=f"P1 {pair.phase1}", labels=labels, seed=cfg.seed
+            drift=cfg.drift,
+            reference_label=f"P1 {pair.phase1}",
+            labels=labels,
+            precision=cfg.evaluation.precision,
+            seed=cfg.seed,
         )
         inputs = {"data": DATA, "reference": p1_stage(pair.phase1), **models}
         specs.append(StageSpec(f"drift_{pair.key}", "representation_drift", drift, inputs))
