@@ -116,36 +116,32 @@ def _above_uniform(
     return out
 
 
-def sweep_claims(
+def sweep_and_branch_claims(
     cfg: LFMLFConfig, task: TaskSection, scores: Sequence[Score], items: Sequence[ItemSet]
 ) -> list[Claim]:
-    if not cfg.sweep or "sweep" not in cfg.parts:
-        return []
-    settings = [
-        (f"top{k}", f"with the top {k} sources, LF-MLF has better zero-shot {task.metric} than Uniform-MLF")
-        for k in sorted(cfg.sweep.counts)
-    ]  # fmt: skip
-    return _above_uniform(task, scores, items, settings, "Figure 3")
-
-
-def branch_claims(
-    cfg: LFMLFConfig, task: TaskSection, scores: Sequence[Score], items: Sequence[ItemSet]
-) -> list[Claim]:
-    if not cfg.branches or "branches" not in cfg.parts:
-        return []
-    settings = [
-        (f"branch_{name}", f"fine-tuned on {name}, LF-MLF transfers better to the other branches than Uniform-MLF")
-        for name in cfg.branches.groups
-    ]  # fmt: skip
-    return _above_uniform(task, scores, items, settings, "Figures 5a and 6a")
+    """LF-MLF above Uniform-MLF zero-shot at each number of sources (Figure 3), then from each
+    branch (Figures 5a and 6a), for the parts this run has."""
+    m, out = task.metric, []
+    if cfg.sweep and "sweep" in cfg.parts:
+        settings = [
+            (f"top{k}", f"with the top {k} sources, LF-MLF has better zero-shot {m} than Uniform-MLF")
+            for k in sorted(cfg.sweep.counts)
+        ]  # fmt: skip
+        out += _above_uniform(task, scores, items, settings, "Figure 3")
+    if cfg.branches and "branches" in cfg.parts:
+        settings = [
+            (f"branch_{name}", f"fine-tuned on {name}, LF-MLF transfers better to the other branches than Uniform-MLF")
+            for name in cfg.branches.groups
+        ]  # fmt: skip
+        out += _above_uniform(task, scores, items, settings, "Figures 5a and 6a")
+    return out
 
 
 def all_claims(cfg: LFMLFConfig, scores: Sequence[Score], items: Sequence[ItemSet]) -> list[Claim]:
     out: list[Claim] = []
     for task in cfg.task_list():
         out += zero_shot_claims(cfg, task, scores, items)
-        out += sweep_claims(cfg, task, scores, items)
-        out += branch_claims(cfg, task, scores, items)
+        out += sweep_and_branch_claims(cfg, task, scores, items)
     return out + forgetting_claims(cfg, scores, items)
 
 
