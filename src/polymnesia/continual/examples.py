@@ -57,11 +57,21 @@ def load_examples(
         pivot,
         slots,
     )
-    if key not in _MEMO:
-        _MEMO[key] = _load(
-            data_dir, lang, split, task, tokenizer, cap=cap, seed=seed, pivot=pivot, slots=slots
+    if key in _MEMO:
+        return _MEMO[key]
+    records = spread(read_split(data_dir, lang, split), cap)
+    if task.kind == "sequence":
+        examples = build_sequence_examples(records, tokenizer, task.max_length)
+    else:
+        tagged = _tagged(records, data_dir, split, seed=seed, pivot=pivot, slots=slots)
+        examples = build_token_examples(tagged, tokenizer, task.max_length)
+    if not examples:
+        raise DataError(
+            f"language '{lang}' has no labelled {split} examples for task '{task.name}' "
+            f"(prepared records: {len(records)}); remove it or use a source that labels it"
         )
-    return _MEMO[key]
+    _MEMO[key] = examples
+    return examples
 
 
 _MEMO: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
@@ -71,36 +81,22 @@ def _tok_key(tokenizer: Any) -> str:
     return f"{getattr(tokenizer, 'name_or_path', '')}:{len(tokenizer)}"
 
 
-def _load(
+def _tagged(
+    records: list[dict[str, Any]],
     data_dir: Path,
-    lang: str,
     split: str,
-    task: TaskConfig,
-    tokenizer: Any,
     *,
-    cap: int | None,
     seed: int,
     pivot: str | None,
-    slots: tuple[str, tuple[str, ...]] | None = None,
+    slots: tuple[str, tuple[str, ...]] | None,
 ) -> list[dict[str, Any]]:
-    records = spread(read_split(data_dir, lang, split), cap)
-    if task.kind == "sequence":
-        examples = build_sequence_examples(records, tokenizer, task.max_length)
-    elif slots is not None:
+    """Token-task records with tags: from the slot annotations, else language-ID against ``pivot``."""
+    if slots is not None:
         field, inventory = slots
-        tagged = slot_records(records, field, list(inventory))
-        examples = build_token_examples(tagged, tokenizer, task.max_length)
-    else:
-        if pivot is None:
-            raise DataError("a token task needs task_pivot: the language mixed into every example")
-        tagged = language_id_tagging(records, read_split(data_dir, pivot, split), seed)
-        examples = build_token_examples(tagged, tokenizer, task.max_length)
-    if not examples:
-        raise DataError(
-            f"language '{lang}' has no labelled {split} examples for task '{task.name}' "
-            f"(prepared records: {len(records)}); remove it or use a source that labels it"
-        )
-    return examples
+        return slot_records(records, field, list(inventory))
+    if pivot is None:
+        raise DataError("a token task needs task_pivot: the language mixed into every example")
+    return language_id_tagging(records, read_split(data_dir, pivot, split), seed)
 
 
 def spread(records: list[dict[str, Any]], cap: int | None) -> list[dict[str, Any]]:

@@ -185,7 +185,16 @@ def _aligned(
     return aligned, order
 
 
+def _with_card(name: str, recs: list[TwoPhaseRecord], title: str, split: str) -> InstructionSet:
+    """The set ``name`` of ``recs`` with its data card (titled ``title``, from ``split``)."""
+    s = InstructionSet(name, recs)
+    s.card = data_card(s, title, split)
+    return s
+
+
 def _build(
+    name: str,
+    title: str,
     data_dir: Path,
     plan: Sequence[tuple[str, str, str | None]],  # (kind, lang, target lang for translate)
     n: int,
@@ -193,8 +202,8 @@ def _build(
     split: str,
     exclude: Collection[str],
     seed: int,
-) -> list[TwoPhaseRecord]:
-    """``n`` records cycling through ``plan``; each verse used once."""
+) -> InstructionSet:
+    """Set ``name`` (card titled ``title``): ``n`` records cycling through ``plan``; each verse used once."""
     if n <= 0:
         raise DataError(f"an instruction set needs a positive size, got {n}")
     langs = sorted({x for k, lang, tgt in plan for x in (lang, tgt) if x})
@@ -212,7 +221,7 @@ def _build(
             f"only {len(out)} of {n} instruction records could be built from the {split} split "
             f"({len(order)} aligned verses); ask for fewer or prepare more verses"
         )
-    return out
+    return _with_card(name, out, title, split)
 
 
 def phase1_english(
@@ -226,12 +235,11 @@ def phase1_english(
 ) -> InstructionSet:
     """Phase 1: ``n`` English records, the ``kinds`` in turn (see the module docstring)."""
     _check_kinds(kinds, PHASE1_KINDS, "phase 1")
-    recs = _build(
-        data_dir, [(k, "en", None) for k in kinds], n, split=split, exclude=exclude, seed=seed
-    )
-    s = InstructionSet("phase1_english", recs)
-    s.card = data_card(s, "Phase 1 (English)", split)
-    return s
+    plan = [(k, "en", None) for k in kinds]
+    return _build(
+        "phase1_english", "Phase 1 (English)",
+        data_dir, plan, n, split=split, exclude=exclude, seed=seed,
+    )  # fmt: skip
 
 
 def phase2_similar(
@@ -253,10 +261,10 @@ def phase2_similar(
             + ", ".join(x for x in INSTRUCTION_LANGUAGES if x != "en")
         )
     plan = [(k, lang, None) for k in kinds for lang in languages]
-    recs = _build(data_dir, plan, n, split=split, exclude=exclude, seed=seed)
-    s = InstructionSet("phase2_similar", recs)
-    s.card = data_card(s, "Phase 2, similar (Phase 1's kinds in other languages)", split)
-    return s
+    return _build(
+        "phase2_similar", "Phase 2, similar (Phase 1's kinds in other languages)",
+        data_dir, plan, n, split=split, exclude=exclude, seed=seed,
+    )  # fmt: skip
 
 
 def phase2_dissimilar(
@@ -279,10 +287,10 @@ def phase2_dissimilar(
         )
     nxt = {x: langs[(i + 1) % len(langs)] for i, x in enumerate(langs)}
     plan = [(k, x, nxt[x] if k == "translate" else None) for k in kinds for x in langs]
-    recs = _build(data_dir, plan, n, split=split, exclude=exclude, seed=seed)
-    s = InstructionSet("phase2_dissimilar", recs)
-    s.card = data_card(s, "Phase 2, dissimilar (other task types in other languages)", split)
-    return s
+    return _build(
+        "phase2_dissimilar", "Phase 2, dissimilar (other task types in other languages)",
+        data_dir, plan, n, split=split, exclude=exclude, seed=seed,
+    )  # fmt: skip
 
 
 def english_counterpart(
@@ -308,9 +316,9 @@ def english_counterpart(
             rec = make_record(r.kind, "en", en[r.verse_id])
         if rec is not None:
             out.append(rec)
-    s = InstructionSet(f"{phase2.name}_english", out)
-    s.card = data_card(s, f"English counterpart of {phase2.name} (replay pool)", split)
-    return s
+    return _with_card(
+        f"{phase2.name}_english", out, f"English counterpart of {phase2.name} (replay pool)", split
+    )
 
 
 def verse_overlap(a: InstructionSet, b: InstructionSet) -> set[str]:

@@ -22,7 +22,7 @@ import re
 import string
 import unicodedata
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from polymnesia.errors import PolymnesiaError
 from polymnesia.metrics.base import register_metric
@@ -57,7 +57,7 @@ def f1_one(prediction: str, gold: str) -> float:
     return 2 * precision * recall / (precision + recall)
 
 
-def _best(fn, prediction: str, golds: Sequence[str]) -> float:  # type: ignore[no-untyped-def]
+def _best(fn: Callable[[str, str], float], prediction: str, golds: Sequence[str]) -> float:
     if not golds:
         raise PolymnesiaError("a question needs at least one gold answer")
     return max(fn(prediction, g) for g in golds)
@@ -68,11 +68,17 @@ def question_scores(prediction: str, golds: Sequence[str]) -> tuple[float, float
     return _best(exact_match_one, prediction, golds), _best(f1_one, prediction, golds)
 
 
-def _check(predictions: Sequence[str], golds: Sequence[Sequence[str]]) -> None:
+def _corpus_mean(
+    fn: Callable[[str, str], float],
+    predictions: Sequence[str],
+    golds: Sequence[Sequence[str]],
+) -> float:
+    """Mean over questions of ``fn``'s best value against each question's gold answers."""
     if len(predictions) != len(golds) or not predictions:
         raise PolymnesiaError(
             f"need one prediction per question, got {len(predictions)} predictions for {len(golds)} questions"
         )
+    return sum(_best(fn, p, g) for p, g in zip(predictions, golds, strict=True)) / len(predictions)
 
 
 @register_metric(
@@ -82,10 +88,7 @@ def _check(predictions: Sequence[str], golds: Sequence[Sequence[str]]) -> None:
 )
 def exact_match(predictions: Sequence[str], golds: Sequence[Sequence[str]]) -> float:
     """Mean over questions of the best exact match against each question's gold answers."""
-    _check(predictions, golds)
-    return sum(_best(exact_match_one, p, g) for p, g in zip(predictions, golds, strict=True)) / len(
-        predictions
-    )
+    return _corpus_mean(exact_match_one, predictions, golds)
 
 
 @register_metric(
@@ -95,7 +98,4 @@ def exact_match(predictions: Sequence[str], golds: Sequence[Sequence[str]]) -> f
 )
 def squad_f1(predictions: Sequence[str], golds: Sequence[Sequence[str]]) -> float:
     """Mean over questions of the best token F1 against each question's gold answers."""
-    _check(predictions, golds)
-    return sum(_best(f1_one, p, g) for p, g in zip(predictions, golds, strict=True)) / len(
-        predictions
-    )
+    return _corpus_mean(f1_one, predictions, golds)

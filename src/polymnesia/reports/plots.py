@@ -33,6 +33,7 @@ from polymnesia.errors import ConfigError, DataError
 from polymnesia.io import atomic_write_bytes
 from polymnesia.reports.cells import language_cell
 from polymnesia.reports.table_core import Estimate
+from polymnesia.reports.tables import language_order
 from polymnesia.results import Score, filter_scores, group_scores, mean, ordered, unique
 
 DPI = 120
@@ -47,17 +48,12 @@ def save_figure(fig: Figure, path: str | os.PathLike[str]) -> Path:
     return Path(path)
 
 
+def _colour(i: int) -> str:
+    return GROUP_COLORS[i % len(GROUP_COLORS)]
+
+
 def _width(n_items: float, per_item: float = 0.32, lo: float = 6.0, hi: float = 26.0) -> float:
     return float(min(hi, max(lo, 1.5 + per_item * n_items)))
-
-
-def _lang_order(
-    scores: Sequence[Score], groups: Mapping[str, Sequence[str]]
-) -> list[tuple[str, str]]:
-    scored = set(unique(scores, "lang"))
-    out = [(lang, g) for g, langs in groups.items() for lang in langs if lang in scored]
-    seen = {lang for lang, _ in out}
-    return out + [(lang, "other") for lang in unique(scores, "lang") if lang not in seen]
 
 
 def bar_by_language(
@@ -84,16 +80,13 @@ def bar_by_language(
         chosen = filter_scores(chosen, model=[model] if isinstance(model, str) else list(model))
     if not chosen:
         raise DataError(f"bar_by_language: no scores for metric '{metric}' and model {model!r}")
-    langs = _lang_order(chosen, groups)
+    langs = language_order(chosen, groups, ungrouped="other")
     models = ordered(unique(chosen, "model"), model_order)
     values = {
         k: mean([s.value for s in g]) for k, g in group_scores(chosen, "model", "lang").items()
     }
     errors = _error_bars(chosen)
-    colour = {
-        g: GROUP_COLORS[i % len(GROUP_COLORS)]
-        for i, g in enumerate(dict.fromkeys(g for _, g in langs))
-    }
+    colour = {g: _colour(i) for i, g in enumerate(dict.fromkeys(g for _, g in langs))}
     fig = Figure(figsize=(_width(len(langs) * max(1, len(models) * 0.6)), 4.2))
     ax = fig.add_subplot()
     x = np.arange(len(langs))
@@ -106,7 +99,7 @@ def bar_by_language(
         if len(models) == 1:
             ax.bar(x, ys, width, color=[colour[g] for _, g in langs], **bars)
         else:
-            color = GROUP_COLORS[i % len(GROUP_COLORS)]
+            color = _colour(i)
             ax.bar(x + offset, ys, width, label=m, color=color, **bars)
     _language_axis(ax, langs, colour, grouped=len(models) > 1)
     ax.set_ylabel(ylabel or metric)
@@ -190,9 +183,7 @@ def line_plot(
             raise DataError(
                 f"line_plot: series '{label}' has {len(xs)} x values but {len(ys)} y values"
             )
-        ax.plot(
-            list(xs), list(ys), marker="o", label=label, color=GROUP_COLORS[i % len(GROUP_COLORS)]
-        )
+        ax.plot(list(xs), list(ys), marker="o", label=label, color=_colour(i))
     if logx:
         ax.set_xscale("log")
     if xticklabels is not None:
@@ -200,12 +191,7 @@ def line_plot(
         ax.set_xticks(first_xs)
         ax.set_xticklabels(list(xticklabels), rotation=45 if len(first_xs) > 8 else 0, fontsize=8)
         ax.minorticks_off()
-    ax.set_xlabel(xlabel)
-    ax.set_ylabel(ylabel)
-    ax.set_title(title)
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
-    return save_figure(fig, path)
+    return _finish_series(fig, ax, path, xlabel, ylabel, title)
 
 
 def scatter_plot(
@@ -225,10 +211,17 @@ def scatter_plot(
     for i, (label, (xs, ys)) in enumerate(series.items()):
         if len(xs) != len(ys) or len(xs) == 0:
             raise DataError(f"scatter_plot: series '{label}' needs as many x as y values (>= 1)")
-        ax.scatter(list(xs), list(ys), label=label, color=GROUP_COLORS[i % len(GROUP_COLORS)], s=36)
+        ax.scatter(list(xs), list(ys), label=label, color=_colour(i), s=36)
     if zero_lines:
         ax.axhline(0, color="0.6", lw=0.8)
         ax.axvline(0, color="0.6", lw=0.8)
+    return _finish_series(fig, ax, path, xlabel, ylabel, title)
+
+
+def _finish_series(
+    fig: Figure, ax: Any, path: str | os.PathLike[str], xlabel: str, ylabel: str, title: str
+) -> Path:
+    """Axis labels, title, grid and series legend of a line or scatter plot, then the PNG."""
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     ax.set_title(title)

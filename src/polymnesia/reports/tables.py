@@ -264,7 +264,7 @@ def language_table(
             *_describe_row(lang, group, describe),
             *(language_cell(cells[k].get(lang, []), level) for k in keys),
         ]
-        for lang, group in _language_order(chosen, groups)
+        for lang, group in language_order(chosen, groups)
     ]
     note = uncertainty_note([c for r in rows for c in r[4:]], level) or _no_interval_note(chosen)
     return Table(
@@ -280,13 +280,15 @@ def _in_size(scores: Sequence[Score], size: str | None) -> list[Score]:
     return [s for s in scores if size_label(s) == size]
 
 
-def _language_order(
-    scores: Sequence[Score], groups: Mapping[str, Sequence[str]]
+def language_order(
+    scores: Sequence[Score], groups: Mapping[str, Sequence[str]], ungrouped: str = "-"
 ) -> list[tuple[str, str]]:
+    """``(lang, group)`` of every scored language: group by group in ``groups``' order, then
+    the scored languages no group lists, in first-seen order, under ``ungrouped``."""
     scored = set(unique(scores, "lang"))
     out = [(lang, g) for g, langs in groups.items() for lang in langs if lang in scored]
     seen = {lang for lang, _ in out}
-    return out + [(lang, "-") for lang in unique(scores, "lang") if lang not in seen]
+    return out + [(lang, ungrouped) for lang in unique(scores, "lang") if lang not in seen]
 
 
 def _describe_row(

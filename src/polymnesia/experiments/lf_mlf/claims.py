@@ -96,39 +96,44 @@ def forgetting_claims(
     return out
 
 
-def sweep_claims(
-    cfg: LFMLFConfig, task: TaskSection, scores: Sequence[Score], items: Sequence[ItemSet]
+def _above_uniform(
+    task: TaskSection,
+    scores: Sequence[Score],
+    items: Sequence[ItemSet],
+    settings: Sequence[tuple[str, str]],
+    source: str,
 ) -> list[Claim]:
-    if not cfg.sweep or "sweep" not in cfg.parts:
-        return []
+    """LF-MLF above Uniform-MLF zero-shot on ``task`` in each ``(setting, statement)``."""
     out, metric = [], task.metric
-    for k in sorted(cfg.sweep.counts):
+    for setting, statement in settings:
         c = _claim(
-            f"{task.name}: with the top {k} sources, LF-MLF has better zero-shot {metric} than Uniform-MLF",
-            +1, scores, items, metric, REFERENCE, "Uniform-MLF", f"{SOURCE}, Figure 3",
-            f"{metric}(LF-MLF) − {metric}(Uniform-MLF)",
-            group="target", setting=f"top{k}", task=task.name,
+            f"{task.name}: {statement}", +1, scores, items, metric, REFERENCE, "Uniform-MLF",
+            f"{SOURCE}, {source}", f"{metric}(LF-MLF) − {metric}(Uniform-MLF)",
+            group="target", setting=setting, task=task.name,
         )  # fmt: skip
         if c:
             out.append(c)
     return out
 
 
-def branch_claims(
+def sweep_and_branch_claims(
     cfg: LFMLFConfig, task: TaskSection, scores: Sequence[Score], items: Sequence[ItemSet]
 ) -> list[Claim]:
-    if not cfg.branches or "branches" not in cfg.parts:
-        return []
-    out, metric = [], task.metric
-    for name in cfg.branches.groups:
-        c = _claim(
-            f"{task.name}: fine-tuned on {name}, LF-MLF transfers better to the other branches than Uniform-MLF",
-            +1, scores, items, metric, REFERENCE, "Uniform-MLF", f"{SOURCE}, Figures 5a and 6a",
-            f"{metric}(LF-MLF) − {metric}(Uniform-MLF)",
-            group="target", setting=f"branch_{name}", task=task.name,
-        )  # fmt: skip
-        if c:
-            out.append(c)
+    """LF-MLF above Uniform-MLF zero-shot at each number of sources (Figure 3), then from each
+    branch (Figures 5a and 6a), for the parts this run has."""
+    m, out = task.metric, []
+    if cfg.sweep and "sweep" in cfg.parts:
+        settings = [
+            (f"top{k}", f"with the top {k} sources, LF-MLF has better zero-shot {m} than Uniform-MLF")
+            for k in sorted(cfg.sweep.counts)
+        ]  # fmt: skip
+        out += _above_uniform(task, scores, items, settings, "Figure 3")
+    if cfg.branches and "branches" in cfg.parts:
+        settings = [
+            (f"branch_{name}", f"fine-tuned on {name}, LF-MLF transfers better to the other branches than Uniform-MLF")
+            for name in cfg.branches.groups
+        ]  # fmt: skip
+        out += _above_uniform(task, scores, items, settings, "Figures 5a and 6a")
     return out
 
 
@@ -136,8 +141,7 @@ def all_claims(cfg: LFMLFConfig, scores: Sequence[Score], items: Sequence[ItemSe
     out: list[Claim] = []
     for task in cfg.task_list():
         out += zero_shot_claims(cfg, task, scores, items)
-        out += sweep_claims(cfg, task, scores, items)
-        out += branch_claims(cfg, task, scores, items)
+        out += sweep_and_branch_claims(cfg, task, scores, items)
     return out + forgetting_claims(cfg, scores, items)
 
 

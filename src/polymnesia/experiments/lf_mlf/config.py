@@ -19,6 +19,7 @@ from pydantic import (
     ConfigDict,
     Field,
     ValidationError,
+    ValidationInfo,
     create_model,
     field_validator,
     model_validator,
@@ -66,6 +67,11 @@ def _unique(values: list[Any], key: str, what: str = "value") -> list[Any]:
     return values
 
 
+def _languages(codes: list[str], key: str) -> list[str]:
+    """Non-empty, each listed once, then known codes in normal form, each once."""
+    return unique_languages(_unique(codes, key), key)
+
+
 def check_methods(methods: list[str], key: str) -> list[str]:
     """Known combiners, each once, at least one."""
     for m in methods:
@@ -110,7 +116,7 @@ class SweepSection(StrictModel):
     @field_validator("ranking")
     @classmethod
     def _ranking(cls, v: list[str]) -> list[str]:
-        return unique_languages(_unique(v, "sweep.ranking"), "sweep.ranking")
+        return _languages(v, "sweep.ranking")
 
     @field_validator("methods")
     @classmethod
@@ -147,7 +153,7 @@ class BranchSection(StrictModel):
         for name, langs in v.items():
             if not name.strip() or "/" in name:
                 raise ValueError(f"branch name {name!r} must be a non-empty name without '/'")
-            unique_languages(_unique(langs, f"branches.groups.{name}"), f"branches.groups.{name}")
+            _languages(langs, f"branches.groups.{name}")
             for lang in langs:
                 if lang in seen:
                     raise ValueError(
@@ -179,9 +185,7 @@ class TaskSection(TaskConfig):
     @field_validator("sources", "targets")
     @classmethod
     def _codes(cls, v: list[str] | None) -> list[str] | None:
-        return (
-            None if v is None else unique_languages(_unique(v, "task languages"), "task languages")
-        )
+        return None if v is None else _languages(v, "task languages")
 
     def base(self) -> TaskConfig:
         """The plain task a stage takes (without data and languages)."""
@@ -219,15 +223,10 @@ class LFMLFConfig(ExperimentConfig):
         default_factory=lambda: list(ALL_PARTS), description="which parts to run"
     )
 
-    @field_validator("sources")
+    @field_validator("sources", "targets")
     @classmethod
-    def _sources(cls, v: list[str]) -> list[str]:
-        return unique_languages(_unique(v, "sources"), "sources")
-
-    @field_validator("targets")
-    @classmethod
-    def _targets(cls, v: list[str] | None) -> list[str] | None:
-        return None if v is None else unique_languages(_unique(v, "targets"), "targets")
+    def _codes(cls, v: list[str] | None, info: ValidationInfo) -> list[str] | None:
+        return None if v is None else _languages(v, info.field_name or "languages")
 
     @field_validator("methods")
     @classmethod

@@ -34,6 +34,7 @@ from polymnesia.reports.cd_diagram import plot_cd_diagram
 from polymnesia.reports.claims import baseline_table, claims_table
 from polymnesia.reports.plots import heatmap, line_plot
 from polymnesia.reports.render import Report
+from polymnesia.reports.table_core import Table
 from polymnesia.reports.tables import seed_table, write_table
 from polymnesia.results import Score, filter_scores, read_scores
 
@@ -69,6 +70,12 @@ def _suffix(cfg: LFMLFConfig, task: TaskSection) -> str:
     return f"_{task.name}" if len(cfg.task_list()) > 1 else ""
 
 
+def _show(rep: Report, run_dir: Path, table: Table) -> None:
+    """Write ``table`` to ``results/`` (CSV and Markdown) and add it to the report."""
+    write_table(run_dir / "results", table)
+    rep.table(table)
+
+
 def zero_shot_table(
     rep: Report, run_dir: Path, cfg: LFMLFConfig, task: TaskSection, scores: list[Score]
 ) -> None:
@@ -91,8 +98,7 @@ def zero_shot_table(
         caption="Paper 003 Tables 1-3 layout.",
         legend=LEGEND,
     )
-    write_table(run_dir / "results", table)
-    rep.table(table)
+    _show(rep, run_dir, table)
 
 
 def finetune_table(
@@ -120,8 +126,7 @@ def finetune_table(
         caption="Paper 003 Tables 4-6; SLF: each column from the model fine-tuned on that language alone.",
         legend=LEGEND,
     )
-    write_table(run_dir / "results", table)
-    rep.table(table)
+    _show(rep, run_dir, table)
 
 
 def baselines(
@@ -137,8 +142,7 @@ def baselines(
     if not rows:
         return
     table = baseline_table(rows, name=f"baselines{_suffix(cfg, task)}")
-    write_table(run_dir / "results", table)
-    rep.table(table)
+    _show(rep, run_dir, table)
     ratios = [iv.estimate / base.majority(metric) for _, _, metric, iv, base in rows]
     rep.paragraph(
         f"Learned-above-chance check (issue 10): score >= 2x the majority-class baseline with an "
@@ -188,8 +192,7 @@ def forgetting_table(rep: Report, run_dir: Path, cfg: LFMLFConfig, scores: list[
         title="Forgetting F_p = L_p(θ_f) − L_p(θ_p) (causal-LM loss, nats/token, mean over languages; lower is better)",
         caption="Held-out test text of every data language, fine-tuned body with the pretrained LM head.",
     )
-    write_table(run_dir / "results", table)
-    rep.table(table)
+    _show(rep, run_dir, table)
 
 
 def friedman_records(cfg: LFMLFConfig, scores: list[Score]) -> list[tuple[str, str, str, float]]:
