@@ -8,6 +8,7 @@ better run counts. Both print model FLOPs utilisation against a measured
 matmul peak. Goal: evaluation >= 3x training.
 
     python benchmarks/eval_throughput.py [--steps 30] [--batch 16] [--precision no|bf16|fp16]
+        [--preset tiny] [--vocab 2000]
 """
 
 from __future__ import annotations
@@ -37,9 +38,11 @@ def main() -> None:
     ap.add_argument("--steps", type=int, default=30)
     ap.add_argument("--batch", type=int, default=16)
     ap.add_argument("--precision", default="no", choices=["no", "bf16", "fp16"])
+    ap.add_argument("--preset", default="tiny")
+    ap.add_argument("--vocab", type=int, default=2000)
     a = ap.parse_args()
-    tok, blocks = udhr_blocks(128)
-    model = tiny_model(len(tok))
+    tok, blocks = udhr_blocks(128, a.vocab)
+    model = tiny_model(len(tok), a.preset)
     cfg = TrainConfig(
         steps=a.steps,
         batch_size=a.batch,
@@ -66,7 +69,8 @@ def main() -> None:
     train_tps = a.steps * a.batch * 128 / min(t_train)
     eval_tps = (stats.tokens + len(texts)) / min(t_eval)  # scored tokens + BOS positions
     print(
-        f"torch threads: {torch.get_num_threads()}; {len(texts)} texts, {stats.tokens} scored tokens"
+        f"{rt.device.type}, torch threads: {torch.get_num_threads()}, preset {a.preset}, "
+        f"precision {a.precision}; {len(texts)} texts, {stats.tokens} scored tokens"
     )
     print(f"training   : {train_tps:9.0f} tokens/s")
     print(f"evaluation : {eval_tps:9.0f} tokens/s")
