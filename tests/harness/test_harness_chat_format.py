@@ -16,9 +16,10 @@ from polymnesia.data.sources.bible import BIBLE_GENRES
 from polymnesia.errors import PolymnesiaError
 from polymnesia.evaluation.generation import chat_prompt
 from polymnesia.harness.docs import halves, write_task_data
-from polymnesia.harness.tasks import TASK_DIR, model_task_yamls
+from polymnesia.harness.tasks import CHATML_STOP, TASK_DIR, model_task_yamls
 from polymnesia.io import read_jsonl
 from polymnesia.tokenizers.chat import SYSTEM_PROMPT, render_chatml, sft_messages
+from polymnesia.tokenizers.special import IM_END
 
 TASKS = ["poly_genre_en", "poly_continue_mc_fr", "poly_continue_gen_en", "poly_ifeval_en"]
 TEXTS = [verse(lang, i) for lang in ("en", "fr") for i in range(60)] + testing.corpus(("en",))
@@ -117,6 +118,12 @@ def test_template_documents_and_stop_marker(name: str, prep: Path, tmp_path: Pat
     assert lm_eval_config(folder / "poly_ifeval_en.yaml")["generation_kwargs"]["until"] == [end]
     genre = lm_eval_config(folder / "poly_genre_en.yaml")
     assert genre == lm_eval_config(TASK_DIR / "poly_genre_en.yaml")  # choices carry the marker
+
+
+def test_shipped_tasks_stop_at_chatml_end() -> None:
+    assert CHATML_STOP == IM_END
+    config = lm_eval_config(TASK_DIR / "poly_continue_gen_fr.yaml")
+    assert config["generation_kwargs"]["until"] == [IM_END]
 
 
 def test_model_task_yamls_expand_tags_and_quote_markers() -> None:
