@@ -17,8 +17,9 @@ import pytest
 from smoke import SMOKE
 
 from polymnesia.cli.main import main
+from polymnesia.io import read_jsonl
 from polymnesia.results import read_scores
-from polymnesia.testing import corpus, save_tiny, tiny_bpe, tiny_sentencepiece
+from polymnesia.testing import corpus, save_tiny, tiny_bpe, tiny_sentencepiece, tiny_tiktoken_bpe
 
 pytestmark = pytest.mark.integration
 CONFIGS = Path(__file__).resolve().parents[2] / "configs"
@@ -143,3 +144,27 @@ def test_lifelong_on_an_encoder(encoder, isolated_cache, tmp_path) -> None:  # t
     plan = (run / "run.json").read_text()
     assert "import_model" in plan and "train_tokenizer" not in plan
     assert (run / "report.md").is_file()
+
+
+def test_two_phase_in_a_models_own_chat_template(isolated_cache, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """A Llama with the Llama-3 chat template, used as it is (``base.pretrain: false``, as an
+    off-the-shelf instruct model): instruction-tuned in its template and evaluated in it, the
+    offline harness tasks included (their prompts, answer tails and stop marker)."""
+    tok = tiny_tiktoken_bpe(corpus(("en", "fr", "de")), 600)
+    d = str(save_tiny(tmp_path / "llama3", "llama", tok, **SIZE))
+    keys, extra = PROTOCOLS["two_phase_smoke"]
+    run = tmp_path / "run"
+    args = [f"{keys}.model.name_or_path={d}", f"{keys}.tokenizer.name_or_path={d}", *extra]
+    args += [f"{keys}.pretrain=false", "evaluation.english=[poly_genre_en,poly_continue_gen_en]"]
+    assert main(["run", str(CONFIGS / "two_phase_smoke.yaml"), *args, "--run-dir", str(run)]) == 0
+    scores = _finite_scores(run)
+    assert {s.task for s in scores} >= {"poly_genre_en", "poly_continue_gen_en", "poly_genre_fr"}
+    evals = sorted((run / "stages").glob("eval_*/task_data"))
+    assert evals
+    for data in evals:
+        for doc in read_jsonl(data / "poly_genre_en.test.jsonl"):
+            assert doc["prompt"].startswith("<|begin_of_text|><|start_header_id|>system")
+            assert all(c.endswith("<|eot_id|>") for c in doc["choices"])
+        samples = data.parent / "lm_eval" / "samples_poly_continue_gen_en.jsonl"
+        for s in read_jsonl(samples):
+            assert "<|eot_id|>" in s["arguments"][0][1]["until"]

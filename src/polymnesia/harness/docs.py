@@ -7,9 +7,16 @@ a folder; lm-eval reads them through the tasks' ``custom_dataset``
 (``polymnesia_data``). Test documents come from the *test* split, few-shot
 examples from *validation*, so no document was trained on.
 
-Every prompt is the ChatML prompt polymnesia's instruction tuning uses
-(:func:`polymnesia.evaluation.generation.chat_prompt`); answers end with
-``<|im_end|>`` as the tuned models do. The same verse ids are used in every
+Every prompt is in the chat format of the evaluated model (:class:`ChatFormat`):
+the prompt its instruction tuning and polymnesia's other evaluation stages
+use (:func:`polymnesia.evaluation.generation.chat_prompt` with its
+tokenizer: its own chat template, or ChatML for a tokenizer without one, as
+every model polymnesia builds); answers end with that format's end-of-turn
+marker (:func:`polymnesia.tokenizers.chat.turn_end`: ``<|im_end|>`` in
+ChatML), as the tuned model writes them. Without a tokenizer the documents
+are ChatML. Next to the documents go the tasks' YAML for that format
+(generation stops at the marker; :func:`polymnesia.harness.tasks.model_task_yamls`),
+so the folder is lm-eval's include path. The same verse ids are used in every
 language of a family (the ids valid in all of them), so scores compare
 languages on translations of the same verses.
 """
@@ -18,6 +25,8 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -27,9 +36,9 @@ from polymnesia.errors import DataError
 from polymnesia.evaluation.generation import chat_prompt, sample_aligned
 from polymnesia.harness.ifeval import KINDS, item_passes, verifiable_item
 from polymnesia.harness.punkt import ensure_punkt
-from polymnesia.harness.tasks import HARNESS_TASKS, expand
+from polymnesia.harness.tasks import HARNESS_TASKS, expand, model_task_yamls
 from polymnesia.io import atomic_write_text, read_jsonl
-from polymnesia.tokenizers.bpe import IM_END
+from polymnesia.tokenizers.chat import turn_end
 
 N_CHOICES = 4
 Doc = dict[str, Any]
@@ -48,11 +57,25 @@ def halves(text: str) -> tuple[str, str] | None:
     return None
 
 
-def _prompt(instruction: str, input: str) -> str:
-    return chat_prompt(instruction, input)
+@dataclass(frozen=True)
+class ChatFormat:
+    """How a model is asked and how its answers end: its tokenizer's chat format (None: ChatML)."""
+
+    tokenizer: Any = None
+
+    def prompt(self, instruction: str, input: str) -> str:
+        """System, user and the assistant's generation prompt (``chat_prompt``)."""
+        return chat_prompt(instruction, input, self.tokenizer)
+
+    @cached_property
+    def end(self) -> str:
+        """The end-of-turn marker after an answer (``<|im_end|>`` in ChatML)."""
+        return turn_end(self.tokenizer)
 
 
-def genre_doc(rec: Mapping[str, Any], i: int, pool: Sequence[Mapping[str, Any]]) -> Doc | None:
+def genre_doc(
+    rec: Mapping[str, Any], i: int, pool: Sequence[Mapping[str, Any]], fmt: ChatFormat
+) -> Doc | None:
     genre = (rec.get("meta") or {}).get("genre")
     if genre not in BIBLE_GENRES:
         raise DataError(
@@ -60,14 +83,14 @@ def genre_doc(rec: Mapping[str, Any], i: int, pool: Sequence[Mapping[str, Any]])
         )
     return {
         "id": rec["id"],
-        "prompt": _prompt(genre_instruction(BIBLE_GENRES), rec["text"]),
-        "choices": [genre_name(g) + IM_END for g in BIBLE_GENRES],
+        "prompt": fmt.prompt(genre_instruction(BIBLE_GENRES), rec["text"]),
+        "choices": [genre_name(g) + fmt.end for g in BIBLE_GENRES],
         "gold": BIBLE_GENRES.index(genre),
     }
 
 
 def continue_mc_doc(
-    rec: Mapping[str, Any], i: int, pool: Sequence[Mapping[str, Any]]
+    rec: Mapping[str, Any], i: int, pool: Sequence[Mapping[str, Any]], fmt: ChatFormat
 ) -> Doc | None:
     """Second half among 4: 3 distractor halves from other verses of the pool (seeded by ``i``)."""
 
@@ -86,22 +109,24 @@ def continue_mc_doc(
     rng.shuffle(choices)
     return {
         "id": rec["id"],
-        "prompt": _prompt(CONTINUE_INSTRUCTION, h[0]),
-        "choices": [c + IM_END for c in choices],
+        "prompt": fmt.prompt(CONTINUE_INSTRUCTION, h[0]),
+        "choices": [c + fmt.end for c in choices],
         "gold": choices.index(h[1]),
     }
 
 
 def continue_gen_doc(
-    rec: Mapping[str, Any], i: int, pool: Sequence[Mapping[str, Any]]
+    rec: Mapping[str, Any], i: int, pool: Sequence[Mapping[str, Any]], fmt: ChatFormat
 ) -> Doc | None:
     h = halves(rec["text"])
     if h is None:
         return None
-    return {"id": rec["id"], "prompt": _prompt(CONTINUE_INSTRUCTION, h[0]), "target": h[1]}
+    return {"id": rec["id"], "prompt": fmt.prompt(CONTINUE_INSTRUCTION, h[0]), "target": h[1]}
 
 
-def ifeval_doc(rec: Mapping[str, Any], i: int, pool: Sequence[Mapping[str, Any]]) -> Doc | None:
+def ifeval_doc(
+    rec: Mapping[str, Any], i: int, pool: Sequence[Mapping[str, Any]], fmt: ChatFormat
+) -> Doc | None:
     """Instruction kind ``KINDS[i % 5]`` about the verse; None when its own answer fails the check."""
 
     kind = KINDS[i % len(KINDS)]
@@ -114,14 +139,15 @@ def ifeval_doc(rec: Mapping[str, Any], i: int, pool: Sequence[Mapping[str, Any]]
     return {
         "id": rec["id"],
         "key": i,
-        "prompt": _prompt(item.instruction, item.input),
+        "prompt": fmt.prompt(item.instruction, item.input),
         "target": item.output,
         "instruction_id_list": item.instruction_id_list,
         "kwargs": item.kwargs,
     }
 
 
-BUILDERS: dict[str, Callable[[Mapping[str, Any], int, Sequence[Mapping[str, Any]]], Doc | None]] = {
+Builder = Callable[[Mapping[str, Any], int, Sequence[Mapping[str, Any]], ChatFormat], Doc | None]
+BUILDERS: dict[str, Builder] = {
     "poly_genre": genre_doc,
     "poly_continue_mc": continue_mc_doc,
     "poly_continue_gen": continue_gen_doc,
@@ -130,11 +156,18 @@ BUILDERS: dict[str, Callable[[Mapping[str, Any], int, Sequence[Mapping[str, Any]
 
 
 def family_docs(
-    data_dir: Path, family: str, langs: Sequence[str], split: str, n: int, seed: int
+    data_dir: Path,
+    family: str,
+    langs: Sequence[str],
+    split: str,
+    n: int,
+    seed: int,
+    fmt: ChatFormat | None = None,
 ) -> dict[str, list[Doc]]:
-    """Up to ``n`` documents per language, on the same verse ids in every language of ``langs``."""
+    """Up to ``n`` documents per language, on the same verse ids in every language of ``langs``,
+    in the chat format ``fmt`` (None: ChatML)."""
 
-    build = BUILDERS[family]
+    build, fmt = BUILDERS[family], fmt or ChatFormat()
     aligned = sample_aligned(data_dir, list(langs), split, None)
     count = len(aligned[langs[0]])
     order = list(range(count))
@@ -143,7 +176,7 @@ def family_docs(
     for k in order:
         if len(out[langs[0]]) >= n:
             break
-        docs = {lang: build(aligned[lang][k], len(out[lang]), aligned[lang]) for lang in langs}
+        docs = {lang: build(aligned[lang][k], len(out[lang]), aligned[lang], fmt) for lang in langs}
         if all(d is not None for d in docs.values()):
             for lang, d in docs.items():
                 out[lang].append(d)  # type: ignore[arg-type]
@@ -164,9 +197,12 @@ def write_task_data(
     n: int = 100,
     n_fewshot: int = 8,
     seed: int = 0,
+    tokenizer: Any = None,
 ) -> dict[str, int]:
-    """Write ``out_dir/TASK.{test,validation}.jsonl`` for shipped ``tasks``; return test counts."""
+    """Write ``out_dir/TASK.{test,validation}.jsonl`` and ``out_dir/TASK.yaml`` for shipped
+    ``tasks`` in the chat format of ``tokenizer`` (None: ChatML); return test counts."""
 
+    fmt = ChatFormat(tokenizer)
     names = expand(tasks)
     by_family: dict[str, list[str]] = {}
     for name in names:
@@ -175,13 +211,15 @@ def write_task_data(
     counts: dict[str, int] = {}
     for family, langs in by_family.items():
         for split, k in (("test", n), ("validation", n_fewshot)):
-            docs = family_docs(prepared_dir, family, langs, split, k, seed)
+            docs = family_docs(prepared_dir, family, langs, split, k, seed, fmt)
             for lang, items in docs.items():
                 if split == "test" and not items:
                     raise DataError(f"no usable {split} verse for task {family}_{lang}")
                 _write_jsonl(out_dir / f"{family}_{lang}.{split}.jsonl", items)
                 if split == "test":
                     counts[f"{family}_{lang}"] = len(items)
+    for name, text in model_task_yamls(names, fmt.end).items():
+        atomic_write_text(out_dir / name, text)
     return counts
 
 

@@ -2,9 +2,10 @@
 
 :func:`run_lm_eval` evaluates through lm-eval's own HF model class
 (``lm_eval.models.huggingface.HFLM``) and ``lm_eval.simple_evaluate``, with
-polymnesia's offline tasks on lm-eval's include path (their documents in
-``task_data``, see :mod:`polymnesia.harness.docs`) and every other task name
-passed to lm-eval unchanged. lm-eval's JSON output is kept: ``results.json``
+polymnesia's offline tasks on lm-eval's include path (their documents and
+their YAML for the model's chat format in ``task_data``, see
+:mod:`polymnesia.harness.docs`) and every other task name passed to lm-eval
+unchanged. lm-eval's JSON output is kept: ``results.json``
 (everything ``simple_evaluate`` returns but the per-sample logs) and, with
 ``log_samples``, ``samples_TASK.jsonl``.
 
@@ -77,7 +78,8 @@ def run_lm_eval(
         )
     online = any(not is_shipped(t) for t in tasks)
     metadata = {"polymnesia_data": str(task_data)} if task_data is not None else None
-    tm = TaskManager(include_path=str(TASK_DIR), include_defaults=online, metadata=metadata)
+    include = TASK_DIR if task_data is None else _task_folder(task_data, tasks)
+    tm = TaskManager(include_path=str(include), include_defaults=online, metadata=metadata)
     import torch
 
     device = device or ("cuda" if torch.cuda.is_available() else "cpu")
@@ -107,6 +109,18 @@ def run_lm_eval(
     results = dict(results)
     save_results(results, out_dir)
     return results
+
+
+def _task_folder(task_data: Path, tasks: Sequence[str]) -> Path:
+    """``task_data`` when it holds the YAML of every shipped task asked for (written with the
+    documents for the model's chat format), else one line saying how to write it."""
+    missing = [t for t in expand(tasks) if not (task_data / f"{t}.yaml").is_file()]
+    if missing:
+        raise PolymnesiaError(
+            f"{task_data} has no task YAML for {', '.join(missing)}; write the documents and "
+            "tasks with polymnesia.harness.docs.write_task_data(..., tokenizer=...)"
+        )
+    return task_data
 
 
 def save_results(results: Mapping[str, Any], out_dir: Path) -> None:

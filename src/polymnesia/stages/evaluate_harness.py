@@ -5,8 +5,11 @@ with the configured task names, few-shot count, limit and batch size, and
 returns one :class:`~polymnesia.results.Score` per task and metric (with
 lm-eval's standard error). polymnesia's offline tasks (``poly_*``, `polymnesia
 ls tasks`) get their documents from the ``data`` input (the ``prepare_data``
-stage's Bible split), written into ``task_data/``; every other name is an
-lm-eval task and passes through unchanged (online). lm-eval's JSON output is
+stage's Bible split), written into ``task_data/`` in the model's chat format
+(its tokenizer's template, or ChatML: the prompts its instruction tuning and
+the other evaluation stages use; answers end and generation stops at the
+template's end-of-turn marker) with the tasks' YAML for that format; every
+other name is an lm-eval task and passes through unchanged (online). lm-eval's JSON output is
 kept in ``lm_eval/`` (``results.json``, ``samples_TASK.jsonl``).
 
 Offline (``offline: true``, or unset with ``HF_HUB_OFFLINE``/``HF_DATASETS_OFFLINE``
@@ -28,6 +31,7 @@ from polymnesia.harness.tasks import check_tasks, expand, hub_offline
 from polymnesia.pipeline.stage import STAGES, Stage, StageContext
 from polymnesia.results import Score
 from polymnesia.runtime import Precision, current
+from polymnesia.tokenizers.bpe import load_tokenizer
 
 _HARNESS_DTYPE = {"no": "auto", "bf16": "bfloat16", "fp16": "float16"}
 
@@ -70,10 +74,11 @@ class EvaluateHarnessParams(StrictModel):
     "lm-evaluation-harness tasks (offline poly_* or any lm-eval name) on a model stage's output",
 )
 class EvaluateHarness(Stage):
-    version = "1"
+    version = "2"  # 2: poly_* tasks in the model's chat template (was ChatML for every model)
 
     def run(self, ctx: StageContext) -> list[Score]:
         p: EvaluateHarnessParams = ctx.params
+        model_dir = ctx.input("model") / "model"
         task_data = None
         if expand(p.tasks):
             if "data" not in ctx.inputs:
@@ -89,9 +94,10 @@ class EvaluateHarness(Stage):
                 n=p.docs_per_task,
                 n_fewshot=p.fewshot_docs,
                 seed=p.seed,
+                tokenizer=load_tokenizer(str(model_dir)),
             )
         results = run_lm_eval(
-            ctx.input("model") / "model",
+            model_dir,
             p.tasks,
             ctx.out_dir / "lm_eval",
             task_data=task_data,
