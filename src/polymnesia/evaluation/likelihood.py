@@ -223,12 +223,28 @@ def lm_items(
         if seqs
         else ([], [])
     )
+    return collect(rt, mine, len(texts), nll, count, nbytes, gather=gather)
+
+
+def collect(
+    rt: Runtime,
+    mine: Sequence[str],
+    n: int,
+    nll: Sequence[float],
+    count: Sequence[int],
+    nbytes: Sequence[int],
+    *,
+    gather: bool,
+) -> tuple[LMStats, dict[str, list[float]]]:
+    """Sums over every process (float64) and, with ``gather``, the per-text columns ``nll``,
+    ``tokens``, ``bytes``, ``words`` of all ``n`` texts in input order; ``mine`` and the
+    lists are this process's shard (:meth:`Runtime.shard`)."""
     words = [len(t.split()) for t in mine]
     tot = rt.sum([sum(nll), float(sum(count)), float(sum(nbytes)), float(sum(words))])
     stats = LMStats(nll=tot[0], tokens=int(tot[1]), bytes=int(tot[2]), words=int(tot[3]))
     if not gather:
         return stats, {}
-    rows = rt.gather(list(zip(nll, count, nbytes, words, strict=True)), len(texts))
+    rows = rt.gather(list(zip(nll, count, nbytes, words, strict=True)), n)
     cols = list(zip(*rows, strict=True)) if rows else [(), (), (), ()]
     keys = ("nll", "tokens", "bytes", "words")
     return stats, {k: [float(v) for v in col] for k, col in zip(keys, cols, strict=True)}
