@@ -123,6 +123,17 @@ def length_batches(
     return batches
 
 
+def right_pad(seqs: Sequence[Sequence[int]], pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(B, L)`` token ids right-padded with ``pad_id`` and their attention mask (1 = real)."""
+    width = max(len(s) for s in seqs)
+    ids = torch.full((len(seqs), width), pad_id, dtype=torch.long)
+    mask = torch.zeros((len(seqs), width), dtype=torch.long)
+    for row, s in enumerate(seqs):
+        ids[row, : len(s)] = torch.tensor(s)
+        mask[row, : len(s)] = 1
+    return ids, mask
+
+
 @torch.inference_mode()
 def sequence_nll(
     model: torch.nn.Module,
@@ -139,12 +150,7 @@ def sequence_nll(
     was_training = model.training
     model.eval()
     for idx in length_batches([len(s) for s in seqs], batch_size, max_tokens):
-        width = max(len(seqs[i]) for i in idx)
-        ids = torch.full((len(idx), width), pad_id, dtype=torch.long)
-        mask = torch.zeros((len(idx), width), dtype=torch.long)
-        for row, i in enumerate(idx):
-            ids[row, : len(seqs[i])] = torch.tensor(seqs[i])
-            mask[row, : len(seqs[i])] = 1
+        ids, mask = right_pad([seqs[i] for i in idx], pad_id)
         ids, mask = ids.to(device), mask.to(device)
         tok_nll = _token_nll(model, ids, mask)  # (B, L-1), zero where nothing is predicted
         tok_mask = mask[:, 1:].float()

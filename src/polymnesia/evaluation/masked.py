@@ -45,7 +45,13 @@ import torch
 import torch.nn.functional as F
 
 from polymnesia.errors import PolymnesiaError
-from polymnesia.evaluation.likelihood import LMStats, collect, default_runtime, length_batches
+from polymnesia.evaluation.likelihood import (
+    LMStats,
+    collect,
+    default_runtime,
+    length_batches,
+    right_pad,
+)
 from polymnesia.runtime import Runtime
 
 MASK_RATE = 0.15  # BERT's and XLM-R's share of masked tokens
@@ -148,13 +154,9 @@ def masked_nll(
     was_training = model.training
     model.eval()
     for idx in length_batches([len(s) for s in seqs], batch_size, max_tokens):
-        width = max(len(seqs[i]) for i in idx)
-        ids = torch.full((len(idx), width), pad_id, dtype=torch.long)
-        attn = torch.zeros((len(idx), width), dtype=torch.long)
-        chosen = torch.zeros((len(idx), width), dtype=torch.bool)
+        ids, attn = right_pad([seqs[i] for i in idx], pad_id)  # (B, L)
+        chosen = torch.zeros(ids.shape, dtype=torch.bool)
         for row, i in enumerate(idx):
-            ids[row, : len(seqs[i])] = torch.tensor(seqs[i])
-            attn[row, : len(seqs[i])] = 1
             chosen[row, list(masked[i])] = True
         labels = ids.clone()
         ids[chosen] = mask_id
