@@ -10,7 +10,8 @@ entry (one JSON line per model x language), reachable from a run folder as
 Kinds and their columns (``ids`` aligns items across arms):
 
 * ``lm``: ``nll`` (summed nats), ``tokens``, ``bytes``, ``words`` per text ->
-  ``bits_per_byte``, ``perplexity``, ``word_perplexity``, ``lm_loss``;
+  ``bits_per_byte``, ``perplexity``, ``word_perplexity``, ``lm_loss`` (or, for the
+  masked-LM loss, where ``tokens`` counts masked positions: ``mlm_loss``);
 * ``label``: ``pred``, ``gold`` (and ``n_labels``) per example -> ``accuracy``, ``macro_f1``;
 * ``token``: ``correct``, ``total``, ``tp``, ``n_pred``, ``n_gold`` per tagged
   sentence -> token ``accuracy``, ``span_f1``;
@@ -136,6 +137,7 @@ _BUILDERS: dict[tuple[str, str], Callable[[dict[str, np.ndarray], ItemSet], Item
         c["nll"], c["words"], exp=True, name="word_perplexity"
     ),
     ("lm", "lm_loss"): lambda c, _s: ratio_statistic(c["nll"], c["tokens"], name="lm_loss"),
+    ("lm", "mlm_loss"): lambda c, _s: ratio_statistic(c["nll"], c["tokens"], name="mlm_loss"),
     ("label", "accuracy"): lambda c, _s: accuracy_statistic(c["pred"], c["gold"]),
     ("label", "macro_f1"): lambda c, s: macro_f1_statistic(c["pred"], c["gold"], s.n_labels),
     ("token", "accuracy"): lambda c, _s: ratio_statistic(c["correct"], c["total"], name="accuracy"),

@@ -8,11 +8,13 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from polymnesia.io import write_jsonl_atomic
 from polymnesia.models.io import save_model_and_tokenizer
+from polymnesia.testing import special_ids, tiny_model, tiny_sentencepiece
 
 TEXTS = {
     "en": [
@@ -33,17 +35,18 @@ TEXTS = {
 GENRES = ["law", "law", "wisdom", "gospels", "history"]
 
 
-def test_two_processes_score_like_one(make_tok_model, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    tok, model = make_tok_model([t for ts in TEXTS.values() for t in ts])
-    save_model_and_tokenizer(model, tok, tmp_path / "model" / "model")
+def _write_data(folder: Path) -> None:
     for lang, texts in TEXTS.items():
         rows = [
             {"id": f"v{i}", "lang": lang, "text": t, "label": None, "meta": {"genre": g}}
             for i, (t, g) in enumerate(zip(texts, GENRES, strict=True))
         ]
         for split in ("train", "test"):
-            write_jsonl_atomic(tmp_path / "data" / lang / f"{split}.jsonl", rows)
-    script = str(Path(__file__).parent / "eval_two_procs.py")
+            write_jsonl_atomic(folder / "data" / lang / f"{split}.jsonl", rows)
+
+
+def _one_and_two(script: str, folder: Path) -> dict[str, Any]:
+    """What ``script`` saves when run as one process and as two (gloo)."""
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     launchers = {
         "one": [sys.executable],
@@ -52,14 +55,22 @@ def test_two_processes_score_like_one(make_tok_model, tmp_path: Path) -> None:  
     scores = {}
     for name, launcher in launchers.items():
         res = subprocess.run(
-            [*launcher, script, str(tmp_path), str(tmp_path / name)],
+            [*launcher, str(Path(__file__).parent / script), str(folder), str(folder / name)],
             env=env,
             capture_output=True,
             text=True,
             timeout=600,
         )
         assert res.returncode == 0, res.stderr[-3000:]
-        scores[name] = json.loads((tmp_path / name / "scores.json").read_text())
+        scores[name] = json.loads((folder / name / "scores.json").read_text())
+    return scores
+
+
+def test_two_processes_score_like_one(make_tok_model, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    tok, model = make_tok_model([t for ts in TEXTS.values() for t in ts])
+    save_model_and_tokenizer(model, tok, tmp_path / "model" / "model")
+    _write_data(tmp_path)
+    scores = _one_and_two("eval_two_procs.py", tmp_path)
     for stage, one in scores["one"].items():
         two = scores["two"][stage]
         assert len(one) == len(two) > 0, stage
@@ -72,3 +83,24 @@ def test_two_processes_score_like_one(make_tok_model, tmp_path: Path) -> None:  
             assert [s["extra"]["sample_hyp"] for s in one] == [
                 s["extra"]["sample_hyp"] for s in two
             ]
+
+
+def test_two_processes_mask_and_score_like_one(tmp_path: Path) -> None:
+    """The masked-LM loss (F_p of an encoder): masks depend on the text alone, so sharding
+    the texts over two processes changes no per-text loss and no stage score."""
+    tok, _ = tiny_sentencepiece([t for ts in TEXTS.values() for t in ts] * 20, 120, "unigram")
+    model = tiny_model("xlm-roberta", len(tok), **special_ids(tok))
+    save_model_and_tokenizer(model, tok, tmp_path / "model" / "model")
+    _write_data(tmp_path)
+    got = _one_and_two("mlm_two_procs.py", tmp_path)
+    one, two = got["one"], got["two"]
+    assert (
+        one["columns"]["tokens"] == two["columns"]["tokens"] and min(one["columns"]["tokens"]) >= 1
+    )
+    assert two["columns"]["nll"] == pytest.approx(one["columns"]["nll"], rel=1e-5)
+    assert [(s["lang"], s["metric"]) for s in one["stage"]] == [
+        ("en", "mlm_loss"),
+        ("fr", "mlm_loss"),
+    ]
+    for a, b in zip(one["stage"], two["stage"], strict=True):
+        assert b["value"] == pytest.approx(a["value"], rel=1e-5) and a["extra"] == b["extra"]

@@ -123,13 +123,15 @@ def test_a_tied_head_cannot_be_replaced_at_adaptation(
 
 
 def test_lf_mlf_on_an_encoder(encoder, isolated_cache, tmp_path) -> None:  # type: ignore[no-untyped-def]
-    """Paper 003's setting: XLM-R fine-tuned as it is (no pretraining stage, no F_p)."""
+    """Paper 003's setting: XLM-R imported and fine-tuned as it is (no pretraining stage), its
+    F_p a masked-LM loss."""
     run = tmp_path / "run"
     keys, extra = PROTOCOLS["lf_mlf_smoke"]
     args = [f"{keys}.model.name_or_path={encoder}", *extra]
     assert main(["run", str(CONFIGS / "lf_mlf_smoke.yaml"), *args, "--run-dir", str(run)]) == 0
     scores = _finite_scores(run)
-    assert {s.metric for s in scores} >= {"accuracy"}
+    assert {s.metric for s in scores} >= {"accuracy", "mlm_loss"}
+    assert "lm_loss" not in {s.metric for s in scores}
     assert (run / "report.md").is_file()
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import pytest
@@ -9,6 +10,7 @@ import pytest
 from golden import mismatches
 from polymnesia.cli.main import main
 from polymnesia.io import read_jsonl
+from polymnesia.testing import corpus, save_tiny, tiny_bpe, tiny_sentencepiece
 
 pytestmark = pytest.mark.integration
 CONFIG = str(Path(__file__).resolve().parents[2] / "configs" / "lf_mlf_smoke.yaml")
@@ -50,3 +52,66 @@ def test_lf_mlf_bad_input(
     assert "not pretraining languages" in capsys.readouterr().err
     with pytest.warns(UserWarning, match="also sources"):
         main(["run", CONFIG, "targets=[es,en]", "--dry-run"])
+
+
+#: a loaded base fine-tuned as it is: its F_p is its own pre-training loss (Section 3.1)
+LOADED = {"xlm-roberta": ("mlm_loss", "forgetting_mlm"), "llama": ("lm_loss", "forgetting")}
+TINY = {"hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 1}
+ONE_ARM = ["methods=[uniform,lf_mlf]", "seeds=[0]", "slf=false"]
+
+
+def _tiny_folder(arch: str, folder: Path) -> Path:
+    texts = corpus(("en", "de", "fr", "es"))
+    if arch == "xlm-roberta":  # XLM-R's positions start after the pad: 128 + 2
+        tok, _ = tiny_sentencepiece(texts, 400, "unigram")
+        return save_tiny(
+            folder, arch, tok, num_attention_heads=2, max_position_embeddings=130, **TINY
+        )
+    return save_tiny(folder, arch, tiny_bpe(texts, 400), num_attention_heads=2, **TINY)
+
+
+@pytest.mark.parametrize("arch", list(LOADED))
+def test_f_p_of_a_loaded_model_is_its_own_pretraining_loss(
+    arch: str, isolated_cache: Path, tmp_path: Path
+) -> None:
+    """An encoder's F_p is a masked-LM loss, a decoder's a causal-LM loss; never both."""
+    loss, table = LOADED[arch]
+    other = "lm_loss" if loss == "mlm_loss" else "mlm_loss"
+    folder = _tiny_folder(arch, tmp_path / arch)
+    run = tmp_path / "run"
+    args = [f"pretrain.model.name_or_path={folder}", *ONE_ARM, "--run-dir", str(run)]
+    assert main(["run", CONFIG, *args]) == 0
+    scores = read_jsonl(run / "results" / "scores.jsonl")
+    rows = [s for s in scores if s["metric"] == loss]
+    langs = ["en", "de", "fr", "es"]
+    assert sorted((s["model"], s["lang"]) for s in rows) == sorted(
+        (m, x) for m in ("base", "Uniform-MLF", "LF-MLF") for x in langs
+    )
+    assert all(s["group"] == "forgetting" and math.isfinite(s["value"]) for s in rows)
+    base = {s["lang"]: s["value"] for s in rows if s["model"] == "base"}
+    assert any(abs(s["value"] - base[s["lang"]]) > 1e-4 for s in rows)  # the tuned body is scored
+    assert not any(s["metric"] in (other, "perplexity") for s in scores)
+    plan = (run / "run.json").read_text()
+    assert "import_model" in plan and "pretraining_loss" in plan and "train_tokenizer" not in plan
+    csv = (run / "results" / f"{table}.csv").read_text()
+    assert "LF-MLF" in csv and "Uniform-MLF" in csv
+    unit = "masked-LM loss, nats/masked token" if arch == "xlm-roberta" else "causal-LM loss"
+    text = (run / "report.md").read_text()
+    assert unit in text and "LF-MLF forgets the pretraining objective less" in text
+
+
+def test_f_p_is_zero_when_fine_tuning_does_not_move_the_body(
+    isolated_cache: Path, tmp_path: Path
+) -> None:
+    """The reference and the arms are scored on the same masks: a body that (almost) does not
+    move keeps the base model's masked-LM loss text by text."""
+    folder = _tiny_folder("xlm-roberta", tmp_path / "xlmr")
+    run = tmp_path / "run"
+    args = [f"pretrain.model.name_or_path={folder}", *ONE_ARM, "finetune.lr=1e-12"]
+    assert main(["run", CONFIG, *args, "--run-dir", str(run)]) == 0
+    scores = read_jsonl(run / "results" / "scores.jsonl")
+    base = {s["lang"]: s["value"] for s in scores if s["model"] == "base"}
+    arms = [s for s in scores if s["metric"] == "mlm_loss" and s["model"] != "base"]
+    assert len(arms) == 8
+    for s in arms:
+        assert s["value"] == pytest.approx(base[s["lang"]], abs=1e-6)

@@ -123,6 +123,17 @@ def length_batches(
     return batches
 
 
+def right_pad(seqs: Sequence[Sequence[int]], pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(B, L)`` token ids right-padded with ``pad_id`` and their attention mask (1 = real)."""
+    width = max(len(s) for s in seqs)
+    ids = torch.full((len(seqs), width), pad_id, dtype=torch.long)
+    mask = torch.zeros((len(seqs), width), dtype=torch.long)
+    for row, s in enumerate(seqs):
+        ids[row, : len(s)] = torch.tensor(s)
+        mask[row, : len(s)] = 1
+    return ids, mask
+
+
 @torch.inference_mode()
 def sequence_nll(
     model: torch.nn.Module,
@@ -139,12 +150,7 @@ def sequence_nll(
     was_training = model.training
     model.eval()
     for idx in length_batches([len(s) for s in seqs], batch_size, max_tokens):
-        width = max(len(seqs[i]) for i in idx)
-        ids = torch.full((len(idx), width), pad_id, dtype=torch.long)
-        mask = torch.zeros((len(idx), width), dtype=torch.long)
-        for row, i in enumerate(idx):
-            ids[row, : len(seqs[i])] = torch.tensor(seqs[i])
-            mask[row, : len(seqs[i])] = 1
+        ids, mask = right_pad([seqs[i] for i in idx], pad_id)
         ids, mask = ids.to(device), mask.to(device)
         tok_nll = _token_nll(model, ids, mask)  # (B, L-1), zero where nothing is predicted
         tok_mask = mask[:, 1:].float()
@@ -223,12 +229,28 @@ def lm_items(
         if seqs
         else ([], [])
     )
+    return collect(rt, mine, len(texts), nll, count, nbytes, gather=gather)
+
+
+def collect(
+    rt: Runtime,
+    mine: Sequence[str],
+    n: int,
+    nll: Sequence[float],
+    count: Sequence[int],
+    nbytes: Sequence[int],
+    *,
+    gather: bool,
+) -> tuple[LMStats, dict[str, list[float]]]:
+    """Sums over every process (float64) and, with ``gather``, the per-text columns ``nll``,
+    ``tokens``, ``bytes``, ``words`` of all ``n`` texts in input order; ``mine`` and the
+    lists are this process's shard (:meth:`Runtime.shard`)."""
     words = [len(t.split()) for t in mine]
     tot = rt.sum([sum(nll), float(sum(count)), float(sum(nbytes)), float(sum(words))])
     stats = LMStats(nll=tot[0], tokens=int(tot[1]), bytes=int(tot[2]), words=int(tot[3]))
     if not gather:
         return stats, {}
-    rows = rt.gather(list(zip(nll, count, nbytes, words, strict=True)), len(texts))
+    rows = rt.gather(list(zip(nll, count, nbytes, words, strict=True)), n)
     cols = list(zip(*rows, strict=True)) if rows else [(), (), (), ()]
     keys = ("nll", "tokens", "bytes", "words")
     return stats, {k: [float(v) for v in col] for k, col in zip(keys, cols, strict=True)}

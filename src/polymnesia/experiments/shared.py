@@ -78,7 +78,9 @@ def evaluate_lm_stage(
     languages: dict[str, str],
     evaluate: EvalConfig,
     size: str | None = None,
+    kind: str = "evaluate_lm",
 ) -> StageSpec:
-    """``evaluate_lm`` of ``model_stage`` on ``languages`` (language -> group)."""
+    """``evaluate_lm`` of ``model_stage`` on ``languages`` (language -> group); ``kind``
+    ``pretraining_loss`` scores the model's own pre-training loss instead (causal or masked)."""
     params = EvaluateLMParams(label=label, size=size, languages=languages, eval=evaluate)
-    return StageSpec(name, "evaluate_lm", params, {"data": DATA, "model": model_stage})
+    return StageSpec(name, kind, params, {"data": DATA, "model": model_stage})

@@ -171,6 +171,29 @@ def load_encoder(
     return model
 
 
+def load_pretrained(
+    name_or_path: str | Path,
+    *,
+    trust_remote_code: bool = False,
+    dtype: str | None = None,
+    attn_implementation: str | None = None,
+) -> torch.nn.Module:
+    """The model with the head of its pre-training objective: an encoder (read from its
+    config, :func:`names_encoder`) with its masked-LM head (:func:`load_encoder`), anything
+    else as a causal LM (:func:`load_model`)."""
+    load = (
+        load_encoder
+        if names_encoder(name_or_path, trust_remote_code=trust_remote_code)
+        else load_model
+    )
+    return load(
+        name_or_path,
+        trust_remote_code=trust_remote_code,
+        dtype=dtype,
+        attn_implementation=attn_implementation,
+    )
+
+
 def _load(
     auto: Any,
     name_or_path: str | Path,

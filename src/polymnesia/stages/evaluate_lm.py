@@ -1,4 +1,6 @@
-"""Stage ``evaluate_lm``: perplexity and bits per byte per language on held-out text.
+"""Stages ``evaluate_lm`` (perplexity and bits per byte per language on held-out text) and
+``pretraining_loss`` (the model's own pre-training loss: causal-LM loss of a decoder, masked-LM
+loss of an encoder; paper 003's L_p, :mod:`polymnesia.evaluation.pretraining`).
 
 Each score carries a percentile bootstrap interval over the texts of its
 language (``ci_low``, ``ci_high``, ``n``); the per-text likelihoods are kept in
@@ -10,13 +12,16 @@ arms text by text, and ``groups.jsonl`` holds the group means (and
 
 from __future__ import annotations
 
+from typing import Any
+
 from pydantic import Field
 
 from polymnesia.config.base import StrictModel
 from polymnesia.data.prepared import read_texts
 from polymnesia.evaluation.config import EvalConfig
-from polymnesia.evaluation.inference import load_for_inference
-from polymnesia.evaluation.likelihood import lm_items
+from polymnesia.evaluation.inference import load_for_inference, place_for_inference
+from polymnesia.evaluation.likelihood import LMStats, lm_items
+from polymnesia.evaluation.pretraining import LOSS_METRIC, LOSS_UNIT, pretraining_loss_items
 from polymnesia.items import (
     ITEMS_FILE,
     BootstrapConfig,
@@ -26,8 +31,11 @@ from polymnesia.items import (
     write_items,
 )
 from polymnesia.models import count_parameters
+from polymnesia.models.build import load_pretrained
 from polymnesia.pipeline.stage import STAGES, Stage, StageContext
 from polymnesia.results import Score, with_interval, write_scores
+from polymnesia.runtime import Runtime
+from polymnesia.tokenizers.bpe import load_tokenizer
 
 METRICS = ("perplexity", "bits_per_byte")
 
@@ -45,37 +53,38 @@ class EvaluateLM(Stage):
     version = "2"
     distributed = True
 
+    def load(self, ctx: StageContext) -> tuple[Any, Any, Runtime]:
+        p: EvaluateLMParams = ctx.params
+        return load_for_inference(
+            ctx.input("model") / "model", stage="evaluate_lm", precision=p.eval.precision,
+            sharded=True,
+        )  # fmt: skip
+
+    def score(
+        self, model: Any, tokenizer: Any, texts: list[str], e: EvalConfig, rt: Runtime
+    ) -> tuple[LMStats, dict[str, list[float]], dict[str, float], dict[str, Any]]:
+        """Statistics, per-text columns, ``{metric: value}`` and extra fields of one language."""
+        st, cols = lm_items(
+            model, tokenizer, texts, batch_size=e.batch_size, max_length=e.max_length, runtime=rt
+        )
+        return st, cols, {"perplexity": st.perplexity, "bits_per_byte": st.bits_per_byte}, {}
+
     def run(self, ctx: StageContext) -> list[Score]:
         p: EvaluateLMParams = ctx.params
-        model, tokenizer, rt = load_for_inference(
-            ctx.input("model") / "model",
-            stage="evaluate_lm",
-            precision=p.eval.precision,
-            sharded=True,
-        )
+        model, tokenizer, rt = self.load(ctx)
         n_params = count_parameters(model)
         scores: list[Score] = []
         sets: list[ItemSet] = []
         for lang, group in p.languages.items():
             e = p.eval
             texts = read_texts(ctx.input("data"), lang, e.split, e.max_texts_per_lang)
-            st, cols = lm_items(
-                model,
-                tokenizer,
-                texts,
-                batch_size=e.batch_size,
-                max_length=e.max_length,
-                runtime=rt,
-            )
+            st, cols, values, more = self.score(model, tokenizer, texts, e, rt)
             extra = {"nll": st.nll, "tokens": st.tokens, "bytes": st.bytes, "texts": len(texts)}
             items = ItemSet(
                 p.label, lang, "lm", list(range(len(texts))), cols, group=group, size=p.size
             )
             sets.append(items)
-            for metric, value in (
-                ("perplexity", st.perplexity),
-                ("bits_per_byte", st.bits_per_byte),
-            ):
+            for metric, value in values.items():
                 score = Score(
                     model=p.label,
                     lang=lang,
@@ -84,27 +93,63 @@ class EvaluateLM(Stage):
                     group=group,
                     size=p.size,
                     params=n_params,
-                    extra=extra,
+                    extra={**extra, **more},
                 )
                 scores.append(_with_ci(score, items, p.bootstrap))
         if ctx.is_main_process:
             write_items(ctx.out_dir / ITEMS_FILE, sets)
-            write_scores(ctx.out_dir / "groups.jsonl", _group_scores(p, sets, n_params))
+            metrics = list(dict.fromkeys(s.metric for s in scores)) or list(METRICS)
+            write_scores(ctx.out_dir / "groups.jsonl", _group_scores(p, sets, n_params, metrics))
         return scores
+
+
+@STAGES.register(
+    "pretraining_loss",
+    "the model's own pre-training loss per language: causal-LM (decoder) or masked-LM (encoder)",
+)
+class PretrainingLoss(EvaluateLM):
+    """L_p(theta_p) of paper 003's F_p (Section 3.1) for a loaded model: ``lm_loss`` (nats per
+    token) of a decoder, ``mlm_loss`` (nats per masked token, fixed seeded masks:
+    :mod:`polymnesia.evaluation.masked`) of an encoder, chosen by the model, so the reference
+    and the fine-tuned arms (``finetune_task``) use the same loss."""
+
+    version = "1"
+
+    def load(self, ctx: StageContext) -> tuple[Any, Any, Runtime]:
+        p: EvaluateLMParams = ctx.params
+        folder = ctx.input("model") / "model"
+        model, rt = place_for_inference(
+            load_pretrained(folder),
+            stage="pretraining_loss",
+            precision=p.eval.precision,
+            sharded=True,
+        )
+        return model, load_tokenizer(str(folder)), rt
+
+    def score(
+        self, model: Any, tokenizer: Any, texts: list[str], e: EvalConfig, rt: Runtime
+    ) -> tuple[LMStats, dict[str, list[float]], dict[str, float], dict[str, Any]]:
+        objective, st, cols = pretraining_loss_items(
+            model, tokenizer, texts, batch_size=e.batch_size, max_length=e.max_length, runtime=rt
+        )
+        more = {"objective": objective, "unit": LOSS_UNIT[objective]}
+        return st, cols, {LOSS_METRIC[objective]: st.loss}, more
 
 
 def _with_ci(score: Score, items: ItemSet, cfg: BootstrapConfig) -> Score:
     return with_interval(score, interval_of(items, score.metric, cfg)) if items.n else score
 
 
-def _group_scores(p: EvaluateLMParams, sets: list[ItemSet], n_params: int) -> list[Score]:
+def _group_scores(
+    p: EvaluateLMParams, sets: list[ItemSet], n_params: int, metrics: list[str]
+) -> list[Score]:
     """Group means (unweighted over languages) with stratified bootstrap intervals."""
     groups: dict[str, list[str]] = {}
     for lang, group in p.languages.items():
         groups.setdefault(group, []).append(lang)
     nonempty = [s for s in sets if s.n]
     out = []
-    for metric in METRICS:
+    for metric in metrics:
         for (_, _, group), iv in group_intervals(nonempty, metric, groups, p.bootstrap).items():
             langs = groups.get(group, [s.lang for s in nonempty])
             score = Score(

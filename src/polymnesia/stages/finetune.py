@@ -1,7 +1,8 @@
 """Stage ``finetune_task``: fine-tune a pretrained model on a labelled task, then score it.
 
 One arm of paper 003's experiments (Mao et al. 2022, Section 5): the body of
-the ``model`` input (a causal LM from the pretraining stage) gets a new
+the ``model`` input (a causal LM from the pretraining stage, or an imported
+model: a decoder, or an encoder with its masked-LM head) gets a new
 classification head and is fine-tuned on the *source* languages, either
 
 * ``method: slf``: single-language fine-tuning (the ordinary loop step; one source), or
@@ -11,12 +12,15 @@ classification head and is fine-tuned on the *source* languages, either
 
 Then, on the test split: the task metric on each source (fine-tuning
 performance, Tables 4-6) and each target (zero-shot, Tables 1-3), and the
-causal-LM loss of held-out text under the fine-tuned body with the *base* LM
-head (``lm_loss``); F_p = L_p(theta_f) - L_p(theta_p) is formed in the report
-against the base model's loss from ``evaluate_lm`` (our measurement of the
-paper's forgetting, Section 3.2: the paper never measures it; the pretraining
-loss of a decoder is the causal LM loss, and the fine-tuned model has no LM
-head, so the pretrained one is reattached).
+pre-training loss of held-out text under the fine-tuned body with the *base*
+model's pre-training head: the causal-LM loss ``lm_loss`` (nats per token)
+of a decoder, the masked-LM loss ``mlm_loss`` (nats per masked token, fixed
+seeded masks, :mod:`polymnesia.evaluation.masked`) of an encoder. F_p =
+L_p(theta_f) - L_p(theta_p) is formed in the report against the base
+model's loss from ``evaluate_lm`` or ``pretraining_loss`` (our measurement
+of the paper's forgetting, Section 3.1: the paper never measures it; the
+fine-tuned model has no pre-training head, so the pretrained one is
+reattached).
 
 Every task score carries a percentile bootstrap interval over its test
 examples (``ci_low``, ``ci_high``, ``n``); predictions and gold labels (and the
@@ -39,16 +43,21 @@ from polymnesia.data.prepared import read_split, read_texts
 from polymnesia.errors import ConfigError, DataError
 from polymnesia.evaluation.config import InferencePrecision, precision_field
 from polymnesia.evaluation.inference import place_for_inference
-from polymnesia.evaluation.likelihood import lm_items
+from polymnesia.evaluation.pretraining import (
+    LOSS_METRIC,
+    LOSS_UNIT,
+    pretraining_loss_items,
+)
 from polymnesia.gradients import get_combiner
 from polymnesia.io import atomic_write_json
 from polymnesia.items import ITEMS_FILE, BootstrapConfig, ItemSet, score_with_items, write_items
-from polymnesia.models import load_model
+from polymnesia.models.build import load_pretrained
 from polymnesia.models.io import save_model_and_tokenizer
 from polymnesia.pipeline.stage import STAGES, Stage, StageContext
 from polymnesia.results import Score
 from polymnesia.runtime import current
 from polymnesia.tasks import TaskConfig, load_classifier
+from polymnesia.tasks.classification import resolve_model_folder
 from polymnesia.tasks.kinds import (
     build_examples,
     evaluate_task,
@@ -258,11 +267,13 @@ class FinetuneTask(Stage):
         return out, sets
 
     def _lm_scores(self, ctx: StageContext, model, tok) -> tuple[list[Score], list[ItemSet]]:  # type: ignore[no-untyped-def]
-
+        """The pre-training loss of held-out text under the fine-tuned body with the base
+        model's pre-training head (:mod:`polymnesia.evaluation.pretraining`): ``lm_loss``
+        for a decoder, ``mlm_loss`` for an encoder."""
         p: FinetuneParams = ctx.params
         if not p.forgetting_languages:
             return [], []
-        lm: Any = load_model(ctx.input("model") / "model")
+        lm: Any = load_pretrained(resolve_model_folder(p.base_model or ctx.input("model")))
         body = getattr(model, model.base_model_prefix)
         getattr(lm, str(lm.base_model_prefix)).load_state_dict(body.state_dict())
         lm, rt = place_for_inference(
@@ -271,7 +282,7 @@ class FinetuneTask(Stage):
         out, sets = [], []
         for lang in p.forgetting_languages:
             texts = read_texts(ctx.input("data"), lang, "test", p.evaluation.forgetting_texts)
-            st, cols = lm_items(
+            objective, st, cols = pretraining_loss_items(
                 lm,
                 tok,
                 texts,
@@ -286,13 +297,13 @@ class FinetuneTask(Stage):
             score = Score(
                 model=p.label,
                 lang=lang,
-                metric="lm_loss",
+                metric=LOSS_METRIC[objective],
                 value=st.loss,
                 task="lm",
                 group="forgetting",
                 seed=p.seed,
                 setting=p.setting,
-                extra={"tokens": st.tokens, "method": p.method},
+                extra={"tokens": st.tokens, "method": p.method, "unit": LOSS_UNIT[objective]},
             )
             if items.n:
                 sets.append(items)

@@ -13,8 +13,8 @@ from pydantic import Field
 
 from polymnesia.config.base import StrictModel
 from polymnesia.errors import ConfigError
-from polymnesia.models import ModelConfig, build_model
-from polymnesia.models.build import load_encoder, names_encoder
+from polymnesia.models import ModelConfig
+from polymnesia.models.build import load_pretrained
 from polymnesia.models.io import save_model_and_tokenizer
 from polymnesia.pipeline.stage import STAGES, Stage, StageContext
 from polymnesia.results import Score
@@ -37,15 +37,12 @@ class ImportModel(Stage):
         m = p.model
         if m.name_or_path is None:
             raise ConfigError("import_model needs model.name_or_path (a folder or a Hub id)")
-        if names_encoder(m.name_or_path, trust_remote_code=m.trust_remote_code):
-            model = load_encoder(
-                m.name_or_path,
-                trust_remote_code=m.trust_remote_code,
-                dtype=m.dtype,
-                attn_implementation=m.attn_implementation,
-            )
-        else:
-            model = build_model(m, None, seed=0)
+        model = load_pretrained(
+            m.name_or_path,
+            trust_remote_code=m.trust_remote_code,
+            dtype=m.dtype,
+            attn_implementation=m.attn_implementation,
+        )
         tok = load_tokenizer(p.tokenizer or m.name_or_path)
         save_model_and_tokenizer(model, tok, ctx.out_dir / "model")
         return []

@@ -2,15 +2,17 @@
 
 Mao et al. 2022, "Less-Forgetting Multi-Lingual Fine-Tuning", Section 5: a
 multilingual model (here: the decoder of the pretraining stage, shared and
-cached with ``language_modeling``; or a Hub model such as XLM-R base given
-as ``pretrain.model.name_or_path``, fine-tuned as it is) is fine-tuned on a
+cached with ``language_modeling``; or a loaded model such as XLM-R base given
+as ``pretrain.model.name_or_path``, imported and fine-tuned as it is) is fine-tuned on a
 labelled task in a few source languages with Uniform-MLF, PCGrad, GradVac,
 MGDA and LF-MLF, and with single-language fine-tuning (SLF) per source, over
 several seeds; reported are zero-shot performance averaged over the target
 languages (Tables 1-3), fine-tuning performance per source (Tables 4-6) with
 paired t-test marks, the Friedman test and Bonferroni-Dunn CD diagram
 (Figure 2, tasks or languages as blocks), the forgetting F_p of the
-pretraining objective (Section 3.2), and optionally the source-count sweep
+pretraining objective (Section 3.1: the causal-LM loss of a decoder, the
+masked-LM loss of an encoder; measured on the shared data, so not for tasks
+that bring their own), and optionally the source-count sweep
 (Figures 3-4, R_T) and cross-branch transfer (Figure 5a).
 
 The offline tasks are the Bible verse genre (9 labels) and the constructed
@@ -26,19 +28,32 @@ from polymnesia.evaluation.config import EvalConfig
 from polymnesia.experiments.base import EXPERIMENTS, Experiment, ExperimentConfig
 from polymnesia.experiments.lf_mlf.config import LFMLFConfig, TaskSection, label_of
 from polymnesia.experiments.lf_mlf.report import write_report
-from polymnesia.experiments.shared import DATA, PRETRAIN, base_stages, evaluate_lm_stage
+from polymnesia.experiments.shared import (
+    DATA,
+    PRETRAIN,
+    base_stages,
+    data_stage,
+    evaluate_lm_stage,
+    import_stage,
+)
 from polymnesia.pipeline.stage import StageSpec
 from polymnesia.stages.data import PrepareDataParams
 from polymnesia.stages.finetune import FinetuneParams
 
 
 def hub_base(cfg: LFMLFConfig) -> str | None:
-    """The Hub model fine-tuned as it is (no pretraining stage), if the config names one."""
+    """The loaded model (Hub id or folder) fine-tuned as it is, if the config names one: it is
+    imported (``import_model``, named ``pretrain``; an encoder keeps its masked-LM head) instead
+    of pretrained."""
     return cfg.pretrain.model.name_or_path
 
 
 def base_lm_stage(cfg: LFMLFConfig) -> StageSpec:
-    """The base model's LM loss on held-out text: the reference of F_p."""
+    """The base model's pre-training loss on held-out text, L_p(theta_p): the reference of F_p.
+
+    A base pretrained here: ``evaluate_lm`` (its perplexity is exp of the causal-LM loss). A
+    loaded base: ``pretraining_loss``, the causal-LM loss of a decoder or the masked-LM loss of
+    an encoder, as ``finetune_task`` scores the fine-tuned body."""
     e = cfg.evaluation
     evaluate = EvalConfig(
         split="test",
@@ -48,7 +63,8 @@ def base_lm_stage(cfg: LFMLFConfig) -> StageSpec:
         precision=e.precision,  # the same as the fine-tuned models' F_p
     )
     langs = {lang: "forgetting" for lang in cfg.forgetting_languages()}
-    return evaluate_lm_stage("base_lm", "base", PRETRAIN, langs, evaluate)
+    kind = "evaluate_lm" if hub_base(cfg) is None else "pretraining_loss"
+    return evaluate_lm_stage("base_lm", "base", PRETRAIN, langs, evaluate, kind=kind)
 
 
 def data_name(cfg: LFMLFConfig, task: TaskSection) -> str:
@@ -78,7 +94,7 @@ def finetune_stage(
     setting: str,
 ) -> StageSpec:
     label = f"SLF-{sources[0]}" if method == "slf" else label_of(method)
-    measure_fp = setting == "main" and hub_base(cfg) is None and task.data is None
+    measure_fp = setting == "main" and task.data is None  # F_p texts: the shared data
     params = FinetuneParams(
         label=label,
         method=method,
@@ -91,13 +107,10 @@ def finetune_stage(
         forgetting_languages=cfg.forgetting_languages() if measure_fp else [],
         seed=seed,
         setting=setting,
-        base_model=hub_base(cfg),
     )
     tag = "-".join(sources) if method == "slf" else method
     prefix = f"{task.name}_" if len(cfg.task_list()) > 1 else ""
-    inputs = {"data": data_name(cfg, task)}
-    if hub_base(cfg) is None:
-        inputs["model"] = PRETRAIN
+    inputs = {"data": data_name(cfg, task), "model": PRETRAIN}
     return StageSpec(f"ft_{setting}_{prefix}{tag}_s{seed}", "finetune_task", params, inputs)
 
 
@@ -119,16 +132,19 @@ def arms(
 
 
 def base_specs(cfg: LFMLFConfig) -> list[StageSpec]:
-    """Data, tokenizer, pretraining and F_p's reference, or only the data for a Hub model."""
-    if hub_base(cfg) is not None:
-        shared = [t for t in cfg.task_list() if t.data is None]
-        langs = [
-            x for t in shared for x in [*cfg.sources_of(t), *cfg.target_langs(cfg.sources_of(t), t)]
-        ]
-        specs = [base_stages(cfg.pretrain, cfg.data, langs, cfg.seed)[0]] if shared else []
-        return specs + task_data_stages(cfg)
-    specs = [*base_stages(cfg.pretrain, cfg.data, cfg.all_languages(), cfg.seed)]
-    return [*specs, base_lm_stage(cfg), *task_data_stages(cfg)]
+    """Data, tokenizer, pretraining and F_p's reference; for a loaded model the data its
+    tasks share (with the F_p languages), its import and F_p's reference."""
+    if hub_base(cfg) is None:
+        specs = [*base_stages(cfg.pretrain, cfg.data, cfg.all_languages(), cfg.seed)]
+        return [*specs, base_lm_stage(cfg), *task_data_stages(cfg)]
+    shared = [t for t in cfg.task_list() if t.data is None]
+    if not shared:  # every task brings its own data: no shared text to measure F_p on
+        return [import_stage(cfg.pretrain), *task_data_stages(cfg)]
+    langs = [
+        x for t in shared for x in [*cfg.sources_of(t), *cfg.target_langs(cfg.sources_of(t), t)]
+    ]
+    data = data_stage(cfg.data, [*langs, *cfg.forgetting_languages()])
+    return [data, import_stage(cfg.pretrain), base_lm_stage(cfg), *task_data_stages(cfg)]
 
 
 def part_specs(cfg: LFMLFConfig, task: TaskSection) -> list[StageSpec]:

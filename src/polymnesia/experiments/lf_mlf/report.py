@@ -151,22 +151,39 @@ def baselines(
     )
 
 
-def forgetting_scores(scores: list[Score]) -> list[Score]:
-    """F_p = L_p(theta_f) - L_p(theta_p) per model, language and seed (nats per token)."""
+#: F_p per pre-training loss (metric of the fine-tuned arms' loss -> F_p's metric, table name,
+#: loss and unit); a run has one base model, so one of them, but they are never one table
+FORGETTING = {
+    "lm_loss": ("forgetting", "forgetting", "causal-LM loss, nats/token"),
+    "mlm_loss": ("forgetting_mlm", "forgetting_mlm", "masked-LM loss, nats/masked token"),
+}
 
-    base = {
-        s.lang: math.log(s.value) for s in scores if s.model == "base" and s.metric == "perplexity"
-    }
+
+def _base_losses(scores: list[Score], loss: str) -> dict[str, float]:
+    """L_p(theta_p) per language: the base model's ``loss`` record, or for the causal loss of
+    a base pretrained here (``evaluate_lm``) the log of its perplexity."""
+    base = [s for s in scores if s.model == "base"]
+    out = {s.lang: s.value for s in base if s.metric == loss}
+    if loss == "lm_loss" and not out:
+        out = {s.lang: math.log(s.value) for s in base if s.metric == "perplexity"}
+    return out
+
+
+def forgetting_scores(scores: list[Score], loss: str = "lm_loss") -> list[Score]:
+    """F_p = L_p(theta_f) - L_p(theta_p) per model, language and seed, for the pre-training
+    ``loss`` (``lm_loss``: nats per token; ``mlm_loss``: nats per masked token)."""
+    metric = FORGETTING[loss][0]
+    base = _base_losses(scores, loss)
     out = []
-    for s in filter_scores(scores, metric="lm_loss", setting="main"):
+    for s in filter_scores(scores, metric=loss, setting="main"):
         if s.lang in base:
             out.append(
                 Score(
                     model=s.model,
                     lang=s.lang,
-                    metric="forgetting",
+                    metric=metric,
                     value=forgetting(s.value, base[s.lang]),
-                    task="lm",
+                    task=s.task,
                     seed=s.seed,
                     setting="F_p",
                 )
@@ -175,24 +192,27 @@ def forgetting_scores(scores: list[Score]) -> list[Score]:
 
 
 def forgetting_table(rep: Report, run_dir: Path, cfg: LFMLFConfig, scores: list[Score]) -> None:
-    fp = forgetting_scores(scores)
-    if not fp:
-        return
-    order = [label_of(m) for m in cfg.methods] + [f"SLF-{s}" for s in cfg.sources]
-    table = seed_table(
-        fp,
-        "forgetting",
-        legend="● LF-MLF has significantly lower F_p (paired t-test over seeds at 0.05).",
-        col_key="setting",
-        row_order=order,
-        marks=_marks(_seed_means(fp), higher=False),
-        best=None,
-        floatfmt=".4f",
-        name="forgetting",
-        title="Forgetting F_p = L_p(θ_f) − L_p(θ_p) (causal-LM loss, nats/token, mean over languages; lower is better)",
-        caption="Held-out test text of every data language, fine-tuned body with the pretrained LM head.",
-    )
-    _show(rep, run_dir, table)
+    """One F_p table per pre-training loss in the run (Section 3.1)."""
+    for loss, (metric, name, what) in FORGETTING.items():
+        fp = forgetting_scores(scores, loss)
+        if not fp:
+            continue
+        head = "masked-LM head" if loss == "mlm_loss" else "LM head"
+        order = [label_of(m) for m in cfg.methods] + [f"SLF-{s}" for s in cfg.sources]
+        table = seed_table(
+            fp,
+            metric,
+            legend="● LF-MLF has significantly lower F_p (paired t-test over seeds at 0.05).",
+            col_key="setting",
+            row_order=order,
+            marks=_marks(_seed_means(fp), higher=False),
+            best=None,
+            floatfmt=".4f",
+            name=name,
+            title=f"Forgetting F_p = L_p(θ_f) − L_p(θ_p) ({what}, mean over languages; lower is better)",
+            caption=f"Held-out test text of every data language, fine-tuned body with the pretrained {head}.",
+        )
+        _show(rep, run_dir, table)
 
 
 def friedman_records(cfg: LFMLFConfig, scores: list[Score]) -> list[tuple[str, str, str, float]]:
