@@ -6,11 +6,37 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from pydantic import Field
 
+from polymnesia.config.base import StrictModel
 from polymnesia.data.prepared import read_texts
 from polymnesia.data.sampling import sample_mixture
+from polymnesia.evaluation.config import InferencePrecision, precision_field
+from polymnesia.evaluation.inference import load_for_inference
 from polymnesia.evaluation.likelihood import lm_stats
+from polymnesia.items import BootstrapConfig
+from polymnesia.pipeline.stage import StageContext
+from polymnesia.runtime import Runtime
 from polymnesia.training.data import pack_documents
+
+
+class ModelEvalParams(StrictModel):
+    """The parameters every per-language evaluation of one model folder shares."""
+
+    label: str = Field(description="the model's name in tables")
+    size: str | None = None
+    languages: dict[str, str] = Field(description="language -> group")
+    bootstrap: BootstrapConfig = Field(default_factory=BootstrapConfig)
+    seed: int = 0
+    precision: InferencePrecision = precision_field()
+
+
+def load_evaluated(ctx: StageContext, stage: str) -> tuple[torch.nn.Module, Any, Runtime]:
+    """The ``model`` input placed for a distributed evaluation stage in its precision."""
+    p: ModelEvalParams = ctx.params
+    return load_for_inference(
+        ctx.input("model") / "model", stage=stage, precision=p.precision, sharded=True
+    )
 
 
 def packed_mixture(

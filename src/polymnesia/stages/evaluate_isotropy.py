@@ -27,16 +27,14 @@ from typing import Literal
 
 from pydantic import Field
 
-from polymnesia.config.base import StrictModel
 from polymnesia.data.prepared import read_texts
-from polymnesia.evaluation.config import InferencePrecision, precision_field
-from polymnesia.evaluation.inference import load_for_inference
 from polymnesia.evaluation.representations import TokenVectors, contextual_vectors
-from polymnesia.items import ITEMS_FILE, BootstrapConfig, ItemSet, interval_of, write_items
+from polymnesia.items import ITEMS_FILE, ItemSet, interval_of, write_items
 from polymnesia.metrics.isotropy import isotropy_report, self_similarity_by_word
 from polymnesia.models import count_parameters
 from polymnesia.pipeline.stage import STAGES, Stage, StageContext
 from polymnesia.results import Score, with_interval
+from polymnesia.stages.common import ModelEvalParams, load_evaluated
 
 SELF_SIMILARITY = "self_similarity_adjusted"
 ISOTROPY_METRICS = (
@@ -46,10 +44,7 @@ ISOTROPY_METRICS = (
 )
 
 
-class EvaluateIsotropyParams(StrictModel):
-    label: str = Field(description="the model's name in tables")
-    size: str | None = None
-    languages: dict[str, str] = Field(description="language -> group")
+class EvaluateIsotropyParams(ModelEvalParams):
     split: str = "test"
     max_texts_per_lang: int | None = Field(200, gt=0)
     max_length: int = Field(128, gt=2)
@@ -58,9 +53,6 @@ class EvaluateIsotropyParams(StrictModel):
         description="one vector per word occurrence from its sub-tokens: last (the position whose "
         "causal context holds the whole word) or mean",
     )
-    bootstrap: BootstrapConfig = Field(default_factory=BootstrapConfig)
-    seed: int = 0
-    precision: InferencePrecision = precision_field()
 
 
 @STAGES.register(
@@ -72,12 +64,7 @@ class EvaluateIsotropy(Stage):
 
     def run(self, ctx: StageContext) -> list[Score]:
         p: EvaluateIsotropyParams = ctx.params
-        model, tok, rt = load_for_inference(
-            ctx.input("model") / "model",
-            stage="evaluate_isotropy",
-            precision=p.precision,
-            sharded=True,
-        )
+        model, tok, rt = load_evaluated(ctx, "evaluate_isotropy")
         n_params = count_parameters(model)
         scores: list[Score] = []
         sets: list[ItemSet] = []

@@ -28,14 +28,10 @@ from __future__ import annotations
 
 from pydantic import Field, field_validator
 
-from polymnesia.config.base import StrictModel
 from polymnesia.data.languages import get_language
-from polymnesia.evaluation.config import InferencePrecision, precision_field
 from polymnesia.evaluation.generation import chat_prompt, greedy_generate, sample_aligned
-from polymnesia.evaluation.inference import load_for_inference
 from polymnesia.items import (
     ITEMS_FILE,
-    BootstrapConfig,
     ItemSet,
     register_sum_score,
     scores_with_intervals,
@@ -52,6 +48,7 @@ from polymnesia.metrics.translation import (
 from polymnesia.models import count_parameters
 from polymnesia.pipeline.stage import STAGES, Stage, StageContext
 from polymnesia.results import Score
+from polymnesia.stages.common import ModelEvalParams, load_evaluated
 
 FIGURE9 = (
     "The task is to translate the given sentence in English to language {language}. There are 4 "
@@ -59,9 +56,7 @@ FIGURE9 = (
 )
 
 
-class EvaluateTranslationParams(StrictModel):
-    label: str
-    size: str | None = None
+class EvaluateTranslationParams(ModelEvalParams):
     languages: dict[str, str] = Field(description="target language -> group (en is skipped)")
     source_lang: str = "en"
     shots: int = Field(4, ge=0, description="examples in the prompt (paper: 4)")
@@ -71,7 +66,6 @@ class EvaluateTranslationParams(StrictModel):
         200, gt=20, description="examples are drawn among verses this short"
     )
     batch_size: int = 8
-    bootstrap: BootstrapConfig = Field(default_factory=BootstrapConfig)
     bleu_tokenize: str = Field(
         "13a",
         description="sacrebleu BLEU tokenizer (13a, intl, char, zh, none, ja-mecab, ko-mecab, "
@@ -80,8 +74,6 @@ class EvaluateTranslationParams(StrictModel):
     bleu_tokenize_by_lang: dict[str, str] = Field(
         default_factory=dict, description="target language -> tokenizer, overrides bleu_tokenize"
     )
-    seed: int = 0
-    precision: InferencePrecision = precision_field()
 
     @field_validator("bleu_tokenize")
     @classmethod
@@ -142,12 +134,7 @@ class EvaluateTranslation(Stage):
         signatures = {  # checked before any model runs: one line if a tokenizer is missing
             lang: bleu_signature(tokenize) for lang, tokenize in tokenizers(p).items()
         }
-        model, tok, rt = load_for_inference(
-            ctx.input("model") / "model",
-            stage="evaluate_translation",
-            precision=p.precision,
-            sharded=True,
-        )
+        model, tok, rt = load_evaluated(ctx, "evaluate_translation")
         n_params = count_parameters(model)
         data = ctx.input("data")
         src_name = get_language(p.source_lang).name

@@ -25,16 +25,12 @@ from typing import Literal
 
 from pydantic import Field
 
-from polymnesia.config.base import StrictModel
 from polymnesia.data.instructions import genre_instruction, genre_name
 from polymnesia.data.sources.bible import BIBLE_GENRES
 from polymnesia.evaluation.calibration import answer_prior, score_answers
-from polymnesia.evaluation.config import InferencePrecision, precision_field
 from polymnesia.evaluation.generation import answer_logprobs_many, chat_prompt, sample_aligned
-from polymnesia.evaluation.inference import load_for_inference
 from polymnesia.items import (
     ITEMS_FILE,
-    BootstrapConfig,
     ItemSet,
     scores_with_intervals,
     write_items,
@@ -42,12 +38,10 @@ from polymnesia.items import (
 from polymnesia.models import count_parameters
 from polymnesia.pipeline.stage import STAGES, Stage, StageContext
 from polymnesia.results import Score
+from polymnesia.stages.common import ModelEvalParams, load_evaluated
 
 
-class EvaluateZeroShotParams(StrictModel):
-    label: str
-    size: str | None = None
-    languages: dict[str, str] = Field(description="language -> group")
+class EvaluateZeroShotParams(ModelEvalParams):
     split: str = "test"
     max_texts_per_lang: int | None = Field(90, gt=0)
     scoring: Literal["raw", "length_normalised", "pmi", "contextual"] = Field(
@@ -55,9 +49,6 @@ class EvaluateZeroShotParams(StrictModel):
         description="answer score: raw log-likelihood, length_normalised (per character), "
         "pmi (domain-conditional PMI, Holtzman et al. 2021) or contextual (Zhao et al. 2021)",
     )
-    bootstrap: BootstrapConfig = Field(default_factory=BootstrapConfig)
-    seed: int = 0
-    precision: InferencePrecision = precision_field()
 
 
 @STAGES.register(
@@ -69,12 +60,7 @@ class EvaluateZeroShot(Stage):
 
     def run(self, ctx: StageContext) -> list[Score]:
         p: EvaluateZeroShotParams = ctx.params
-        model, tok, rt = load_for_inference(
-            ctx.input("model") / "model",
-            stage="evaluate_zero_shot",
-            precision=p.precision,
-            sharded=True,
-        )
+        model, tok, rt = load_evaluated(ctx, "evaluate_zero_shot")
         n_params = count_parameters(model)
         names = [genre_name(g) for g in BIBLE_GENRES]
         question = genre_instruction(BIBLE_GENRES)
