@@ -10,8 +10,11 @@ from typing import Any
 from polymnesia.data.languages import get_language
 from polymnesia.io import read_jsonl
 from polymnesia.items import BootstrapConfig, ItemSet, group_intervals
+from polymnesia.pipeline.integrity import read_marker
+from polymnesia.pipeline.stage import STAGES
 from polymnesia.reports.plots import bar_by_language, line_plot
 from polymnesia.reports.render import Report
+from polymnesia.reports.table_core import Table
 from polymnesia.reports.tables import group_table, language_table, write_table
 from polymnesia.results import Score
 
@@ -113,10 +116,88 @@ def run_health(report: Report, run_dir: Path) -> None:
         report.heading("Run health", 2).bullets(lines)
 
 
+ROLES = ("data", "training", "evaluation", "analysis", "other")
+
+
+def stage_times(run_dir: Path) -> list[dict[str, Any]]:
+    """Per stage of the run (``run.json``): name, kind, role (``Stage.role``), whether this run
+    built it or reused it, and the seconds its build took (its cache entry's marker)."""
+    path = run_dir / "run.json"
+    if not path.is_file():
+        return []
+    stages = json.loads(path.read_text(encoding="utf-8")).get("stages", {})
+    rows = []
+    for name, rec in stages.items():
+        kind = str(rec.get("kind", ""))
+        marker = read_marker(Path(rec["entry"])) if rec.get("entry") else None
+        seconds = (marker or {}).get("seconds")
+        rows.append(
+            {
+                "stage": name,
+                "kind": kind,
+                "role": STAGES.get(kind).role if kind in STAGES else "other",
+                "status": rec.get("status", ""),
+                "seconds": float(seconds) if isinstance(seconds, (int, float)) else None,
+            }
+        )
+    return rows
+
+
+def compute_table(report: Report, run_dir: Path) -> None:
+    """Where the compute went: seconds by stage role and kind (``results/stage_times.csv`` has
+    every stage), and evaluation's share of training."""
+    rows = [r for r in stage_times(run_dir) if r["seconds"] is not None]
+    if not rows:
+        return
+    total = sum(r["seconds"] for r in rows)
+    by_kind: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for r in rows:
+        by_kind.setdefault((r["role"], r["kind"]), []).append(r)
+    order = sorted(by_kind, key=lambda k: (ROLES.index(k[0]) if k[0] in ROLES else 9, k[1]))
+    table_rows = [
+        [role, kind, len(rs), sum(r["status"] == "run" for r in rs),
+         round(sum(r["seconds"] for r in rs), 1), round(100 * sum(r["seconds"] for r in rs) / max(total, 1e-9), 1)]
+        for role, kind in order
+        for rs in [by_kind[(role, kind)]]
+    ]  # fmt: skip
+    per_role = {role: sum(r["seconds"] for r in rows if r["role"] == role) for role in ROLES}
+    caption = (
+        f"Seconds each stage took when its cache entry was built (a reused entry counts the run "
+        f"that built it); {total:.0f} s in all. Fine-tuning stages (finetune_task, "
+        "sequential_step) include scoring their own model."
+    )
+    if per_role["training"] > 0:
+        caption += (
+            f" Evaluation stages took {per_role['evaluation']:.0f} s, "
+            f"{per_role['evaluation'] / per_role['training']:.2f}x the training stages' "
+            f"{per_role['training']:.0f} s."
+        )
+    write_table(
+        run_dir / "results",
+        Table(
+            "stage_times",
+            "Compute by stage",
+            ["stage", "kind", "role", "status", "seconds"],
+            [[r["stage"], r["kind"], r["role"], r["status"], r["seconds"]] for r in rows],
+        ),
+    )
+    report.heading("Compute by stage", 2).table(
+        Table(
+            "compute_by_kind",
+            "Compute by stage kind",
+            ["role", "stage kind", "stages", "built in this run", "seconds", "% of all"],
+            table_rows,
+            caption=caption,
+            floatfmt=".1f",
+        )
+    )
+
+
 def training_curves(report: Report, run_dir: Path) -> None:
-    """Loss against step for every training stage of the run (from metrics.jsonl), then the
-    run's health notes (:func:`run_health`)."""
+    """Loss against step for every training stage of the run (from metrics.jsonl), the run's
+    health notes (:func:`run_health`) and where the compute went (:func:`compute_table`)."""
     run_health(report, run_dir)
+    compute_table(report, run_dir)
     series: dict[str, tuple[list[float], list[float]]] = {}
     for rec in read_jsonl(run_dir / "metrics.jsonl"):
         if "loss" in rec and "step" in rec:

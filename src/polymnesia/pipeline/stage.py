@@ -57,6 +57,9 @@ class Stage(ABC):
     """
 
     version: ClassVar[str] = "1"
+    #: what the stage spends its time on, for the report's compute table: data, training
+    #: (fine-tuning stages include scoring their own model), evaluation, analysis or other
+    role: ClassVar[str] = "other"
     distributed: ClassVar[bool] = False
     resumable: ClassVar[bool] = False
 

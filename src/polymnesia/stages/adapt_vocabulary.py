@@ -246,6 +246,7 @@ def fertility_scores(
     "train a BPE on the adapting languages, merge it, resize, train new rows + head (body frozen)",
 )
 class AdaptVocabulary(Stage):
+    role = "training"
     version = "2"
     distributed = True
     resumable = True

@@ -57,6 +57,7 @@ def _check_splits(lang: str, by_split: dict[str, list[Any]], source: str) -> Non
 
 @STAGES.register("prepare_data", "fetch a source, split it by aligned id, write LANG/SPLIT.jsonl")
 class PrepareData(Stage):
+    role = "data"
     version = "2"
 
     def run(self, ctx: StageContext) -> list[Score]:

@@ -71,6 +71,7 @@ def tsne_points(states: dict[str, np.ndarray], seed: int) -> dict[str, list[list
     "representation_drift", "covariance change of mean hidden activations per layer (paper 002)"
 )
 class RepresentationDrift(Stage):
+    role = "analysis"
     version = "1"
 
     def run(self, ctx: StageContext) -> list[Score]:

@@ -74,6 +74,7 @@ class EvaluateHarnessParams(StrictModel):
     "lm-evaluation-harness tasks (offline poly_* or any lm-eval name) on a model stage's output",
 )
 class EvaluateHarness(Stage):
+    role = "evaluation"
     version = "2"  # 2: poly_* tasks in the model's chat template (was ChatML for every model)
 
     def run(self, ctx: StageContext) -> list[Score]:

@@ -50,6 +50,7 @@ class EvaluateLMParams(StrictModel):
 
 @STAGES.register("evaluate_lm", "token perplexity and bits per byte per language and group")
 class EvaluateLM(Stage):
+    role = "evaluation"
     version = "2"
     distributed = True
 

@@ -140,6 +140,7 @@ def _examples(data_dir, lang, split, task, tok, cap=None, seed=0):  # type: igno
     "fine-tune a classifier (SLF or per-language combiner), score sources/targets/forgetting",
 )
 class FinetuneTask(Stage):
+    role = "training"
     version = "3"
     distributed = True
     resumable = True

@@ -30,6 +30,7 @@ class ImportModelParams(StrictModel):
     "import_model", "an off-the-shelf model (local folder or Hub id) as a stage folder"
 )
 class ImportModel(Stage):
+    role = "data"
     version = "2"
 
     def run(self, ctx: StageContext) -> list[Score]:

@@ -154,6 +154,7 @@ def sft_examples(
 
 @STAGES.register("instruct", "instruction-tune a model on ChatML records, loss on responses only")
 class Instruct(Stage):
+    role = "training"
     version = "1"
     distributed = True
     resumable = True

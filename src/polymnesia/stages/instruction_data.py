@@ -137,6 +137,7 @@ def build_set(ctx: StageContext, p: InstructionDataParams) -> InstructionSet:
 
 @STAGES.register("instruction_data", "an instruction set with its data card (paper 002 phases)")
 class InstructionData(Stage):
+    role = "data"
     version = "1"
 
     def run(self, ctx: StageContext) -> list[Score]:

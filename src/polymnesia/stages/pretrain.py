@@ -28,6 +28,7 @@ class PretrainParams(StrictModel):
     "pretrain", "train a causal LM on a temperature-sampled language mixture into model/"
 )
 class Pretrain(Stage):
+    role = "training"
     version = "1"
     distributed = True
     resumable = True

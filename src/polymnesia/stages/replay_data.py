@@ -56,6 +56,7 @@ def _fields(rec: dict[str, object]) -> dict[str, str]:
 
 @STAGES.register("replay_data", "mix English or generative replay into Phase 2 records (paper 002)")
 class ReplayData(Stage):
+    role = "data"
     version = "1"
 
     def run(self, ctx: StageContext) -> list[Score]:

@@ -250,6 +250,7 @@ def _scores(
     "train on one language (or all) and score every language: a row of R (paper 004)",
 )
 class SequentialStep(Stage):
+    role = "training"
     version = "2"
 
     def run(self, ctx: StageContext) -> list[Score]:

@@ -72,6 +72,7 @@ def _destructive(ctx: StageContext, p: OrderParams) -> tuple[list[str], dict[str
     "sequential_order", "a language order for sequential training (paper 004) -> order.json"
 )
 class SequentialOrder(Stage):
+    role = "data"
     version = "2"
 
     def run(self, ctx: StageContext) -> list[Score]:

@@ -60,6 +60,7 @@ def _texts(folder: object, field: str) -> list[str]:
 
 @STAGES.register("dataset_similarity", "DES of two instruction datasets (paper 002, Definition 1)")
 class DatasetSimilarity(Stage):
+    role = "analysis"
     version = "1"
 
     def run(self, ctx: StageContext) -> list[Score]:
@@ -93,6 +94,7 @@ class ModelDistanceParams(StrictModel):
 
 @STAGES.register("model_distance", "MPD of two models fine-tuned from one base (paper 002, Def. 2)")
 class ModelDistance(Stage):
+    role = "analysis"
     version = "1"
 
     def run(self, ctx: StageContext) -> list[Score]:

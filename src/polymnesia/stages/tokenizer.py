@@ -20,6 +20,7 @@ class TrainTokenizerParams(StrictModel):
     "train_tokenizer", "train a byte-level BPE tokenizer (or load a given one) into tokenizer/"
 )
 class TrainTokenizer(Stage):
+    role = "data"
     version = "1"
 
     def run(self, ctx: StageContext) -> list[Score]:

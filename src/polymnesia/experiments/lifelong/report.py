@@ -40,7 +40,7 @@ from polymnesia.experiments.lifelong.results import (
     save_matrices,
     untrained_scores,
 )
-from polymnesia.experiments.reporting import run_health
+from polymnesia.experiments.reporting import compute_table, run_health
 from polymnesia.reports.render import Report
 from polymnesia.reports.table_core import Estimate
 from polymnesia.reports.tables import Table, matrix_table, write_table
@@ -263,5 +263,6 @@ def build_report(cfg: LifelongConfig, run_dir: Path) -> Path:
     for t in [*tables, *main, *extra]:
         write_table(run_dir / "results", t)
     run_health(rep, run_dir)
+    compute_table(rep, run_dir)
     md, _ = rep.write(run_dir)
     return md
