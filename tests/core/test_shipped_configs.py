@@ -76,3 +76,23 @@ def test_data_info_udhr(capsys):
     assert "\nen    English" in out and "licence" in out.lower()
     assert main(["data", "info", "udhr", "--json"]) == 0
     assert '"en"' in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    "path", CONFIGS, ids=[str(p.relative_to(ROOT).with_suffix("")) for p in CONFIGS]
+)
+def test_resolved_config_reloads_as_itself(path: Path, tmp_path: Path, isolated_cache: Path):
+    """A run folder's config.yaml (the resolved config) loads again to the same config: what
+    `polymnesia report RUN` and resuming with `polymnesia run RUN/config.yaml` read."""
+    from polymnesia.experiments.loading import load_config
+    from polymnesia.io import atomic_write_yaml
+
+    overrides = (
+        ["evaluation.english=[poly_genre_en]", "evaluation.multilingual=[poly_genre_fr]"]
+        if path.stem in NEEDS_HUB_TASKS
+        else []
+    )
+    cfg = load_config(path, overrides)
+    atomic_write_yaml(tmp_path / "config.yaml", cfg.model_dump(mode="json"))
+    again = load_config(tmp_path / "config.yaml")
+    assert again.model_dump(mode="json") == cfg.model_dump(mode="json")

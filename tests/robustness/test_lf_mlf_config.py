@@ -61,6 +61,7 @@ REFUSED = [
     ("lf_mlf_branches.yaml", "branches.groups={}", "at least 2 branches"),
     ("lf_mlf_branches.yaml", "branches=null", "no branches section"),
     ("lf_mlf_tasks.yaml", "tasks=[]", "tasks must not be empty"),
+    ("lf_mlf_tasks.yaml", "task.name=ner", "give either task (one) or tasks (several)"),
 ]
 
 
@@ -72,6 +73,22 @@ def test_lf_mlf_nonsense_is_refused_in_one_line(
     err = capsys.readouterr().err.strip()
     assert err.startswith("polymnesia: error:") and len(err.splitlines()) == 1, err
     assert expected in err, err
+
+
+def test_a_run_folder_of_several_tasks_written_with_the_default_task_still_loads(
+    tmp_path: Path,
+) -> None:
+    """config.yaml of runs made before the resolved config left ``task`` out next to ``tasks``."""
+    from polymnesia.experiments.loading import load_config
+    from polymnesia.io import atomic_write_yaml
+
+    cfg = load_config(CONFIGS / "lf_mlf_tasks.yaml")
+    assert "task" not in cfg.model_dump(mode="json")
+    old = {**cfg.model_dump(mode="json"), "task": cfg.task.model_dump(mode="json")}
+    atomic_write_yaml(tmp_path / "config.yaml", old)
+    assert load_config(tmp_path / "config.yaml").model_dump(mode="json") == cfg.model_dump(
+        mode="json"
+    )
 
 
 @pytest.mark.parametrize(

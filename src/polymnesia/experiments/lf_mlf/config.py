@@ -18,10 +18,12 @@ from typing import Any, Literal
 from pydantic import (
     ConfigDict,
     Field,
+    SerializerFunctionWrapHandler,
     ValidationError,
     ValidationInfo,
     create_model,
     field_validator,
+    model_serializer,
     model_validator,
 )
 
@@ -245,6 +247,15 @@ class LFMLFConfig(ExperimentConfig):
     def _parts(cls, v: list[Part]) -> list[Part]:
         return _unique(v, "parts", "part")
 
+    @model_serializer(mode="wrap")
+    def _one_task_form(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """With ``tasks`` the single ``task`` is unused and left out, so the resolved config
+        (a run folder's config.yaml) validates again."""
+        data: dict[str, Any] = handler(self)
+        if self.tasks is not None:
+            data.pop("task", None)
+        return data
+
     @model_validator(mode="after")
     def _check(self) -> LFMLFConfig:
         self._check_tasks()
@@ -260,7 +271,8 @@ class LFMLFConfig(ExperimentConfig):
 
     def _check_tasks(self) -> None:
         if self.tasks is not None:
-            if "task" in self.model_fields_set:
+            # a run folder written before the serializer below holds the default task too
+            if "task" in self.model_fields_set and self.task != TaskSection():
                 raise ValueError("give either task (one) or tasks (several), not both")
             _unique([t.name for t in self.tasks], "tasks", "task name")
         for i, t in enumerate(self.task_list()):
