@@ -46,3 +46,10 @@ def test_tagging_and_span_tasks_run_with_tasks_as_friedman_blocks(
     assert "Friedman test with tasks as blocks" in text
     assert "The paper's claims" in text and "±0.00" not in text
     assert (run / "results" / "zero_shot_questions.csv").exists()
+    # tagging and QA arms are judged against a trivial answer (genre has chance and majority)
+    for task, answer in (("segments", "most frequent tag"), ("questions", "whole passage")):
+        rows = (run / "results" / f"baselines_{task}.csv").read_text()
+        assert answer in rows and rows.count("\n") == 1 + 3, rows  # header + 3 arms
+    base = [s for s in scores if s["task"] == "questions" and s["metric"] == "squad_f1"]
+    assert all(0 < s["extra"]["trivial_baseline"]["value"] <= 1 for s in base)
+    assert "arms score above the trivial answer" in text

@@ -283,20 +283,52 @@ def baseline_table(
                 base.n,
             ]
         )
-    return Table(
-        name=name,
-        title=title,
-        columns=[
-            "Model",
-            "Languages",
-            "Metric",
-            "Score",
-            "Chance",
-            "Majority",
-            "x majority",
-            "Learned",
-            "n",
-        ],
-        rows=out,
-        caption="Chance: uniform guessing; majority: always the most frequent class of the test labels.",
+    return _learned_table(
+        name,
+        title,
+        ["Chance", "Majority", "x majority"],
+        out,
+        "Chance: uniform guessing; majority: always the most frequent class of the test labels.",
     )
+
+
+def trivial_table(
+    rows: Sequence[tuple[str, str, str, Interval, str, float]],
+    name: str = "baselines_trivial",
+    title: str = "Did the task models learn? Scores against a trivial answer",
+    fmt: str = ".3f",
+) -> Table:
+    """One row per ``(model, scope, metric, score interval, trivial answer, its score)``, for
+    tasks without class labels (tagging, extractive QA): "Learned" reads "above the trivial
+    answer" when the score's interval lies above that answer's score, "below" when it lies
+    below it, "not distinguishable" otherwise."""
+    out: list[list[object]] = []
+    for model, scope, metric, iv, answer, value in rows:
+        if iv.low > value:
+            learned = "above the trivial answer"
+        elif iv.high < value:
+            learned = "below the trivial answer"
+        else:
+            learned = "not distinguishable"
+        ratio = iv.estimate / value if value else math.nan
+        out.append([model, scope, metric, Estimate.of(iv), answer, value, ratio, learned, iv.n])
+    return _learned_table(
+        name,
+        title,
+        ["Trivial answer", "Its score", "x trivial"],
+        out,
+        "Trivial answer: what a predictor that learned nothing about the task scores on "
+        "the same test items (extractive QA: the whole passage; tagging: the language's most "
+        "frequent tag for every word), averaged over the languages like the score.",
+        fmt,
+    )
+
+
+def _learned_table(
+    name: str, title: str, baseline_columns: list[str], rows: list[list[object]], caption: str,
+    fmt: str | None = None,
+) -> Table:  # fmt: skip
+    """A "did the task models learn?" table: model, languages, metric and score, the
+    baseline's columns, then the verdict and n."""
+    columns = ["Model", "Languages", "Metric", "Score", *baseline_columns, "Learned", "n"]
+    return Table(name, title, columns, rows, caption=caption, floatfmt=fmt)

@@ -59,11 +59,13 @@ from polymnesia.runtime import current
 from polymnesia.tasks import TaskConfig, load_classifier
 from polymnesia.tasks.classification import resolve_model_folder
 from polymnesia.tasks.kinds import (
+    TRIVIAL,
     build_examples,
     evaluate_task,
     label_space,
     task_records,
     training_data,
+    trivial_baselines,
 )
 from polymnesia.training.config import TrainConfig
 from polymnesia.training.loop import train
@@ -243,6 +245,7 @@ class FinetuneTask(Stage):
             model, ex, p.task, batch_size=p.evaluation.batch_size, tag_names=self.tag_names,
             runtime=rt,
         )  # fmt: skip
+        trivial = trivial_baselines(ex, p.task, self._names(model))
         out, sets = [], []
         for lang, (r, values) in got.items():
             items = ItemSet(
@@ -264,8 +267,20 @@ class FinetuneTask(Stage):
                 )
                 if metric == p.task.metric:
                     score = score_with_items(score, items, p.bootstrap)
+                    if lang in trivial:  # what a predictor that learned nothing scores
+                        score.extra["trivial_baseline"] = {
+                            "answer": TRIVIAL[p.task.kind],
+                            "value": trivial[lang],
+                        }
                 out.append(score)
         return out, sets
+
+    def _names(self, model: Any) -> list[str] | None:
+        """Token tasks' tag names (label id -> tag), from the task or the model's config."""
+        if self.tag_names is not None:
+            return list(self.tag_names)
+        conf = model.config
+        return [conf.id2label[i] for i in range(int(conf.num_labels))]
 
     def _lm_scores(self, ctx: StageContext, model, tok) -> tuple[list[Score], list[ItemSet]]:  # type: ignore[no-untyped-def]
         """The pre-training loss of held-out text under the fine-tuned body with the base

@@ -368,13 +368,22 @@ def _score(preds, gold_ex, kind, metric, model, tag_names, accuracy, macro_f1, s
             return float(macro_f1(preds, gold, n_labels=int(model.config.num_labels)))
         return float(accuracy(preds, gold))
     golds = [_gold_token_labels(e) for e in gold_ex]
+    names = _tag_names(model, tag_names) if metric == "span_f1" else None
+    return token_metric(preds, golds, metric, names)
+
+
+def token_metric(
+    preds: Sequence[Sequence[int]],
+    golds: Sequence[Sequence[int]],
+    metric: str,
+    tag_names: Sequence[str] | None = None,
+) -> float:
+    """Token accuracy over scored words, or span F1 over BIO tags (``tag_names``: id -> tag)."""
     if metric == "accuracy":
         return float(accuracy([x for p in preds for x in p], [x for g in golds for x in g]))
-    names = (
-        list(tag_names)
-        if tag_names is not None
-        else [model.config.id2label[i] for i in range(int(model.config.num_labels))]
-    )
+    if tag_names is None:
+        raise PolymnesiaError("span_f1 needs the tag names (label id -> BIO tag)")
+    names = list(tag_names)
     return float(
         span_f1([[names[x] for x in p] for p in preds], [[names[x] for x in g] for g in golds])
     )

@@ -20,11 +20,19 @@ from polymnesia.tasks.classification import (
     LanguageResult,
     build_sequence_examples,
     evaluate_items_by_language,
+    token_metric,
 )
 from polymnesia.tasks.config import TaskConfig, infer_num_labels
 from polymnesia.tasks.constructed import construct, genre_tag_names, label_names
 from polymnesia.tasks.qa import SpanData, build_span_examples, predict_answers, score_answers
 from polymnesia.tasks.tagging import build_token_examples
+
+#: the trivial answer each kind's baseline gives (sequence tasks: chance and majority class,
+#: computed from the items in the report; see polymnesia.reports.claims.label_baselines)
+TRIVIAL = {
+    "span": "the whole passage",
+    "token": "the most frequent tag everywhere",
+}
 
 
 def task_records(
@@ -105,4 +113,37 @@ def evaluate_task(
             values[task.metric], "values", ids, {"values": cols[task.metric]}, 0
         )
         out[lang] = (result, values)
+    return out
+
+
+def trivial_baselines(
+    examples_by_lang: dict[str, list[dict[str, Any]]],
+    task: TaskConfig,
+    tag_names: list[str] | None = None,
+) -> dict[str, float]:
+    """Per language, the task metric of a predictor that learned nothing about the task:
+    span tasks answer every question with the whole (visible) passage, token tasks give every
+    scored word the language's most frequent gold tag. Empty for sequence tasks (their chance
+    and majority baselines come from the gold labels of the items)."""
+    if task.kind not in TRIVIAL:
+        return {}
+    out = {}
+    for lang, examples in examples_by_lang.items():
+        if not examples:
+            continue
+        if task.kind == "span":
+            passages = [
+                str(e["context"][e["offsets"][0][0] : e["offsets"][-1][1]]).strip()
+                for e in examples
+            ]
+            cols = score_answers(passages, examples)
+            out[lang] = sum(cols[task.metric]) / len(examples)
+        else:
+            gold = [[int(x) for x in e["labels"] if int(x) != -100] for e in examples]
+            counts: dict[int, int] = {}
+            for g in gold:
+                for x in g:
+                    counts[x] = counts.get(x, 0) + 1
+            top = max(counts, key=lambda k: (counts[k], -k))
+            out[lang] = token_metric([[top] * len(g) for g in gold], gold, task.metric, tag_names)
     return out

@@ -180,3 +180,34 @@ def baseline_rows(
         if math.isfinite(iv.estimate):
             rows.append((model, ", ".join(langs), task.metric, iv, base))
     return rows
+
+
+def trivial_rows(
+    cfg: LFMLFConfig, task: TaskSection, scores: Sequence[Score], items: Sequence[ItemSet]
+) -> list[tuple[str, str, str, Interval, str, float]]:
+    """Per main arm of a tagging or QA task: its mean score on its sources, and what the
+    trivial answer recorded by ``finetune_task`` scores there (mean over the same languages,
+    first seed; the answer depends on the test items, not on the arm)."""
+    if task.kind == "sequence":
+        return []
+    rows: list[tuple[str, str, str, Interval, str, float]] = []
+    arms = [label_of(m) for m in cfg.methods]
+    arms += [f"SLF-{s}" for s in cfg.sources_of(task)] if cfg.slf else []
+    for model in arms:
+        langs = [model[4:]] if model.startswith("SLF-") else cfg.sources_of(task)
+        where: dict[str, Any] = {"group": "source", "setting": "main", "task": task.name}
+        chosen = filter_scores(scores, model=model, metric=task.metric, lang=langs, **where)
+        first = min((s.seed or 0 for s in chosen), default=0)
+        base = {
+            s.lang: s.extra["trivial_baseline"]
+            for s in chosen
+            if (s.seed or 0) == first and "trivial_baseline" in (s.extra or {})
+        }
+        if set(base) != set(langs):  # scored before the stage recorded it
+            continue
+        iv = arm_score(scores, items, task.metric, model, lang=langs, **where)
+        value = sum(float(b["value"]) for b in base.values()) / len(base)
+        answer = str(next(iter(base.values()))["answer"])
+        if math.isfinite(iv.estimate):
+            rows.append((model, ", ".join(langs), task.metric, iv, answer, value))
+    return rows

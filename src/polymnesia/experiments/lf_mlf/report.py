@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from polymnesia.errors import PolymnesiaError
-from polymnesia.experiments.lf_mlf.claims import all_claims, baseline_rows
+from polymnesia.experiments.lf_mlf.claims import all_claims, baseline_rows, trivial_rows
 from polymnesia.experiments.lf_mlf.config import REFERENCE, LFMLFConfig, TaskSection, label_of
 from polymnesia.experiments.reporting import training_curves
 from polymnesia.items import run_items
@@ -31,7 +31,7 @@ from polymnesia.metrics.stats import (
     significance_marks,
 )
 from polymnesia.reports.cd_diagram import plot_cd_diagram
-from polymnesia.reports.claims import baseline_table, claims_table
+from polymnesia.reports.claims import baseline_table, claims_table, trivial_table
 from polymnesia.reports.plots import heatmap, line_plot
 from polymnesia.reports.render import Report
 from polymnesia.reports.table_core import Table
@@ -138,6 +138,14 @@ def baselines(
     items: list,
 ) -> None:
     """Each arm's score on its training languages against chance and majority (is it learning?)."""
+    trivial = trivial_rows(cfg, task, scores, items)
+    if trivial:
+        _show(rep, run_dir, trivial_table(trivial, name=f"baselines{_suffix(cfg, task)}"))
+        above = sum(iv.low > v for _, _, _, iv, _, v in trivial)
+        rep.paragraph(
+            f"{above} of {len(trivial)} arms score above the trivial answer with an interval "
+            "above it; an arm that does not has not learned this task at this run's size."
+        )
     rows = baseline_rows(cfg, task, scores, items)
     if not rows:
         return
