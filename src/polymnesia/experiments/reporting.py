@@ -154,12 +154,21 @@ def compute_table(report: Report, run_dir: Path) -> None:
     for r in rows:
         by_kind.setdefault((r["role"], r["kind"]), []).append(r)
     order = sorted(by_kind, key=lambda k: (ROLES.index(k[0]) if k[0] in ROLES else 9, k[1]))
-    table_rows = [
-        [role, kind, len(rs), sum(r["status"] == "run" for r in rs),
-         round(sum(r["seconds"] for r in rs), 1), round(100 * sum(r["seconds"] for r in rs) / max(total, 1e-9), 1)]
-        for role, kind in order
-        for rs in [by_kind[(role, kind)]]
-    ]  # fmt: skip
+    table_rows = []
+    for role, kind in order:
+        rs = by_kind[(role, kind)]
+        seconds = sum(r["seconds"] for r in rs)
+        built = sum(r["status"] == "run" for r in rs)
+        table_rows.append(
+            [
+                role,
+                kind,
+                len(rs),
+                built,
+                round(seconds, 1),
+                round(100 * seconds / max(total, 1e-9), 1),
+            ]
+        )
     per_role = {role: sum(r["seconds"] for r in rows if r["role"] == role) for role in ROLES}
     caption = (
         f"Seconds each stage took when its cache entry was built (a reused entry counts the run "

@@ -57,7 +57,7 @@ from polymnesia.pipeline.stage import STAGES, Stage, StageContext
 from polymnesia.results import Score
 from polymnesia.runtime import current
 from polymnesia.tasks import TaskConfig, load_classifier
-from polymnesia.tasks.classification import resolve_model_folder
+from polymnesia.tasks.classification import resolve_model_folder, tag_names_of
 from polymnesia.tasks.kinds import (
     TRIVIAL,
     build_examples,
@@ -245,7 +245,7 @@ class FinetuneTask(Stage):
             model, ex, p.task, batch_size=p.evaluation.batch_size, tag_names=self.tag_names,
             runtime=rt,
         )  # fmt: skip
-        trivial = trivial_baselines(ex, p.task, self._names(model))
+        trivial = trivial_baselines(ex, p.task, tag_names_of(model, self.tag_names))
         out, sets = [], []
         for lang, (r, values) in got.items():
             items = ItemSet(
@@ -274,13 +274,6 @@ class FinetuneTask(Stage):
                         }
                 out.append(score)
         return out, sets
-
-    def _names(self, model: Any) -> list[str] | None:
-        """Token tasks' tag names (label id -> tag), from the task or the model's config."""
-        if self.tag_names is not None:
-            return list(self.tag_names)
-        conf = model.config
-        return [conf.id2label[i] for i in range(int(conf.num_labels))]
 
     def _lm_scores(self, ctx: StageContext, model, tok) -> tuple[list[Score], list[ItemSet]]:  # type: ignore[no-untyped-def]
         """The pre-training loss of held-out text under the fine-tuned body with the base

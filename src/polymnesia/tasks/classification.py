@@ -305,7 +305,7 @@ def evaluate_items_by_language(
     preds = predict(model, flat, batch_size, runtime)
     config: Any = model.config
     n_labels = int(config.num_labels)
-    names = _tag_names(model, tag_names) if kind == "token" else []
+    names = tag_names_of(model, tag_names) if kind == "token" else []
     out, start = {}, 0
     for lang in langs:
         n = len(examples_by_lang[lang])
@@ -322,7 +322,8 @@ def evaluate_items_by_language(
     return out
 
 
-def _tag_names(model: torch.nn.Module, tag_names: Sequence[str] | None) -> list[str]:
+def tag_names_of(model: torch.nn.Module, tag_names: Sequence[str] | None = None) -> list[str]:
+    """``tag_names`` when given, else the model's ``config.id2label`` in label-id order."""
     if tag_names is not None:
         return list(tag_names)
     cfg: Any = model.config
@@ -368,7 +369,7 @@ def _score(preds, gold_ex, kind, metric, model, tag_names, accuracy, macro_f1, s
             return float(macro_f1(preds, gold, n_labels=int(model.config.num_labels)))
         return float(accuracy(preds, gold))
     golds = [_gold_token_labels(e) for e in gold_ex]
-    names = _tag_names(model, tag_names) if metric == "span_f1" else None
+    names = tag_names_of(model, tag_names) if metric == "span_f1" else None
     return token_metric(preds, golds, metric, names)
 
 
