@@ -3,17 +3,20 @@
 Training: polymnesia's loop on packed UDHR blocks (forward, backward, AdamW).
 Evaluation: ``evaluation.likelihood.lm_stats`` over the UDHR paragraphs of six
 languages (forward only, length-sorted batches, the model placed by the runtime
-as the evaluation stages place it). Each side runs twice, alternating; the
-better run counts. Both print model FLOPs utilisation against a measured
-matmul peak. Goal: evaluation >= 3x training.
+as the evaluation stages place it). The two sides alternate for ``--rounds``
+rounds; each round gives one ratio (evaluation / training), and the script
+prints the median ratio with its range over the rounds, and each side's median
+tokens/s. Both print model FLOPs utilisation against a measured matmul peak.
+Goal: evaluation >= 3x training.
 
-    python benchmarks/eval_throughput.py [--steps 30] [--batch 16] [--precision no|bf16|fp16]
-        [--preset tiny] [--vocab 2000]
+    python benchmarks/eval_throughput.py [--rounds 5] [--steps 30] [--batch 16]
+        [--precision no|bf16|fp16] [--preset tiny] [--vocab 2000]
 """
 
 from __future__ import annotations
 
 import argparse
+import statistics
 import tempfile
 from pathlib import Path
 
@@ -35,6 +38,7 @@ def main() -> None:
     from polymnesia.training.loop import train
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--steps", type=int, default=30)
     ap.add_argument("--batch", type=int, default=16)
     ap.add_argument("--precision", default="no", choices=["no", "bf16", "fp16"])
@@ -57,7 +61,7 @@ def main() -> None:
     texts = [r.text for lang in ("en", "ru", "ar", "zh", "hi", "es") for r in src.records(lang)]
     rt = current(a.precision)
     t_train, t_eval = [], []
-    for _ in range(2):  # alternate, keep each side's better run (the machine may be shared)
+    for _ in range(a.rounds):  # alternate, so both sides see the same machine load
         with tempfile.TemporaryDirectory() as d:
             t_train.append(
                 timed(lambda d=d, m=model: train(m, PackedLMData(blocks), cfg, Path(d), seed=0))
@@ -66,20 +70,30 @@ def main() -> None:
         stats = lm_stats(model, tok, texts, batch_size=64, max_length=256)  # warm-up
         t_eval.append(timed(lambda m=model: lm_stats(m, tok, texts, batch_size=64, max_length=256)))
         model.train()
-    train_tps = a.steps * a.batch * 128 / min(t_train)
-    eval_tps = (stats.tokens + len(texts)) / min(t_eval)  # scored tokens + BOS positions
+    train_runs = [a.steps * a.batch * 128 / t for t in t_train]
+    eval_runs = [(stats.tokens + len(texts)) / t for t in t_eval]  # scored tokens + BOS positions
+    ratios = [e / t for e, t in zip(eval_runs, train_runs, strict=True)]
+    train_tps, eval_tps = statistics.median(train_runs), statistics.median(eval_runs)
     print(
         f"{rt.device.type}, torch threads: {torch.get_num_threads()}, preset {a.preset}, "
-        f"precision {a.precision}; {len(texts)} texts, {stats.tokens} scored tokens"
+        f"precision {a.precision}; {len(texts)} texts, {stats.tokens} scored tokens; "
+        f"{a.rounds} rounds"
     )
-    print(f"training   : {train_tps:9.0f} tokens/s")
-    print(f"evaluation : {eval_tps:9.0f} tokens/s")
-    print(f"ratio evaluation / training = {eval_tps / train_tps:.2f}  (goal >= 3)")
+    print(f"training   : {train_tps:9.0f} tokens/s median  (runs: {_runs(train_runs)})")
+    print(f"evaluation : {eval_tps:9.0f} tokens/s median  (runs: {_runs(eval_runs)})")
+    print(
+        f"ratio evaluation / training = {statistics.median(ratios):.2f} median of {len(ratios)} "
+        f"rounds, range {min(ratios):.2f}-{max(ratios):.2f}  (goal >= 3)"
+    )
     n, layers, width = model_shape(model)
     peak, what = peak_flops(rt.device, rt.dtype)
     print(what)
     print(mfu_line("training   ", train_tps, train_flops_per_token(n, layers, width, 128), peak))
     print(mfu_line("evaluation ", eval_tps, forward_flops_per_token(n, layers, width, 128), peak))
+
+
+def _runs(values: list[float]) -> str:
+    return ", ".join(f"{v:.0f}" for v in values)
 
 
 if __name__ == "__main__":

@@ -3,13 +3,20 @@
 Same tiny Mistral (``tiny`` preset), same packed UDHR blocks, same global batch,
 AdamW with the same learning rate, warmup + cosine schedule, clipping at 1.0 and
 no evaluation or checkpointing inside the timed window, same device and precision
-(CUDA when there is one). Each side runs twice, alternating, and its better run
-counts. The optimizer each side builds is printed: the Trainer's default is fused
+(CUDA when there is one). Each side's timed window is one call that trains a
+model in hand: ``train(...)`` for polymnesia, ``Trainer(...)`` and ``.train()``
+for transformers (the Trainer builds its Accelerator and places the model in its
+constructor, as polymnesia's ``train`` does inside). The two sides alternate for
+``--rounds`` rounds; each round gives one ratio, and the script prints the
+median ratio with its range, and each side's median tokens/s. It also prints the
+steady-state ratio: tokens/s of the median step after step ``--skip`` (setup,
+the first steps' warm-up and the end of the call left out), timed by
+a loop plugin on polymnesia's side and a ``TrainerCallback`` on the Trainer's. The optimizer each side builds is printed: the Trainer's default is fused
 AdamW wherever torch has the kernel (CPU too); polymnesia's ``train.fused_adamw``
 default (null) fuses on CUDA only, ``--fused true`` fuses on the CPU as well.
 Goal: ratio (polymnesia / Trainer) >= 1.0 on CPU, >= 1.2 on GPU.
 
-    python benchmarks/train_throughput.py [--steps 40] [--batch 16] [--block 128]
+    python benchmarks/train_throughput.py [--rounds 5] [--steps 40] [--skip 5] [--batch 16] [--block 128]
         [--preset tiny] [--vocab 2000] [--precision no|bf16|fp16] [--fused null|true|false]
 
 Issue 13's GPU figure: ``--preset paper-400m --vocab 8000 --batch 16 --block 1024
@@ -19,17 +26,32 @@ Issue 13's GPU figure: ``--preset paper-400m --vocab 8000 --batch 16 --block 102
 from __future__ import annotations
 
 import argparse
+import statistics
 import tempfile
+import time
 from pathlib import Path
 
 import torch
 from _common import mfu_line, peak_flops, timed, tiny_model, udhr_blocks
 
 
-def run_polymnesia(blocks: torch.Tensor, vocab: int, a: argparse.Namespace) -> float:
+def steady(stamps: list[float], a: argparse.Namespace, block: int) -> float:
+    """Tokens/s of the median step after step ``a.skip`` (robust to a few slow steps)."""
+    steps = [t1 - t0 for t0, t1 in zip(stamps[a.skip - 1 : -1], stamps[a.skip :], strict=True)]
+    return a.batch * block / statistics.median(steps)
+
+
+def run_polymnesia(blocks: torch.Tensor, vocab: int, a: argparse.Namespace) -> tuple[float, float]:
     from polymnesia.training.config import TrainConfig
     from polymnesia.training.data import PackedLMData
     from polymnesia.training.loop import train
+    from polymnesia.training.plugins import TrainingPlugin
+
+    stamps: list[float] = []
+
+    class Clock(TrainingPlugin):
+        def after_optimizer_step(self, state) -> None:  # type: ignore[no-untyped-def]
+            stamps.append(time.perf_counter())
 
     fused = {"null": None, "true": True, "false": False}[a.fused]
     cfg = TrainConfig(
@@ -46,12 +68,23 @@ def run_polymnesia(blocks: torch.Tensor, vocab: int, a: argparse.Namespace) -> f
     )
     model = tiny_model(vocab, a.preset)
     with tempfile.TemporaryDirectory() as d:
-        seconds = timed(lambda: train(model, PackedLMData(blocks), cfg, Path(d), seed=0))
-    return a.steps * a.batch * blocks.shape[1] / seconds
+        seconds = timed(
+            lambda: train(model, PackedLMData(blocks), cfg, Path(d), seed=0, plugins=[Clock()])
+        )
+    block = blocks.shape[1]
+    return a.steps * a.batch * block / seconds, steady(stamps, a, block)
 
 
-def run_trainer(blocks: torch.Tensor, vocab: int, a: argparse.Namespace) -> tuple[float, str]:
-    from transformers import Trainer, TrainingArguments
+def run_trainer(
+    blocks: torch.Tensor, vocab: int, a: argparse.Namespace
+) -> tuple[float, float, str]:
+    from transformers import Trainer, TrainerCallback, TrainingArguments
+
+    stamps: list[float] = []
+
+    class Clock(TrainerCallback):
+        def on_step_end(self, args, state, control, **kw):  # type: ignore[no-untyped-def]
+            stamps.append(time.perf_counter())
 
     class Blocks(torch.utils.data.Dataset):
         def __len__(self) -> int:
@@ -82,14 +115,21 @@ def run_trainer(blocks: torch.Tensor, vocab: int, a: argparse.Namespace) -> tupl
             disable_tqdm=True,
             seed=0,
         )
-        trainer = Trainer(model=tiny_model(vocab, a.preset), args=args, train_dataset=Blocks())
-        seconds = timed(trainer.train)
-    return a.steps * a.batch * blocks.shape[1] / seconds, str(args.optim.value)
+        model = tiny_model(vocab, a.preset)
+        seconds = timed(
+            lambda: Trainer(
+                model=model, args=args, train_dataset=Blocks(), callbacks=[Clock()]
+            ).train()
+        )
+    block = blocks.shape[1]
+    return a.steps * a.batch * block / seconds, steady(stamps, a, block), str(args.optim.value)
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--steps", type=int, default=40)
+    ap.add_argument("--skip", type=int, default=5, help="steps left out of the steady state")
     ap.add_argument("--batch", type=int, default=16)
     ap.add_argument("--block", type=int, default=128)
     ap.add_argument("--preset", default="tiny")
@@ -99,11 +139,14 @@ def main() -> None:
     a = ap.parse_args()
     tok, blocks = udhr_blocks(a.block, a.vocab)
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    ours, theirs, optim = [], [], ""
-    for _ in range(2):
-        ours.append(run_polymnesia(blocks, len(tok), a))
-        tps, optim = run_trainer(blocks, len(tok), a)
+    ours, theirs, ours_steady, theirs_steady, optim = [], [], [], [], ""
+    for _ in range(a.rounds):  # alternate, so both sides see the same machine load
+        tps, st = run_polymnesia(blocks, len(tok), a)
+        ours.append(tps)
+        ours_steady.append(st)
+        tps, st, optim = run_trainer(blocks, len(tok), a)
         theirs.append(tps)
+        theirs_steady.append(st)
     fused = a.fused == "true" or (a.fused == "null" and device.type == "cuda")
     print(
         f"{device.type}, torch threads: {torch.get_num_threads()}, preset {a.preset}, vocab "
@@ -112,14 +155,26 @@ def main() -> None:
     print(
         f"optimizers: polymnesia AdamW fused={fused} (train.fused_adamw={a.fused}); Trainer {optim}"
     )
+    ratios = [o / t for o, t in zip(ours, theirs, strict=True)]
+    runs = ", ".join
     print(
-        f"polymnesia loop      : {max(ours):9.0f} tokens/s  (runs: {', '.join(f'{x:.0f}' for x in ours)})"
+        f"polymnesia loop      : {statistics.median(ours):9.0f} tokens/s median  "
+        f"(runs: {runs(f'{x:.0f}' for x in ours)})"
     )
     print(
-        f"transformers Trainer : {max(theirs):9.0f} tokens/s  (runs: {', '.join(f'{x:.0f}' for x in theirs)})"
+        f"transformers Trainer : {statistics.median(theirs):9.0f} tokens/s median  "
+        f"(runs: {runs(f'{x:.0f}' for x in theirs)})"
     )
     print(
-        f"ratio polymnesia / Trainer = {max(ours) / max(theirs):.3f}  (goal >= 1.0 on CPU, 1.2 on GPU)"
+        f"ratio polymnesia / Trainer = {statistics.median(ratios):.3f} median of {len(ratios)} "
+        f"rounds, range {min(ratios):.3f}-{max(ratios):.3f}  (goal >= 1.0 on CPU, 1.2 on GPU)"
+    )
+    steady_ratios = [o / t for o, t in zip(ours_steady, theirs_steady, strict=True)]
+    print(
+        f"steady state (steps {a.skip + 1}-{a.steps}): polymnesia "
+        f"{statistics.median(ours_steady):.0f}, Trainer {statistics.median(theirs_steady):.0f} "
+        f"tokens/s median; ratio {statistics.median(steady_ratios):.3f}, range "
+        f"{min(steady_ratios):.3f}-{max(steady_ratios):.3f}"
     )
     from polymnesia.training.flops import model_shape, train_flops_per_token
 
@@ -128,8 +183,8 @@ def main() -> None:
     dtype = {"no": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}[a.precision]
     peak, what = peak_flops(device, dtype)
     print(what)
-    print(mfu_line("polymnesia loop     ", max(ours), per_token, peak))
-    print(mfu_line("transformers Trainer", max(theirs), per_token, peak))
+    print(mfu_line("polymnesia loop     ", statistics.median(ours), per_token, peak))
+    print(mfu_line("transformers Trainer", statistics.median(theirs), per_token, peak))
 
 
 if __name__ == "__main__":

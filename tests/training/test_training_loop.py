@@ -111,3 +111,17 @@ def test_nan_loss_stops_with_step_and_checkpoint(tmp_path: Path):
     ):
         train(nano_model(), data(), cfg(), tmp_path, seed=0, plugins=[Poison()])
     assert (tmp_path / "checkpoints" / "step_0000004").is_dir()
+
+
+def test_kv_cache_is_off_while_training_and_restored_after(tmp_path: Path):
+    seen: list[bool] = []
+
+    class Watch(TrainingPlugin):
+        def before_optimizer_step(self, state):  # type: ignore[no-untyped-def]
+            seen.append(state.unwrapped.config.use_cache)
+
+    model = nano_model()
+    model.config.use_cache = True
+    trained, _ = train(model, data(), cfg(steps=2), tmp_path, plugins=[Watch()])
+    assert seen == [False, False]
+    assert trained.config.use_cache is True

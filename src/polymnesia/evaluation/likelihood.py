@@ -82,9 +82,10 @@ def _token_nll(model: torch.nn.Module, ids: torch.Tensor, mask: torch.Tensor) ->
     softcap = getattr(getattr(model, "config", None), "final_logit_softcapping", None)
     if callable(get_decoder) and isinstance(head, torch.nn.Linear) and not softcap:
         # right padding: under the causal mask no real token attends to a later pad, so the
-        # padding mask changes nothing that is scored and attention takes its fast causal path
+        # padding mask changes nothing that is scored and attention takes its fast causal path;
+        # no key/value cache is built for a single pass
         body = get_decoder()
-        hidden = body(input_ids=ids, attention_mask=None).last_hidden_state
+        hidden = body(input_ids=ids, attention_mask=None, use_cache=False).last_hidden_state
         logits = head(hidden[:, :-1][valid])  # (N, V): only positions with a target
         out[valid] = F.cross_entropy(logits.float(), targets[valid], reduction="none")
         return out

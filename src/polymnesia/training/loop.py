@@ -15,10 +15,10 @@ import contextlib
 import functools
 import math
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ParamSpec, TypeVar
 
 import torch
 
@@ -34,6 +34,38 @@ from polymnesia.training.schedule import warmup_cosine
 from polymnesia.training.trackers import flat_config
 
 CKPT_RE = checkpoint.CKPT_RE
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+@contextlib.contextmanager
+def no_kv_cache(model: torch.nn.Module) -> Iterator[None]:
+    """``config.use_cache`` off while ``model`` trains, restored afterwards (so a saved
+    folder keeps its setting). Training never reads the key/value cache, but a decoder
+    asked for one builds it in every forward pass, and its copies of the keys and values
+    enter the backward pass as well (the Trainer turns it off the same way)."""
+    conf: Any = getattr(model, "config", None)
+    if conf is None or getattr(conf, "use_cache", None) is None:
+        yield
+        return
+    before = conf.use_cache
+    conf.use_cache = False
+    try:
+        yield
+    finally:
+        conf.use_cache = before
+
+
+def _without_kv_cache(fn: Callable[P, R]) -> Callable[P, R]:
+    """Run ``fn(model, ...)`` under :func:`no_kv_cache` of its first argument."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        model = args[0] if args else kwargs["model"]
+        with no_kv_cache(model):  # type: ignore[arg-type]
+            return fn(*args, **kwargs)
+
+    return wrapper
 
 
 @dataclass
@@ -166,9 +198,6 @@ def _prepare_model(model: torch.nn.Module, cfg: TrainConfig, engine: str, device
                 "set it to false"
             )
         enable(gradient_checkpointing_kwargs={"use_reentrant": False})
-        conf: Any = getattr(model, "config", None)
-        if conf is not None:
-            conf.use_cache = False
     if engine in ("single", "ddp"):
         model.to(device)
 
@@ -260,6 +289,7 @@ def _finish_health(acc: Any, model: Any, counters: _Counters, out_dir: Path) -> 
     return list(report["flags"])
 
 
+@_without_kv_cache
 def train(
     model: torch.nn.Module,
     data: TrainData,
