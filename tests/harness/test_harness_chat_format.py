@@ -39,12 +39,13 @@ def gemma() -> Any:
     return tok
 
 
-#: tokenizer, the text its template writes before a prompt, after the generation prompt, and
-#: after an answer (written out here, not computed by the code under test)
+#: tokenizer, the text a document's prompt starts with (the template's BOS taken off), after
+#: the generation prompt, and after an answer (written out here, not computed by the code
+#: under test)
 TEMPLATES = {
-    "llama3": (llama3, "<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\n",
+    "llama3": (llama3, "<|start_header_id|>system<|end_header_id|>\n\n",
                "<|start_header_id|>assistant<|end_header_id|>\n\n", "<|eot_id|>"),
-    "gemma": (gemma, "<s><start_of_turn>user\n", "<start_of_turn>model\n", "<end_of_turn>"),
+    "gemma": (gemma, "<start_of_turn>user\n", "<start_of_turn>model\n", "<end_of_turn>"),
 }  # fmt: skip
 
 
@@ -96,13 +97,16 @@ def test_template_documents_and_stop_marker(name: str, prep: Path, tmp_path: Pat
     folder, chatml_docs = write(prep, tmp_path / name, tok), write(prep, tmp_path / "chatml")
     for d in read_jsonl(folder / "poly_genre_en.test.jsonl"):
         text = verse("en", int(d["id"].split(".")[2]))
-        assert d["prompt"] == chat_prompt(genre_instruction(BIBLE_GENRES), text, tok)
+        # the template writes BOS; the document leaves it to lm-eval (once per context)
+        assert tok.bos_token + d["prompt"] == chat_prompt(
+            genre_instruction(BIBLE_GENRES), text, tok
+        )
         assert d["prompt"].startswith(head) and d["prompt"].endswith(generation_prompt)
         assert text in d["prompt"] and "<|im_start|>" not in d["prompt"]
         assert d["choices"] == [genre_name(g) + end for g in BIBLE_GENRES]
     for d in read_jsonl(folder / "poly_continue_mc_fr.test.jsonl"):
         first, second = halves(verse("fr", int(d["id"].split(".")[2])))  # type: ignore[misc]
-        assert d["prompt"] == chat_prompt(CONTINUE_INSTRUCTION, first, tok)
+        assert tok.bos_token + d["prompt"] == chat_prompt(CONTINUE_INSTRUCTION, first, tok)
         assert d["choices"][d["gold"]] == second + end
     for task in TASKS:  # same verses, labels and targets; only the format differs
         for split in ("test", "validation"):
@@ -147,30 +151,53 @@ def test_run_lm_eval_needs_the_task_yaml(prep: Path, tmp_path: Path) -> None:
         run_lm_eval(tmp_path / "no_model", ["poly_genre_en"], tmp_path / "out", task_data=folder)
 
 
-def test_stage_on_a_model_with_its_own_template(prep: Path, tmp_path: Path) -> None:
-    """A tiny Llama with the Llama-3 template: lm-eval sees its prompts (one BOS), stops at
-    ``<|eot_id|>``, and its multiple-choice scores are polymnesia's own scorer's."""
-    from polymnesia.evaluation.generation import answer_logprobs
-    from polymnesia.models.io import load_model_and_tokenizer
+def llama3_model(folder: Path) -> Path:
+    size = {"hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 1}
+    size |= {"num_attention_heads": 2, "num_key_value_heads": 1}
+    return testing.save_tiny(folder, "llama", llama3(), **size)
+
+
+def run_stage(folder: Path, prep: Path, out: Path, tasks: list[str], **kw: Any) -> list[Any]:
     from polymnesia.pipeline.stage import StageContext, StageSpec
     from polymnesia.stages.evaluate_harness import EvaluateHarness, EvaluateHarnessParams
 
-    size = {"hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 1}
-    size |= {"num_attention_heads": 2, "num_key_value_heads": 1}
-    folder = testing.save_tiny(tmp_path / "stage" / "model", "llama", llama3(), **size)
     p = EvaluateHarnessParams(
-        label="L3", tasks=["poly_genre_en", "poly_continue_gen_en"], docs_per_task=4,
-        fewshot_docs=1, batch_size=2, device="cpu", dtype="float32", offline=True, max_gen_toks=4,
+        label="L3", tasks=tasks, docs_per_task=4, fewshot_docs=2, batch_size=2, device="cpu",
+        dtype="float32", offline=True, max_gen_toks=4, **kw,
     )  # fmt: skip
-    out = tmp_path / "out"
     ctx = StageContext(
         StageSpec("eval", "evaluate_harness", p), out, {"model": folder.parent, "data": prep}
     )
-    scores = {(s.task, s.metric): s for s in EvaluateHarness().run(ctx)}
+    return list(EvaluateHarness().run(ctx))
+
+
+def bos_count_as_lm_eval_encodes(folder: Path, context: str) -> tuple[int, int]:
+    """BOS ids in ``context`` as lm-eval tokenizes it (``add_bos_token=True``), and the first id."""
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(str(folder), add_bos_token=True)
+    ids = tok.encode(context)
+    return ids.count(tok.bos_token_id), ids[0] == tok.bos_token_id
+
+
+def test_stage_on_a_model_with_its_own_template(prep: Path, tmp_path: Path) -> None:
+    """A tiny Llama with the Llama-3 template: lm-eval sees its prompts (one BOS, which it
+    adds), stops at ``<|eot_id|>``, and its multiple-choice scores are polymnesia's own
+    scorer's."""
+    from polymnesia.evaluation.generation import answer_logprobs
+    from polymnesia.models.io import load_model_and_tokenizer
+
+    folder = llama3_model(tmp_path / "stage" / "model")
+    out = tmp_path / "out"
+    runs = run_stage(folder, prep, out, ["poly_genre_en", "poly_continue_gen_en"])
+    scores = {(s.task, s.metric): s for s in runs}
     assert {("poly_genre_en", "acc"), ("poly_continue_gen_en", "chrf")} <= set(scores)
     for s in read_jsonl(out / "lm_eval" / "samples_poly_continue_gen_en.jsonl"):
         context, kwargs = s["arguments"][0]
-        assert context.startswith("<|begin_of_text|>") and context.count("<|begin_of_text|>") == 1
+        assert (
+            context.startswith("<|start_header_id|>system") and "<|begin_of_text|>" not in context
+        )
+        assert bos_count_as_lm_eval_encodes(folder, context) == (1, True)
         assert context.endswith("<|start_header_id|>assistant<|end_header_id|>\n\n")
         assert "<|eot_id|>" in kwargs["until"] and "<|im_end|>" not in kwargs["until"]
     model, tok = load_model_and_tokenizer(folder)
@@ -185,3 +212,17 @@ def test_stage_on_a_model_with_its_own_template(prep: Path, tmp_path: Path) -> N
         # lm-eval moves the prompt's trailing "\n\n" into every continuation: one shared term
         diffs = [a - b for a, b in zip(theirs, ours, strict=True)]
         assert diffs == pytest.approx([diffs[0]] * len(diffs), abs=1e-3)
+
+
+def test_few_shot_context_holds_one_bos(prep: Path, tmp_path: Path) -> None:
+    """With few-shot examples the context is several conversations in the model's template;
+    the template's BOS is at its head once, not once per conversation."""
+    folder = llama3_model(tmp_path / "stage" / "model")
+    out = tmp_path / "out"
+    run_stage(folder, prep, out, ["poly_continue_gen_en"], num_fewshot=2)
+    samples = read_jsonl(out / "lm_eval" / "samples_poly_continue_gen_en.jsonl")
+    assert samples
+    for s in samples:
+        context, _ = s["arguments"][0]
+        assert context.count("<|start_header_id|>system<|end_header_id|>") == 3
+        assert bos_count_as_lm_eval_encodes(folder, context) == (1, True)

@@ -13,7 +13,10 @@ use (:func:`polymnesia.evaluation.generation.chat_prompt` with its
 tokenizer: its own chat template, or ChatML for a tokenizer without one, as
 every model polymnesia builds); answers end with that format's end-of-turn
 marker (:func:`polymnesia.tokenizers.chat.turn_end`: ``<|im_end|>`` in
-ChatML), as the tuned model writes them. Without a tokenizer the documents
+ChatML), as the tuned model writes them. A template that writes BOS (Llama-3's
+``<|begin_of_text|>``) has it taken off each document: lm-eval prepends BOS to
+the whole context (``add_bos_token``), once, however many few-shot examples
+precede the question. Without a tokenizer the documents
 are ChatML. Next to the documents go the tasks' YAML for that format
 (generation stops at the marker; :func:`polymnesia.harness.tasks.model_task_yamls`),
 so the folder is lm-eval's include path. The same verse ids are used in every
@@ -64,8 +67,13 @@ class ChatFormat:
     tokenizer: Any = None
 
     def prompt(self, instruction: str, input: str) -> str:
-        """System, user and the assistant's generation prompt (``chat_prompt``)."""
-        return chat_prompt(instruction, input, self.tokenizer)
+        """System, user and the assistant's generation prompt (``chat_prompt``), without the
+        BOS a template may write at its head: lm-eval puts BOS at the head of the whole
+        context (``add_bos_token``), so a few-shot context holds it once, not once per
+        example."""
+        text = chat_prompt(instruction, input, self.tokenizer)
+        bos = getattr(self.tokenizer, "bos_token", None)
+        return text[len(bos) :] if bos and text.startswith(bos) else text
 
     @cached_property
     def end(self) -> str:

@@ -75,7 +75,9 @@ class EvaluateHarnessParams(StrictModel):
 )
 class EvaluateHarness(Stage):
     role = "evaluation"
-    version = "2"  # 2: poly_* tasks in the model's chat template (was ChatML for every model)
+    # 2: poly_* tasks in the model's chat template (was ChatML for every model); 3: documents
+    # without the template's BOS (lm-eval adds it once per context, few-shot examples included)
+    version = "3"
 
     def run(self, ctx: StageContext) -> list[Score]:
         p: EvaluateHarnessParams = ctx.params
