@@ -1,4 +1,5 @@
-"""``polymnesia cache ls|verify|prune``: look after the stage cache."""
+"""``polymnesia cache ls|verify|prune|export|import``: look after the stage cache and move
+entries between machines."""
 
 from __future__ import annotations
 
@@ -10,10 +11,20 @@ from polymnesia.errors import PolymnesiaError
 
 
 def add_parser(sub: Any) -> None:
-    c = sub.add_parser("cache", help="list, verify or prune the stage cache")
-    c.add_argument("action", choices=["ls", "verify", "prune"])
+    c = sub.add_parser(
+        "cache", help="list, verify, prune, export or import entries of the stage cache"
+    )
+    c.add_argument("action", choices=["ls", "verify", "prune", "export", "import"])
     c.add_argument(
-        "entries", nargs="*", help="verify: entry folders or KIND/FINGERPRINT (default: all)"
+        "entries",
+        nargs="*",
+        help="verify, export: entry folders or KIND/FINGERPRINT (verify's default: all); "
+        "import: the archive",
+    )
+    c.add_argument("--archive", metavar="FILE", help="export: the .tar.gz to write")
+    c.add_argument("--run", metavar="RUN_DIR", help="export: the entries this run folder uses")
+    c.add_argument(
+        "--only", metavar="ROLES", help="export --run: only stages of these roles (e.g. data)"
     )
     c.add_argument("--partial", action="store_true", help="prune: also interrupted entries")
     c.add_argument(
@@ -59,10 +70,57 @@ def _row(info: Any) -> str:
     )
 
 
+def run_entries(run_dir: Path, roles: list[str] | None) -> list[Path]:
+    """The cache entries ``run_dir`` recorded (of stages whose role is in ``roles``)."""
+    import json
+
+    from polymnesia.pipeline.stage import STAGES
+
+    try:
+        stages = json.loads((run_dir / "run.json").read_text(encoding="utf-8"))["stages"]
+    except (OSError, ValueError, KeyError, TypeError):
+        raise PolymnesiaError(f"--run: {run_dir}/run.json is missing or damaged") from None
+    out = []
+    for name, info in stages.items():
+        kind = info.get("kind", "")
+        if roles is None or (kind in STAGES and STAGES.get(kind).role in roles):
+            entry = Path(info.get("entry", ""))
+            if not entry.is_dir():
+                raise PolymnesiaError(
+                    f"--run: stage {name}'s cache entry {entry} is gone; run the config again"
+                )
+            out.append(entry)
+    return out
+
+
+def _transfer(args: argparse.Namespace) -> int:
+    from polymnesia.pipeline import cache, transfer
+    from polymnesia.pipeline.runner import parse_roles
+
+    if args.action == "import":
+        if len(args.entries) != 1:
+            raise PolymnesiaError("cache import: give one archive (polymnesia cache import FILE)")
+        for item in transfer.import_entries(Path(args.entries[0])):
+            print(f"{item.status:9s} {item.kind}/{item.fingerprint}")
+        return 0
+    if not args.archive:
+        raise PolymnesiaError("cache export: give --archive FILE.tar.gz")
+    roles = parse_roles(args.only) if args.only else None
+    entries = _resolve(args.entries) or []
+    if args.run:
+        entries += run_entries(Path(args.run), roles)
+    packed = transfer.export_entries(entries, Path(args.archive))
+    size = cache.human_size(Path(args.archive).stat().st_size)
+    print(f"packed {len(packed)} entries into {args.archive} ({size})")
+    return 0
+
+
 def cmd_cache(args: argparse.Namespace) -> int:
     from polymnesia.paths import cache_dir
     from polymnesia.pipeline import cache
 
+    if args.action in ("export", "import"):
+        return _transfer(args)
     if args.action == "ls":
         infos = cache.list_entries()
         print(f"cache: {cache_dir()}")

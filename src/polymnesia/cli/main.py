@@ -82,11 +82,21 @@ def cmd_run(args: argparse.Namespace) -> int:
     from polymnesia.experiments import EXPERIMENTS, load_config
     from polymnesia.io import file_lock
     from polymnesia.pipeline.run_dir import default_run_dir, prepare_run_dir
-    from polymnesia.pipeline.runner import describe_plan, plan, run_pipeline
+    from polymnesia.pipeline.runner import (
+        describe_plan,
+        parse_roles,
+        plan,
+        run_pipeline,
+        select_stages,
+    )
 
+    roles = parse_roles(args.only) if args.only else None
     cfg = load_config(args.config, args.overrides)
     exp = EXPERIMENTS.get(cfg.experiment)
     specs = build_specs(exp, cfg, args.config)
+    n_all = len(specs)
+    if roles:
+        specs = select_stages(specs, roles)
     _check_remote_code(cfg, args.trust_remote_code)
     run_dir = Path(args.run_dir) if args.run_dir else default_run_dir(cfg)
     if args.dry_run:
@@ -117,7 +127,13 @@ def cmd_run(args: argparse.Namespace) -> int:
             log=lambda m: print(m, flush=True),
             lock_timeout=args.lock_timeout,
         )
-        if state.is_main_process:
+        if state.is_main_process and roles:
+            print(
+                f"[polymnesia] ran the {', '.join(roles)} stages and what they need "
+                f"({len(specs)} of {n_all}); no report: `polymnesia run` with the same config "
+                "runs the rest (reusing these) and writes it"
+            )
+        elif state.is_main_process:
             report = exp.report(cfg, run_dir)
             print(f"[polymnesia] report: {report}")
     finally:
@@ -265,6 +281,13 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="SECONDS",
         help="how long to wait for a cache entry another run is building "
         "(default $POLYMNESIA_LOCK_TIMEOUT or 86400)",
+    )
+    r.add_argument(
+        "--only",
+        metavar="ROLES",
+        help="run only the stages of these roles (comma-separated: data, training, evaluation, "
+        "analysis, other) and the stages they need, and write no report; e.g. --only data on "
+        "a machine with internet, then `polymnesia cache export` for one without",
     )
     r.set_defaults(fn=cmd_run)
     v = sub.add_parser("validate", help="check configs without running anything")

@@ -25,7 +25,7 @@ MARKER = "_complete.json"
 MANIFEST_VERSION = 1
 
 
-def _entry_files(entry: Path) -> list[Path]:
+def entry_files(entry: Path) -> list[Path]:
     """Every regular file under ``entry`` except the marker, in a stable order."""
     out = []
     for root, dirs, files in os.walk(entry):
@@ -45,7 +45,7 @@ def file_record(path: Path) -> dict[str, Any]:
 
 def build_manifest(entry: Path) -> dict[str, dict[str, Any]]:
     """``{relative path: {size, mtime_ns, sha256}}`` for every file of ``entry``."""
-    return {p.relative_to(entry).as_posix(): file_record(p) for p in _entry_files(entry)}
+    return {p.relative_to(entry).as_posix(): file_record(p) for p in entry_files(entry)}
 
 
 def write_marker(entry: Path, info: dict[str, Any]) -> None:

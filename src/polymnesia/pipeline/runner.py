@@ -32,7 +32,16 @@ from polymnesia.pipeline.integrity import MARKER
 from polymnesia.pipeline.stage import STAGES, StageContext, StageSpec
 from polymnesia.runtime import partial_state
 
-__all__ = ["MARKER", "PlannedStage", "describe_plan", "entry_dir", "plan", "run_pipeline"]
+__all__ = [
+    "MARKER",
+    "ROLES",
+    "PlannedStage",
+    "describe_plan",
+    "entry_dir",
+    "plan",
+    "run_pipeline",
+    "select_stages",
+]
 
 #: seconds a run waits for a cache entry that another process is building
 DEFAULT_LOCK_TIMEOUT = 24 * 3600.0
@@ -96,6 +105,36 @@ def plan(specs: list[StageSpec]) -> list[PlannedStage]:
         status, note = _status(spec, entry)
         out.append(PlannedStage(spec, fp, entry, status, note))
     return out
+
+
+#: what a stage spends its time on (``Stage.role``); ``polymnesia run --only`` picks by it
+ROLES = ("data", "training", "evaluation", "analysis", "other")
+
+
+def parse_roles(text: str) -> list[str]:
+    """``"data,training"`` as a list of roles; one line naming an unknown one."""
+    roles = [r.strip() for r in text.split(",") if r.strip()]
+    bad = [r for r in roles if r not in ROLES]
+    if bad or not roles:
+        raise PolymnesiaError(
+            f"--only: unknown stage role {', '.join(bad) or repr(text)}; "
+            f"give one or more of {', '.join(ROLES)}, separated by commas"
+        )
+    return roles
+
+
+def select_stages(specs: list[StageSpec], roles: list[str]) -> list[StageSpec]:
+    """The stages whose role is in ``roles`` and every stage they take inputs from, in order
+    (their fingerprints are those of the whole pipeline)."""
+    by_name = {s.name: s for s in specs}
+    keep: set[str] = set()
+    todo = [s.name for s in specs if STAGES.get(s.kind).role in roles]
+    while todo:
+        name = todo.pop()
+        if name not in keep and name in by_name:
+            keep.add(name)
+            todo.extend(by_name[name].inputs.values())
+    return [s for s in specs if s.name in keep]
 
 
 def describe_plan(planned: list[PlannedStage]) -> str:
