@@ -1,5 +1,10 @@
 """The smoke configs on CUDA: every stage runs on the GPU and the scores stay those of the CPU
-run up to GPU rounding. Skipped on machines without CUDA."""
+run up to GPU rounding. Skipped on machines without CUDA.
+
+On a machine without internet, set ``POLYMNESIA_OFFLINE_KIT`` to a kit of
+``scripts/offline_kit.py``: its ``data-*.tar.gz`` (the smoke configs' data stages,
+prepared where the Bible could be fetched) are imported into each test's fresh cache,
+and every stage that runs a model still runs here."""
 
 from __future__ import annotations
 
@@ -32,10 +37,18 @@ RUNS = {
 def test_smoke_config_on_cuda(name: str, isolated_cache: Path, tmp_path: Path) -> None:
     config, *overrides = RUNS[name]
     run = tmp_path / name
+    env = {**os.environ, "POLYMNESIA_CACHE": str(isolated_cache)}
+    kit = os.environ.get("POLYMNESIA_OFFLINE_KIT")
+    for archive in sorted(Path(kit).glob("data-*.tar.gz")) if kit else []:
+        subprocess.run(
+            [sys.executable, "-m", "polymnesia.cli.main", "cache", "import", str(archive)],
+            env=env,
+            check=True,
+        )
     out = subprocess.run(
         [sys.executable, "-m", "polymnesia.cli.main", "run", str(CONFIGS / config), *overrides,
          "--run-dir", str(run)],
-        env={**os.environ, "POLYMNESIA_CACHE": str(isolated_cache)},
+        env=env,
         capture_output=True,
         text=True,
         timeout=1800,

@@ -145,13 +145,21 @@ def test_only_complete_entries_are_exported(isolated_cache, tmp_path):  # type: 
     assert not list(tmp_path.glob("*x.tar.gz*"))  # nothing half-written
 
 
-def test_select_stages_keeps_what_the_chosen_roles_need():
+def test_select_stages_runs_a_role_where_its_inputs_are_ready():
     specs = tiny_specs()
     evaluate = StageSpec("eval", "evaluate_lm", None, {"model": "tokenizer", "data": "data"})  # type: ignore[arg-type]
-    assert [s.name for s in select_stages([*specs, evaluate], ["data"])] == ["data", "tokenizer"]
-    picked = select_stages([*specs, evaluate], ["evaluation"])
-    assert [s.name for s in picked] == ["data", "tokenizer", "eval"]
-    assert select_stages(specs, ["training"]) == []
+    train = StageSpec("train", "pretrain", None, {"data": "data"})  # type: ignore[arg-type]
+    # a data stage computed from a trained model (as lifelong's destructive order)
+    order = StageSpec("order", "sequential_order", None, {"data": "data", "source": "train"})  # type: ignore[arg-type]
+    pipeline = [*specs, train, order, evaluate]
+    picked, skipped = select_stages(pipeline, ["data"])
+    assert [s.name for s in picked] == ["data", "tokenizer"] and skipped == ["order"]
+    picked, skipped = select_stages(pipeline, ["evaluation"])
+    assert picked == [] and skipped == ["eval"]
+    picked, skipped = select_stages(pipeline, ["evaluation"], {"data", "tokenizer"})
+    assert [s.name for s in picked] == ["data", "tokenizer", "eval"] and skipped == []
+    picked, _ = select_stages(pipeline, ["data"], {"train"})
+    assert [s.name for s in picked] == ["data", "tokenizer", "train", "order"]  # train reused
     assert parse_roles(" data, evaluation ") == ["data", "evaluation"]
     with pytest.raises(PolymnesiaError, match=r"--only: unknown stage role eval; give one or"):
         parse_roles("data,eval")

@@ -94,9 +94,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     cfg = load_config(args.config, args.overrides)
     exp = EXPERIMENTS.get(cfg.experiment)
     specs = build_specs(exp, cfg, args.config)
-    n_all = len(specs)
+    n_all, skipped = len(specs), list[str]()
     if roles:
-        specs = select_stages(specs, roles)
+        complete = {p.spec.name for p in plan(specs) if p.status == "reuse"}
+        specs, skipped = select_stages(specs, roles, complete)
     _check_remote_code(cfg, args.trust_remote_code)
     run_dir = Path(args.run_dir) if args.run_dir else default_run_dir(cfg)
     if args.dry_run:
@@ -109,6 +110,8 @@ def cmd_run(args: argparse.Namespace) -> int:
             f"\n# run folder: {run_dir}\n# stages (reuse = cached, resume = interrupted, run = new):"
         )
         print(describe_plan(plan(specs)))
+        if skipped:
+            print(f"# skipped by --only (they need stages of other roles): {', '.join(skipped)}")
         return 0
     from polymnesia.runtime import partial_state
 
@@ -128,6 +131,11 @@ def cmd_run(args: argparse.Namespace) -> int:
             lock_timeout=args.lock_timeout,
         )
         if state.is_main_process and roles:
+            if skipped:
+                print(
+                    f"[polymnesia] skipped {len(skipped)} {'/'.join(roles)} stage(s) that need "
+                    f"stages of other roles first: {', '.join(skipped)}"
+                )
             print(
                 f"[polymnesia] ran the {', '.join(roles)} stages and what they need "
                 f"({len(specs)} of {n_all}); no report: `polymnesia run` with the same config "

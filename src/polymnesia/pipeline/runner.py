@@ -123,18 +123,35 @@ def parse_roles(text: str) -> list[str]:
     return roles
 
 
-def select_stages(specs: list[StageSpec], roles: list[str]) -> list[StageSpec]:
-    """The stages whose role is in ``roles`` and every stage they take inputs from, in order
-    (their fingerprints are those of the whole pipeline)."""
+def select_stages(
+    specs: list[StageSpec], roles: list[str], complete: set[str] | frozenset[str] = frozenset()
+) -> tuple[list[StageSpec], list[str]]:
+    """The part of a pipeline ``run --only ROLES`` walks, and the stages of those roles it skips.
+
+    A stage of one of ``roles`` is run when each of its inputs comes from such a stage
+    (itself run) or from a stage in ``complete`` (reused); one that needs any other stage
+    (a data stage computed from a trained model, say) is skipped. The list holds the
+    chosen stages and the stages they take inputs from, in pipeline order, so
+    fingerprints are those of the whole pipeline.
+    """
     by_name = {s.name: s for s in specs}
+    chosen: set[str] = set()
+    skipped: list[str] = []
+    for s in specs:  # inputs come before the stages that use them
+        if STAGES.get(s.kind).role not in roles:
+            continue
+        if all(up in chosen or up in complete for up in s.inputs.values()):
+            chosen.add(s.name)
+        else:
+            skipped.append(s.name)
     keep: set[str] = set()
-    todo = [s.name for s in specs if STAGES.get(s.kind).role in roles]
+    todo = list(chosen)
     while todo:
         name = todo.pop()
         if name not in keep and name in by_name:
             keep.add(name)
             todo.extend(by_name[name].inputs.values())
-    return [s for s in specs if s.name in keep]
+    return [s for s in specs if s.name in keep], skipped
 
 
 def describe_plan(planned: list[PlannedStage]) -> str:
