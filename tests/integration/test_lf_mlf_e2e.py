@@ -115,3 +115,35 @@ def test_f_p_is_zero_when_fine_tuning_does_not_move_the_body(
     assert len(arms) == 8
     for s in arms:
         assert s["value"] == pytest.approx(base[s["lang"]], abs=1e-6)
+
+
+def test_f_p_of_a_task_with_its_own_data_on_forgetting_data(
+    isolated_cache: Path, tmp_path: Path
+) -> None:
+    """A task that brings its own data has F_p when ``forgetting_data`` names held-out text:
+    the reference and every main arm are scored on that source's test split."""
+    folder = _tiny_folder("xlm-roberta", tmp_path / "xlmr")
+    run = tmp_path / "run"
+    own = "task.data={source: bible, max_train_per_lang: 200, max_eval_per_lang: 40}"
+    args = [f"pretrain.model.name_or_path={folder}", *ONE_ARM, own]
+    fp = [
+        "forgetting_data={source: udhr, split_fractions: [0.5, 0.1, 0.4]}",
+        "evaluation.forgetting_texts=100",
+    ]
+    assert main(["run", CONFIG, *args, *fp, "--run-dir", str(run)]) == 0
+    scores = read_jsonl(run / "results" / "scores.jsonl")
+    rows = [s for s in scores if s["metric"] == "mlm_loss"]
+    assert sorted((s["model"], s["lang"]) for s in rows) == sorted(
+        (m, x) for m in ("base", "Uniform-MLF", "LF-MLF") for x in ("en", "de", "fr", "es")
+    )
+    udhr = run / "stages" / "data_forgetting"
+    for s in rows:  # every UDHR test paragraph (40% of 51), not the Bible's test verses
+        assert s["n"] == len(read_jsonl(udhr / s["lang"] / "test.jsonl")) >= 15
+    record = (run / "run.json").read_text()
+    assert "data_forgetting" in record
+    caption = "Held-out test text of the udhr source (forgetting_data) in en, de, fr, es"
+    assert caption in (run / "report.md").read_text()
+    without = tmp_path / "without"
+    assert main(["run", CONFIG, *args, "--run-dir", str(without)]) == 0
+    scores = read_jsonl(without / "results" / "scores.jsonl")
+    assert not [s for s in scores if s["group"] == "forgetting"]  # no shared text: no F_p

@@ -79,8 +79,10 @@ def evaluate_lm_stage(
     evaluate: EvalConfig,
     size: str | None = None,
     kind: str = "evaluate_lm",
+    data: str = DATA,
 ) -> StageSpec:
-    """``evaluate_lm`` of ``model_stage`` on ``languages`` (language -> group); ``kind``
-    ``pretraining_loss`` scores the model's own pre-training loss instead (causal or masked)."""
+    """``evaluate_lm`` of ``model_stage`` on ``languages`` (language -> group) of the ``data``
+    stage's test split; ``kind`` ``pretraining_loss`` scores the model's own pre-training loss
+    instead (causal or masked)."""
     params = EvaluateLMParams(label=label, size=size, languages=languages, eval=evaluate)
-    return StageSpec(name, kind, params, {"data": DATA, "model": model_stage})
+    return StageSpec(name, kind, params, {"data": data, "model": model_stage})

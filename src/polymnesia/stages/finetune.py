@@ -289,8 +289,9 @@ class FinetuneTask(Stage):
             lm, stage="finetune_task", precision=p.evaluation.precision, sharded=True
         )
         out, sets = [], []
+        source = ctx.inputs.get("forgetting_data") or ctx.input("data")  # F_p's own text, if any
         for lang in p.forgetting_languages:
-            texts = read_texts(ctx.input("data"), lang, "test", p.evaluation.forgetting_texts)
+            texts = read_texts(source, lang, "test", p.evaluation.forgetting_texts)
             objective, st, cols = pretraining_loss_items(
                 lm,
                 tok,

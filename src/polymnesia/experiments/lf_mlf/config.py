@@ -218,6 +218,12 @@ class LFMLFConfig(ExperimentConfig):
     )
     finetune: TrainConfig = Field(default_factory=TrainConfig)
     evaluation: FinetuneEvalConfig = Field(default_factory=FinetuneEvalConfig)
+    forgetting_data: DataConfig | None = Field(
+        None,
+        description="held-out text F_p is measured on (test split of each F_p language), for "
+        "every task, including tasks that bring their own data (which otherwise have no F_p); "
+        "default: the shared data",
+    )
     friedman: FriedmanSection = Field(default_factory=FriedmanSection)
     sweep: SweepSection | None = None
     branches: BranchSection | None = None

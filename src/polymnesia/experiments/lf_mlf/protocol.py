@@ -40,6 +40,22 @@ from polymnesia.pipeline.stage import StageSpec
 from polymnesia.stages.data import PrepareDataParams
 from polymnesia.stages.finetune import FinetuneParams
 
+#: the held-out text of F_p when the config names ``forgetting_data``
+FORGETTING_DATA = "data_forgetting"
+
+
+def measures_fp(cfg: LFMLFConfig, task: TaskSection) -> bool:
+    """Whether ``task``'s main arms get F_p: on the shared data, or on ``forgetting_data``."""
+    return task.data is None or cfg.forgetting_data is not None
+
+
+def forgetting_data_stages(cfg: LFMLFConfig) -> list[StageSpec]:
+    """``prepare_data`` of ``forgetting_data`` for the F_p languages, when the config names it."""
+    if cfg.forgetting_data is None:
+        return []
+    params = PrepareDataParams(data=cfg.forgetting_data, languages=cfg.forgetting_languages())
+    return [StageSpec(FORGETTING_DATA, "prepare_data", params)]
+
 
 def hub_base(cfg: LFMLFConfig) -> str | None:
     """The loaded model (Hub id or folder) fine-tuned as it is, if the config names one: it is
@@ -64,7 +80,8 @@ def base_lm_stage(cfg: LFMLFConfig) -> StageSpec:
     )
     langs = {lang: "forgetting" for lang in cfg.forgetting_languages()}
     kind = "evaluate_lm" if hub_base(cfg) is None else "pretraining_loss"
-    return evaluate_lm_stage("base_lm", "base", PRETRAIN, langs, evaluate, kind=kind)
+    data = DATA if cfg.forgetting_data is None else FORGETTING_DATA
+    return evaluate_lm_stage("base_lm", "base", PRETRAIN, langs, evaluate, kind=kind, data=data)
 
 
 def data_name(cfg: LFMLFConfig, task: TaskSection) -> str:
@@ -94,7 +111,7 @@ def finetune_stage(
     setting: str,
 ) -> StageSpec:
     label = f"SLF-{sources[0]}" if method == "slf" else label_of(method)
-    measure_fp = setting == "main" and task.data is None  # F_p texts: the shared data
+    measure_fp = setting == "main" and measures_fp(cfg, task)
     params = FinetuneParams(
         label=label,
         method=method,
@@ -111,6 +128,8 @@ def finetune_stage(
     tag = "-".join(sources) if method == "slf" else method
     prefix = f"{task.name}_" if len(cfg.task_list()) > 1 else ""
     inputs = {"data": data_name(cfg, task), "model": PRETRAIN}
+    if measure_fp and cfg.forgetting_data is not None:
+        inputs["forgetting_data"] = FORGETTING_DATA  # F_p's texts (default: the "data" input)
     return StageSpec(f"ft_{setting}_{prefix}{tag}_s{seed}", "finetune_task", params, inputs)
 
 
@@ -134,17 +153,20 @@ def arms(
 def base_specs(cfg: LFMLFConfig) -> list[StageSpec]:
     """Data, tokenizer, pretraining and F_p's reference; for a loaded model the data its
     tasks share (with the F_p languages), its import and F_p's reference."""
+    fp_data = forgetting_data_stages(cfg)
     if hub_base(cfg) is None:
-        specs = [*base_stages(cfg.pretrain, cfg.data, cfg.all_languages(), cfg.seed)]
+        specs = [*base_stages(cfg.pretrain, cfg.data, cfg.all_languages(), cfg.seed), *fp_data]
         return [*specs, base_lm_stage(cfg), *task_data_stages(cfg)]
     shared = [t for t in cfg.task_list() if t.data is None]
-    if not shared:  # every task brings its own data: no shared text to measure F_p on
-        return [import_stage(cfg.pretrain), *task_data_stages(cfg)]
+    if not shared:  # every task brings its own data: F_p only on forgetting_data
+        reference = [base_lm_stage(cfg)] if fp_data else []
+        return [import_stage(cfg.pretrain), *fp_data, *reference, *task_data_stages(cfg)]
     langs = [
         x for t in shared for x in [*cfg.sources_of(t), *cfg.target_langs(cfg.sources_of(t), t)]
     ]
-    data = data_stage(cfg.data, [*langs, *cfg.forgetting_languages()])
-    return [data, import_stage(cfg.pretrain), base_lm_stage(cfg), *task_data_stages(cfg)]
+    fp_langs = [] if fp_data else cfg.forgetting_languages()
+    data = data_stage(cfg.data, [*langs, *fp_langs])
+    return [data, import_stage(cfg.pretrain), *fp_data, base_lm_stage(cfg), *task_data_stages(cfg)]
 
 
 def part_specs(cfg: LFMLFConfig, task: TaskSection) -> list[StageSpec]:

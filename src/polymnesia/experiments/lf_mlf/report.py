@@ -206,6 +206,12 @@ def forgetting_table(rep: Report, run_dir: Path, cfg: LFMLFConfig, scores: list[
         if not fp:
             continue
         head = "masked-LM head" if loss == "mlm_loss" else "LM head"
+        text = (
+            "Held-out test text of every data language"
+            if cfg.forgetting_data is None
+            else f"Held-out test text of the {cfg.forgetting_data.source} source "
+            f"(forgetting_data) in {', '.join(cfg.forgetting_languages())}"
+        )
         order = [label_of(m) for m in cfg.methods] + [f"SLF-{s}" for s in cfg.sources]
         table = seed_table(
             fp,
@@ -218,7 +224,7 @@ def forgetting_table(rep: Report, run_dir: Path, cfg: LFMLFConfig, scores: list[
             floatfmt=".4f",
             name=name,
             title=f"Forgetting F_p = L_p(θ_f) − L_p(θ_p) ({what}, mean over languages; lower is better)",
-            caption=f"Held-out test text of every data language, fine-tuned body with the pretrained {head}.",
+            caption=f"{text}, fine-tuned body with the pretrained {head}.",
         )
         _show(rep, run_dir, table)
 
