@@ -48,7 +48,29 @@ def test_exported_entries_are_reused_in_another_cache(isolated_cache, tmp_path, 
         assert (g.path / "spec.json").read_bytes() == (source / "spec.json").read_bytes()
     assert [p.status for p in plan(tiny_specs())] == ["reuse", "reuse"]
     assert [g.status for g in import_entries(archive)] == ["kept", "kept"]
-    assert not [p for p in (other / "stages").iterdir() if p.name.startswith(".import-")]
+    assert not list(other.rglob(".import-*"))  # the unpacking folder is gone
+
+
+def test_export_packs_each_entry_once_and_import_waits_for_no_builder(
+    isolated_cache, tmp_path, monkeypatch
+):  # type: ignore[no-untyped-def]
+    from polymnesia.io import file_lock
+
+    entries = run_pipeline(tiny_specs(), None, log=lambda _: None)
+    archive = tmp_path / "twice.tar.gz"
+    packed = export_entries([entries["data"], entries["data"], entries["tokenizer"]], archive)
+    assert len(packed) == 2
+    with tarfile.open(archive) as tar:
+        names = tar.getnames()
+    assert len(names) == len(set(names))
+    other = _other_cache(tmp_path, monkeypatch, "other")
+    target = other / "stages" / entries["data"].parent.name / entries["data"].name
+    target.parent.mkdir(parents=True)
+    building = file_lock(target.with_suffix(".lock"), "a stage being built")
+    with building, pytest.raises(PolymnesiaError, match=r"is being built by a running pipeline"):
+        import_entries(archive)
+    assert not target.exists()
+    assert [g.status for g in import_entries(archive)] == ["imported", "imported"]
 
 
 def test_cli_export_of_a_run_folder_and_import(isolated_cache, tmp_path, monkeypatch, capsys):  # type: ignore[no-untyped-def]

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from polymnesia.errors import PolymnesiaError
+from polymnesia.io import lock_is_held
 from polymnesia.paths import cache_dir
 from polymnesia.pipeline import integrity
 
@@ -59,6 +60,7 @@ def _require_verified(entry: Path, what: str, then: str) -> None:
 def export_entries(entries: Sequence[Path], archive: Path) -> list[Path]:
     """Pack complete ``entries`` into ``archive`` (``.tar.gz``, written atomically); one line
     naming the first entry that is not complete or has no manifest."""
+    entries = list({Path(e).resolve(): None for e in entries})  # each entry once
     if not entries:
         raise PolymnesiaError("cache export: no entries to pack; name entries or a run folder")
     for entry in entries:
@@ -85,7 +87,7 @@ def export_entries(entries: Sequence[Path], archive: Path) -> list[Path]:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
-    return list(entries)
+    return entries
 
 
 def _member_entry(member: tarfile.TarInfo, archive: Path) -> tuple[str, str]:
@@ -136,7 +138,9 @@ def import_entries(archive: Path) -> list[Imported]:
     stages = cache_dir() / "stages"
     stages.mkdir(parents=True, exist_ok=True)
     out: list[Imported] = []
-    with tempfile.TemporaryDirectory(prefix=".import-", dir=stages) as tmp_name:
+    # beside stages/ (same file system, so entries move in by rename), not inside it, where
+    # `cache ls` and `prune` would take a half-unpacked archive for entries
+    with tempfile.TemporaryDirectory(prefix=".import-", dir=cache_dir()) as tmp_name:
         tmp = Path(tmp_name)
         todo = []
         for kind, fp in sorted(_unpack(archive, tmp)):
@@ -144,6 +148,11 @@ def import_entries(archive: Path) -> list[Imported]:
             if integrity.check_entry(target).usable:
                 out.append(Imported(kind, fp, target, "kept"))
                 continue
+            if lock_is_held(target.with_suffix(".lock")):
+                raise PolymnesiaError(
+                    f"cache import: entry {kind}/{fp} is being built by a running pipeline; "
+                    "import again when it has finished"
+                )
             staged = tmp / "stages" / kind / fp
             _require_verified(
                 staged,
