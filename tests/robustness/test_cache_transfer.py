@@ -85,6 +85,10 @@ def test_cli_export_of_a_run_folder_and_import(isolated_cache, tmp_path, monkeyp
     assert main(["cache", "import", str(archive)]) == 0
     out = capsys.readouterr().out
     assert out.count("imported ") == 2
+    only = tmp_path / "only.tar.gz"
+    args = ["--run", str(run_dir), "--only", "training", "--archive", str(only)]
+    assert main(["cache", "export", *args]) != 0  # the tiny pipeline has no training stage
+    assert "no entries to pack" in capsys.readouterr().err
     assert main(["cache", "export", "--run", str(run_dir)]) != 0
     assert capsys.readouterr().err.strip() == (
         "polymnesia: error: cache export: give --archive FILE.tar.gz"
