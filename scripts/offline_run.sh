@@ -6,9 +6,10 @@
 #
 # Installs the kit's wheels into a private folder (once per kit; nothing else is touched),
 # puts it and src/ on PYTHONPATH, points POLYMNESIA_CACHE at $POLYMNESIA_CACHE or
-# KIT_DIR/cache, imports every KIT_DIR/data-*.tar.gz into that cache (verified entries;
-# already imported ones are kept), turns the Hugging Face Hub off, then runs COMMAND in the
-# repository root. Example (the GPU figures of docs/scale.md):
+# KIT_DIR.cache (beside the kit, so a fresh copy of the kit leaves it alone), imports every
+# KIT_DIR/data-*.tar.gz into that cache (verified entries; already imported ones are kept),
+# turns the Hugging Face Hub off, then runs COMMAND in the repository root. Example (the GPU
+# figures of docs/scale.md):
 #
 #   bash scripts/offline_run.sh .offline -- python3 -m polymnesia run configs/gpu/active_forgetting.yaml
 set -euo pipefail
@@ -31,7 +32,7 @@ if compgen -G "$kit/wheels/*.whl" >/dev/null; then
   fi
 fi
 export PYTHONPATH="$site:$PWD/src${PYTHONPATH:+:$PYTHONPATH}"
-export POLYMNESIA_CACHE=${POLYMNESIA_CACHE:-$kit/cache}
+export POLYMNESIA_CACHE=${POLYMNESIA_CACHE:-$kit.cache}
 export HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 TRANSFORMERS_OFFLINE=1
 for archive in "$kit"/data-*.tar.gz; do
   [ -e "$archive" ] || continue

@@ -52,14 +52,14 @@ def test_offline_run_imports_the_kit_data_and_runs(isolated_cache, tmp_path: Pat
     (tmp_path / "kit").mkdir()
     export_entries(list(entries.values()), tmp_path / "kit" / "data-tiny.tar.gz")
     env = {**os.environ, "PYTHON": sys.executable}
-    env.pop("POLYMNESIA_CACHE")  # the kit's own cache: KIT/cache
+    env.pop("POLYMNESIA_CACHE")  # the kit's own cache, beside it: KIT.cache
     cmd = ["bash", str(ROOT / "scripts" / "offline_run.sh"), str(tmp_path / "kit"), "--"]
     probe = "import os; print(os.environ['POLYMNESIA_CACHE'], os.environ['HF_HUB_OFFLINE'])"
     out = subprocess.run(
         [*cmd, sys.executable, "-c", probe], env=env, capture_output=True, text=True, check=True
     ).stdout.splitlines()
     assert [line.split()[0] for line in out[:2]] == ["imported", "imported"]
-    assert out[-1] == f"{tmp_path / 'kit' / 'cache'} 1"
+    assert out[-1] == f"{tmp_path / 'kit.cache'} 1"
     listed = subprocess.run(
         [*cmd, sys.executable, "-m", "polymnesia", "cache", "ls"],
         env=env,
