@@ -113,6 +113,22 @@ def test_nan_loss_stops_with_step_and_checkpoint(tmp_path: Path):
     assert (tmp_path / "checkpoints" / "step_0000004").is_dir()
 
 
+def test_losses_read_at_log_steps_still_name_the_first_bad_step(tmp_path: Path):
+    """Losses stay on the device between log steps; the non-finite one is still named (step 6,
+    read at step 8) and no checkpoint is written from the broken weights."""
+    with pytest.raises(
+        TrainingDiverged, match=r"loss became nan at step 6; last good checkpoint: none yet"
+    ):
+        train(
+            nano_model(), data(), cfg(log_every=4, checkpoint_every=8), tmp_path, seed=0,
+            plugins=[Poison()],
+        )  # fmt: skip
+    assert not (tmp_path / "checkpoints").exists() or not any((tmp_path / "checkpoints").iterdir())
+    from polymnesia.io import read_jsonl
+
+    assert [r["step"] for r in read_jsonl(tmp_path / "metrics.jsonl")] == [4]
+
+
 def test_kv_cache_is_off_while_training_and_restored_after(tmp_path: Path):
     seen: list[bool] = []
 

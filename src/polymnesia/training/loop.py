@@ -86,8 +86,8 @@ class _Counters:
         self.first_loss = float("nan")
         self.recent: list[float] = []
 
-    def record(self, loss: float) -> None:
-        if self.step == 1:
+    def record(self, loss: float, step: int) -> None:
+        if step == 1:
             self.first_loss = loss
         self.loss = loss
         self.recent = [*self.recent, loss][-health.HISTORY :]
@@ -105,6 +105,35 @@ class _Counters:
         self.step, self.tokens, self.loss = int(s["step"]), int(s["tokens"]), float(s["loss"])
         self.first_loss = float(s.get("first_loss", float("nan")))
         self.recent = [float(x) for x in s.get("recent", [])]
+
+
+class _Losses:
+    """Each step's loss kept on the device and read back at once at log and checkpoint steps
+    and at the end, so no step waits for the accelerator (the Trainer, too, reads its loss
+    only when it logs). A non-finite loss stops training at that read, naming its step; a
+    checkpoint is never written before the losses since the last one were read."""
+
+    def __init__(self) -> None:
+        self.pending: list[tuple[int, torch.Tensor]] = []
+
+    def add(self, step: int, loss: Any) -> None:
+        value = loss.detach().float() if isinstance(loss, torch.Tensor) else torch.tensor(loss)
+        self.pending.append((step, value.reshape(())))
+
+    def read(self, acc: Any, counters: _Counters, ckpt_dir: Path) -> None:
+        if not self.pending:
+            return
+        steps = [step for step, _ in self.pending]
+        stacked = torch.stack([v.to(acc.device) for _, v in self.pending])
+        values = acc.reduce(stacked, reduction="mean").cpu().tolist()  # one transfer
+        self.pending = []
+        for step, value in zip(steps, values, strict=True):
+            if not math.isfinite(value):
+                raise TrainingDiverged(
+                    f"loss became {value} at step {step}; last good checkpoint: "
+                    f"{_last_good(ckpt_dir)}; lower train.lr or check the data"
+                )
+            counters.record(value, step)
 
 
 class _PluginState:
@@ -158,23 +187,23 @@ def _last_good(ckpt_dir: Path) -> str:
 
 def _micro_batches(
     data: TrainData, indices: list[int], cfg: TrainConfig, acc: Any
-) -> list[dict[str, torch.Tensor]]:
-    """This process's share of each micro-batch of one global batch."""
+) -> tuple[list[dict[str, torch.Tensor]], int]:
+    """This process's share of each micro-batch of one global batch, on its device, and the
+    number of real tokens in it (counted on the host, before the copy)."""
     per_micro = len(indices) // cfg.grad_accum
     per_proc = per_micro // acc.num_processes
-    out = []
+    out, tokens = [], 0
     for m in range(cfg.grad_accum):
         start = m * per_micro + acc.process_index * per_proc
         batch = data.collate(indices[start : start + per_proc])
-        out.append({k: v.to(acc.device) for k, v in batch.items()})
-    return out
+        tokens += _count_tokens(batch)
+        out.append({k: v.to(acc.device, non_blocking=True) for k, v in batch.items()})
+    return out, tokens
 
 
-def _count_tokens(batches: list[dict[str, torch.Tensor]]) -> int:
-    return sum(
-        int(b["attention_mask"].sum()) if "attention_mask" in b else b["input_ids"].numel()
-        for b in batches
-    )
+def _count_tokens(batch: dict[str, torch.Tensor]) -> int:
+    mask = batch.get("attention_mask")
+    return int(mask.sum()) if mask is not None else batch["input_ids"].numel()
 
 
 def _use_fused(cfg: TrainConfig, device: torch.device) -> bool:
@@ -361,17 +390,13 @@ def train(
         )
     model.train()
     t0, tok0 = time.time(), counters.tokens
+    losses = _Losses()
     while counters.step < cfg.steps:
-        batches = _micro_batches(data, stream.next(cfg.batch_size), cfg, acc)
+        batches, n_tokens = _micro_batches(data, stream.next(cfg.batch_size), cfg, acc)
         loss = step_fn(state, batches)
         if state.extras.get("stop_reason"):  # the step function ended training (LF-MLF's stop)
             break
-        loss_val = float(acc.reduce(loss.detach().float(), reduction="mean"))
-        if not math.isfinite(loss_val):
-            raise TrainingDiverged(
-                f"loss became {loss_val} at step {counters.step + 1}; last good checkpoint: "
-                f"{_last_good(ckpt_dir)}; lower train.lr or check the data"
-            )
+        losses.add(counters.step + 1, loss)
         for p in plugins:
             p.before_optimizer_step(state)
         norm = _grad_norm(acc, model, cfg.grad_clip, engine)
@@ -379,25 +404,24 @@ def train(
         scheduler.step()
         optimizer.zero_grad(set_to_none=True)
         counters.step += 1
-        counters.record(loss_val)
-        counters.tokens += _count_tokens(batches) * acc.num_processes
+        counters.tokens += n_tokens * acc.num_processes
         state.step = counters.step
         for p in plugins:
             p.after_optimizer_step(state)
         if bar is not None:
             bar.update(1)
-            bar.set_postfix(
-                loss=f"{loss_val:.3f}",
-                tok_s=f"{(counters.tokens - tok0) / max(1e-9, time.time() - t0):.0f}",
-            )
         do_eval = eval_fn is not None and cfg.eval_every and counters.step % cfg.eval_every == 0
         if do_eval or counters.step % cfg.log_every == 0 or counters.step == cfg.steps:
+            losses.read(acc, counters, ckpt_dir)
+            tokens_per_s = (counters.tokens - tok0) / max(1e-9, time.time() - t0)
+            if bar is not None:
+                bar.set_postfix(loss=f"{counters.loss:.3f}", tok_s=f"{tokens_per_s:.0f}")
             rec = {
                 "step": counters.step,
-                "loss": round(loss_val, 6),
+                "loss": round(counters.loss, 6),
                 "lr": scheduler.get_last_lr()[0],
                 "tokens": counters.tokens,
-                "tokens_per_s": round((counters.tokens - tok0) / max(1e-9, time.time() - t0), 1),
+                "tokens_per_s": round(tokens_per_s, 1),
             }
             if norm is not None:
                 rec["grad_norm"] = round(float(norm), 6)
@@ -411,9 +435,11 @@ def train(
                 acc.log(rec, step=counters.step)
         at_end = cfg.checkpoint_at_end and counters.step == cfg.steps
         if counters.step % cfg.checkpoint_every == 0 or at_end:
+            losses.read(acc, counters, ckpt_dir)
             ckpt.save(ckpt_dir, counters, cfg.keep_checkpoints)
         if state.extras.get("stop_training"):  # a plugin (e.g. early stopping) ends training
             break
+    losses.read(acc, counters, ckpt_dir)
     if bar is not None:
         bar.close()
     if cfg.trackers:
