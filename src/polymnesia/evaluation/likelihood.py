@@ -64,13 +64,20 @@ def encode_for_scoring(
     return seqs, nbytes
 
 
-def _token_nll(model: torch.nn.Module, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+def _token_nll(
+    model: torch.nn.Module,
+    ids: torch.Tensor,
+    mask: torch.Tensor,
+    where: tuple[torch.Tensor, torch.Tensor] | None = None,
+) -> torch.Tensor:
     """NLL of every next token, ``(B, L-1)``.
 
     ``ids`` are right-padded. For standard decoders (a ``get_decoder()`` body and a
     linear LM head, no logit soft-capping) the body runs without a padding mask
     (causal attention already keeps real tokens from seeing the pads after them)
-    and the LM head only on the positions that predict a real token; otherwise
+    and the LM head only on the positions that predict a real token, ``where``
+    (row and column indices on the model's device, computed on the host so that
+    the accelerator is never waited for; default: from ``mask``); otherwise
     full logits with the mask.
     """
     targets = ids[:, 1:]
@@ -84,10 +91,11 @@ def _token_nll(model: torch.nn.Module, ids: torch.Tensor, mask: torch.Tensor) ->
         # right padding: under the causal mask no real token attends to a later pad, so the
         # padding mask changes nothing that is scored and attention takes its fast causal path;
         # no key/value cache is built for a single pass
+        rows, cols = where if where is not None else valid.nonzero(as_tuple=True)
         body = get_decoder()
         hidden = body(input_ids=ids, attention_mask=None, use_cache=False).last_hidden_state
-        logits = head(hidden[:, :-1][valid])  # (N, V): only positions with a target
-        out[valid] = F.cross_entropy(logits.float(), targets[valid], reduction="none")
+        logits = head(hidden[rows, cols])  # (N, V): only positions with a target
+        out[rows, cols] = F.cross_entropy(logits.float(), targets[rows, cols], reduction="none")
         return out
     logits = model(input_ids=ids, attention_mask=mask).logits[:, :-1]  # (B, L-1, V)
     flat = F.cross_entropy(
@@ -145,20 +153,29 @@ def sequence_nll(
     device: torch.device | str = "cpu",
     max_tokens: int = 8192,
 ) -> tuple[list[float], list[int]]:
-    """Summed NLL (nats) and number of predicted tokens for each sequence, in input order."""
+    """Summed NLL (nats) and number of predicted tokens for each sequence, in input order.
+
+    Batches are built and counted on the host while the device works: the sums stay on the
+    device and are read back once, at the end."""
     nll = [0.0] * len(seqs)
     count = [0] * len(seqs)
     was_training = model.training
     model.eval()
+    parts, order = [], []
     for idx in length_batches([len(s) for s in seqs], batch_size, max_tokens):
         ids, mask = right_pad([seqs[i] for i in idx], pad_id)
+        valid = mask[:, 1:].bool()
+        rows, cols = valid.nonzero(as_tuple=True)
+        where = (rows.to(device), cols.to(device))
+        for row, n in enumerate(valid.sum(dim=1).tolist()):
+            count[idx[row]] = n
         ids, mask = ids.to(device), mask.to(device)
-        tok_nll = _token_nll(model, ids, mask)  # (B, L-1), zero where nothing is predicted
-        tok_mask = mask[:, 1:].float()
-        sums = (tok_nll * tok_mask).sum(dim=1).tolist()
-        counts = tok_mask.sum(dim=1).long().tolist()
-        for row, i in enumerate(idx):
-            nll[i], count[i] = sums[row], counts[row]
+        tok_nll = _token_nll(model, ids, mask, where)
+        parts.append((tok_nll * mask[:, 1:].float()).sum(dim=1))  # zero where nothing predicted
+        order += idx
+    if parts:
+        for i, value in zip(order, torch.cat(parts).tolist(), strict=True):
+            nll[i] = value
     model.train(was_training)
     return nll, count
 
