@@ -117,22 +117,24 @@ def _mlm_parts(model: torch.nn.Module) -> tuple[torch.nn.Module, torch.nn.Module
 
 
 def _masked_token_nll(
-    model: torch.nn.Module, ids: torch.Tensor, attn: torch.Tensor, chosen: torch.Tensor,
-    labels: torch.Tensor,
+    model: torch.nn.Module, ids: torch.Tensor, attn: torch.Tensor,
+    where: tuple[torch.Tensor, torch.Tensor], labels: torch.Tensor,
 ) -> torch.Tensor:  # fmt: skip
-    """NLL of the original token at every masked position, ``(N,)`` in row-major order.
+    """NLL of the original token at every masked position ``where`` (row and column indices
+    on the model's device, row-major, computed on the host), ``(N,)``.
 
     The head runs only on the masked positions where the model's layout is known
     (:func:`_mlm_parts`), so no ``(B, L, V)`` logits are made; otherwise full logits.
     """
+    rows, cols = where
     parts = _mlm_parts(model)
     if parts is not None:
         body, head = parts
         hidden = body(input_ids=ids, attention_mask=attn).last_hidden_state  # (B, L, H)
-        logits = head(hidden[chosen])  # (N, V)
+        logits = head(hidden[rows, cols])  # (N, V)
     else:
-        logits = model(input_ids=ids, attention_mask=attn).logits[chosen]  # (N, V)
-    return F.cross_entropy(logits.float(), labels[chosen], reduction="none")
+        logits = model(input_ids=ids, attention_mask=attn).logits[rows, cols]  # (N, V)
+    return F.cross_entropy(logits.float(), labels[rows, cols], reduction="none")
 
 
 @torch.inference_mode()
@@ -153,6 +155,7 @@ def masked_nll(
     count = [len(m) for m in masked]
     was_training = model.training
     model.eval()
+    parts, order = [], []
     for idx in length_batches([len(s) for s in seqs], batch_size, max_tokens):
         ids, attn = right_pad([seqs[i] for i in idx], pad_id)  # (B, L)
         chosen = torch.zeros(ids.shape, dtype=torch.bool)
@@ -160,13 +163,15 @@ def masked_nll(
             chosen[row, list(masked[i])] = True
         labels = ids.clone()
         ids[chosen] = mask_id
-        ids, attn, chosen, labels = (t.to(device) for t in (ids, attn, chosen, labels))
-        tok = _masked_token_nll(model, ids, attn, chosen, labels)  # (N,)
-        rows = chosen.nonzero()[:, 0]
+        rows, cols = (t.to(device) for t in chosen.nonzero(as_tuple=True))  # on the host
+        ids, attn, labels = (t.to(device) for t in (ids, attn, labels))
+        tok = _masked_token_nll(model, ids, attn, (rows, cols), labels)  # (N,)
         sums = torch.zeros(len(idx), dtype=torch.float64, device=tok.device)
-        sums.index_add_(0, rows, tok.double())
-        for row, value in enumerate(sums.tolist()):
-            nll[idx[row]] = value
+        parts.append(sums.index_add_(0, rows, tok.double()))
+        order += idx
+    if parts:  # read back once: the device never waits for the host between batches
+        for i, value in zip(order, torch.cat(parts).tolist(), strict=True):
+            nll[i] = value
     model.train(was_training)
     return nll, count
 
