@@ -11,7 +11,7 @@ from polymnesia.data.languages import get_language
 from polymnesia.io import read_jsonl
 from polymnesia.items import BootstrapConfig, ItemSet, group_intervals
 from polymnesia.pipeline.integrity import read_marker
-from polymnesia.pipeline.stage import STAGES
+from polymnesia.pipeline.stage import ROLES, STAGES
 from polymnesia.reports.plots import bar_by_language, line_plot
 from polymnesia.reports.render import Report
 from polymnesia.reports.table_core import Table
@@ -114,9 +114,6 @@ def run_health(report: Report, run_dir: Path) -> None:
         )
     if lines:
         report.heading("Run health", 2).bullets(lines)
-
-
-ROLES = ("data", "training", "evaluation", "analysis", "other")
 
 
 def stage_times(run_dir: Path) -> list[dict[str, Any]]:

@@ -29,7 +29,7 @@ from polymnesia.io import atomic_write_json, file_lock, write_jsonl_atomic
 from polymnesia.paths import cache_dir
 from polymnesia.pipeline.cache import record_run_usage
 from polymnesia.pipeline.integrity import MARKER
-from polymnesia.pipeline.stage import STAGES, StageContext, StageSpec
+from polymnesia.pipeline.stage import ROLES, STAGES, StageContext, StageSpec
 from polymnesia.runtime import partial_state
 
 __all__ = [
@@ -105,10 +105,6 @@ def plan(specs: list[StageSpec]) -> list[PlannedStage]:
         status, note = _status(spec, entry)
         out.append(PlannedStage(spec, fp, entry, status, note))
     return out
-
-
-#: what a stage spends its time on (``Stage.role``); ``polymnesia run --only`` picks by it
-ROLES = ("data", "training", "evaluation", "analysis", "other")
 
 
 def parse_roles(text: str) -> list[str]:

@@ -45,6 +45,11 @@ class StageContext:
         return self.inputs[role]
 
 
+#: what a stage spends its time on (``Stage.role``): the report's compute table groups by it,
+#: ``polymnesia run --only`` picks by it
+ROLES = ("data", "training", "evaluation", "analysis", "other")
+
+
 class Stage(ABC):
     """A kind of stage. Subclasses register with ``@STAGES.register(name, description)``.
 

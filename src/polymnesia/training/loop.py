@@ -116,9 +116,8 @@ class _Losses:
     def __init__(self) -> None:
         self.pending: list[tuple[int, torch.Tensor]] = []
 
-    def add(self, step: int, loss: Any) -> None:
-        value = loss.detach().float() if isinstance(loss, torch.Tensor) else torch.tensor(loss)
-        self.pending.append((step, value.reshape(())))
+    def add(self, step: int, loss: torch.Tensor) -> None:
+        self.pending.append((step, loss.detach().float().reshape(())))
 
     def read(self, acc: Any, counters: _Counters, ckpt_dir: Path) -> None:
         if not self.pending:
