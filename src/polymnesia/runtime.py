@@ -43,6 +43,17 @@ def partial_state() -> Any:
     return PartialState(cpu=use_cpu())
 
 
+def shutdown() -> None:
+    """Leave the process group, if this process joined one, once its work is done: gloo and
+    NCCL threads still running when the interpreter exits can abort the process (SIGABRT,
+    "terminate called without an active exception") after it has finished, and the launcher
+    then reports the whole run as failed."""
+    import torch.distributed as dist
+
+    if dist.is_available() and dist.is_initialized():
+        dist.destroy_process_group()
+
+
 def use_precision(precision: Precision) -> None:
     """Let the next ``Accelerator`` in this process train in ``precision``.
 

@@ -41,3 +41,6 @@ if __name__ == "__main__":
     state.wait_for_everyone()
     if state.is_main_process:
         (out / "scores.json").write_text(json.dumps(results))
+    from polymnesia.runtime import shutdown
+
+    shutdown()  # leave the gloo group before exit, as the CLI does

@@ -30,3 +30,6 @@ if __name__ == "__main__":
 
     if int(os.environ.get("RANK", "0")) == 0:
         torch.save({k: v.detach().cpu() for k, v in model.state_dict().items()}, out / "weights.pt")
+    from polymnesia.runtime import shutdown
+
+    shutdown()  # leave the gloo group before exit, as the CLI does

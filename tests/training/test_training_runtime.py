@@ -127,3 +127,18 @@ def test_flops_per_token_by_hand() -> None:
     model = nano_model()  # untied: the 40 x 32 input table is the only lookup
     total = sum(p.numel() for p in model.parameters())
     assert matmul_parameters(model) == total - 40 * 32
+
+
+def test_cli_leaves_the_process_group_when_it_is_done(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """A process that joined a gloo group leaves it at the end of a command, so no gloo
+    thread is alive when the interpreter exits (an abort that failed a 2-process run)."""
+    import torch.distributed as dist
+
+    from polymnesia.cli.main import main
+
+    dist.init_process_group(
+        "gloo", init_method=f"file://{tmp_path / 'store'}", rank=0, world_size=1
+    )
+    assert dist.is_initialized()
+    assert main(["ls", "presets"]) == 0
+    assert not dist.is_initialized()

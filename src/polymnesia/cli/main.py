@@ -332,6 +332,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from polymnesia.runtime import shutdown
+
     args = build_parser().parse_args(argv)
     try:
         return int(args.fn(args))
@@ -341,6 +343,8 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("polymnesia: interrupted; run the same command again to resume", file=sys.stderr)
         return 130
+    finally:
+        shutdown()
 
 
 if __name__ == "__main__":
