@@ -72,6 +72,26 @@ def use_precision(precision: Precision) -> None:
         AcceleratorState._reset_state(reset_partial_state=False)
 
 
+#: bytes of float32 logits made at once where a head scores many positions (evaluation, the
+#: chunked training loss), by device type: the memory this takes is bounded whatever the
+#: vocabulary (a 256k vocabulary makes 1 GB of logits per 1,000 positions), and on a CPU the
+#: chunks stay in reused memory (unchunked, an 8,192-token batch of a 2k vocabulary makes
+#: 64 MB, mapped and faulted in afresh each time); larger on accelerators, where a chunk
+#: costs a few kernel launches; never fewer than MIN_LOGIT_CHUNK_ROWS positions, below which
+#: the head's matrix products run far from the device's speed (measured on a 2-core CPU with a
+#: 32k vocabulary: 32 rows per chunk were 1.6x slower than 128, docs/benchmarks.md)
+LOGIT_CHUNK_BYTES: dict[str, int] = {"cpu": 4 * 2**20}
+LOGIT_CHUNK_BYTES_ACCELERATOR = 256 * 2**20
+MIN_LOGIT_CHUNK_ROWS = 256
+
+
+def logit_chunk_rows(vocab: int, device: torch.device | str) -> int:
+    """Positions per chunk of logits for a ``vocab``-wide head on ``device``."""
+    kind = torch.device(device).type
+    budget = LOGIT_CHUNK_BYTES.get(kind, LOGIT_CHUNK_BYTES_ACCELERATOR)
+    return max(MIN_LOGIT_CHUNK_ROWS, budget // (4 * max(1, vocab)))
+
+
 def say(line: str) -> None:
     """One log line on standard error (every process may say it; ranks are prefixed)."""
     print(f"[polymnesia] {line}", file=sys.stderr, flush=True)

@@ -72,3 +72,38 @@ def test_head_on_valid_positions_matches_full_logits():
             * mask[:, 1:]
         )
     torch.testing.assert_close(fast, full, rtol=1e-5, atol=1e-5)
+
+
+def test_head_nll_in_chunks_equals_one_pass_and_hand_values():
+    from polymnesia.evaluation.likelihood import head_nll
+    from polymnesia.runtime import logit_chunk_rows
+
+    head = torch.nn.Linear(2, 3, bias=False)
+    with torch.no_grad():
+        head.weight.copy_(torch.tensor([[1.0, 0.0], [0.0, 1.0], [0.0, 0.0]]))
+    hidden = torch.tensor([[0.0, 0.0], [math.log(2), 0.0], [0.0, 0.0], [0.0, math.log(3)]])
+    targets = torch.tensor([0, 0, 2, 1])
+    # logits [0,0,0] -> ln 3; [ln2,0,0] -> p(0) = 2/4; [0,ln3,0] -> p(1) = 3/5
+    expected = torch.tensor([math.log(3), math.log(2), math.log(3), math.log(5 / 3)])
+    for rows in (1, 3, 4, 100):
+        torch.testing.assert_close(head_nll(head, hidden, targets, rows), expected)
+    torch.testing.assert_close(head_nll(head, hidden, targets), expected)
+    # the chunk is sized by the device's byte budget (4 MiB of float32 logits on a CPU, 256 MiB
+    # on an accelerator), never below 256 positions
+    assert logit_chunk_rows(2000, "cpu") == 524 and logit_chunk_rows(32_000, "cpu") == 256
+    assert logit_chunk_rows(32_000, "cuda") == 2097 and logit_chunk_rows(10**7, "cuda") == 256
+
+
+def test_head_nll_chunking_changes_no_score_of_a_model():
+    from polymnesia.evaluation.likelihood import head_nll
+    from polymnesia.testing import tiny_model
+
+    model = tiny_model("mistral", 50, hidden_size=32, intermediate_size=64).eval()
+    hidden = torch.randn(37, 32)
+    targets = torch.randint(0, 50, (37,))
+    with torch.no_grad():
+        whole = head_nll(model.lm_head, hidden, targets, rows=37)
+        for rows in (1, 5, 36):
+            # the same values up to float rounding of the matrix products (row blocks differ)
+            chunked = head_nll(model.lm_head, hidden, targets, rows=rows)
+            torch.testing.assert_close(chunked, whole, rtol=1e-6, atol=1e-6)

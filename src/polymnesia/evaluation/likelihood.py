@@ -19,7 +19,7 @@ import torch
 import torch.nn.functional as F
 
 from polymnesia.metrics.lm import exp_or_inf
-from polymnesia.runtime import Runtime
+from polymnesia.runtime import Runtime, logit_chunk_rows
 
 
 @dataclass
@@ -44,6 +44,25 @@ class LMStats:
     @property
     def loss(self) -> float:
         return self.nll / max(1, self.tokens)
+
+
+def head_nll(
+    head: torch.nn.Module, hidden: torch.Tensor, targets: torch.Tensor, rows: int | None = None
+) -> torch.Tensor:
+    """NLL ``(N,)`` of ``targets`` ``(N,)`` under ``head(hidden)``, ``hidden`` ``(N, H)``,
+    made ``rows`` positions at a time (default: :func:`polymnesia.runtime.logit_chunk_rows`,
+    a few MiB of logits on a CPU, a few hundred on an accelerator). Every position is scored
+    on its own, so chunks change values only by the float rounding of the head's product."""
+    out = torch.empty(targets.shape[0], dtype=torch.float32, device=hidden.device)
+    if rows is None:
+        vocab = getattr(head, "out_features", None) or head(hidden[:1]).shape[-1]
+        rows = logit_chunk_rows(int(vocab), hidden.device)
+    for start in range(0, targets.shape[0], rows):
+        logits = head(hidden[start : start + rows]).float()
+        out[start : start + rows] = F.cross_entropy(
+            logits, targets[start : start + rows], reduction="none"
+        )
+    return out
 
 
 def encode_for_scoring(
@@ -77,8 +96,8 @@ def _token_nll(
     (causal attention already keeps real tokens from seeing the pads after them)
     and the LM head only on the positions that predict a real token, ``where``
     (row and column indices on the model's device, computed on the host so that
-    the accelerator is never waited for; default: from ``mask``); otherwise
-    full logits with the mask.
+    the accelerator is never waited for; default: from ``mask``), a chunk of
+    positions at a time (:func:`head_nll`); otherwise full logits with the mask.
     """
     targets = ids[:, 1:]
     valid = mask[:, 1:].bool()
@@ -94,8 +113,8 @@ def _token_nll(
         rows, cols = where if where is not None else valid.nonzero(as_tuple=True)
         body = get_decoder()
         hidden = body(input_ids=ids, attention_mask=None, use_cache=False).last_hidden_state
-        logits = head(hidden[rows, cols])  # (N, V): only positions with a target
-        out[rows, cols] = F.cross_entropy(logits.float(), targets[rows, cols], reduction="none")
+        # the head only on positions with a target, in chunks: no (B, L, V) logits
+        out[rows, cols] = head_nll(head, hidden[rows, cols], targets[rows, cols])
         return out
     logits = model(input_ids=ids, attention_mask=mask).logits[:, :-1]  # (B, L-1, V)
     flat = F.cross_entropy(

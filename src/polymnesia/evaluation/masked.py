@@ -49,6 +49,7 @@ from polymnesia.evaluation.likelihood import (
     LMStats,
     collect,
     default_runtime,
+    head_nll,
     length_batches,
     right_pad,
 )
@@ -124,16 +125,16 @@ def _masked_token_nll(
     on the model's device, row-major, computed on the host), ``(N,)``.
 
     The head runs only on the masked positions where the model's layout is known
-    (:func:`_mlm_parts`), so no ``(B, L, V)`` logits are made; otherwise full logits.
+    (:func:`_mlm_parts`), in chunks (:func:`~polymnesia.evaluation.likelihood.head_nll`), so
+    no ``(B, L, V)`` logits are made; otherwise full logits.
     """
     rows, cols = where
     parts = _mlm_parts(model)
     if parts is not None:
         body, head = parts
         hidden = body(input_ids=ids, attention_mask=attn).last_hidden_state  # (B, L, H)
-        logits = head(hidden[rows, cols])  # (N, V)
-    else:
-        logits = model(input_ids=ids, attention_mask=attn).logits[rows, cols]  # (N, V)
+        return head_nll(head, hidden[rows, cols], labels[rows, cols])  # (N, V) in chunks
+    logits = model(input_ids=ids, attention_mask=attn).logits[rows, cols]  # (N, V)
     return F.cross_entropy(logits.float(), labels[rows, cols], reduction="none")
 
 
