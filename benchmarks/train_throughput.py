@@ -14,10 +14,13 @@ the first steps' warm-up and the end of the call left out), timed by
 a loop plugin on polymnesia's side and a ``TrainerCallback`` on the Trainer's. The optimizer each side builds is printed: the Trainer's default is fused
 AdamW wherever torch has the kernel (CPU too); polymnesia's ``train.fused_adamw``
 default (null) fuses on CUDA only, ``--fused true`` fuses on the CPU as well.
+polymnesia's side makes a decoder's loss in chunks of positions (``train.chunked_loss``,
+the default); ``--chunked-loss false`` uses the model's own loss, as the Trainer does.
 Goal: ratio (polymnesia / Trainer) >= 1.0 on CPU, >= 1.2 on GPU.
 
     python benchmarks/train_throughput.py [--rounds 5] [--steps 40] [--skip 5] [--batch 16] [--block 128]
         [--preset tiny] [--vocab 2000] [--precision no|bf16|fp16] [--fused null|true|false]
+        [--chunked-loss true|false]
 
 Issue 13's GPU figure: ``--preset paper-400m --vocab 8000 --batch 16 --block 1024
 --precision bf16``.
@@ -65,6 +68,7 @@ def run_polymnesia(blocks: torch.Tensor, vocab: int, a: argparse.Namespace) -> t
         progress_bar=False,
         mixed_precision=a.precision,
         fused_adamw=fused,
+        chunked_loss=a.chunked_loss == "true",
     )
     model = tiny_model(vocab, a.preset)
     with tempfile.TemporaryDirectory() as d:
@@ -136,6 +140,7 @@ def main() -> None:
     ap.add_argument("--vocab", type=int, default=2000)
     ap.add_argument("--precision", default="no", choices=["no", "bf16", "fp16"])
     ap.add_argument("--fused", default="null", choices=["null", "true", "false"])
+    ap.add_argument("--chunked-loss", default="true", choices=["true", "false"])
     a = ap.parse_args()
     tok, blocks = udhr_blocks(a.block, a.vocab)
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
@@ -155,6 +160,7 @@ def main() -> None:
     print(
         f"optimizers: polymnesia AdamW fused={fused} (train.fused_adamw={a.fused}); Trainer {optim}"
     )
+    print(f"loss: polymnesia chunked_loss={a.chunked_loss}; Trainer the model's own")
     ratios = [o / t for o, t in zip(ours, theirs, strict=True)]
     runs = ", ".join
     print(

@@ -58,6 +58,13 @@ class TrainConfig(StrictModel):
         "on CPU)",
         json_schema_extra=NOT_FINGERPRINTED,
     )
+    chunked_loss: bool = Field(
+        True,
+        description="make a decoder's loss with its LM head a chunk of positions at a time, "
+        "never all (batch x length x vocabulary) logits at once (same value up to float "
+        "rounding; polymnesia.training.loss); false = the model's own loss",
+        json_schema_extra=NOT_FINGERPRINTED,
+    )
     gradient_checkpointing: bool = Field(
         False,
         description="recompute activations in the backward pass (less memory, ~30% more compute)",

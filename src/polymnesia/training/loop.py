@@ -29,6 +29,7 @@ from polymnesia.training import checkpoint, health
 from polymnesia.training.config import TrainConfig
 from polymnesia.training.data import IndexStream, TrainData
 from polymnesia.training.engines import check_engine, engine_name
+from polymnesia.training.loss import causal_lm_loss, chunked_head
 from polymnesia.training.plugins import LoopState, StepFn, TrainingPlugin
 from polymnesia.training.schedule import warmup_cosine
 from polymnesia.training.trackers import flat_config
@@ -162,14 +163,15 @@ def default_param_groups(model: torch.nn.Module, cfg: TrainConfig) -> list[dict[
 
 
 def standard_step(state: LoopState, micro_batches: list[dict[str, torch.Tensor]]) -> torch.Tensor:
-    """Forward/backward each micro-batch (gradients synchronised on the last one)."""
+    """Forward/backward each micro-batch (gradients synchronised on the last one); a decoder's
+    loss is made in chunks of positions when ``state.lm_head`` is set."""
     acc = state.accelerator
     total = torch.zeros((), device=acc.device)
     n = len(micro_batches)
     for i, batch in enumerate(micro_batches):
         sync = contextlib.nullcontext() if i == n - 1 else acc.no_sync(state.model)
         with sync, acc.autocast():
-            loss = state.model(**batch).loss / n
+            loss = causal_lm_loss(state.model, batch, state.lm_head) / n
         acc.backward(loss)
         total += loss.detach()
     return total
@@ -228,6 +230,15 @@ def _prepare_model(model: torch.nn.Module, cfg: TrainConfig, engine: str, device
         enable(gradient_checkpointing_kwargs={"use_reentrant": False})
     if engine in ("single", "ddp"):
         model.to(device)
+
+
+def _loss_head(model: torch.nn.Module, cfg: TrainConfig, engine: str) -> torch.nn.Linear | None:
+    """The LM head to make the loss with in chunks: where ``train.chunked_loss`` asks and the
+    model allows it, on one device or DDP (a sharded engine holds the head in shards) and not
+    compiled (the head's pass-through would make the compiled forward recompile)."""
+    if not cfg.chunked_loss or cfg.compile or engine not in ("single", "ddp"):
+        return None
+    return chunked_head(model)
 
 
 def _grad_norm(acc: Any, model: Any, clip: float | None, engine: str) -> Any:
@@ -373,7 +384,12 @@ def train(
     elif acc.is_main_process and metrics_path.exists():
         metrics_path.unlink()
     state = LoopState(
-        model=model, optimizer=optimizer, accelerator=acc, total_steps=cfg.steps, step=counters.step
+        model=model,
+        optimizer=optimizer,
+        accelerator=acc,
+        total_steps=cfg.steps,
+        step=counters.step,
+        lm_head=_loss_head(acc.unwrap_model(model), cfg, engine),
     )
     for p in plugins:
         p.setup(state)

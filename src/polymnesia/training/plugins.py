@@ -39,6 +39,9 @@ class LoopState:
     total_steps: int
     step: int = 0  # optimizer steps completed
     extras: dict[str, Any] = field(default_factory=dict)
+    #: the LM head the training loss is made with in chunks (train.chunked_loss;
+    #: :mod:`polymnesia.training.loss`), or None: the model's own loss
+    lm_head: torch.nn.Linear | None = None
 
     @property
     def unwrapped(self) -> torch.nn.Module:
