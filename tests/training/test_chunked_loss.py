@@ -130,6 +130,9 @@ def test_which_models_get_the_chunked_loss():
     assert chunked_head(lora) is lora.get_base_model().lm_head  # LoRA on the body only
     on_head = get_peft_model(tiny_model("mistral", 50), LoraConfig(r=2, target_modules=["lm_head"]))
     assert chunked_head(on_head) is None  # a wrapped head is not a plain Linear
+    hooked = tiny_model("mistral", 50)
+    hooked.lm_head.forward = hooked.lm_head.forward  # as Accelerate's device-map hooks do
+    assert chunked_head(hooked) is None
 
 
 def test_lora_model_equals_its_own_loss():

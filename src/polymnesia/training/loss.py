@@ -54,7 +54,11 @@ def chunked_head(model: torch.nn.Module) -> torch.nn.Linear | None:
     if getattr(config, "final_logit_softcapping", None) or getattr(config, "logit_scale", None):
         return None
     head = anatomy.output_embeddings(inner)
-    return head if type(head) is torch.nn.Linear else None  # a LoRA-wrapped head is not
+    if type(head) is not torch.nn.Linear:  # a LoRA-wrapped head is not
+        return None
+    if hasattr(head, "_hf_hook") or "forward" in vars(head):
+        return None  # its forward is already replaced (Accelerate's device-map hooks)
+    return head
 
 
 def _pass_through(hidden: torch.Tensor) -> torch.Tensor:
