@@ -141,3 +141,27 @@ def test_kv_cache_is_off_while_training_and_restored_after(tmp_path: Path):
     trained, _ = train(model, data(), cfg(steps=2), tmp_path, plugins=[Watch()])
     assert seen == [False, False]
     assert trained.config.use_cache is True
+
+
+def test_chunked_loss_is_the_default_and_trains_as_the_models_own(tmp_path: Path):
+    heads: list[object] = []
+
+    class Look(TrainingPlugin):
+        def setup(self, state) -> None:  # type: ignore[no-untyped-def]
+            heads.append(state.lm_head)
+
+    runs = {}
+    for chunked in (True, False):
+        model, _ = train(
+            nano_model(),
+            data(),
+            cfg(chunked_loss=chunked),
+            tmp_path / str(chunked),
+            seed=0,
+            plugins=[Look()],
+        )
+        runs[chunked] = (losses(tmp_path / str(chunked)), model.state_dict())
+    assert heads[0] is not None and heads[1] is None  # default on; false: the model's own
+    assert runs[True][0] == pytest.approx(runs[False][0], rel=1e-5)
+    for name, value in runs[False][1].items():
+        torch.testing.assert_close(runs[True][1][name], value, rtol=1e-4, atol=1e-6, msg=name)
