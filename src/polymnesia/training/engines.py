@@ -23,6 +23,8 @@ import torch
 from polymnesia.errors import ConfigError
 
 SHARDED = ("fsdp", "deepspeed")
+#: engines that hold every parameter whole in each process
+UNSHARDED = ("single", "ddp")
 
 
 def engine_name(acc: Any) -> str:

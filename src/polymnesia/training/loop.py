@@ -28,7 +28,7 @@ from polymnesia.runtime import use_cpu, use_precision
 from polymnesia.training import checkpoint, health
 from polymnesia.training.config import TrainConfig
 from polymnesia.training.data import IndexStream, TrainData
-from polymnesia.training.engines import check_engine, engine_name
+from polymnesia.training.engines import UNSHARDED, check_engine, engine_name
 from polymnesia.training.loss import causal_lm_loss, chunked_head
 from polymnesia.training.plugins import LoopState, StepFn, TrainingPlugin
 from polymnesia.training.schedule import warmup_cosine
@@ -228,7 +228,7 @@ def _prepare_model(model: torch.nn.Module, cfg: TrainConfig, engine: str, device
                 "set it to false"
             )
         enable(gradient_checkpointing_kwargs={"use_reentrant": False})
-    if engine in ("single", "ddp"):
+    if engine in UNSHARDED:
         model.to(device)
 
 
@@ -236,7 +236,7 @@ def _loss_head(model: torch.nn.Module, cfg: TrainConfig, engine: str) -> torch.n
     """The LM head to make the loss with in chunks: where ``train.chunked_loss`` asks and the
     model allows it, on one device or DDP (a sharded engine holds the head in shards) and not
     compiled (the head's pass-through would make the compiled forward recompile)."""
-    if not cfg.chunked_loss or cfg.compile or engine not in ("single", "ddp"):
+    if not cfg.chunked_loss or cfg.compile or engine not in UNSHARDED:
         return None
     return chunked_head(model)
 
@@ -245,7 +245,7 @@ def _grad_norm(acc: Any, model: Any, clip: float | None, engine: str) -> Any:
     """The total gradient norm (before clipping), clipping at ``clip`` when it is set."""
     if clip:
         return acc.clip_grad_norm_(model.parameters(), clip)
-    if engine not in ("single", "ddp"):  # sharded gradients: only the engine knows the norm
+    if engine not in UNSHARDED:  # sharded gradients: only the engine knows the norm
         return None
     grads = [p.grad for p in model.parameters() if p.grad is not None]
     return torch.nn.utils.get_total_norm(grads) if grads else None
