@@ -20,6 +20,7 @@ import torch.nn.functional as F
 
 from polymnesia.metrics.lm import exp_or_inf
 from polymnesia.runtime import Runtime, logit_chunk_rows
+from polymnesia.tokenizers.encode import token_ids
 
 
 @dataclass
@@ -69,7 +70,7 @@ def encode_for_scoring(
     tokenizer, texts: Sequence[str], max_length: int
 ) -> tuple[list[list[int]], list[int]]:  # type: ignore[no-untyped-def]
     """Token ids with BOS prepended, and the UTF-8 byte count each covers."""
-    enc = tokenizer(list(texts), add_special_tokens=False)["input_ids"]
+    enc = token_ids(tokenizer, texts)
     bos = [tokenizer.bos_token_id] if tokenizer.bos_token_id is not None else []
     seqs, nbytes = [], []
     for text, ids in zip(texts, enc, strict=True):

@@ -54,6 +54,7 @@ from polymnesia.evaluation.likelihood import (
     right_pad,
 )
 from polymnesia.runtime import Runtime
+from polymnesia.tokenizers.encode import token_ids
 
 MASK_RATE = 0.15  # BERT's and XLM-R's share of masked tokens
 MASK_SEED = 0  # one fixed set of masks: the reference and every arm are scored on the same
@@ -89,7 +90,7 @@ def encode_for_masking(
     enc = tokenizer(
         list(texts), truncation=True, max_length=max_length, return_special_tokens_mask=True
     )
-    whole = tokenizer(list(texts), add_special_tokens=False)["input_ids"]
+    whole = token_ids(tokenizer, texts)
     seqs, cands, nbytes = [], [], []
     for text, ids, special, all_ids in zip(
         texts, enc["input_ids"], enc["special_tokens_mask"], whole, strict=True

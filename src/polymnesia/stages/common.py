@@ -17,6 +17,7 @@ from polymnesia.evaluation.likelihood import lm_stats
 from polymnesia.items import BootstrapConfig
 from polymnesia.pipeline.stage import StageContext
 from polymnesia.runtime import Runtime
+from polymnesia.tokenizers.encode import token_ids
 from polymnesia.training.data import pack_documents
 
 
@@ -53,7 +54,7 @@ def packed_mixture(
     texts = {lang: read_texts(data_dir, lang, split) for lang in languages}
     total = sum(len(v) for v in texts.values())
     docs = [t for _, t in sample_mixture(texts, temperature, total, seed)]
-    ids = tokenizer(docs, add_special_tokens=False)["input_ids"]
+    ids = token_ids(tokenizer, docs)
     bos = [tokenizer.bos_token_id] if tokenizer.bos_token_id is not None else []
     return pack_documents([bos + list(x) for x in ids], block_size, tokenizer.eos_token_id)
 

@@ -22,6 +22,7 @@ from polymnesia.metrics.classification import accuracy, bio_spans, macro_f1, spa
 from polymnesia.models.anatomy import split_body_head
 from polymnesia.runtime import Runtime
 from polymnesia.tokenizers.bpe import load_tokenizer
+from polymnesia.tokenizers.encode import token_ids
 
 Kind = Literal["sequence", "token", "span"]
 HEAD_SEED = 1234  # default seed of the new classification head (see load_classifier)
@@ -46,10 +47,10 @@ def build_sequence_examples(
     kept = [r for r in records if r.get("label") is not None]
     if not kept:
         return []
-    enc = tokenizer([r["text"] for r in kept], add_special_tokens=False)["input_ids"]
+    enc = token_ids(tokenizer, [r["text"] for r in kept])
     pairs = [(r.get("meta") or {}).get("pair") for r in kept]
     pair_ids = (
-        tokenizer([str(p or "") for p in pairs], add_special_tokens=False)["input_ids"]
+        token_ids(tokenizer, [str(p or "") for p in pairs])
         if any(p is not None for p in pairs)
         else [[] for _ in kept]
     )

@@ -21,6 +21,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from polymnesia.errors import DataError
+from polymnesia.tokenizers.encode import token_ids
 
 # Code point ranges of scripts written without spaces between words.
 _NO_SPACE_RANGES: tuple[tuple[int, int], ...] = (
@@ -72,7 +73,7 @@ def fertility(tokenizer: Any, texts: Sequence[str]) -> dict[str, float]:
         raise DataError("fertility needs a list of texts, got one string")
     if not texts:
         raise DataError("fertility needs at least one text, got none")
-    encoded = tokenizer(list(texts), add_special_tokens=False)["input_ids"]
+    encoded = token_ids(tokenizer, texts)
     n_tokens = sum(len(ids) for ids in encoded)
     words = sum(count_words(t) for t in texts)
     n_bytes = sum(len(t.encode("utf-8")) for t in texts)
