@@ -111,3 +111,14 @@ def test_remote_code_needs_the_command_line(isolated_cache, capsys):  # type: ig
         assert remote_code(False, "model 'x'") is False
     finally:
         allow_remote_code(False)
+
+
+@pytest.mark.skipif(__import__("torch").cuda.is_available(), reason="the refusal is a CPU's")
+def test_fp16_training_on_a_cpu_is_refused_before_the_run(isolated_cache, tmp_path, capsys):  # type: ignore[no-untyped-def]
+    """Before any stage runs and before the run folder is made: one line naming the key."""
+    run_dir = tmp_path / "run"
+    assert main(["run", QUICK, "train.mixed_precision=fp16", "--run-dir", str(run_dir)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1, err
+    assert "train.mixed_precision=fp16 needs a GPU" in err and "bf16 or no" in err, err
+    assert not run_dir.exists()

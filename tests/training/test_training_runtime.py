@@ -142,3 +142,33 @@ def test_cli_leaves_the_process_group_when_it_is_done(tmp_path) -> None:  # type
     assert dist.is_initialized()
     assert main(["ls", "presets"]) == 0
     assert not dist.is_initialized()
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="the refusal is a CPU's")
+def test_fp16_training_on_a_cpu_is_refused_in_one_line(tmp_path: Path) -> None:
+    """Accelerate makes no fp16 autocast or scaler on a CPU and would train in float32 while
+    the run records fp16: the loop refuses before the first step, and writes nothing."""
+    from polymnesia.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=r"mixed_precision=fp16 needs a GPU.*bf16 or no"):
+        train(nano_model(), data(), cfg(steps=2, mixed_precision="fp16"), tmp_path / "run")
+    assert not (tmp_path / "run" / "checkpoints").exists()
+
+
+def test_train_configs_are_found_with_their_paths() -> None:
+    from pydantic import BaseModel
+
+    from polymnesia.training.config import TrainConfig, check_precision, train_configs
+
+    class Stage(BaseModel):
+        train: TrainConfig = TrainConfig()
+        arms: dict[str, TrainConfig] = {}
+        steps: list[int] = []
+
+    node = Stage(arms={"x": TrainConfig(mixed_precision="fp16")})
+    assert [p for p, _ in train_configs(node)] == ["train", "arms.x"]
+    check_precision(node, "cuda", "here")  # an accelerator takes fp16
+    from polymnesia.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=r"^here: arms\.x\.mixed_precision=fp16 needs a GPU"):
+        check_precision(node, "cpu", "here")

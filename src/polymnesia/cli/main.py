@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from polymnesia.cli import cache as cache_cli
+from polymnesia.cli import env as env_cli
 from polymnesia.errors import PolymnesiaError
 
 
@@ -114,8 +115,10 @@ def cmd_run(args: argparse.Namespace) -> int:
             print(f"# skipped by --only (they need stages of other roles): {', '.join(skipped)}")
         return 0
     from polymnesia.runtime import partial_state
+    from polymnesia.training.config import check_precision
 
     state = partial_state()
+    check_precision(cfg, state.device.type, f"config {args.config}")
     if state.is_main_process:
         prepare_run_dir(run_dir, cfg, extra={"trust_remote_code": bool(args.trust_remote_code)})
         if args.trust_remote_code:
@@ -328,6 +331,7 @@ def build_parser() -> argparse.ArgumentParser:
     cmp.add_argument("--tables", help="comma-separated table names (default: every shared table)")
     cmp.set_defaults(fn=cmd_compare)
     cache_cli.add_parser(sub)
+    env_cli.add_parser(sub)
     return p
 
 

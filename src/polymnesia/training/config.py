@@ -7,6 +7,7 @@ from typing import Any, Literal
 from pydantic import Field, field_validator, model_validator
 
 from polymnesia.config.base import NOT_FINGERPRINTED, StrictModel
+from polymnesia.errors import ConfigError
 from polymnesia.training.plugins import PLUGINS, validate_plugin_spec
 
 
@@ -117,3 +118,39 @@ class TrainConfig(StrictModel):
     @property
     def warmup_steps(self) -> int:
         return int(round(self.warmup_ratio * self.steps))
+
+
+def train_configs(node: Any, path: str = "") -> list[tuple[str, TrainConfig]]:
+    """Every :class:`TrainConfig` inside ``node`` (a config model, or dicts and lists of them),
+    with its dotted path."""
+    from pydantic import BaseModel
+
+    if isinstance(node, TrainConfig):
+        return [(path, node)]
+    out: list[tuple[str, TrainConfig]] = []
+    if isinstance(node, BaseModel):
+        items: Any = ((k, getattr(node, k)) for k in type(node).model_fields)
+    elif isinstance(node, dict):
+        items = node.items()
+    elif isinstance(node, (list, tuple)):
+        items = enumerate(node)
+    else:
+        return out
+    for key, value in items:
+        out += train_configs(value, f"{path}.{key}" if path else str(key))
+    return out
+
+
+def check_precision(node: Any, device_type: str, where: str) -> None:
+    """Refuse, in one line, training in fp16 on a CPU: Accelerate makes no fp16 autocast or
+    gradient scaler there and trains in float32 without saying so, so the run would record
+    fp16 and be float32."""
+    if device_type != "cpu":
+        return
+    for path, cfg in train_configs(node):
+        if cfg.mixed_precision == "fp16":
+            key = f"{path}.mixed_precision" if path else "mixed_precision"
+            raise ConfigError(
+                f"{where}: {key}=fp16 needs a GPU; on a CPU Accelerate would train in float32 "
+                "without saying so; accepted here: bf16 or no"
+            )

@@ -26,7 +26,7 @@ from polymnesia.errors import PolymnesiaError, TrainingDiverged
 from polymnesia.io import append_jsonl, atomic_write_json, read_jsonl, write_jsonl_atomic
 from polymnesia.runtime import use_cpu, use_precision
 from polymnesia.training import checkpoint, health
-from polymnesia.training.config import TrainConfig
+from polymnesia.training.config import TrainConfig, check_precision
 from polymnesia.training.data import IndexStream, TrainData
 from polymnesia.training.engines import UNSHARDED, check_engine, engine_name
 from polymnesia.training.loss import causal_lm_loss, chunked_head
@@ -349,6 +349,7 @@ def train(
     from accelerate import Accelerator
     from accelerate.utils import set_seed
 
+    check_precision(cfg, "cpu" if use_cpu() else "accelerator", "training")
     use_precision(cfg.mixed_precision)  # each stage trains in its own precision
     acc = Accelerator(
         cpu=use_cpu(),

@@ -1,0 +1,374 @@
+"""``polymnesia env``: what this machine gives polymnesia, and a short check on its device.
+
+The report (text, or ``--json`` for a bug report) lists polymnesia's packages with
+their versions (required ones and each extra's, read from the installed package's
+metadata), the torch build and its accelerators, the device, process rank and count
+the runtime gives a stage, the stage cache and its free disk, Accelerate's config
+file and the environment variables polymnesia or its libraries read.
+
+``--check`` then runs, in this process and with ``--precision``: a matrix product
+(the device's measured peak, as the benchmarks measure it), three steps of the
+training loop on a tiny random Llama (Accelerate, the precision's autocast, the
+fused optimizer where the device has one, the chunked loss), and the likelihood
+scorer on the same model placed as the evaluation stages place it. Each says ok or
+FAILED with its one-line reason; the exit status is 1 when one failed or a required
+package is missing. On a GPU box without internet this is the first thing to run
+before an hour-long config.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+#: environment variables that change what polymnesia or the libraries under it do
+KNOBS = (
+    "POLYMNESIA_CACHE",
+    "POLYMNESIA_LOCK_TIMEOUT",
+    "HF_HOME",
+    "HF_HUB_OFFLINE",
+    "HF_DATASETS_OFFLINE",
+    "TRANSFORMERS_OFFLINE",
+    "CUDA_VISIBLE_DEVICES",
+    "ACCELERATE_CONFIG_FILE",
+    "ACCELERATE_MIXED_PRECISION",
+    "OMP_NUM_THREADS",
+    "MKL_NUM_THREADS",
+    "TOKENIZERS_PARALLELISM",
+    "MALLOC_MMAP_THRESHOLD_",
+    "MALLOC_TRIM_THRESHOLD_",
+    "LD_PRELOAD",
+    "WANDB_MODE",
+    "MLFLOW_TRACKING_URI",
+)
+#: extras that are for polymnesia's own development, not for running it
+DEV_EXTRAS = {"test"}
+
+
+def add_parser(sub: Any) -> None:
+    e = sub.add_parser(
+        "env",
+        help="what this machine gives polymnesia (packages, device, cache); --check runs a "
+        "short training and scoring check on the device",
+    )
+    e.add_argument(
+        "--check",
+        action="store_true",
+        help="also run a matrix product, 3 training steps and a scoring pass on the device",
+    )
+    e.add_argument(
+        "--precision",
+        choices=["no", "fp16", "bf16"],
+        default="no",
+        help="precision of --check's training and scoring (default: no, float32)",
+    )
+    e.add_argument("--json", action="store_true", help="print the report as JSON")
+    e.set_defaults(fn=cmd_env)
+
+
+def packages() -> list[dict[str, Any]]:
+    """polymnesia's requirements (its own metadata, development extras left out): name,
+    specifier, ``extra`` (None: required), installed ``version`` (None: missing) and ``ok``
+    (installed at an accepted version)."""
+    from importlib import metadata
+
+    from packaging.requirements import Requirement
+
+    extras = metadata.metadata("polymnesia").get_all("Provides-Extra") or []
+    out: dict[str, dict[str, Any]] = {}
+    for line in metadata.requires("polymnesia") or []:
+        req = Requirement(line)
+        extra = None
+        if req.marker is not None and not req.marker.evaluate({"extra": ""}):
+            # an extra's package (or one this Python does not take): which extra takes it
+            extra = next((e for e in extras if req.marker.evaluate({"extra": e})), None)
+            if extra is None:
+                continue
+        if extra in DEV_EXTRAS:
+            continue
+        if req.name in out and out[req.name]["extra"] is None:
+            continue  # required already; an extra naming it again adds nothing
+        try:
+            version: str | None = metadata.version(req.name)
+        except metadata.PackageNotFoundError:
+            version = None
+        ok = version is not None and req.specifier.contains(version, prereleases=True)
+        out[req.name] = {
+            "name": req.name,
+            "wanted": str(req.specifier) or "any",
+            "extra": extra,
+            "version": version,
+            "ok": ok,
+        }
+    return sorted(out.values(), key=lambda p: (p["extra"] is not None, p["extra"] or "", p["name"]))
+
+
+def accelerators() -> list[dict[str, Any]]:
+    """The CUDA (or ROCm) devices torch sees: name, memory, compute capability, bf16."""
+    import torch
+
+    if not torch.cuda.is_available():
+        return []
+    out = []
+    for i in range(torch.cuda.device_count()):
+        p = torch.cuda.get_device_properties(i)
+        out.append(
+            {
+                "index": i,
+                "name": p.name,
+                "memory_gib": round(p.total_memory / 2**30, 1),
+                "capability": f"{p.major}.{p.minor}",
+            }
+        )
+    bf16 = bool(torch.cuda.is_bf16_supported())
+    for a in out:
+        a["bf16"] = bf16
+    return out
+
+
+def accelerate_config() -> dict[str, Any] | None:
+    """Accelerate's default config file (what ``accelerate launch`` uses): its path and the
+    keys that decide how a run is spread, or None when there is none."""
+    try:
+        from accelerate.commands.config import default_config_file
+    except ImportError:  # pragma: no cover - accelerate is required
+        return None
+    path = Path(os.environ.get("ACCELERATE_CONFIG_FILE") or default_config_file)
+    if not path.is_file():
+        return None
+    import yaml
+
+    try:
+        data = (
+            json.loads(path.read_text())
+            if path.suffix == ".json"
+            else yaml.safe_load(path.read_text())
+        )
+    except (OSError, ValueError, yaml.YAMLError) as e:
+        return {"path": str(path), "error": f"unreadable: {e}".splitlines()[0]}
+    keys = ("distributed_type", "num_processes", "mixed_precision", "use_cpu")
+    return {"path": str(path), **{k: data.get(k) for k in keys if isinstance(data, dict)}}
+
+
+def describe() -> dict[str, Any]:
+    """Everything ``polymnesia env`` prints, as a dictionary."""
+    import torch
+
+    import polymnesia
+    from polymnesia.paths import cache_dir
+    from polymnesia.runtime import current
+
+    rt = current()
+    cache = cache_dir()
+    probe = cache if cache.exists() else next((p for p in cache.parents if p.exists()), Path("/"))
+    return {
+        "polymnesia": polymnesia.__version__,
+        "python": sys.version.split()[0],
+        "platform": platform.platform(),
+        "cpus": os.cpu_count(),
+        "torch": {
+            "version": torch.__version__,
+            "cuda": torch.version.cuda,
+            "hip": getattr(torch.version, "hip", None),
+            "threads": torch.get_num_threads(),
+        },
+        "accelerators": accelerators(),
+        "runtime": {"device": str(rt.device), "rank": rt.rank, "processes": rt.world},
+        "accelerate_config": accelerate_config(),
+        "cache": {
+            "path": str(cache),
+            "exists": cache.exists(),
+            "free_gib": round(shutil.disk_usage(probe).free / 2**30, 1),
+        },
+        "packages": packages(),
+        "environment": {k: os.environ[k] for k in KNOBS if k in os.environ},
+    }
+
+
+def check(precision: str = "no") -> list[dict[str, Any]]:
+    """The device check: each item has ``name``, ``ok``, ``seconds`` and ``detail`` (a
+    measured figure, or the one-line reason it failed)."""
+    results = []
+    for name, fn in (
+        ("matmul", _check_matmul),
+        ("training", _check_training),
+        ("scoring", _check_scoring),
+    ):
+        start = time.perf_counter()
+        try:
+            detail, ok = fn(precision), True
+        except Exception as e:  # the check reports every failure as a line
+            detail, ok = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}", False
+        results.append(
+            {
+                "name": name,
+                "ok": ok,
+                "seconds": round(time.perf_counter() - start, 2),
+                "detail": detail,
+            }
+        )
+    return results
+
+
+def _tiny(vocab: int = 512) -> Any:
+    from polymnesia.testing import tiny_model
+
+    return tiny_model(
+        "llama",
+        vocab,
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        seed=0,
+    )
+
+
+def _check_matmul(precision: str) -> str:
+    import torch
+
+    from polymnesia.runtime import current
+    from polymnesia.training.flops import matmul_peak
+
+    rt = current(precision)  # type: ignore[arg-type]
+    n = 2048 if rt.device.type != "cpu" else 512
+    peak = matmul_peak(rt.device, rt.dtype, n=n)
+    line = f"{rt.device} {str(rt.dtype).removeprefix('torch.')} {n}x{n} product: {peak / 1e9:.1f} GFLOP/s"
+    if rt.dtype != torch.float32:
+        full = matmul_peak(rt.device, torch.float32, n=n)
+        line += f" (float32: {full / 1e9:.1f} GFLOP/s)"
+        if peak < full / 2:
+            line += (
+                f"; {precision} runs {full / peak:.0f}x slower than float32 on this device: "
+                "precision no will be faster here"
+            )
+    return line
+
+
+def _check_training(precision: str) -> str:
+    import torch
+
+    from polymnesia.training.config import TrainConfig
+    from polymnesia.training.data import PackedLMData
+    from polymnesia.training.loop import train
+
+    torch.manual_seed(0)
+    blocks = torch.randint(0, 512, (32, 64))
+    cfg = TrainConfig(
+        steps=3,
+        batch_size=4,
+        block_size=64,
+        lr=1e-3,
+        warmup_ratio=0.0,
+        log_every=1,
+        checkpoint_every=10**6,
+        checkpoint_at_end=False,
+        progress_bar=False,
+        mixed_precision=precision,  # type: ignore[arg-type]
+    )
+    with tempfile.TemporaryDirectory() as d:
+        start = time.perf_counter()
+        model, result = train(_tiny(), PackedLMData(blocks), cfg, Path(d), seed=0)
+        seconds = time.perf_counter() - start
+    loss = float(result.final_loss)
+    if not loss == loss or loss in (float("inf"), float("-inf")):
+        raise RuntimeError(f"the training loss is {loss}")
+    device = next(model.parameters()).device
+    return f"3 steps in {seconds:.1f} s on {device} ({precision}), last loss {loss:.3f}"
+
+
+def _check_scoring(precision: str) -> str:
+    import torch
+
+    from polymnesia.evaluation.likelihood import sequence_nll
+    from polymnesia.runtime import current
+
+    rt = current(precision)  # type: ignore[arg-type]
+    model = rt.place(_tiny(), stage="env --check")
+    param = next(model.parameters())
+    if param.device.type != rt.device.type or param.dtype != rt.dtype:
+        raise RuntimeError(f"the model was placed on {param.device} {param.dtype}")
+    torch.manual_seed(1)
+    seqs = [torch.randint(0, 512, (n,)).tolist() for n in (5, 17, 64, 33)]
+    nll, count = sequence_nll(model, seqs, pad_id=0, batch_size=4, device=rt.device)
+    per_token = sum(nll) / sum(count)
+    if not per_token == per_token:
+        raise RuntimeError("the scored NLL is NaN")
+    return (
+        f"{sum(count)} tokens scored on {param.device} ({param.dtype}), {per_token:.3f} nats/token"
+    )
+
+
+def cmd_env(args: argparse.Namespace) -> int:
+    report = describe()
+    if args.check:
+        report["check"] = {"precision": args.precision, "results": check(args.precision)}
+    missing = [p for p in report["packages"] if p["extra"] is None and not p["ok"]]
+    failed = [c for c in report.get("check", {}).get("results", []) if not c["ok"]]
+    print(json.dumps(report, indent=2) if args.json else render(report))
+    return 1 if missing or failed else 0
+
+
+def render(report: dict[str, Any]) -> str:
+    """The report as text, a section per heading."""
+    t = report["torch"]
+    build = f"CUDA {t['cuda']}" if t["cuda"] else (f"ROCm {t['hip']}" if t["hip"] else "CPU only")
+    lines = [
+        f"polymnesia {report['polymnesia']}, Python {report['python']}, {report['platform']}",
+        f"CPUs: {report['cpus']}, torch threads: {t['threads']}",
+        f"torch {t['version']} ({build})",
+    ]
+    for a in report["accelerators"] or []:
+        lines.append(
+            f"  GPU {a['index']}: {a['name']}, {a['memory_gib']} GiB, compute "
+            f"{a['capability']}, bf16 {'yes' if a['bf16'] else 'no'}"
+        )
+    if not report["accelerators"]:
+        lines.append("  no GPU visible to torch: every stage runs on the CPU")
+    r = report["runtime"]
+    lines.append(f"runtime: stages run on {r['device']}, process {r['rank']} of {r['processes']}")
+    ac = report["accelerate_config"]
+    lines.append(
+        "accelerate config: "
+        + (
+            ", ".join(f"{k} {v}" for k, v in ac.items() if k != "path") + f" ({ac['path']})"
+            if ac
+            else "none (single process; `accelerate config` writes one)"
+        )
+    )
+    c = report["cache"]
+    lines.append(
+        f"stage cache: {c['path']} ({'exists' if c['exists'] else 'not created yet'}), "
+        f"{c['free_gib']} GiB free"
+    )
+    lines.append("packages:")
+    _section: Callable[[dict[str, Any]], str] = lambda p: (  # noqa: E731
+        "required" if p["extra"] is None else f"extra [{p['extra']}]"
+    )
+    for p in report["packages"]:
+        state = (
+            p["version"]
+            if p["ok"]
+            else ("MISSING" if p["version"] is None else f"{p['version']} (too old)")
+        )
+        if p["extra"] is not None and p["version"] is None:
+            state = "not installed"
+        lines.append(f"  {p['name']:<34} {state:<14} wants {p['wanted']:<16} {_section(p)}")
+    env = report["environment"]
+    lines.append("environment: " + (", ".join(f"{k}={v}" for k, v in env.items()) or "none set"))
+    if "check" in report:
+        lines.append(f"check (precision {report['check']['precision']}):")
+        for item in report["check"]["results"]:
+            mark = "ok    " if item["ok"] else "FAILED"
+            lines.append(f"  {mark} {item['name']:<9} {item['seconds']:6.1f} s  {item['detail']}")
+    return "\n".join(lines)

@@ -1,0 +1,73 @@
+"""`polymnesia env`: the machine report, and the device check (a real training and scoring)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+from polymnesia.cli import env
+from polymnesia.cli.main import main
+
+
+def test_packages_come_from_the_installed_metadata() -> None:
+    pkgs = {p["name"]: p for p in env.packages()}
+    assert pkgs["torch"]["extra"] is None and pkgs["torch"]["ok"]
+    assert pkgs["torch"]["version"] == __import__("importlib.metadata").metadata.version("torch")
+    assert pkgs["transformers"]["wanted"].startswith(">=")
+    assert pkgs["tensorboard"]["extra"] == "trackers"
+    assert pkgs["lm-eval"]["extra"] == "harness"
+    assert "pytest" not in pkgs  # the test extra is for developing polymnesia, not running it
+    required = [p for p in env.packages() if p["extra"] is None]
+    assert required == sorted(required, key=lambda p: p["name"])
+
+
+def test_a_missing_required_package_fails_the_command(monkeypatch, capsys) -> None:  # type: ignore[no-untyped-def]
+    from importlib import metadata
+
+    real = metadata.version
+
+    def version(name: str) -> str:
+        if name == "quadprog":
+            raise metadata.PackageNotFoundError(name)
+        return real(name)
+
+    monkeypatch.setattr(metadata, "version", version)
+    assert main(["env"]) == 1
+    line = next(x for x in capsys.readouterr().out.splitlines() if x.strip().startswith("quadprog"))
+    assert "MISSING" in line and "required" in line
+
+
+def test_the_report_as_text_and_json(capsys, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    assert main(["env", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["torch"]["version"] == torch.__version__
+    assert (
+        report["runtime"] == {"device": "cpu", "rank": 0, "processes": 1}
+        or torch.cuda.is_available()
+    )
+    assert report["environment"]["HF_HUB_OFFLINE"] == "1"
+    assert "check" not in report
+    assert main(["env"]) == 0
+    text = capsys.readouterr().out
+    assert text.startswith("polymnesia ") and "HF_HUB_OFFLINE=1" in text
+    assert "stage cache:" in text and "packages:" in text
+
+
+def test_the_check_trains_and_scores_on_the_runtime_device(capsys) -> None:  # type: ignore[no-untyped-def]
+    assert main(["env", "--check", "--json"]) == 0
+    results = {r["name"]: r for r in json.loads(capsys.readouterr().out)["check"]["results"]}
+    assert [r["ok"] for r in results.values()] == [True, True, True], results
+    assert "GFLOP/s" in results["matmul"]["detail"]
+    assert "3 steps" in results["training"]["detail"]
+    assert "tokens scored" in results["scoring"]["detail"]
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="the refusal is a CPU's")
+def test_a_failing_check_says_why_and_fails_the_command(capsys) -> None:  # type: ignore[no-untyped-def]
+    assert main(["env", "--check", "--precision", "fp16"]) == 1
+    out = capsys.readouterr().out
+    failed = [x for x in out.splitlines() if "FAILED" in x]
+    assert len(failed) == 1 and "training" in failed[0] and "needs a GPU" in failed[0], out
