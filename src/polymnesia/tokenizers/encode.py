@@ -45,7 +45,14 @@ def _plain_backend(tokenizer: Any) -> Any | None:
     if not isinstance(tokenizer, PreTrainedTokenizerFast):
         return None
     cls = type(tokenizer)
-    for name in ("__call__", "_call_one", "_encode_plus", "_batch_encode_plus", "encode_plus"):
+    for name in (
+        "__call__",
+        "_call_one",
+        "encode_plus",
+        "batch_encode_plus",
+        "_encode_plus",
+        "_batch_encode_plus",
+    ):
         if getattr(cls, name, None) is not getattr(PreTrainedTokenizerFast, name, None):
             return None  # a model-specific encode path: keep it
     backend = getattr(tokenizer, "backend_tokenizer", None)
