@@ -69,6 +69,41 @@ def test_unavailable_attention_kernel_is_one_line(tmp_path: Path) -> None:
     assert "\n" not in str(e.value)
 
 
+@pytest.mark.skipif(
+    __import__("importlib.util").util.find_spec("flash_attn") is not None,
+    reason="checks a machine without flash-attn",
+)
+def test_scratch_model_with_an_unavailable_kernel_is_one_line() -> None:
+    cfg = ModelConfig(preset="nano", attn_implementation="flash_attention_2")
+    with pytest.raises(PolymnesiaError, match="attn_implementation='flash_attention_2'") as e:
+        build_model(cfg, Tok())
+    assert "\n" not in str(e.value)
+
+
+def test_attention_kernels_this_machine_cannot_run_are_named() -> None:
+    from polymnesia.models.build import check_attention
+
+    for kernel in (None, "sdpa", "eager"):
+        check_attention(kernel, "cpu", "k")
+    check_attention("flex_attention", "cuda", "k")
+    with pytest.raises(
+        ConfigError,
+        match=r"^k=flex_attention needs an accelerator .* accepted here: sdpa, eager or null",
+    ):
+        check_attention("flex_attention", "cpu", "k")
+    with pytest.raises(
+        ConfigError, match="here the package is missing and there is no CUDA GPU"
+    ) as e:
+        check_attention("flash_attention_2", "cpu", "k")
+    assert "flex_attention" not in str(e.value).split("accepted here:")[1]  # not on a CPU either
+    if __import__("importlib.util").util.find_spec("flash_attn") is None:
+        with pytest.raises(
+            ConfigError,
+            match=r"here the package is missing; accepted here: sdpa, eager, flex_attention",
+        ):
+            check_attention("flash_attention_2", "cuda", "k")
+
+
 def test_scratch_model_takes_attention_kernel() -> None:
     m = build_model(ModelConfig(preset="nano", attn_implementation="eager"), Tok())
     assert m.config._attn_implementation == "eager"

@@ -122,3 +122,20 @@ def test_fp16_training_on_a_cpu_is_refused_before_the_run(isolated_cache, tmp_pa
     assert len(err.splitlines()) == 1, err
     assert "train.mixed_precision=fp16 needs a GPU" in err and "bf16 or no" in err, err
     assert not run_dir.exists()
+
+
+@pytest.mark.skipif(__import__("torch").cuda.is_available(), reason="the refusals are a CPU's")
+@pytest.mark.parametrize("kernel", ["flash_attention_2", "flex_attention"])
+def test_an_attention_kernel_the_cpu_cannot_run_is_refused_before_the_run(  # type: ignore[no-untyped-def]
+    isolated_cache, tmp_path, capsys, kernel
+):
+    run_dir = tmp_path / "run"
+    assert (
+        main(["run", QUICK, f"model.attn_implementation={kernel}", "--run-dir", str(run_dir)]) == 2
+    )
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1, err
+    assert (
+        f"model.attn_implementation={kernel} needs" in err and "accepted here: sdpa, eager" in err
+    )
+    assert not run_dir.exists()

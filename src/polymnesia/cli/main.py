@@ -77,6 +77,21 @@ def _check_remote_code(cfg: Any, allowed: bool) -> None:
     allow_remote_code(allowed)
 
 
+def preflight(cfg: Any, device_type: str, source: str) -> None:
+    """What the config asks of this machine, checked before any stage runs (one line each):
+    fp16 training needs an accelerator, FlashAttention-2 its package and a CUDA GPU."""
+    from polymnesia.config.base import submodels
+    from polymnesia.models.build import check_attention
+    from polymnesia.training.config import check_precision
+
+    check_precision(cfg, device_type, f"config {source}")
+    for path, node in submodels(cfg):
+        kernel = getattr(node, "attn_implementation", None)
+        if isinstance(kernel, str):
+            key = f"{path}.attn_implementation" if path else "attn_implementation"
+            check_attention(kernel, device_type, f"config {source}: {key}")
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     import yaml
 
@@ -115,10 +130,9 @@ def cmd_run(args: argparse.Namespace) -> int:
             print(f"# skipped by --only (they need stages of other roles): {', '.join(skipped)}")
         return 0
     from polymnesia.runtime import partial_state
-    from polymnesia.training.config import check_precision
 
     state = partial_state()
-    check_precision(cfg, state.device.type, f"config {args.config}")
+    preflight(cfg, state.device.type, args.config)
     if state.is_main_process:
         prepare_run_dir(run_dir, cfg, extra={"trust_remote_code": bool(args.trust_remote_code)})
         if args.trust_remote_code:

@@ -67,3 +67,21 @@ class StrictModel(BaseModel):
                 "boolean is (use true or false)"
             )
         return value
+
+
+def submodels(node: Any, path: str = "") -> list[tuple[str, BaseModel]]:
+    """Every config model inside ``node`` (``node`` itself included, then its fields, dicts
+    and lists, depth first), each with its dotted path (``""`` for ``node``)."""
+    out: list[tuple[str, BaseModel]] = []
+    if isinstance(node, BaseModel):
+        out.append((path, node))
+        items: Any = ((k, getattr(node, k)) for k in type(node).model_fields)
+    elif isinstance(node, dict):
+        items = node.items()
+    elif isinstance(node, (list, tuple)):
+        items = enumerate(node)
+    else:
+        return out
+    for key, value in items:
+        out += submodels(value, f"{path}.{key}" if path else str(key))
+    return out

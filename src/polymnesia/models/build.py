@@ -9,7 +9,7 @@ import torch
 from pydantic import Field, model_validator
 
 from polymnesia.config.base import StrictModel
-from polymnesia.errors import PolymnesiaError, unknown
+from polymnesia.errors import ConfigError, PolymnesiaError, unknown
 from polymnesia.io import atomic_dir
 from polymnesia.models.anatomy import FAMILIES, not_applicable
 from polymnesia.models.presets import PRESETS
@@ -111,8 +111,47 @@ def build_model(cfg: ModelConfig, tokenizer: Any, seed: int = 0) -> torch.nn.Mod
         **kwargs,
     )
     torch.manual_seed(seed)
-    model = MistralForCausalLM(conf)
+    try:
+        model = MistralForCausalLM(conf)
+    except (ImportError, ValueError) as e:
+        if cfg.attn_implementation is None:
+            raise
+        raise PolymnesiaError(
+            f"cannot build the model with attn_implementation={cfg.attn_implementation!r}: "
+            f"{str(e).strip().splitlines()[0]}"
+        ) from None
     return model.to(getattr(torch, cfg.dtype))
+
+
+def check_attention(kernel: str | None, device_type: str, where: str) -> None:
+    """Refuse, in one line, an attention kernel this machine cannot run, before any stage
+    runs (transformers would stop with a traceback once the model is built or trained, after
+    the stages before it): FlashAttention-2 needs the ``flash-attn`` package and a CUDA GPU;
+    FlexAttention has no backward pass on a CPU (torch raises at the first training step)."""
+    import importlib.util
+
+    if kernel == "flash_attention_2":
+        needs = "the flash-attn package and a CUDA GPU"
+        missing = [
+            why
+            for why, ok in (
+                ("the package is missing", importlib.util.find_spec("flash_attn") is not None),
+                ("there is no CUDA GPU", device_type == "cuda"),
+            )
+            if not ok
+        ]
+    elif kernel == "flex_attention":
+        needs = "an accelerator (torch has no FlexAttention backward on a CPU)"
+        missing = ["the stages run on the CPU"] if device_type == "cpu" else []
+    else:
+        return
+    if missing:
+        flex = kernel != "flex_attention" and device_type != "cpu"
+        accepted = "sdpa, eager" + (", flex_attention" if flex else "")
+        raise ConfigError(
+            f"{where}={kernel} needs {needs}; here {' and '.join(missing)}; accepted here: "
+            f"{accepted} or null (transformers' default)"
+        )
 
 
 def load_kwargs(dtype: str | None, attn_implementation: str | None) -> dict[str, Any]:

@@ -6,7 +6,7 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from polymnesia.config.base import NOT_FINGERPRINTED, StrictModel
+from polymnesia.config.base import NOT_FINGERPRINTED, StrictModel, submodels
 from polymnesia.errors import ConfigError
 from polymnesia.training.plugins import PLUGINS, validate_plugin_spec
 
@@ -120,25 +120,10 @@ class TrainConfig(StrictModel):
         return int(round(self.warmup_ratio * self.steps))
 
 
-def train_configs(node: Any, path: str = "") -> list[tuple[str, TrainConfig]]:
+def train_configs(node: Any) -> list[tuple[str, TrainConfig]]:
     """Every :class:`TrainConfig` inside ``node`` (a config model, or dicts and lists of them),
     with its dotted path."""
-    from pydantic import BaseModel
-
-    if isinstance(node, TrainConfig):
-        return [(path, node)]
-    out: list[tuple[str, TrainConfig]] = []
-    if isinstance(node, BaseModel):
-        items: Any = ((k, getattr(node, k)) for k in type(node).model_fields)
-    elif isinstance(node, dict):
-        items = node.items()
-    elif isinstance(node, (list, tuple)):
-        items = enumerate(node)
-    else:
-        return out
-    for key, value in items:
-        out += train_configs(value, f"{path}.{key}" if path else str(key))
-    return out
+    return [(path, m) for path, m in submodels(node) if isinstance(m, TrainConfig)]
 
 
 def check_precision(node: Any, device_type: str, where: str) -> None:
