@@ -128,3 +128,33 @@ def test_aim_receives_the_metrics(tmp_path: Path) -> None:
     loss = metrics["loss"]
     assert (loss.first_step(), loss.last_step(), len(loss.values.values_list())) == (1, 4, 4)
     assert run["hparams"]["grad_clip"] == 1.0
+
+
+def test_a_tracker_without_its_package_is_refused_before_training(
+    tmp_path: Path, monkeypatch
+) -> None:  # type: ignore[no-untyped-def]
+    """Accelerate only warns and logs nothing; polymnesia says so in one line, first."""
+    import polymnesia.training.trackers as trackers
+    from polymnesia.errors import ConfigError
+
+    monkeypatch.setattr(trackers, "tracker_available", lambda name: name != "wandb")
+    with pytest.raises(
+        ConfigError,
+        match=r"^training: trackers names wandb, whose package is not installed \(pip install wandb\); installed here: tensorboard, mlflow, comet_ml, aim, clearml$",
+    ):
+        train(nano_model(), data(), cfg(steps=2, trackers=["wandb"]), tmp_path / "run")
+    assert not (tmp_path / "run" / "checkpoints").exists()
+
+
+@pytest.mark.skipif(importlib.util.find_spec("comet_ml") is not None, reason="comet_ml installed")
+def test_the_command_refuses_a_missing_tracker_before_the_run(
+    isolated_cache, tmp_path: Path, capsys
+) -> None:  # type: ignore[no-untyped-def]
+    from polymnesia.cli.main import main
+
+    quick = str(Path(__file__).resolve().parents[2] / "configs" / "quickstart.yaml")
+    run_dir = tmp_path / "run"
+    assert main(["run", quick, "train.trackers=[comet_ml]", "--run-dir", str(run_dir)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "train.trackers names comet_ml" in err, err
+    assert "pip install comet-ml" in err and not run_dir.exists()

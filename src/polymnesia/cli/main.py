@@ -79,12 +79,15 @@ def _check_remote_code(cfg: Any, allowed: bool) -> None:
 
 def preflight(cfg: Any, device_type: str, source: str) -> None:
     """What the config asks of this machine, checked before any stage runs (one line each):
-    fp16 training needs an accelerator, FlashAttention-2 its package and a CUDA GPU."""
+    fp16 training needs an accelerator, FlashAttention-2 its package and a CUDA GPU, a
+    tracker its package."""
     from polymnesia.config.base import submodels
     from polymnesia.models.build import check_attention
     from polymnesia.training.config import check_precision
+    from polymnesia.training.trackers import check_trackers
 
     check_precision(cfg, device_type, f"config {source}")
+    check_trackers(cfg, f"config {source}")
     for path, node in submodels(cfg):
         kernel = getattr(node, "attn_implementation", None)
         if isinstance(kernel, str):

@@ -32,7 +32,7 @@ from polymnesia.training.engines import UNSHARDED, check_engine, engine_name
 from polymnesia.training.loss import causal_lm_loss, chunked_head
 from polymnesia.training.plugins import LoopState, StepFn, TrainingPlugin
 from polymnesia.training.schedule import warmup_cosine
-from polymnesia.training.trackers import flat_config
+from polymnesia.training.trackers import check_trackers, flat_config
 
 CKPT_RE = checkpoint.CKPT_RE
 P = ParamSpec("P")
@@ -350,6 +350,7 @@ def train(
     from accelerate.utils import set_seed
 
     check_precision(cfg, "cpu" if use_cpu() else "accelerator", "training")
+    check_trackers(cfg, "training")
     use_precision(cfg.mixed_precision)  # each stage trains in its own precision
     acc = Accelerator(
         cpu=use_cpu(),
