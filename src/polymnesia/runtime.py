@@ -122,7 +122,12 @@ class Runtime:
         return replace(self, rank=0, world=1)
 
     def place(self, model: M, *, stage: str = "") -> M:
-        """``model`` on this device in this precision, in eval mode (call outside inference mode)."""
+        """``model`` on this device in this precision, in eval mode (call outside inference mode).
+        On a CPU whose products in that precision are far slower than float32's, one line
+        says so (:func:`slow_precision_note`)."""
+        note = slow_precision_note(self.device, self.precision)
+        if note:
+            say(f"{stage or 'inference'}: {note}")
         if self.precision == "no":
             moved = model.to(device=self.device)
         else:
@@ -135,6 +140,9 @@ class Runtime:
         bf16/fp16 for a model that must stay float32 in memory (one still to be saved)."""
         if self.precision == "no":
             return contextlib.nullcontext()
+        note = slow_precision_note(self.device, self.precision)
+        if note:
+            say(f"inference: {note}")
         return torch.autocast(device_type=self.device.type, dtype=self.dtype)
 
     def shard(self, items: Sequence[T]) -> list[T]:
@@ -168,6 +176,51 @@ class Runtime:
 
 
 _OVERRIDE: list[Runtime] = []
+_SLOWDOWN: dict[torch.dtype, float] = {}
+#: a precision whose CPU matrix products are this many times slower than float32's gets a note
+SLOW_PRECISION_RATIO = 4.0
+
+
+def precision_slowdown(dtype: torch.dtype, n: int = 256) -> float:
+    """How many times slower an ``n x n`` CPU matrix product runs in ``dtype`` than in
+    float32 (best of 3 each; measured once per process and dtype, about 0.1 s where bf16
+    has no matrix instructions and far less where it has)."""
+    import time
+
+    if dtype not in _SLOWDOWN:
+
+        def best(dt: torch.dtype) -> float:
+            a = torch.randn(n, n).to(dt)
+            b = torch.randn(n, n).to(dt)
+            a @ b
+            times = []
+            for _ in range(3):
+                start = time.perf_counter()
+                a @ b
+                times.append(time.perf_counter() - start)
+            return min(times)
+
+        _SLOWDOWN[dtype] = best(dtype) / max(best(torch.float32), 1e-9)
+    return _SLOWDOWN[dtype]
+
+
+def slow_precision_note(device: torch.device, precision: Precision) -> str | None:
+    """A note when ``precision`` makes inference on this CPU much slower than float32 (CPUs
+    without bf16/fp16 matrix instructions: about 100x for bf16 on a 2-core AMD EPYC VM),
+    said once per process and precision; None elsewhere."""
+    if device.type != "cpu" or precision == "no" or precision in _NOTED:
+        return None
+    ratio = precision_slowdown(DTYPES[precision])
+    if ratio < SLOW_PRECISION_RATIO:
+        return None
+    _NOTED.add(precision)
+    return (
+        f"{precision} matrix products run {ratio:.0f}x slower than float32 on this CPU "
+        "(measured now); precision no would be faster here"
+    )
+
+
+_NOTED: set[str] = set()
 
 
 def current(precision: Precision = "no", *, sharded: bool = True) -> Runtime:

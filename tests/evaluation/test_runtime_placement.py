@@ -194,3 +194,33 @@ def test_precision_accepts_yaml_no() -> None:
     assert EvalConfig.model_validate({"precision": False}).precision == "no"
     with pytest.raises(ValueError, match="'no', 'fp16' or 'bf16'"):
         EvalConfig.model_validate({"precision": "fp8"})
+
+
+def test_a_slow_inference_precision_on_a_cpu_is_said_once(monkeypatch, capsys) -> None:  # type: ignore[no-untyped-def]
+    import polymnesia.runtime as runtime
+
+    monkeypatch.setattr(runtime, "_NOTED", set())
+    monkeypatch.setattr(runtime, "_SLOWDOWN", {torch.bfloat16: 50.0, torch.float16: 2.0})
+    rt = runtime.Runtime(device=torch.device("cpu"), precision="bf16")
+    rt.place(torch.nn.Linear(2, 2), stage="evaluate")
+    rt.place(torch.nn.Linear(2, 2), stage="evaluate")
+    with rt.autocast():
+        pass
+    err = capsys.readouterr().err.splitlines()
+    assert err == [
+        "[polymnesia] evaluate: bf16 matrix products run 50x slower than float32 on this CPU "
+        "(measured now); precision no would be faster here"
+    ]
+    runtime.Runtime(device=torch.device("cpu"), precision="fp16").place(torch.nn.Linear(2, 2))
+    runtime.Runtime(device=torch.device("cpu"), precision="no").place(torch.nn.Linear(2, 2))
+    assert capsys.readouterr().err == ""  # 2x is below the note's threshold; float32 needs none
+    assert runtime.slow_precision_note(torch.device("meta"), "bf16") is None
+
+
+def test_the_precision_slowdown_is_measured_once(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    import polymnesia.runtime as runtime
+
+    monkeypatch.setattr(runtime, "_SLOWDOWN", {})
+    ratio = runtime.precision_slowdown(torch.bfloat16, n=64)
+    assert ratio > 0 and runtime._SLOWDOWN == {torch.bfloat16: ratio}
+    assert runtime.precision_slowdown(torch.bfloat16, n=64) == ratio  # not measured again
