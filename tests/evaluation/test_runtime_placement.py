@@ -222,5 +222,5 @@ def test_the_precision_slowdown_is_measured_once(monkeypatch) -> None:  # type: 
 
     monkeypatch.setattr(runtime, "_SLOWDOWN", {})
     ratio = runtime.precision_slowdown(torch.bfloat16, n=64)
-    assert ratio > 0 and runtime._SLOWDOWN == {torch.bfloat16: ratio}
+    assert ratio > 0 and {torch.bfloat16: ratio} == runtime._SLOWDOWN
     assert runtime.precision_slowdown(torch.bfloat16, n=64) == ratio  # not measured again

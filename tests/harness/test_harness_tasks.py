@@ -50,6 +50,36 @@ def test_tags_expand_in_order_without_repeats() -> None:
     assert all(not n.endswith("_en") for n in tags()["poly_ma"])
 
 
+def test_a_missing_lm_eval_is_one_line_at_validation(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Not at the harness stage, after all training: when the config is read."""
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "lm_eval" else real(name, *a)
+    )
+    with pytest.raises(PolymnesiaError, match=r"need the lm-eval package.*polymnesia\[harness\]"):
+        check_tasks(["poly_ma"], offline=True)
+
+
+def test_a_missing_lm_eval_stops_the_command_before_the_run(  # type: ignore[no-untyped-def]
+    isolated_cache, monkeypatch, capsys
+) -> None:
+    import importlib.util
+    from pathlib import Path
+
+    from polymnesia.cli.main import main
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "lm_eval" else real(name, *a)
+    )
+    config = Path(__file__).resolve().parents[2] / "configs" / "two_phase_smoke.yaml"
+    assert main(["run", str(config), "--dry-run"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "lm-eval package" in err, err
+
+
 def test_offline_online_task_is_one_line_naming_offline_tasks() -> None:
     with pytest.raises(PolymnesiaError) as e:
         check_tasks(["poly_genre_en", "mmlu", "xquad_de"], offline=True)

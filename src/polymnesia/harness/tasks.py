@@ -31,6 +31,7 @@ Multilingual Ability, Table 2).
 from __future__ import annotations
 
 import difflib
+import importlib.util
 import json
 import os
 from collections.abc import Iterable, Sequence
@@ -228,13 +229,19 @@ def hub_offline() -> bool:
 def check_tasks(names: Sequence[str], offline: bool, *, verify_online: bool = True) -> list[str]:
     """Check task names before anything runs; return the shipped tasks they need (tags expanded).
 
-    Offline, every name must be a shipped task or tag (one line naming the
+    lm-eval must be installed (the ``harness`` extra), or the run would stop at its harness
+    stage, after all training. Offline, every name must be a shipped task or tag (one line naming the
     offline tasks otherwise). Online, other names pass through to lm-eval
     unchanged; with ``verify_online`` they must exist in lm-eval's own task
     index (building it takes a few seconds).
     """
     if not names:
         raise PolymnesiaError("no lm-eval task named; name at least one (`polymnesia ls tasks`)")
+    if importlib.util.find_spec("lm_eval") is None:
+        raise PolymnesiaError(
+            "the lm-evaluation-harness tasks need the lm-eval package, which is not installed "
+            "here (pip install 'polymnesia[harness]')"
+        )
     other = [n for n in names if not is_shipped(n)]
     if other and offline:
         raise PolymnesiaError(
