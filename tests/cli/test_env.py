@@ -39,8 +39,9 @@ def test_a_missing_required_package_fails_the_command(monkeypatch, capsys) -> No
     assert "MISSING" in line and "required" in line
 
 
-def test_the_report_as_text_and_json(capsys, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_the_report_as_text_and_json(isolated_cache, capsys, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    (isolated_cache / "data" / "udhr_copy").mkdir()
     assert main(["env", "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
     assert report["torch"]["version"] == torch.__version__
@@ -50,6 +51,7 @@ def test_the_report_as_text_and_json(capsys, monkeypatch) -> None:  # type: igno
     )
     assert report["environment"]["HF_HUB_OFFLINE"] == "1"
     assert "check" not in report
+    assert report["cache"]["path"] == str(isolated_cache) and "udhr_copy" in report["cache"]["data"]
     assert main(["env"]) == 0
     text = capsys.readouterr().out
     assert text.startswith("polymnesia ") and "HF_HUB_OFFLINE=1" in text

@@ -188,6 +188,10 @@ def describe() -> dict[str, Any]:
             "path": str(cache),
             "exists": cache.exists(),
             "free_gib": round(shutil.disk_usage(probe).free / 2**30, 1),
+            # corpora fetched into the cache (what an offline run can use without fetching)
+            "data": sorted(p.name for p in (cache / "data").iterdir() if p.is_dir())
+            if (cache / "data").is_dir()
+            else [],
         },
         "packages": packages(),
         "environment": {k: os.environ[k] for k in KNOBS if k in os.environ},
@@ -349,7 +353,7 @@ def render(report: dict[str, Any]) -> str:
     c = report["cache"]
     lines.append(
         f"stage cache: {c['path']} ({'exists' if c['exists'] else 'not created yet'}), "
-        f"{c['free_gib']} GiB free"
+        f"{c['free_gib']} GiB free; data fetched: {', '.join(c['data']) or 'none'}"
     )
     lines.append("packages:")
     _section: Callable[[dict[str, Any]], str] = lambda p: (  # noqa: E731
