@@ -13,6 +13,9 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from polymnesia.errors import ConfigError
+from polymnesia.training.config import train_configs
+
 Scalar = int | float | str | bool
 
 
@@ -54,9 +57,6 @@ def tracker_available(name: str) -> bool:
 def check_trackers(node: Any, where: str) -> None:
     """Refuse, in one line, a tracker whose package is not installed: Accelerate only warns
     and the run then logs to nothing, which a long run finds out at its end."""
-    from polymnesia.errors import ConfigError
-    from polymnesia.training.config import train_configs
-
     for path, cfg in train_configs(node):
         for name in cfg.trackers:
             if not tracker_available(name):
