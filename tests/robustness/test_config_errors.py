@@ -139,3 +139,22 @@ def test_an_attention_kernel_the_cpu_cannot_run_is_refused_before_the_run(  # ty
         f"model.attn_implementation={kernel} needs" in err and "accepted here: sdpa, eager" in err
     )
     assert not run_dir.exists()
+
+
+@pytest.mark.skipif(__import__("torch").cuda.is_available(), reason="the refusal is a CPU's")
+def test_only_data_runs_no_model_and_skips_the_preflight(
+    isolated_cache, tmp_path, monkeypatch, capsys
+):  # type: ignore[no-untyped-def]
+    """`--only data` on the machine with internet prepares data for a GPU config whose
+    training this machine could not run: the preflight must not refuse it."""
+    import polymnesia.pipeline.runner as runner
+
+    ran: list[list[str]] = []
+    monkeypatch.setattr(
+        runner, "run_pipeline", lambda specs, *a, **k: ran.append([s.name for s in specs])
+    )
+    argv = ["run", QUICK, "train.mixed_precision=fp16", "--run-dir", str(tmp_path / "run")]
+    assert main([*argv, "--only", "data"]) == 0
+    assert ran and "pretrain" not in ran[0]
+    assert main([*argv, "--only", "data,training"]) == 2
+    assert "needs a GPU" in capsys.readouterr().err

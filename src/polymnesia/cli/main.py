@@ -79,8 +79,8 @@ def _check_remote_code(cfg: Any, allowed: bool) -> None:
 
 def preflight(cfg: Any, device_type: str, source: str) -> None:
     """What the config asks of this machine, checked before any stage runs (one line each):
-    fp16 training needs an accelerator, FlashAttention-2 its package and a CUDA GPU, a
-    tracker its package."""
+    fp16 training needs an accelerator, an attention kernel what it runs on
+    (:func:`~polymnesia.models.build.check_attention`), a tracker its package."""
     from polymnesia.config.base import submodels
     from polymnesia.models.build import check_attention
     from polymnesia.training.config import check_precision
@@ -135,7 +135,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     from polymnesia.runtime import partial_state
 
     state = partial_state()
-    preflight(cfg, state.device.type, args.config)
+    if roles is None or set(roles) - {"data"}:  # `--only data` runs no model: any machine
+        preflight(cfg, state.device.type, args.config)
     if state.is_main_process:
         prepare_run_dir(run_dir, cfg, extra={"trust_remote_code": bool(args.trust_remote_code)})
         if args.trust_remote_code:
