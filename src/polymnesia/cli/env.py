@@ -26,7 +26,6 @@ import shutil
 import sys
 import tempfile
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -83,7 +82,10 @@ def packages() -> list[dict[str, Any]]:
 
     from packaging.requirements import Requirement
 
-    extras = metadata.metadata("polymnesia").get_all("Provides-Extra") or []
+    try:
+        extras = metadata.metadata("polymnesia").get_all("Provides-Extra") or []
+    except metadata.PackageNotFoundError:  # run from a source tree that was never installed
+        return []
     out: dict[str, dict[str, Any]] = {}
     for line in metadata.requires("polymnesia") or []:
         req = Requirement(line)
@@ -356,9 +358,6 @@ def render(report: dict[str, Any]) -> str:
         f"{c['free_gib']} GiB free; data fetched: {', '.join(c['data']) or 'none'}"
     )
     lines.append("packages:")
-    _section: Callable[[dict[str, Any]], str] = lambda p: (  # noqa: E731
-        "required" if p["extra"] is None else f"extra [{p['extra']}]"
-    )
     for p in report["packages"]:
         state = (
             p["version"]
@@ -367,7 +366,9 @@ def render(report: dict[str, Any]) -> str:
         )
         if p["extra"] is not None and p["version"] is None:
             state = "not installed"
-        lines.append(f"  {p['name']:<34} {state:<14} wants {p['wanted']:<16} {_section(p)}")
+        lines.append(
+            f"  {p['name']:<34} {state:<14} wants {p['wanted']:<16} {'required' if p['extra'] is None else 'extra [' + p['extra'] + ']'}"
+        )
     env = report["environment"]
     lines.append("environment: " + (", ".join(f"{k}={v}" for k, v in env.items()) or "none set"))
     if "check" in report:
