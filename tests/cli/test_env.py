@@ -73,3 +73,63 @@ def test_a_failing_check_says_why_and_fails_the_command(capsys) -> None:  # type
     out = capsys.readouterr().out
     failed = [x for x in out.splitlines() if "FAILED" in x]
     assert len(failed) == 1 and "training" in failed[0] and "needs a GPU" in failed[0], out
+
+
+def test_two_processes_check_together_and_the_first_prints(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import os
+    import subprocess
+    import sys
+
+    res = subprocess.run(
+        [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2"]
+        + ["-m", "polymnesia", "env", "--check", "--json"],
+        env={**os.environ, "OMP_NUM_THREADS": "1", "POLYMNESIA_CACHE": str(tmp_path)},
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=tmp_path,
+    )
+    assert res.returncode == 0, res.stderr[-3000:]
+    report = json.loads(res.stdout)  # one JSON document: only the first process prints
+    assert report["runtime"]["rank"] == 0 and report["runtime"]["processes"] == 2
+    assert [p["rank"] for p in report["processes"]] == [0, 1]
+    for p in report["processes"]:
+        assert [c["name"] for c in p["check"]] == ["matmul", "training", "scoring", "collective"]
+        assert all(c["ok"] for c in p["check"]), p
+    collective = report["check"]["results"][-1]["detail"]
+    assert "over 2 processes (gloo" in collective and "sums exact" in collective
+
+
+def test_processes_sharing_one_accelerator_fail_the_collective_check(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    import torch.distributed as dist
+
+    from polymnesia.runtime import Runtime
+
+    monkeypatch.setattr(
+        "polymnesia.runtime.current", lambda *a, **k: Runtime(torch.device("cuda:0"), 1, 3)
+    )
+
+    def gather(out, obj):  # type: ignore[no-untyped-def]
+        out[:] = ["cuda:0", "cuda:1", "cuda:1"]
+
+    monkeypatch.setattr(dist, "all_gather_object", gather)
+    with pytest.raises(RuntimeError, match=r"processes 1, 2 share cuda:1: each process needs"):
+        env._check_collective("no")
+
+
+def test_a_failure_on_another_process_fails_every_process(monkeypatch, capsys) -> None:  # type: ignore[no-untyped-def]
+    fine = {"name": "training", "ok": True, "seconds": 1.0, "detail": "3 steps"}
+    broken = {"name": "collective", "ok": False, "seconds": 0.1, "detail": "RuntimeError: x"}
+    monkeypatch.setattr(
+        env,
+        "_gather_processes",
+        lambda report: [
+            {"rank": 0, "host": "a", "device": "cuda:0", "check": [fine]},
+            {"rank": 1, "host": "b", "device": "cuda:1", "check": [fine, broken]},
+        ],
+    )
+    assert main(["env"]) == 1
+    out = capsys.readouterr().out
+    assert "processes (2):" in out
+    assert "  process 0: a cuda:0 checks ok" in out
+    assert "  process 1: b cuda:1 FAILED collective" in out

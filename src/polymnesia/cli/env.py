@@ -14,6 +14,13 @@ scorer on the same model placed as the evaluation stages place it. Each says ok 
 FAILED with its one-line reason; the exit status is 1 when one failed or a required
 package is missing. On a GPU box without internet this is the first thing to run
 before an hour-long config.
+
+Under N processes (``torchrun --nproc_per_node N -m polymnesia env --check``, or
+``accelerate launch``) every process runs the checks (the training check then trains
+under DDP), ``--check`` adds a collective check (an all-reduce whose sum is verified,
+its bus bandwidth, and that no two processes share one accelerator), and only the
+first process prints: its own report and a line per process. Every process exits 1
+when any of them failed.
 """
 
 from __future__ import annotations
@@ -204,11 +211,12 @@ def check(precision: str = "no") -> list[dict[str, Any]]:
     """The device check: each item has ``name``, ``ok``, ``seconds`` and ``detail`` (a
     measured figure, or the one-line reason it failed)."""
     results = []
-    for name, fn in (
-        ("matmul", _check_matmul),
-        ("training", _check_training),
-        ("scoring", _check_scoring),
-    ):
+    from polymnesia.runtime import current
+
+    checks = [("matmul", _check_matmul), ("training", _check_training), ("scoring", _check_scoring)]
+    if current().world > 1:
+        checks.append(("collective", _check_collective))
+    for name, fn in checks:
         start = time.perf_counter()
         try:
             detail, ok = fn(precision), True
@@ -315,13 +323,85 @@ def _check_scoring(precision: str) -> str:
     )
 
 
+def _check_collective(precision: str) -> str:
+    """An all-reduce over every process: its sum checked exactly, its bus bandwidth (as
+    nccl-tests count it: 2(N-1)/N of the bytes per second), and no two processes on one
+    accelerator (the usual mistake of a launch that does not set each process's device)."""
+    import torch
+    import torch.distributed as dist
+
+    from polymnesia.runtime import current
+
+    rt = current()
+    devices: list[Any] = [None] * rt.world
+    dist.all_gather_object(devices, str(rt.device))
+    if rt.device.type != "cpu":
+        shared = sorted({d for d in devices if devices.count(d) > 1})
+        if shared:
+            ranks = [r for r, d in enumerate(devices) if d == shared[0]]
+            raise RuntimeError(
+                f"processes {', '.join(map(str, ranks))} share {shared[0]}: each process "
+                "needs its own device (launch with torchrun or accelerate launch)"
+            )
+    n = (16 if rt.device.type != "cpu" else 1) * 2**20  # float32 elements: 64 or 4 MiB
+    t = torch.empty(n, dtype=torch.float32, device=rt.device)
+    expected = rt.world * (rt.world + 1) / 2
+    times = []
+    for _ in range(4):  # the first is a warm-up (connections, buffers)
+        t.fill_(float(rt.rank + 1))
+        if rt.device.type == "cuda":
+            torch.cuda.synchronize(rt.device)
+        start = time.perf_counter()
+        dist.all_reduce(t)
+        if rt.device.type == "cuda":
+            torch.cuda.synchronize(rt.device)
+        times.append(time.perf_counter() - start)
+        wrong = int((t != expected).sum())
+        if wrong:
+            raise RuntimeError(f"all-reduce gave a wrong sum in {wrong} of {n} elements")
+    seconds = sorted(times[1:])[len(times[1:]) // 2]
+    busbw = 2 * (rt.world - 1) / rt.world * t.numel() * 4 / seconds
+    return (
+        f"all-reduce of {t.numel() * 4 // 2**20} MiB over {rt.world} processes "
+        f"({dist.get_backend()}, {', '.join(devices)}): sums exact, "
+        f"{busbw / 1e9:.2f} GB/s bus bandwidth"
+    )
+
+
+def _gather_processes(report: dict[str, Any]) -> list[dict[str, Any]]:
+    """One summary per process (rank, host, device, its check results), on every process;
+    only this one when the run has one process."""
+    from polymnesia.runtime import current
+
+    rt = current()
+    mine = {
+        "rank": rt.rank,
+        "host": platform.node(),
+        "device": report["runtime"]["device"],
+        "check": report.get("check", {}).get("results", []),
+    }
+    if rt.world == 1:
+        return [mine]
+    import torch.distributed as dist
+
+    every: list[Any] = [None] * rt.world
+    dist.all_gather_object(every, mine)
+    return every
+
+
 def cmd_env(args: argparse.Namespace) -> int:
+    from polymnesia.runtime import current
+
     report = describe()
     if args.check:
         report["check"] = {"precision": args.precision, "results": check(args.precision)}
+    processes = _gather_processes(report)
+    if len(processes) > 1:
+        report["processes"] = processes
     missing = [p for p in report["packages"] if p["extra"] is None and not p["ok"]]
-    failed = [c for c in report.get("check", {}).get("results", []) if not c["ok"]]
-    print(json.dumps(report, indent=2) if args.json else render(report))
+    failed = [c for p in processes for c in p["check"] if not c["ok"]]
+    if current().is_main:
+        print(json.dumps(report, indent=2) if args.json else render(report))
     return 1 if missing or failed else 0
 
 
@@ -349,7 +429,7 @@ def render(report: dict[str, Any]) -> str:
         + (
             ", ".join(f"{k} {v}" for k, v in ac.items() if k != "path") + f" ({ac['path']})"
             if ac
-            else "none (single process; `accelerate config` writes one)"
+            else "none (`accelerate config` writes one)"
         )
     )
     c = report["cache"]
@@ -375,5 +455,11 @@ def render(report: dict[str, Any]) -> str:
         lines.append(f"check (precision {report['check']['precision']}):")
         for item in report["check"]["results"]:
             mark = "ok    " if item["ok"] else "FAILED"
-            lines.append(f"  {mark} {item['name']:<9} {item['seconds']:6.1f} s  {item['detail']}")
+            lines.append(f"  {mark} {item['name']:<10} {item['seconds']:6.1f} s  {item['detail']}")
+    if "processes" in report:
+        lines.append(f"processes ({len(report['processes'])}):")
+        for p in report["processes"]:
+            bad = [c["name"] for c in p["check"] if not c["ok"]]
+            state = ("FAILED " + ", ".join(bad)) if bad else ("checks ok" if p["check"] else "")
+            lines.append(f"  process {p['rank']}: {p['host']} {p['device']} {state}".rstrip())
     return "\n".join(lines)
