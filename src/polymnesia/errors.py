@@ -26,6 +26,11 @@ class TrainingDiverged(PolymnesiaError):
     """The loss became NaN or infinite."""
 
 
+class ConfigWarning(FutureWarning):
+    """A config that still works but should change (a renamed key): the CLI prints it on
+    one line, ``polymnesia: warning: ...``; library users can filter it by this class."""
+
+
 def suggest(value: str, choices: Iterable[str]) -> str:
     """Return ``" (did you mean 'x'?)"`` for a close match, else an empty string."""
     matches = difflib.get_close_matches(str(value), [str(c) for c in choices], n=1, cutoff=0.6)

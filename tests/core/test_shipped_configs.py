@@ -96,3 +96,32 @@ def test_resolved_config_reloads_as_itself(path: Path, tmp_path: Path, isolated_
     atomic_write_yaml(tmp_path / "config.yaml", cfg.model_dump(mode="json"))
     again = load_config(tmp_path / "config.yaml")
     assert again.model_dump(mode="json") == cfg.model_dump(mode="json")
+
+
+def test_a_renamed_key_is_read_with_one_warning_line(tmp_path: Path, isolated_cache: Path, capsys):
+    text = (ROOT / "lifelong_smoke.yaml").read_text()
+    assert "  languages: [en, fr]\n" in text
+    old = tmp_path / "old.yaml"
+    old.write_text(text.replace("  languages: [en, fr]\n", "  pretraining: [en, fr]\n", 1))
+    assert main(["validate", str(old)]) == 0
+    err = capsys.readouterr().err
+    assert err == (
+        "polymnesia: warning: base.pretraining is now called base.languages; "
+        "the old name is still read\n"
+    )
+    both = tmp_path / "both.yaml"
+    both.write_text(
+        text.replace("  languages: [en, fr]\n", "  languages: [en]\n  pretraining: [en, fr]\n", 1)
+    )
+    assert main(["validate", str(both)]) == 2
+    assert "base has both 'pretraining' (old name) and 'languages'; keep 'languages'" in (
+        capsys.readouterr().err
+    )
+
+
+def test_the_renamed_key_warning_is_a_config_warning_for_library_users():
+    from polymnesia.errors import ConfigWarning
+    from polymnesia.experiments.sections import rename_key
+
+    with pytest.warns(ConfigWarning, match=r"^a\.b is now called a\.c"):
+        assert rename_key({"b": 1, "d": 2}, "b", "c", "a") == {"c": 1, "d": 2}

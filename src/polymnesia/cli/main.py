@@ -8,12 +8,13 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import warnings
 from pathlib import Path
 from typing import Any
 
 from polymnesia.cli import cache as cache_cli
 from polymnesia.cli import env as env_cli
-from polymnesia.errors import PolymnesiaError
+from polymnesia.errors import ConfigWarning, PolymnesiaError
 
 
 def _registries() -> dict[str, Any]:
@@ -353,10 +354,24 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _one_line_config_warnings(show: Any) -> Any:
+    """``show`` (a ``warnings.showwarning``) with polymnesia's config warnings on one line."""
+
+    def shown(message: Any, category: Any, *args: Any, **kwargs: Any) -> None:
+        if issubclass(category, ConfigWarning):
+            print(f"polymnesia: warning: {message}", file=sys.stderr)
+        else:
+            show(message, category, *args, **kwargs)
+
+    return shown
+
+
 def main(argv: list[str] | None = None) -> int:
     from polymnesia.runtime import shutdown
 
     args = build_parser().parse_args(argv)
+    previous = warnings.showwarning
+    warnings.showwarning = _one_line_config_warnings(previous)
     try:
         return int(args.fn(args))
     except PolymnesiaError as e:
@@ -366,6 +381,7 @@ def main(argv: list[str] | None = None) -> int:
         print("polymnesia: interrupted; run the same command again to resume", file=sys.stderr)
         return 130
     finally:
+        warnings.showwarning = previous
         shutdown()
 
 

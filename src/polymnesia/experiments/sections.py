@@ -18,6 +18,7 @@ from pydantic import Field, field_validator, model_validator
 
 from polymnesia.config.base import StrictModel
 from polymnesia.data.config import DataConfig, check_language, check_languages
+from polymnesia.errors import ConfigWarning
 from polymnesia.evaluation.config import EvalConfig
 from polymnesia.models import ModelConfig
 from polymnesia.tokenizers.config import TokenizerConfig
@@ -142,7 +143,11 @@ def rename_key(data: Any, old: str, new: str, where: str) -> Any:
     if isinstance(data, dict) and old in data:
         if new in data:
             raise ValueError(f"{where} has both '{old}' (old name) and '{new}'; keep '{new}'")
-        warnings.warn(f"{where}.{old} is now called {where}.{new}", FutureWarning, stacklevel=2)
+        warnings.warn(
+            f"{where}.{old} is now called {where}.{new}; the old name is still read",
+            ConfigWarning,
+            stacklevel=2,
+        )
         data = {**data, new: data[old]}
         del data[old]
     return data
