@@ -137,3 +137,36 @@ def test_task_config_and_num_labels() -> None:
     assert infer_num_labels([record(1, "en", "a b", None, tags=[0, 3])], kind="token") == 4
     with pytest.raises(DataError):
         infer_num_labels([record(1, "en", "a", None)])
+
+
+def test_a_configured_label_count_the_data_does_not_fit_is_refused_in_one_line() -> None:
+    from polymnesia.tasks.kinds import label_space
+
+    recs = [record(1, "en", "a", 8), record(2, "en", "b", 2)]
+    task = TaskConfig(name="genre", num_labels=3)
+    with pytest.raises(DataError, match=r"^task 'genre': task.num_labels is 3 but its training "
+                       r"data has labels up to 8 \(9 labels\); set it to at least 9, or to null"):  # fmt: skip
+        label_space(task, recs)
+    assert label_space(TaskConfig(name="genre", num_labels=9), recs) == (9, None)
+    assert label_space(TaskConfig(name="genre", num_labels=12), recs) == (12, None)
+    assert label_space(TaskConfig(name="genre"), recs) == (9, None)
+    tags = [record(1, "en", "a b", None, tags=[0, 2])]
+    token = TaskConfig(name="ner", kind="token", metric="span_f1", tag_names=["O", "B-X"])
+    with pytest.raises(DataError, match="the number of tag_names is 2 but its training data has "):
+        label_space(token, tags)
+
+
+def test_the_lifelong_label_count_is_checked_against_the_data(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from polymnesia.continual.examples import num_labels
+    from polymnesia.io import write_jsonl_atomic
+
+    for lang in ("en", "fr"):
+        write_jsonl_atomic(
+            tmp_path / lang / "train.jsonl",
+            [{"id": "1", "lang": lang, "text": "a", "label": 4, "meta": {}}],
+        )
+    assert num_labels(TaskConfig(name="g", num_labels=5), tmp_path, ["en", "fr"]) == 5
+    with pytest.raises(
+        DataError, match="task.num_labels is 4 but its training data has labels up to 4"
+    ):
+        num_labels(TaskConfig(name="g", num_labels=4), tmp_path, ["en", "fr"])

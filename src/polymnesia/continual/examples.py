@@ -23,7 +23,7 @@ from polymnesia.continual.slots import slot_names, slot_records, tag_inventory
 from polymnesia.data.prepared import read_split
 from polymnesia.errors import DataError
 from polymnesia.tasks.classification import build_sequence_examples
-from polymnesia.tasks.config import TaskConfig, infer_num_labels
+from polymnesia.tasks.config import TaskConfig, check_label_count, infer_num_labels
 from polymnesia.tasks.tagging import build_token_examples, language_id_tagging
 
 
@@ -139,8 +139,9 @@ def num_labels(
                 "set it to null"
             )
         return n
-    if task.num_labels is not None:
-        return task.num_labels
-    if task.kind == "token":
+    if task.kind == "token" and task.num_labels is None:
         return 2
-    return infer_num_labels(r for lang in languages for r in read_split(data_dir, lang, "train"))
+    records = (r for lang in languages for r in read_split(data_dir, lang, "train"))
+    if task.num_labels is not None:
+        return check_label_count(task, task.num_labels, records)
+    return infer_num_labels(records)

@@ -95,6 +95,15 @@ def infer_num_labels(records: Iterable[dict[str, Any]], kind: str = "sequence") 
 
     Raises :class:`DataError` when no record carries a label.
     """
+    top = top_label(records, kind)
+    if top < 0:
+        raise DataError(f"no labelled records to derive the number of {kind} labels from")
+    return max(2, top + 1)
+
+
+def top_label(records: Iterable[dict[str, Any]], kind: str = "sequence") -> int:
+    """The largest label id over ``records`` (sequence: ``label``; token: ``meta["tags"]``),
+    -1 when none carries one."""
     top = -1
     for r in records:
         if kind == "token":
@@ -102,6 +111,19 @@ def infer_num_labels(records: Iterable[dict[str, Any]], kind: str = "sequence") 
             top = max([top, *map(int, tags)])
         elif r.get("label") is not None:
             top = max(top, int(r["label"]))
-    if top < 0:
-        raise DataError(f"no labelled records to derive the number of {kind} labels from")
-    return max(2, top + 1)
+    return top
+
+
+def check_label_count(
+    task: TaskConfig, n: int, records: Iterable[dict[str, Any]], where: str = "task.num_labels"
+) -> int:
+    """``n`` when every label of ``records`` is below it; a one-line :class:`DataError`
+    otherwise (a classifier head of ``n`` outputs cannot learn label ``n``: the loss fails
+    with an index error at the first batch that holds one)."""
+    top = top_label(records, task.kind)
+    if top >= n:
+        raise DataError(
+            f"task '{task.name}': {where} is {n} but its training data has labels up to {top} "
+            f"({top + 1} labels); set it to at least {top + 1}, or to null to derive it from the data"
+        )
+    return n

@@ -22,7 +22,7 @@ from polymnesia.tasks.classification import (
     evaluate_items_by_language,
     token_metric,
 )
-from polymnesia.tasks.config import TaskConfig, infer_num_labels
+from polymnesia.tasks.config import TaskConfig, check_label_count, infer_num_labels
 from polymnesia.tasks.constructed import construct, genre_tag_names, label_names
 from polymnesia.tasks.qa import SpanData, build_span_examples, predict_answers, score_answers
 from polymnesia.tasks.tagging import build_token_examples
@@ -56,10 +56,12 @@ def label_space(
             raise DataError(f"task '{task.name}' needs labelled verses to build genre tags from")
         genres = max(names) + 1
         return 1 + 2 * genres, task.tag_names or genre_tag_names(genres, names)
-    n = task.num_labels or (
-        len(task.tag_names) if task.tag_names else infer_num_labels(source_records, task.kind)
-    )
-    return n, task.tag_names
+    if task.num_labels:
+        return check_label_count(task, task.num_labels, source_records), task.tag_names
+    if task.tag_names:
+        n = len(task.tag_names)
+        return check_label_count(task, n, source_records, "the number of tag_names"), task.tag_names
+    return infer_num_labels(source_records, task.kind), task.tag_names
 
 
 def build_examples(
