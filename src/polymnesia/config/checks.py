@@ -1,5 +1,6 @@
 """Names that become file or folder names (a run's ``name``, stage names) must be safe:
-``../x`` or ``/tmp/x`` cannot write outside ``runs/`` (:func:`check_safe_name`)."""
+``../x`` or ``/tmp/x`` cannot write outside ``runs/`` (:func:`check_safe_name`); patterns
+must compile when the config is read, not at their stage (:func:`check_regex`)."""
 
 from __future__ import annotations
 
@@ -25,4 +26,19 @@ def check_safe_name(value: str, what: str) -> str:
             "file name of at most 120 characters without '/', '\\\\' or control characters, "
             "not starting with '.' or '-'"
         )
+    return value
+
+
+def check_regex(value: str | None) -> str | None:
+    """A regular expression in Python's ``re`` syntax that compiles (``None`` passes); a
+    ``ValueError`` otherwise, which pydantic reports under the field's key."""
+    if value is None:
+        return value
+    try:
+        re.compile(value)
+    except re.error as e:
+        raise ValueError(
+            f"not a regular expression ({e}); patterns use Python's re syntax and are searched "
+            r"in parameter names, e.g. 'self_attn\.(q|k|v)_proj'"
+        ) from None
     return value

@@ -36,9 +36,10 @@ from pathlib import Path
 from typing import Any, Literal
 
 import torch
-from pydantic import Field, ValidationError, model_validator
+from pydantic import Field, ValidationError, field_validator, model_validator
 
 from polymnesia.config.base import StrictModel
+from polymnesia.config.checks import check_regex
 from polymnesia.errors import ConfigError
 from polymnesia.layers.scores import most_changed_scan, random_scores, spectrum_scan
 from polymnesia.layers.select import frozen_names, select
@@ -76,6 +77,11 @@ class LayerFreezingConfig(StrictModel):
         "(default: the model being trained)",
     )
     seed: int = Field(0, description="random: the seed of the draw")
+
+    @field_validator("pattern")
+    @classmethod
+    def _regex(cls, v: str | None) -> str | None:
+        return check_regex(v)
 
     @model_validator(mode="after")
     def _check(self) -> LayerFreezingConfig:

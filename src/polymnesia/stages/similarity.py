@@ -16,6 +16,7 @@ from typing import Literal
 from pydantic import Field, field_validator
 
 from polymnesia.config.base import StrictModel
+from polymnesia.config.checks import check_regex
 from polymnesia.evaluation.config import PRECISION_HELP, InferencePrecision
 from polymnesia.evaluation.embeddings import (
     HiddenStateEmbedder,
@@ -103,6 +104,11 @@ class DatasetSimilarity(Stage):
 class ModelDistanceParams(StrictModel):
     label: str = Field(description="the pair's name in tables")
     pattern: str | None = Field(None, description="regex: only matching tensors count")
+
+    @field_validator("pattern")
+    @classmethod
+    def _regex(cls, v: str | None) -> str | None:
+        return check_regex(v)
 
 
 @STAGES.register("model_distance", "MPD of two models fine-tuned from one base (paper 002, Def. 2)")

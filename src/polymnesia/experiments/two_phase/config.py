@@ -9,6 +9,7 @@ from typing import Literal
 from pydantic import Field, field_validator, model_validator
 
 from polymnesia.config.base import StrictModel
+from polymnesia.config.checks import check_regex
 from polymnesia.evaluation.config import PRECISION_HELP, InferencePrecision
 from polymnesia.experiments.base import ExperimentConfig
 from polymnesia.experiments.sections import BaseModelSection, DataConfig, TrainConfig
@@ -46,6 +47,11 @@ class FreezingArm(StrictModel):
         None, description="regex of candidate matrices (LF_H2: the attention q/k/v projections)"
     )
     seed: int = 0
+
+    @field_validator("pattern")
+    @classmethod
+    def _regex(cls, v: str | None) -> str | None:
+        return check_regex(v)
 
     @model_validator(mode="after")
     def _one_size(self) -> FreezingArm:
