@@ -42,6 +42,8 @@ BAD_OVERRIDES = [
     ),
     (["model.hidden_size=33"], "not divisible by num_attention_heads"),
     (["train.progress_bar=0"], "nor a number where a boolean is"),
+    # the Bible has 22 languages, known without fetching: refused before any stage runs
+    (["groups.other=[de,eu]"], "source 'bible' has no language 'eu'; it has ar, bn, de,"),
 ]
 
 
@@ -73,6 +75,8 @@ BAD_FILES = [
     ),
     (b"- a\n- b\n", "must be a YAML mapping"),
     (b"experiment: [unclosed\n", "malformed YAML"),
+    # a merge key merges; a key given twice beside it is still refused
+    (b"d: &d {a: 1}\ne:\n  <<: *d\n  b: 1\n  b: 2\n", "key 'b' is given twice"),
 ]
 
 

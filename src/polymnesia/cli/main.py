@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 import warnings
 from pathlib import Path
@@ -43,12 +44,18 @@ def build_specs(exp: Any, cfg: Any, source: str) -> list[Any]:
     from pydantic import ValidationError
 
     from polymnesia.config.loader import format_validation_error
+    from polymnesia.data.catalog import check_known_languages
     from polymnesia.errors import ConfigError
 
     try:
-        return list(exp.build(cfg))
+        specs = list(exp.build(cfg))
     except ValidationError as e:
         raise ConfigError(format_validation_error(e, exp.Config, source)) from None
+    for spec in specs:  # a language the source lacks: refused now, not at its data stage
+        if spec.kind == "prepare_data":
+            d = spec.params.data
+            check_known_languages(d.source, d.options, spec.params.languages, f"config {source}")
+    return specs
 
 
 def _check_remote_code(cfg: Any, allowed: bool) -> None:
@@ -101,7 +108,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     from polymnesia.experiments import EXPERIMENTS, load_config
     from polymnesia.io import file_lock
-    from polymnesia.pipeline.run_dir import default_run_dir, prepare_run_dir
+    from polymnesia.pipeline.run_dir import check_run_dir, default_run_dir, prepare_run_dir
     from polymnesia.pipeline.runner import (
         describe_plan,
         parse_roles,
@@ -121,6 +128,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     _check_remote_code(cfg, args.trust_remote_code)
     run_dir = Path(args.run_dir) if args.run_dir else default_run_dir(cfg)
     if args.dry_run:
+        check_run_dir(run_dir, cfg)  # what the run would refuse, the dry run refuses too
         print(
             yaml.safe_dump(
                 cfg.model_dump(mode="json"), sort_keys=False, allow_unicode=True
@@ -270,10 +278,34 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from polymnesia.reports.compare import write_comparison
 
     tables = [t for t in args.tables.split(",") if t] if args.tables else None
+    if args.out is not None:
+        out = Path(args.out)
+        if out.exists() and not out.is_dir():
+            raise PolymnesiaError(
+                f"--out {out} is a file; name a folder for compare.md and compare.html"
+            )
+        try:
+            out.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise PolymnesiaError(
+                f"cannot write the comparison to {out}: {e.strerror or type(e).__name__}; "
+                "pass a writable --out folder"
+            ) from None
     md, page = write_comparison(args.run_dirs, args.out, tables)
     print(md.read_text(encoding="utf-8"))
     print(f"[polymnesia] comparison: {md} and {page}")
     return 0
+
+
+def seconds(text: str) -> float:
+    """An argparse type: a finite, non-negative number of seconds."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a number of seconds") from None
+    if not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(f"'{text}': give a finite number of seconds >= 0")
+    return value
 
 
 def _default_lock_timeout() -> float:
@@ -306,7 +338,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     r.add_argument(
         "--lock-timeout",
-        type=float,
+        type=seconds,
         default=_default_lock_timeout(),
         metavar="SECONDS",
         help="how long to wait for a cache entry another run is building "
@@ -366,10 +398,28 @@ def _one_line_config_warnings(show: Any) -> Any:
     return shown
 
 
+#: each command's list of positional arguments that may also come after its options
+TRAILING = ("overrides", "options", "configs", "run_dirs", "entries")
+
+
+def parse_args(parser: argparse.ArgumentParser, argv: list[str] | None) -> argparse.Namespace:
+    """``parser.parse_args``, except that a command's positional list (overrides, configs,
+    run folders, cache entries) may continue after its options: argparse alone fills such a
+    list once, so ``run C --dry-run a.b=1`` was refused as an unrecognized argument."""
+    args, extra = parser.parse_known_args(argv)
+    if extra:
+        lists = [name for name in TRAILING if isinstance(getattr(args, name, None), list)]
+        if lists and not any(e.startswith("-") for e in extra):
+            getattr(args, lists[0]).extend(extra)
+        else:
+            parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    return args
+
+
 def main(argv: list[str] | None = None) -> int:
     from polymnesia.runtime import shutdown
 
-    args = build_parser().parse_args(argv)
+    args = parse_args(build_parser(), argv)
     previous = warnings.showwarning
     warnings.showwarning = _one_line_config_warnings(previous)
     try:

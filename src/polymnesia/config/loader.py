@@ -56,6 +56,8 @@ _Loader.add_implicit_resolver(
 def _mapping_without_duplicates(loader: _Loader, node: yaml.MappingNode) -> dict[Any, Any]:
     seen: dict[Any, Any] = {}
     for key_node, _ in node.value:
+        if key_node.tag == "tag:yaml.org,2002:merge":  # `<<: *defaults`: merged by SafeLoader
+            continue
         key = loader.construct_object(key_node, deep=True)
         if isinstance(key, (str, int, float, bool)) and key in seen:
             raise yaml.constructor.ConstructorError(
@@ -75,6 +77,8 @@ def parse_yaml(text: str) -> Any:
 def load_yaml(path: str | Path) -> dict[str, Any]:
     """Read a YAML mapping, with one-line errors for missing files and bad syntax."""
     p = Path(path)
+    if p.is_dir():
+        raise ConfigError(f"config {p} is a folder; name a YAML file (configs/*.yaml)")
     if not p.is_file():
         raise ConfigError(f"config file not found: {p}")
     try:

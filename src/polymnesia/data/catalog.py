@@ -64,6 +64,21 @@ def describe_source(
     }
 
 
+def check_known_languages(
+    source_name: str, options: Mapping[str, Any], languages: list[str], where: str
+) -> None:
+    """Refuse, before anything runs, a language the source is known not to have (one line
+    naming the languages it has); sources that must read their data to tell are let through
+    (their data stage refuses it then)."""
+    have = build_source(source_name, options).known_languages()
+    missing = [lang for lang in languages if have is not None and lang not in have]
+    if missing:
+        raise DataError(
+            f"{where}: source '{source_name}' has no language "
+            f"{', '.join(repr(m) for m in missing)}; it has {', '.join(have or [])}"
+        )
+
+
 def _check_languages(source: Source, languages: list[str]) -> None:
     have = source.languages()
     for lang in languages:

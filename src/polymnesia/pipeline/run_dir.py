@@ -55,7 +55,20 @@ def prepare_run_dir(run_dir: Path, config: Any, *, extra: dict[str, Any] | None 
         ) from None
 
 
-def _prepare(run_dir: Path, config: Any, extra: dict[str, Any]) -> None:
+def check_run_dir(run_dir: Path, config: Any) -> None:
+    """What :func:`prepare_run_dir` would refuse, without writing anything (``--dry-run``)."""
+    if run_dir.exists() and not run_dir.is_dir():
+        raise PolymnesiaError(f"--run-dir {run_dir} is a file, not a folder; pass a folder")
+    try:
+        _check(run_dir, config)
+    except OSError as e:
+        raise PolymnesiaError(
+            f"cannot use run folder {run_dir}: {e.strerror or e.__class__.__name__}; "
+            "pass a readable --run-dir"
+        ) from None
+
+
+def _check(run_dir: Path, config: Any) -> None:
     record = run_dir / "run.json"
     h = config_hash(config)
     if record.exists():
@@ -72,6 +85,12 @@ def _prepare(run_dir: Path, config: Any, extra: dict[str, Any]) -> None:
         raise PolymnesiaError(
             f"run folder {run_dir} exists and is not a polymnesia run; pass another --run-dir"
         )
+
+
+def _prepare(run_dir: Path, config: Any, extra: dict[str, Any]) -> None:
+    record = run_dir / "run.json"
+    h = config_hash(config)
+    _check(run_dir, config)
     run_dir.mkdir(parents=True, exist_ok=True)
     atomic_write_yaml(run_dir / "config.yaml", config.model_dump(mode="json"))
     if not record.exists():

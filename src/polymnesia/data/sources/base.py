@@ -30,6 +30,11 @@ class Source(ABC):
     def languages(self) -> list[str]:
         """Language codes this source offers (ISO 639-1 where one exists, else 639-3)."""
 
+    def known_languages(self) -> list[str] | None:
+        """The languages this source offers when that is known without fetching or reading
+        its data (checked when a config is validated); ``None`` when only the data can tell."""
+        return None
+
     @abstractmethod
     def records(self, lang: str) -> Iterator[TextRecord]:
         """All cleaned records of ``lang`` in a deterministic order."""

@@ -294,6 +294,9 @@ class BibleSource(Source):
     def languages(self) -> list[str]:
         return sorted(self.editions)
 
+    def known_languages(self) -> list[str]:
+        return self.languages()
+
     def records(self, lang: str) -> Iterator[TextRecord]:
         if lang not in self.editions:
             raise DataError(

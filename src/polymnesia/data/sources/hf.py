@@ -140,6 +140,13 @@ class HFSource(Source):
                     f"it has {', '.join(sorted(columns))}"
                 )
 
+    def known_languages(self) -> list[str] | None:
+        if self.language_configs is not None:
+            return sorted(self.language_configs)
+        if self.lang_values is not None:
+            return sorted(self.lang_values)
+        return None  # the dataset's language column tells
+
     def languages(self) -> list[str]:
         if self.language_configs is not None:
             return sorted(self.language_configs)

@@ -71,6 +71,9 @@ class UDHRSource(Source):
     def languages(self) -> list[str]:
         return list(self._languages)
 
+    def known_languages(self) -> list[str]:
+        return self.languages()
+
     def records(self, lang: str) -> Iterator[TextRecord]:
         data = load_declaration(lang)
         for p in data["paragraphs"]:
