@@ -103,6 +103,42 @@ def test_online_unknown_name_is_refused_with_a_suggestion() -> None:
         check_tasks(["hellaswagg"], offline=False)
 
 
+def test_empty_and_misspelt_offline_names_are_refused_online_too() -> None:
+    with pytest.raises(PolymnesiaError, match=r"^an lm-eval task name is empty \(''\)"):
+        check_tasks(["poly_ma", ""], offline=False, verify_online=False)
+    with pytest.raises(
+        PolymnesiaError,
+        match=r"^unknown offline task\(s\) POLY_GENRE_EN \(did you mean 'poly_genre_en'\?\)",
+    ):
+        check_tasks(["POLY_GENRE_EN"], offline=False, verify_online=False)
+    with pytest.raises(PolymnesiaError, match=r"unknown offline task\(s\) poly_genre_xx"):
+        check_tasks(["poly_genre_xx"], offline=True)
+
+
+def test_an_unknown_hub_task_stops_the_run_before_anything_is_written(  # type: ignore[no-untyped-def]
+    isolated_cache, monkeypatch, tmp_path, capsys
+) -> None:
+    """Config validation does not build lm-eval's task index (seconds); the run's preflight
+    does, so a typo does not wait for the harness stage, after all the training."""
+    from pathlib import Path
+
+    from polymnesia.cli.main import main
+
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.delenv("HF_DATASETS_OFFLINE", raising=False)
+    config = Path(__file__).resolve().parents[2] / "configs" / "two_phase_smoke.yaml"
+    argv = ["run", str(config), "evaluation.english=[hellaswagg]"]
+    assert main([*argv, "--dry-run"]) == 0  # validation alone lets an online name through
+    capsys.readouterr()
+    assert main([*argv, "--run-dir", str(tmp_path / "run")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "unknown lm-eval task(s) hellaswagg" in err, err
+    assert not (tmp_path / "run").exists()
+    assert not (isolated_cache / "stages").exists() or not any(
+        (isolated_cache / "stages").iterdir()
+    )
+
+
 def test_lm_eval_indexes_every_shipped_name() -> None:
     from lm_eval.tasks import TaskManager
 

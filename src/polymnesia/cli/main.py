@@ -85,11 +85,15 @@ def _check_remote_code(cfg: Any, allowed: bool) -> None:
     allow_remote_code(allowed)
 
 
-def preflight(cfg: Any, device_type: str, source: str) -> None:
+def preflight(cfg: Any, device_type: str, source: str, specs: list[Any] | None = None) -> None:
     """What the config asks of this machine, checked before any stage runs (one line each):
     fp16 training needs an accelerator, an attention kernel what it runs on
-    (:func:`~polymnesia.models.build.check_attention`), a tracker its package."""
+    (:func:`~polymnesia.models.build.check_attention`), a tracker its package, and the
+    lm-eval tasks of ``specs``' harness stages that are not polymnesia's must be in lm-eval's
+    task index (a few seconds, so here rather than whenever a config is read; an unknown
+    name would otherwise stop the run at its harness stage, after all its training)."""
     from polymnesia.config.base import submodels
+    from polymnesia.harness.tasks import check_tasks, hub_offline, is_shipped
     from polymnesia.models.build import check_attention
     from polymnesia.training.config import check_precision
     from polymnesia.training.trackers import check_trackers
@@ -101,6 +105,11 @@ def preflight(cfg: Any, device_type: str, source: str) -> None:
         if isinstance(kernel, str):
             key = f"{path}.attn_implementation" if path else "attn_implementation"
             check_attention(kernel, device_type, f"config {source}: {key}")
+    tasks = sorted(
+        {t for spec in specs or [] if spec.kind == "evaluate_harness" for t in spec.params.tasks}
+    )
+    if any(not is_shipped(t) for t in tasks):
+        check_tasks(tasks, hub_offline(), verify_online=True)
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -145,7 +154,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     state = partial_state()
     if roles is None or set(roles) - {"data"}:  # `--only data` runs no model: any machine
-        preflight(cfg, state.device.type, args.config)
+        preflight(cfg, state.device.type, args.config, specs)
     if state.is_main_process:
         prepare_run_dir(run_dir, cfg, extra={"trust_remote_code": bool(args.trust_remote_code)})
         if args.trust_remote_code:

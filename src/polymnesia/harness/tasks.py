@@ -242,7 +242,20 @@ def check_tasks(names: Sequence[str], offline: bool, *, verify_online: bool = Tr
             "the lm-evaluation-harness tasks need the lm-eval package, which is not installed "
             "here (pip install 'polymnesia[harness]')"
         )
+    blank = [n for n in names if not isinstance(n, str) or not n.strip()]
+    if blank:
+        raise PolymnesiaError(
+            f"an lm-eval task name is empty ({blank[0]!r}); name a task (`polymnesia ls tasks`)"
+        )
     other = [n for n in names if not is_shipped(n)]
+    ours = [n for n in other if n.lower().startswith("poly_")]
+    if ours:  # polymnesia's own namespace: a typo, whether the Hub is reachable or not
+        shipped = sorted([*HARNESS_TASKS.names(), *tags()])
+        close = difflib.get_close_matches(ours[0].lower(), shipped, n=1)
+        hint = f" (did you mean '{close[0]}'?)" if close else ""
+        raise PolymnesiaError(
+            f"unknown offline task(s) {', '.join(ours)}{hint}; offline tasks: {offline_summary()}"
+        )
     if other and offline:
         raise PolymnesiaError(
             f"lm-eval task(s) {', '.join(other)} need the Hugging Face Hub, which is offline; "
