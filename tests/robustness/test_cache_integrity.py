@@ -158,3 +158,43 @@ def test_waiting_times_out_in_one_line(isolated_cache):  # type: ignore[no-untyp
         pytest.raises(PolymnesiaError, match=r"still in use .* after 0.5 s"),
     ):
         _run([], lock_timeout=0.5)
+
+
+def test_cache_verify_refuses_folders_that_are_not_entries(isolated_cache, tmp_path, capsys):  # type: ignore[no-untyped-def]
+    run = tmp_path / "runs" / "A"
+    run.mkdir(parents=True)
+    (run / "run.json").write_text('{"stages": {}}')
+    entries = _run([], run)
+    kind = entries["data"].parent
+    capsys.readouterr()
+
+    def refused(name: str) -> str:
+        assert main(["cache", "verify", name]) == 2
+        out, err = capsys.readouterr()
+        assert len(err.splitlines()) == 1 and "Traceback" not in err and not out, (out, err)
+        assert err.startswith("polymnesia: error: cache verify: ")
+        return err.strip()
+
+    assert f"{run} is a run folder, not a cache entry" in refused(str(run))
+    said = refused(kind.name)  # KIND alone: the folder of all its entries
+    assert f"{kind.name} holds all {kind.name} entries, it is not one" in said
+    assert f"e.g. {kind.name}/{entries['data'].name}" in said
+    stages = isolated_cache / "stages"
+    for name in ("/", str(tmp_path), str(isolated_cache), str(stages), str(tmp_path / "runs")):
+        said = refused(name)
+        assert f"{name} is not a cache entry (an entry is a folder under {stages}/<kind>/" in said
+    assert main(["cache", "verify", str(entries["data"])]) == 0
+    assert capsys.readouterr().out.strip() == "1 entries checked, 0 damaged"
+
+
+def test_cache_verify_still_reports_an_interrupted_entry(isolated_cache, tmp_path, capsys):  # type: ignore[no-untyped-def]
+    entry = _run([])["tokenizer"]
+    (entry / "_complete.json").unlink()  # as if interrupted: only spec.json and some files
+    copy = tmp_path / "elsewhere" / entry.name  # an entry outside the cache: its spec.json says
+    copy.mkdir(parents=True)
+    (copy / "spec.json").write_bytes((entry / "spec.json").read_bytes())
+    capsys.readouterr()
+    for name in (str(entry), f"{entry.parent.name}/{entry.name}", str(copy)):
+        assert main(["cache", "verify", name]) == 0
+        out = capsys.readouterr().out
+        assert "partial " in out and "interrupted" in out and "1 entries checked" in out, out

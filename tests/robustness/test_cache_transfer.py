@@ -157,10 +157,86 @@ def test_truncated_or_foreign_archives_are_refused(isolated_cache, tmp_path):  #
         import_entries(torn)
     text = tmp_path / "notes.tar.gz"
     text.write_text("not an archive")
-    with pytest.raises(PolymnesiaError, match=r"is damaged or not a tar archive"):
+    with pytest.raises(PolymnesiaError, match=r"is not a polymnesia cache archive \(not a tar"):
         import_entries(text)
     with pytest.raises(PolymnesiaError, match=r"no archive"):
         import_entries(tmp_path / "missing.tar.gz")
+
+
+def _one_error_line(capsys: pytest.CaptureFixture[str]) -> str:
+    """The one line a refused command printed (no traceback, nothing on stdout)."""
+    out, err = capsys.readouterr()
+    lines = err.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("polymnesia: error: "), err
+    assert "Traceback" not in err and not out.strip()
+    return lines[0]
+
+
+def test_cli_export_to_an_unwritable_archive_is_one_line(isolated_cache, tmp_path, capsys):  # type: ignore[no-untyped-def]
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    (run_dir / "run.json").write_text('{"stages": {}}')
+    run_pipeline(tiny_specs(), run_dir, log=lambda _: None)
+    out = tmp_path / "out"
+    out.mkdir()
+    (tmp_path / "afile.txt").write_text("a file")
+
+    def export(archive: Path) -> str:
+        assert main(["cache", "export", "--run", str(run_dir), "--archive", str(archive)]) == 2
+        return _one_error_line(capsys)
+
+    assert export(out).endswith(
+        f"{out} is a folder; name the archive file, e.g. {out / 'entries.tar.gz'}"
+    )
+    under_a_file = tmp_path / "afile.txt" / "sub" / "x.tar.gz"
+    assert export(under_a_file).endswith(
+        f"cannot write the archive {under_a_file}: {tmp_path / 'afile.txt'} is not a folder"
+    )
+    if Path("/proc/self").is_dir():  # a folder no file can be created in
+        assert "cannot write the archive /proc/x.tar.gz: " in export(Path("/proc/x.tar.gz"))
+    assert not list(out.iterdir())  # no temporary file left behind
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["afile.txt", "cache", "out", "run"]
+
+
+def test_cli_export_of_a_run_folder_as_an_entry_points_at_run(isolated_cache, tmp_path, capsys):  # type: ignore[no-untyped-def]
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    (run_dir / "run.json").write_text('{"stages": {}}')
+    run_pipeline(tiny_specs(), run_dir, log=lambda _: None)
+    archive = tmp_path / "x.tar.gz"
+    assert main(["cache", "export", str(run_dir), "--archive", str(archive)]) == 2
+    assert _one_error_line(capsys).endswith(
+        f"{run_dir} is a run folder, not a cache entry; to pack the entries it uses, "
+        f"give --run {run_dir}"
+    )
+    assert not archive.exists()
+
+
+def test_cli_import_of_a_file_that_is_no_archive_is_one_line(isolated_cache, tmp_path, capsys):  # type: ignore[no-untyped-def]
+    import gzip
+
+    text = tmp_path / "afile.txt"
+    text.write_text("just some text\n")
+    gz = tmp_path / "text.gz"
+    gz.write_bytes(gzip.compress(b"gzip, but no tar inside\n"))
+    for path in (text, gz):
+        assert main(["cache", "import", str(path)]) == 2
+        assert _one_error_line(capsys) == (
+            f"polymnesia: error: cache import: {path} is not a polymnesia cache archive "
+            "(not a tar.gz/tar file)"
+        )
+    assert main(["cache", "import", str(tmp_path)]) == 2
+    assert "is a folder; give the archive file" in _one_error_line(capsys)
+    assert not list((isolated_cache / "stages").rglob("*"))
+    assert not list(isolated_cache.glob(".import-*"))
+
+
+def test_failed_export_leaves_no_folder_it_made(isolated_cache, tmp_path):  # type: ignore[no-untyped-def]
+    entries = run_pipeline(tiny_specs(), None, log=lambda _: None)
+    (entries["tokenizer"] / integrity.MARKER).unlink()  # as if interrupted
+    with pytest.raises(PolymnesiaError, match=r"is partial; only complete, verified entries"):
+        export_entries(list(entries.values()), tmp_path / "new" / "deeper" / "x.tar.gz")
+    assert not (tmp_path / "new").exists()
 
 
 def test_only_complete_entries_are_exported(isolated_cache, tmp_path):  # type: ignore[no-untyped-def]

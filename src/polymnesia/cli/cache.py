@@ -4,6 +4,7 @@ entries between machines."""
 from __future__ import annotations
 
 import argparse
+import json
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +41,64 @@ def add_parser(sub: Any) -> None:
     c.set_defaults(fn=cmd_cache)
 
 
-def _resolve(names: list[str]) -> list[Path] | None:
+def _stages_parts(path: Path) -> tuple[str, ...] | None:
+    """The parts of ``path`` below this cache's ``stages/`` folder; None if it is not there."""
+    from polymnesia.paths import cache_dir
+
+    try:
+        return path.resolve().relative_to((cache_dir() / "stages").resolve()).parts
+    except (OSError, ValueError):
+        return None
+
+
+def _is_entry(path: Path) -> bool:
+    """Whether the folder ``path`` is a cache entry: a folder at ``stages/KIND/ID`` of this
+    cache (as ``cache ls`` lists them), or one holding what a stage writes there: its
+    ``spec.json`` first (an interrupted entry has only that), its completion marker last."""
+    from polymnesia.pipeline.integrity import MARKER
+
+    parts = _stages_parts(path)
+    if parts is not None:
+        return len(parts) == 2
+    if (path / MARKER).is_file():
+        return True
+    try:
+        spec = json.loads((path / "spec.json").read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError):
+        return False
+    return isinstance(spec, dict) and {"kind", "fingerprint"} <= set(spec)
+
+
+def _not_an_entry(name: str, path: Path, action: str) -> PolymnesiaError:
+    """One line saying what the folder ``path`` is instead of a cache entry."""
+    from polymnesia.paths import cache_dir
+
+    stages = cache_dir() / "stages"
+    if (path / "run.json").is_file():
+        how = (
+            f"to pack the entries it uses, give --run {name}"
+            if action == "export"
+            else f"cache {action} takes entry folders or KIND/FINGERPRINT, or none for all "
+            "(polymnesia cache ls shows the runs using each entry)"
+        )
+        return PolymnesiaError(f"cache {action}: {name} is a run folder, not a cache entry; {how}")
+    inside = _stages_parts(path)
+    if inside is not None and len(inside) == 1:
+        ids = sorted(e.name for e in path.iterdir() if e.is_dir())
+        example = f"{inside[0]}/{ids[0]}" if ids else f"{inside[0]}/FINGERPRINT"
+        return PolymnesiaError(
+            f"cache {action}: {name} holds all {inside[0]} entries, it is not one; "
+            f"give KIND/FINGERPRINT, e.g. {example} (see polymnesia cache ls)"
+        )
+    return PolymnesiaError(
+        f"cache {action}: {name} is not a cache entry (an entry is a folder under "
+        f"{stages}/<kind>/<id>; give its path or KIND/FINGERPRINT, see polymnesia cache ls)"
+    )
+
+
+def _resolve(names: list[str], action: str) -> list[Path] | None:
+    """The entry folders ``names`` (paths or KIND/FINGERPRINT) name; one line for anything
+    that is not a cache entry (a run folder, a kind folder, any other folder)."""
     from polymnesia.paths import cache_dir
 
     if not names:
@@ -55,6 +113,8 @@ def _resolve(names: list[str]) -> list[Path] | None:
                 f"no cache entry '{name}'; give an entry folder or KIND/FINGERPRINT "
                 "(see polymnesia cache ls)"
             )
+        if not _is_entry(path):
+            raise _not_an_entry(name, path, action)
         out.append(path)
     return out
 
@@ -72,8 +132,6 @@ def _row(info: Any) -> str:
 
 def run_entries(run_dir: Path, roles: list[str] | None) -> list[Path]:
     """The cache entries ``run_dir`` recorded (of stages whose role is in ``roles``)."""
-    import json
-
     from polymnesia.pipeline.stage import STAGES
 
     try:
@@ -106,7 +164,7 @@ def _transfer(args: argparse.Namespace) -> int:
     if not args.archive:
         raise PolymnesiaError("cache export: give --archive FILE.tar.gz")
     roles = parse_roles(args.only) if args.only else None
-    entries = _resolve(args.entries) or []
+    entries = _resolve(args.entries, "export") or []
     if args.run:
         entries += run_entries(Path(args.run), roles)
     packed = transfer.export_entries(entries, Path(args.archive))
@@ -131,7 +189,7 @@ def cmd_cache(args: argparse.Namespace) -> int:
         print(f"{len(infos)} entries, {cache.human_size(total)}")
         return 0
     if args.action == "verify":
-        infos = cache.list_entries(full=True, only=_resolve(args.entries))
+        infos = cache.list_entries(full=True, only=_resolve(args.entries, "verify"))
         bad = 0
         for info in infos:
             if info.state == "damaged":

@@ -18,6 +18,7 @@ already complete in the cache is kept as it is.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
@@ -63,17 +64,30 @@ def export_entries(entries: Sequence[Path], archive: Path) -> list[Path]:
     entries = list({Path(e).resolve(): None for e in entries})  # each entry once
     if not entries:
         raise PolymnesiaError("cache export: no entries to pack; name entries or a run folder")
-    for entry in entries:
-        _require_verified(
-            entry,
-            f"cache export: {entry}",
-            "only complete, verified entries can be packed (run the pipeline first)",
-        )
     archive = Path(archive)
-    archive.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{archive.name}.", dir=archive.parent)
-    os.close(fd)
+    made: list[Path] = []  # folders made for the archive, removed again if it is not written
+    tmp = None
     try:
+        if archive.is_dir():
+            raise PolymnesiaError(
+                f"cache export: {archive} is a folder; name the archive file, "
+                f"e.g. {archive / 'entries.tar.gz'}"
+            )
+        made = [p for p in [archive.parent, *archive.parent.parents] if not p.exists()]
+        above = archive.parent.parents[len(made) - 1] if made else archive.parent
+        if not above.is_dir():
+            raise PolymnesiaError(
+                f"cache export: cannot write the archive {archive}: {above} is not a folder"
+            )
+        archive.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{archive.name}.", dir=archive.parent)
+        os.close(fd)  # before the (slow) hashing: an archive that cannot be written fails first
+        for entry in entries:
+            _require_verified(
+                entry,
+                f"cache export: {entry}",
+                "only complete, verified entries can be packed (run the pipeline first)",
+            )
         with tarfile.open(tmp, "w:gz", format=tarfile.PAX_FORMAT) as tar:
             for entry in entries:
                 kind, fp = _entry_key(entry)
@@ -84,8 +98,17 @@ def export_entries(entries: Sequence[Path], archive: Path) -> list[Path]:
         os.umask(umask)
         os.chmod(tmp, 0o666 & ~umask)  # as a file written in place would be (mkstemp: 0600)
         os.replace(tmp, archive)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+    except BaseException as exc:
+        if tmp is not None:
+            Path(tmp).unlink(missing_ok=True)
+        for folder in made:  # deepest first
+            with contextlib.suppress(OSError):
+                folder.rmdir()
+        if isinstance(exc, OSError):
+            reason = exc.strerror or str(exc)
+            raise PolymnesiaError(
+                f"cache export: cannot write the archive {archive}: {reason}"
+            ) from None
         raise
     return entries
 
@@ -113,8 +136,10 @@ def _member_entry(member: tarfile.TarInfo, archive: Path) -> tuple[str, str]:
 def _unpack(archive: Path, into: Path) -> dict[tuple[str, str], int]:
     """Extract the entries of ``archive`` under ``into``; their keys and file counts."""
     safe = {"filter": "data"} if hasattr(tarfile, "data_filter") else {}
+    opened = False
     try:
         with tarfile.open(archive, "r:*") as tar:
+            opened = True
             members = [m for m in tar.getmembers() if not m.isdir()]
             groups: dict[tuple[str, str], int] = {}
             for m in members:
@@ -122,8 +147,17 @@ def _unpack(archive: Path, into: Path) -> dict[tuple[str, str], int]:
                 groups[key] = groups.get(key, 0) + 1
             tar.extractall(into, members=members, **safe)  # type: ignore[arg-type]
     except (tarfile.TarError, EOFError, OSError, zlib.error) as exc:
+        if not opened and isinstance(exc, OSError):
+            raise PolymnesiaError(
+                f"cache import: cannot read {archive}: {exc.strerror or exc}"
+            ) from None
+        if not opened:  # tarfile tried each compression: one error each, on several lines
+            raise PolymnesiaError(
+                f"cache import: {archive} is not a polymnesia cache archive (not a tar.gz/tar file)"
+            ) from None
+        reason = " ".join(str(exc).split())  # one line
         raise PolymnesiaError(
-            f"cache import: {archive} is damaged or not a tar archive ({exc})"
+            f"cache import: {archive} is damaged or not a tar archive ({reason})"
         ) from None
     if not groups:
         raise PolymnesiaError(f"cache import: {archive} holds no cache entries")
@@ -133,6 +167,10 @@ def _unpack(archive: Path, into: Path) -> dict[tuple[str, str], int]:
 def import_entries(archive: Path) -> list[Imported]:
     """Unpack ``archive`` into the cache; every entry is verified before any is moved in."""
     archive = Path(archive)
+    if archive.is_dir():
+        raise PolymnesiaError(
+            f"cache import: {archive} is a folder; give the archive file (FILE.tar.gz)"
+        )
     if not archive.is_file():
         raise PolymnesiaError(f"cache import: no archive {archive}")
     stages = cache_dir() / "stages"
