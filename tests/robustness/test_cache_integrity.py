@@ -198,3 +198,13 @@ def test_cache_verify_still_reports_an_interrupted_entry(isolated_cache, tmp_pat
         assert main(["cache", "verify", name]) == 0
         out = capsys.readouterr().out
         assert "partial " in out and "interrupted" in out and "1 entries checked" in out, out
+
+
+@pytest.mark.parametrize("value", ["-1", "nan", "inf", "week"])
+def test_prune_older_than_is_a_finite_number_of_days(value, capsys) -> None:  # type: ignore[no-untyped-def]
+    from polymnesia.cli.main import main
+
+    with pytest.raises(SystemExit) as e:
+        main(["cache", "prune", f"--older-than={value}", "--dry-run"])
+    assert e.value.code == 2
+    assert "argument --older-than:" in capsys.readouterr().err

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 from pathlib import Path
 from typing import Any
 
@@ -32,13 +33,28 @@ def add_parser(sub: Any) -> None:
         "--unused", action="store_true", help="prune: also entries no existing run folder uses"
     )
     c.add_argument(
-        "--older-than", type=float, default=0.0, metavar="DAYS", help="prune: only older entries"
+        "--older-than",
+        type=days,
+        default=0.0,
+        metavar="DAYS",
+        help="prune: only older entries (a finite number of days >= 0)",
     )
     c.add_argument("--dry-run", action="store_true", help="prune: say what would be removed")
     c.add_argument(
         "--full", action="store_true", help="prune: hash every file to find damage (slow)"
     )
     c.set_defaults(fn=cmd_cache)
+
+
+def days(text: str) -> float:
+    """An argparse type: a finite, non-negative number of days."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a number of days") from None
+    if not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(f"'{text}': give a finite number of days >= 0")
+    return value
 
 
 def _stages_parts(path: Path) -> tuple[str, ...] | None:
