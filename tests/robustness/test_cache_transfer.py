@@ -74,10 +74,7 @@ def test_export_packs_each_entry_once_and_import_waits_for_no_builder(
 
 
 def test_cli_export_of_a_run_folder_and_import(isolated_cache, tmp_path, monkeypatch, capsys):  # type: ignore[no-untyped-def]
-    run_dir = tmp_path / "run"
-    run_dir.mkdir()
-    (run_dir / "run.json").write_text('{"stages": {}}')
-    run_pipeline(tiny_specs(), run_dir, log=lambda _: None)
+    run_dir = _tiny_run(tmp_path)
     archive = tmp_path / "a.tar.gz"
     assert main(["cache", "export", "--run", str(run_dir), "--archive", str(archive)]) == 0
     assert "packed 2 entries" in capsys.readouterr().out
@@ -172,11 +169,17 @@ def _one_error_line(capsys: pytest.CaptureFixture[str]) -> str:
     return lines[0]
 
 
-def test_cli_export_to_an_unwritable_archive_is_one_line(isolated_cache, tmp_path, capsys):  # type: ignore[no-untyped-def]
+def _tiny_run(tmp_path: Path) -> Path:
+    """A run folder of the tiny pipeline, run to the end."""
     run_dir = tmp_path / "run"
     run_dir.mkdir()
     (run_dir / "run.json").write_text('{"stages": {}}')
     run_pipeline(tiny_specs(), run_dir, log=lambda _: None)
+    return run_dir
+
+
+def test_cli_export_to_an_unwritable_archive_is_one_line(isolated_cache, tmp_path, capsys):  # type: ignore[no-untyped-def]
+    run_dir = _tiny_run(tmp_path)
     out = tmp_path / "out"
     out.mkdir()
     (tmp_path / "afile.txt").write_text("a file")
@@ -199,10 +202,7 @@ def test_cli_export_to_an_unwritable_archive_is_one_line(isolated_cache, tmp_pat
 
 
 def test_cli_export_of_a_run_folder_as_an_entry_points_at_run(isolated_cache, tmp_path, capsys):  # type: ignore[no-untyped-def]
-    run_dir = tmp_path / "run"
-    run_dir.mkdir()
-    (run_dir / "run.json").write_text('{"stages": {}}')
-    run_pipeline(tiny_specs(), run_dir, log=lambda _: None)
+    run_dir = _tiny_run(tmp_path)
     archive = tmp_path / "x.tar.gz"
     assert main(["cache", "export", str(run_dir), "--archive", str(archive)]) == 2
     assert _one_error_line(capsys).endswith(

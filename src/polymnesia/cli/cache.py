@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 from pathlib import Path
 from typing import Any
 
+from polymnesia.cli.argtypes import amount
 from polymnesia.errors import PolymnesiaError
 
 
@@ -34,7 +34,7 @@ def add_parser(sub: Any) -> None:
     )
     c.add_argument(
         "--older-than",
-        type=days,
+        type=amount("days"),
         default=0.0,
         metavar="DAYS",
         help="prune: only older entries (a finite number of days >= 0)",
@@ -44,17 +44,6 @@ def add_parser(sub: Any) -> None:
         "--full", action="store_true", help="prune: hash every file to find damage (slow)"
     )
     c.set_defaults(fn=cmd_cache)
-
-
-def days(text: str) -> float:
-    """An argparse type: a finite, non-negative number of days."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"'{text}' is not a number of days") from None
-    if not math.isfinite(value) or value < 0:
-        raise argparse.ArgumentTypeError(f"'{text}': give a finite number of days >= 0")
-    return value
 
 
 def _stages_parts(path: Path) -> tuple[str, ...] | None:

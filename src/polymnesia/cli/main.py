@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
 import warnings
 from pathlib import Path
@@ -15,6 +14,7 @@ from typing import Any
 
 from polymnesia.cli import cache as cache_cli
 from polymnesia.cli import env as env_cli
+from polymnesia.cli.argtypes import amount
 from polymnesia.errors import ConfigWarning, PolymnesiaError
 
 
@@ -306,17 +306,6 @@ def cmd_compare(args: argparse.Namespace) -> int:
     return 0
 
 
-def seconds(text: str) -> float:
-    """An argparse type: a finite, non-negative number of seconds."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"'{text}' is not a number of seconds") from None
-    if not math.isfinite(value) or value < 0:
-        raise argparse.ArgumentTypeError(f"'{text}': give a finite number of seconds >= 0")
-    return value
-
-
 def _default_lock_timeout() -> float:
     import os
 
@@ -347,7 +336,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     r.add_argument(
         "--lock-timeout",
-        type=seconds,
+        type=amount("seconds"),
         default=_default_lock_timeout(),
         metavar="SECONDS",
         help="how long to wait for a cache entry another run is building "
