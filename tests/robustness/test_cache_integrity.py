@@ -17,6 +17,7 @@ from polymnesia.errors import PolymnesiaError
 from polymnesia.io import file_lock
 from polymnesia.pipeline import integrity
 from polymnesia.pipeline.runner import plan, run_pipeline
+from polymnesia.pipeline.stage import STAGES
 
 
 def _run(log: list[str], run_dir: Path | None = None, **kw) -> dict[str, Path]:  # type: ignore[no-untyped-def]
@@ -208,3 +209,29 @@ def test_prune_older_than_is_a_finite_number_of_days(value, capsys) -> None:  # 
         main(["cache", "prune", f"--older-than={value}", "--dry-run"])
     assert e.value.code == 2
     assert "argument --older-than:" in capsys.readouterr().err
+
+
+def test_cache_verify_run_checks_the_entries_a_run_folder_uses(isolated_cache, tmp_path, capsys):  # type: ignore[no-untyped-def]
+    import shutil
+
+    run = tmp_path / "runs" / "A"
+    run.mkdir(parents=True)
+    (run / "run.json").write_text('{"stages": {}}')
+    entries = _run([], run)
+    capsys.readouterr()
+    assert main(["cache", "verify", "--run", str(run)]) == 0
+    assert capsys.readouterr().out.strip() == f"{len(entries)} entries checked, 0 damaged, 0 missing"
+    roles = {s.name: STAGES.get(s.kind).role for s in tiny_specs()}
+    assert set(roles.values()) == {"data"}
+    assert main(["cache", "verify", "--run", str(run), "--only", "evaluation"]) == 0
+    assert capsys.readouterr().out.strip() == "0 entries checked, 0 damaged, 0 missing"
+    flip_byte(entries["tokenizer"] / "tokenizer" / "tokenizer.json", keep_mtime=True)
+    shutil.rmtree(entries["data"])
+    assert main(["cache", "verify", "--run", str(run)]) == 1
+    out = capsys.readouterr().out
+    assert f"MISSING     stage data's cache entry {entries['data']} is gone" in out
+    assert f"DAMAGED     {entries['tokenizer']}: " in out
+    assert out.strip().endswith(f"{len(entries) - 1} entries checked, 1 damaged, 1 missing")
+    assert main(["cache", "verify", "--run", str(tmp_path)]) == 2  # no run.json: one line
+    err = capsys.readouterr().err
+    assert err.strip() == f"polymnesia: error: --run: {tmp_path}/run.json is missing or damaged"

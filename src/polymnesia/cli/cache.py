@@ -24,9 +24,13 @@ def add_parser(sub: Any) -> None:
         "import: the archive",
     )
     c.add_argument("--archive", metavar="FILE", help="export: the .tar.gz to write")
-    c.add_argument("--run", metavar="RUN_DIR", help="export: the entries this run folder uses")
     c.add_argument(
-        "--only", metavar="ROLES", help="export --run: only stages of these roles (e.g. data)"
+        "--run", metavar="RUN_DIR", help="verify, export: the entries this run folder uses"
+    )
+    c.add_argument(
+        "--only",
+        metavar="ROLES",
+        help="verify --run, export --run: only stages of these roles (e.g. data)",
     )
     c.add_argument("--partial", action="store_true", help="prune: also interrupted entries")
     c.add_argument(
@@ -135,8 +139,13 @@ def _row(info: Any) -> str:
     )
 
 
-def run_entries(run_dir: Path, roles: list[str] | None) -> list[Path]:
-    """The cache entries ``run_dir`` recorded (of stages whose role is in ``roles``)."""
+def run_entries(
+    run_dir: Path, roles: list[str] | None, *, gone: list[str] | None = None
+) -> list[Path]:
+    """The cache entries ``run_dir`` recorded (of stages whose role is in ``roles``).
+
+    An entry that is gone is a one-line error, or, with a ``gone`` list, a line appended
+    to it (what ``verify`` reports)."""
     from polymnesia.pipeline.stage import STAGES
 
     try:
@@ -148,11 +157,13 @@ def run_entries(run_dir: Path, roles: list[str] | None) -> list[Path]:
         kind = info.get("kind", "")
         if roles is None or (kind in STAGES and STAGES.get(kind).role in roles):
             entry = Path(info.get("entry", ""))
-            if not entry.is_dir():
-                raise PolymnesiaError(
-                    f"--run: stage {name}'s cache entry {entry} is gone; run the config again"
-                )
-            out.append(entry)
+            if entry.is_dir():
+                out.append(entry)
+                continue
+            line = f"stage {name}'s cache entry {entry} is gone; run the config again"
+            if gone is None:
+                raise PolymnesiaError(f"--run: {line}")
+            gone.append(line)
     return out
 
 
@@ -181,6 +192,7 @@ def _transfer(args: argparse.Namespace) -> int:
 def cmd_cache(args: argparse.Namespace) -> int:
     from polymnesia.paths import cache_dir
     from polymnesia.pipeline import cache
+    from polymnesia.pipeline.runner import parse_roles
 
     if args.action in ("export", "import"):
         return _transfer(args)
@@ -194,8 +206,14 @@ def cmd_cache(args: argparse.Namespace) -> int:
         print(f"{len(infos)} entries, {cache.human_size(total)}")
         return 0
     if args.action == "verify":
-        infos = cache.list_entries(full=True, only=_resolve(args.entries, "verify"))
-        bad = 0
+        only, gone = _resolve(args.entries, "verify"), list[str]()
+        if args.run:
+            roles = parse_roles(args.only) if args.only else None
+            only = (only or []) + run_entries(Path(args.run), roles, gone=gone)
+        infos = cache.list_entries(full=True, only=only)
+        bad = len(gone)
+        for line in gone:
+            print(f"MISSING     {line}")
         for info in infos:
             if info.state == "damaged":
                 bad += 1
@@ -204,7 +222,8 @@ def cmd_cache(args: argparse.Namespace) -> int:
                 print(f"unverified  {info.path}: {info.detail}; it is hashed on its next reuse")
             elif info.state == "partial":
                 print(f"partial     {info.path}: interrupted (resumes or reruns on the next run)")
-        print(f"{len(infos)} entries checked, {bad} damaged")
+        missing = f", {len(gone)} missing" if args.run else ""
+        print(f"{len(infos)} entries checked, {bad - len(gone)} damaged{missing}")
         return 1 if bad else 0
     removed = cache.prune(
         partial=args.partial,
