@@ -118,8 +118,9 @@ def test_empty_and_misspelt_offline_names_are_refused_online_too() -> None:
 def test_an_unknown_hub_task_stops_the_run_before_anything_is_written(  # type: ignore[no-untyped-def]
     isolated_cache, monkeypatch, tmp_path, capsys
 ) -> None:
-    """Config validation does not build lm-eval's task index (seconds); the run's preflight
-    does, so a typo does not wait for the harness stage, after all the training."""
+    """Reading a config does not build lm-eval's task index (seconds); `validate` and the
+    run's preflight do, so a typo does not wait for the harness stage, after all the
+    training."""
     from pathlib import Path
 
     from polymnesia.cli.main import main
@@ -128,7 +129,13 @@ def test_an_unknown_hub_task_stops_the_run_before_anything_is_written(  # type: 
     monkeypatch.delenv("HF_DATASETS_OFFLINE", raising=False)
     config = Path(__file__).resolve().parents[2] / "configs" / "two_phase_smoke.yaml"
     argv = ["run", str(config), "evaluation.english=[hellaswagg]"]
-    assert main([*argv, "--dry-run"]) == 0  # validation alone lets an online name through
+    assert main([*argv, "--dry-run"]) == 0  # reading the config lets an online name through
+    capsys.readouterr()
+    assert main(["validate", str(config), "--set", "evaluation.english=[hellaswagg]"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "unknown lm-eval task(s) hellaswagg" in err, err
+    assert "(did you mean 'hellaswag'?)" in err
+    assert main(["validate", str(config), "--set", "evaluation.english=[hellaswag]"]) == 0
     capsys.readouterr()
     assert main([*argv, "--run-dir", str(tmp_path / "run")]) == 2
     err = capsys.readouterr().err.strip()

@@ -93,7 +93,6 @@ def preflight(cfg: Any, device_type: str, source: str, specs: list[Any] | None =
     task index (a few seconds, so here rather than whenever a config is read; an unknown
     name would otherwise stop the run at its harness stage, after all its training)."""
     from polymnesia.config.base import submodels
-    from polymnesia.harness.tasks import check_tasks, hub_offline, is_shipped
     from polymnesia.models.build import check_attention
     from polymnesia.training.config import check_precision
     from polymnesia.training.trackers import check_trackers
@@ -105,8 +104,16 @@ def preflight(cfg: Any, device_type: str, source: str, specs: list[Any] | None =
         if isinstance(kernel, str):
             key = f"{path}.attn_implementation" if path else "attn_implementation"
             check_attention(kernel, device_type, f"config {source}: {key}")
+    check_harness_names(specs or [])
+
+
+def check_harness_names(specs: list[Any]) -> None:
+    """The lm-eval tasks of ``specs``' harness stages that polymnesia does not ship must be in
+    lm-eval's task index (read by ``run``'s preflight and by ``validate``)."""
+    from polymnesia.harness.tasks import check_tasks, hub_offline, is_shipped
+
     tasks = sorted(
-        {t for spec in specs or [] if spec.kind == "evaluate_harness" for t in spec.params.tasks}
+        {t for spec in specs if spec.kind == "evaluate_harness" for t in spec.params.tasks}
     )
     if any(not is_shipped(t) for t in tasks):
         check_tasks(tasks, hub_offline(), verify_online=True)
@@ -196,6 +203,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
     for path in args.configs:
         cfg = load_config(path, args.set or [])
         specs = build_specs(EXPERIMENTS.get(cfg.experiment), cfg, path)
+        check_harness_names(specs)
         plan(specs)
         print(f"ok  {path}  ({cfg.experiment}, {len(specs)} stages)")
     return 0

@@ -31,6 +31,7 @@ Multilingual Ability, Table 2).
 from __future__ import annotations
 
 import difflib
+import functools
 import importlib.util
 import json
 import os
@@ -226,6 +227,15 @@ def hub_offline() -> bool:
     )
 
 
+@functools.cache
+def lm_eval_index() -> frozenset[str]:
+    """Every task, group and tag name lm-eval knows (its own index, built once per process:
+    it reads lm-eval's bundled task files, a few seconds, and needs no network)."""
+    from lm_eval.tasks import TaskManager
+
+    return frozenset(TaskManager().all_tasks)
+
+
 def check_tasks(names: Sequence[str], offline: bool, *, verify_online: bool = True) -> list[str]:
     """Check task names before anything runs; return the shipped tasks they need (tags expanded).
 
@@ -262,9 +272,7 @@ def check_tasks(names: Sequence[str], offline: bool, *, verify_online: bool = Tr
             f"offline tasks: {offline_summary()}"
         )
     if other and verify_online:
-        from lm_eval.tasks import TaskManager
-
-        known = set(TaskManager().all_tasks)
+        known = lm_eval_index()
         missing = [n for n in other if n not in known]
         if missing:
             close = difflib.get_close_matches(missing[0], sorted(known), n=1)
