@@ -5,8 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from pydantic import Field
 
-from polymnesia.config.base import StrictModel
+from polymnesia.config.base import FINGERPRINTED_UNLESS_DEFAULT, NOT_FINGERPRINTED, StrictModel
 from polymnesia.errors import PolymnesiaError
 from polymnesia.io import atomic_write_text
 from polymnesia.pipeline.runner import plan, run_pipeline
@@ -67,6 +68,29 @@ def test_fingerprint_follows_params_inputs_and_version(isolated_cache: Path):
         assert plan(specs())[1].fingerprint != base[1]
     finally:
         Add.version = old
+
+
+class Before(StrictModel):
+    value: int
+
+
+class After(StrictModel):
+    """``Before`` with two options added later: one that changes results, one that does not."""
+
+    value: int
+    echo: bool = Field(False, json_schema_extra=FINGERPRINTED_UNLESS_DEFAULT)
+    headline: str = Field("x", json_schema_extra=NOT_FINGERPRINTED)
+
+
+def test_an_option_added_later_keeps_the_old_fingerprints_until_it_is_set() -> None:
+    def fp(params: StrictModel) -> str:
+        return StageSpec("a", "test_write", params).fingerprint({})
+
+    old = fp(Before(value=1))
+    assert fp(After(value=1)) == old  # cached entries of configs that do not use it stay valid
+    assert fp(After(value=1, headline="y")) == old  # not fingerprinted at all
+    assert fp(After(value=1, echo=True)) != old
+    assert fp(After(value=1, echo=False)) == old  # set to its default: the same stage
 
 
 def test_partial_entries_resume_or_restart(isolated_cache: Path):

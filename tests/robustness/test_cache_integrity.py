@@ -220,7 +220,9 @@ def test_cache_verify_run_checks_the_entries_a_run_folder_uses(isolated_cache, t
     entries = _run([], run)
     capsys.readouterr()
     assert main(["cache", "verify", "--run", str(run)]) == 0
-    assert capsys.readouterr().out.strip() == f"{len(entries)} entries checked, 0 damaged, 0 missing"
+    assert (
+        capsys.readouterr().out.strip() == f"{len(entries)} entries checked, 0 damaged, 0 missing"
+    )
     roles = {s.name: STAGES.get(s.kind).role for s in tiny_specs()}
     assert set(roles.values()) == {"data"}
     assert main(["cache", "verify", "--run", str(run), "--only", "evaluation"]) == 0

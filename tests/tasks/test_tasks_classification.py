@@ -137,6 +137,28 @@ def test_task_config_and_num_labels() -> None:
     assert infer_num_labels([record(1, "en", "a b", None, tags=[0, 3])], kind="token") == 4
     with pytest.raises(DataError):
         infer_num_labels([record(1, "en", "a", None)])
+    with pytest.raises(ValueError, match="echo is for token and span tasks"):
+        TaskConfig(echo=True)
+    assert TaskConfig(kind="token", metric="span_f1", echo=True).echo
+
+
+def test_echo_reaches_the_examples_of_token_and_span_tasks(tiny_tok) -> None:  # type: ignore[no-untyped-def]
+    from polymnesia.tasks.kinds import build_examples
+
+    tagged = [record(1, "en", "earth zqxj", None, tags=[1, 2])]
+    for echo in (False, True):
+        task = TaskConfig(name="t", kind="token", metric="span_f1", echo=echo)
+        (ex,) = build_examples(tagged, task, tiny_tok, train=True)
+        assert ex["input_ids"].count(tiny_tok.eos_token_id) == int(echo)
+    qa = [
+        record(
+            1, "en", "In God", None, question="who", answers={"text": ["God"], "answer_start": [3]}
+        )
+    ]
+    for echo in (False, True):
+        task = TaskConfig(name="q", kind="span", metric="squad_f1", echo=echo)
+        (ex,) = build_examples(qa, task, tiny_tok, train=True)
+        assert ex["input_ids"].count(tiny_tok.eos_token_id) == 1 + int(echo)
 
 
 def test_a_configured_label_count_the_data_does_not_fit_is_refused_in_one_line() -> None:

@@ -50,7 +50,34 @@ def test_span_examples_locate_the_answer(tiny_tok) -> None:  # type: ignore[no-u
     assert cut["start_positions"] == -1
 
 
-def test_span_model_trains_and_scores(lm_folder, tiny_tok) -> None:  # type: ignore[no-untyped-def]
+def test_echo_answers_in_the_second_copy_of_the_passage(tiny_tok) -> None:  # type: ignore[no-untyped-def]
+    ctx = "In the beginning God created the heavens and the earth."
+    rec = record(
+        1, "en", ctx, None, question="who", answers={"text": ["God"], "answer_start": [17]}
+    )
+    (plain,) = build_span_examples([rec], tiny_tok, max_length=64)
+    (ex,) = build_span_examples([rec], tiny_tok, max_length=128, echo=True)
+    head, passage = (
+        plain["input_ids"][: plain["ctx_start"]],
+        plain["input_ids"][plain["ctx_start"] :],
+    )
+    assert ex["input_ids"] == [*head, *passage, tiny_tok.eos_token_id, *passage]
+    assert ex["ctx_start"] == len(head) + len(passage) + 1
+    shift = ex["ctx_start"] - plain["ctx_start"]
+    assert (ex["start_positions"], ex["end_positions"]) == (
+        plain["start_positions"] + shift,
+        plain["end_positions"] + shift,
+    )
+    assert span_text(ex, ex["start_positions"], ex["end_positions"]) == "God"
+    # each copy gets half the room the question leaves: a window that cuts the answer off
+    room = (20 - len(head) - 1) // 2
+    (cut,) = build_span_examples([rec], tiny_tok, max_length=20, echo=True)
+    assert len(cut["input_ids"]) == len(head) + 2 * room + 1
+    assert cut["offsets"] == plain["offsets"][:room]
+
+
+@pytest.mark.parametrize("echo", [False, True])
+def test_span_model_trains_and_scores(lm_folder, tiny_tok, echo: bool) -> None:  # type: ignore[no-untyped-def]
     from polymnesia.tasks import load_classifier
 
     model, tok = load_classifier(lm_folder, 2, "span", seed=0)
@@ -58,7 +85,7 @@ def test_span_model_trains_and_scores(lm_folder, tiny_tok) -> None:  # type: ign
     rec = record(
         1, "en", ctx, None, question="who", answers={"text": ["God"], "answer_start": [17]}
     )
-    examples = build_span_examples([rec], tok, max_length=64)
+    examples = build_span_examples([rec], tok, max_length=128, echo=echo)
     opt = torch.optim.AdamW(model.parameters(), lr=3e-2)
     batch = collate_spans(examples, tok.pad_token_id)
     for _ in range(30):

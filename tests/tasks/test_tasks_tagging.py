@@ -6,7 +6,7 @@ import pytest
 import torch
 from tasks_helpers import record  # type: ignore[import-not-found]
 
-from polymnesia.errors import DataError
+from polymnesia.errors import DataError, PolymnesiaError
 from polymnesia.tasks import (
     build_token_examples,
     evaluate_by_language,
@@ -34,6 +34,25 @@ def test_truncation_keeps_whole_words_and_checks_tag_count(tiny_tok) -> None:  #
     with pytest.raises(DataError, match="2 words but 1 tags"):
         build_token_examples([record(2, "en", "a b", None, tags=[0])], tiny_tok, 8)
     assert build_token_examples([record(3, "en", "untagged", 0)], tiny_tok, 8) == []
+
+
+def test_echo_lays_the_words_out_twice_and_tags_the_second_copy(tiny_tok) -> None:  # type: ignore[no-untyped-def]
+    rec = record(1, "en", "earth zqxj", None, tags=[1, 2])
+    (plain,) = build_token_examples([rec], tiny_tok, max_length=64)
+    (ex,) = build_token_examples([rec], tiny_tok, max_length=64, echo=True)
+    bos, eos = tiny_tok.bos_token_id, tiny_tok.eos_token_id
+    body = plain["input_ids"][1:]
+    assert ex["input_ids"] == [bos, *body, eos, *body]
+    assert ex["labels"] == [-100] * (len(body) + 2) + plain["labels"][1:]
+    # the same tags are scored, in the same order
+    assert [x for x in ex["labels"] if x != -100] == [1, 2]
+    # max_length counts both copies: each copy keeps the whole words that fit in half of it
+    w1 = len(tiny_tok("earth", add_special_tokens=False)["input_ids"])
+    (cut,) = build_token_examples([rec], tiny_tok, max_length=2 + 2 * w1, echo=True)
+    assert [x for x in cut["labels"] if x != -100] == [1]
+    assert len(cut["input_ids"]) == 2 + 2 * w1
+    with pytest.raises(PolymnesiaError, match="at least 4 with echo"):
+        build_token_examples([rec], tiny_tok, max_length=3, echo=True)
 
 
 def test_language_id_tagging_is_constructed_and_aligned() -> None:

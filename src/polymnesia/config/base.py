@@ -40,6 +40,10 @@ def _bool_where_number(value: Any, ann: Any) -> bool:
 #: ``Field(json_schema_extra=NOT_FINGERPRINTED)`` marks a setting that does not change what a
 #: stage produces (a report's headline metric): it is left out of stage fingerprints
 NOT_FINGERPRINTED: dict[str, Any] = {"fingerprint": False}
+#: ``Field(json_schema_extra=FINGERPRINTED_UNLESS_DEFAULT)`` marks an option added after stages
+#: were cached: it enters a stage's fingerprint only when it differs from its default, so the
+#: entries of configs that do not use it keep their fingerprints
+FINGERPRINTED_UNLESS_DEFAULT: dict[str, Any] = {"fingerprint": "unless_default"}
 
 
 class StrictModel(BaseModel):

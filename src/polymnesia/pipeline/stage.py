@@ -6,7 +6,9 @@ upstream stages' artifacts. Its fingerprint hashes the kind, the kind's
 ``version``, the parameters and the fingerprints of its inputs, so a stage whose
 config and inputs are unchanged is found in the cache and reused. A parameter
 that only changes how results are shown (a report's headline metric) is marked
-``Field(..., json_schema_extra=NOT_FINGERPRINTED)`` and left out of the hash.
+``Field(..., json_schema_extra=NOT_FINGERPRINTED)`` and left out of the hash; an
+option added after entries were cached is marked ``FINGERPRINTED_UNLESS_DEFAULT`` and
+hashed only when it is set to something other than its default.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import BaseModel
 
-from polymnesia.config.base import NOT_FINGERPRINTED
+from polymnesia.config.base import FINGERPRINTED_UNLESS_DEFAULT, NOT_FINGERPRINTED
 from polymnesia.registry import Registry
 
 if TYPE_CHECKING:
@@ -78,10 +80,13 @@ STAGES: Registry[type[Stage]] = Registry("stage", "stages", "polymnesia.stages")
 
 def _canonical(obj: Any) -> Any:
     if isinstance(obj, BaseModel):
-        skip = {
+        fields = type(obj).model_fields
+        skip = {name for name, f in fields.items() if f.json_schema_extra == NOT_FINGERPRINTED}
+        skip |= {
             name
-            for name, f in type(obj).model_fields.items()
-            if f.json_schema_extra == NOT_FINGERPRINTED
+            for name, f in fields.items()
+            if f.json_schema_extra == FINGERPRINTED_UNLESS_DEFAULT
+            and getattr(obj, name) == f.get_default(call_default_factory=True)
         }
         return {
             k: _canonical(v)

@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from polymnesia.config.base import StrictModel
+from polymnesia.config.base import FINGERPRINTED_UNLESS_DEFAULT, StrictModel
 from polymnesia.errors import DataError
 
 #: metric names accepted per task kind (functions in polymnesia.metrics.classification / .qa)
@@ -31,6 +31,15 @@ class TaskConfig(StrictModel):
     whitespace word), ``meta["question"]`` and ``meta["answers"]`` (span, SQuAD
     format) -- from a data source's field mapping (``hf``: ``meta_fields``) or
     built from Bible verses by ``constructed`` (data cards: docs/lf_mlf.md).
+
+    ``echo`` is for causal decoders on token and span tasks: a decoder's token
+    sees only the text to its left, so the first word of a span cannot be told
+    from what follows it. With ``echo`` the input holds the text twice
+    (``BOS text SEP text``; QA: ``BOS question SEP passage SEP passage``) and
+    the tags or the answer are read on the second copy, every token of which
+    has attended to the whole first copy (the "echo" inputs of Springer et al.,
+    2024, *Repetition improves language model embeddings*). An encoder sees
+    both sides without it.
     """
 
     name: str = Field("bible_genre", min_length=1, description="task name shown in reports")
@@ -61,6 +70,14 @@ class TaskConfig(StrictModel):
     max_answer_tokens: int = Field(
         64, gt=0, description="span tasks: longest answer considered when decoding"
     )
+    echo: bool = Field(
+        False,
+        description=(
+            "token and span tasks on a causal decoder: read the text twice and tag or answer on "
+            "the second copy, whose tokens have seen the whole text (max_length counts both)"
+        ),
+        json_schema_extra=FINGERPRINTED_UNLESS_DEFAULT,
+    )
 
     @field_validator("name")
     @classmethod
@@ -85,6 +102,11 @@ class TaskConfig(StrictModel):
             raise ValueError("task.tag_names needs at least 2 distinct tag names")
         if self.tag_names is not None and self.kind != "token":
             raise ValueError("task.tag_names is for token tasks (kind: token)")
+        if self.echo and self.kind == "sequence":
+            raise ValueError(
+                "task.echo is for token and span tasks (a sequence label is read at the last "
+                "token, which has seen the whole text already)"
+            )
         if self.kind == "span" and self.num_labels is not None:
             raise ValueError("span tasks predict a start and an end; leave num_labels unset")
         return self

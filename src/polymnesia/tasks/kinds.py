@@ -69,9 +69,9 @@ def build_examples(
 ) -> list[dict[str, Any]]:
     """Model inputs of ``records`` (already through :func:`task_records`)."""
     if task.kind == "span":
-        return build_span_examples(records, tokenizer, task.max_length, train=train)
+        return build_span_examples(records, tokenizer, task.max_length, train=train, echo=task.echo)
     if task.kind == "token":
-        return build_token_examples(records, tokenizer, task.max_length)
+        return build_token_examples(records, tokenizer, task.max_length, echo=task.echo)
     return build_sequence_examples(records, tokenizer, task.max_length)
 
 

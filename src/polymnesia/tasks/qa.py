@@ -35,6 +35,7 @@ import torch
 from polymnesia.errors import DataError, PolymnesiaError
 from polymnesia.metrics.qa import question_scores
 from polymnesia.runtime import Runtime
+from polymnesia.tasks.tagging import separator
 
 
 def _answers(record: dict[str, Any]) -> tuple[list[str], list[int]]:
@@ -61,7 +62,12 @@ def char_span_to_tokens(
 
 
 def build_span_examples(
-    records: list[dict[str, Any]], tokenizer: Any, max_length: int, *, train: bool = False
+    records: list[dict[str, Any]],
+    tokenizer: Any,
+    max_length: int,
+    *,
+    train: bool = False,
+    echo: bool = False,
 ) -> list[dict[str, Any]]:
     """QA records -> ``{"input_ids", "start_positions", "end_positions", "ctx_start",
     "offsets", "context", "answers", "lang", "id"}``.
@@ -69,11 +75,15 @@ def build_span_examples(
     ``start/end_positions`` index ``input_ids`` (the first gold answer);
     records without answers are skipped; with ``train=True`` so are records
     whose answer the window cuts off (at test time they are kept, positions -1).
+    ``echo``: the passage twice, positions and ``ctx_start`` in the second copy.
     """
-    if max_length < 4:
-        raise PolymnesiaError(f"max_length must be at least 4 for QA inputs, got {max_length}")
+    if max_length < (6 if echo else 4):
+        raise PolymnesiaError(
+            f"max_length must be at least {6 if echo else 4} for QA inputs"
+            f"{' with echo' if echo else ''}, got {max_length}"
+        )
     bos = [tokenizer.bos_token_id] if tokenizer.bos_token_id is not None else []
-    sep = tokenizer.eos_token_id if tokenizer.eos_token_id is not None else tokenizer.pad_token_id
+    sep = separator(tokenizer)
     out = []
     for r in records:
         texts, starts = _answers(r)
@@ -83,7 +93,7 @@ def build_span_examples(
         q_ids = tokenizer(question, add_special_tokens=False)["input_ids"]
         enc = tokenizer(r["text"], add_special_tokens=False, return_offsets_mapping=True)
         head = (bos + list(q_ids))[: max_length // 2] + [sep]
-        room = max_length - len(head)
+        room = (max_length - len(head) - 1) // 2 if echo else max_length - len(head)
         ctx_ids, offsets = (
             list(enc["input_ids"])[:room],
             [tuple(o) for o in enc["offset_mapping"]][:room],
@@ -91,6 +101,8 @@ def build_span_examples(
         span = char_span_to_tokens(offsets, starts[0], starts[0] + len(texts[0]))
         if span is None and train:
             continue
+        if echo:
+            head = head + ctx_ids + [sep]
         s, e = (len(head) + span[0], len(head) + span[1]) if span else (-1, -1)
         out.append(
             {

@@ -8,6 +8,11 @@ label goes on the *first* sub-token of each word and ``-100`` (ignored by the
 loss and by scoring) on the other sub-tokens and on BOS, as in the usual
 Hugging Face NER recipe. Truncation at ``max_length`` tokens drops the words
 that no longer fit entirely, so every scored word is whole.
+
+With ``echo`` (for causal decoders, :class:`~polymnesia.tasks.config.TaskConfig`)
+the words are laid out twice, ``BOS words SEP words`` (SEP: the tokenizer's
+EOS), and only the second copy carries labels: each of its tokens has seen
+the whole text. ``max_length`` counts both copies, so each holds about half.
 """
 
 from __future__ import annotations
@@ -21,16 +26,20 @@ IGNORE = -100
 
 
 def build_token_examples(
-    records: list[dict[str, Any]], tokenizer: Any, max_length: int
+    records: list[dict[str, Any]], tokenizer: Any, max_length: int, *, echo: bool = False
 ) -> list[dict[str, Any]]:
     """Tagged records -> ``{"input_ids", "labels": [int | -100], "lang", "id"}``.
 
     Records without ``meta["tags"]`` are skipped; a tag count that differs from
-    the word count raises :class:`DataError` naming the record.
+    the word count raises :class:`DataError` naming the record. ``echo``: the
+    words twice, labels on the second copy (module docstring).
     """
-    if max_length < 2:
-        raise PolymnesiaError(f"max_length must be at least 2 (BOS + one token), got {max_length}")
+    if max_length < (4 if echo else 2):
+        least = "4 with echo (BOS, a token, SEP, its copy)" if echo else "2 (BOS + one token)"
+        raise PolymnesiaError(f"max_length must be at least {least}, got {max_length}")
     bos = [tokenizer.bos_token_id] if tokenizer.bos_token_id is not None else []
+    sep = [separator(tokenizer)] if echo else []
+    budget = len(bos) + (max_length - len(bos) - len(sep)) // 2 if echo else max_length
     out = []
     for r in records:
         tags = (r.get("meta") or {}).get("tags")
@@ -48,13 +57,25 @@ def build_token_examples(
         for tag, piece in zip(tags, pieces, strict=True):
             if not piece:
                 continue
-            if len(ids) + len(piece) > max_length:
+            if len(ids) + len(piece) > budget:
                 break
             ids.extend(piece)
             labels.extend([int(tag)] + [IGNORE] * (len(piece) - 1))
+        if echo:
+            body = ids[len(bos) :]
+            ids, labels = ids + sep + body, [IGNORE] * (len(ids) + len(sep)) + labels[len(bos) :]
         if any(x != IGNORE for x in labels):
             out.append({"input_ids": ids, "labels": labels, "lang": r["lang"], "id": r["id"]})
     return out
+
+
+def separator(tokenizer: Any) -> int:
+    """The token between a question and its passage, or between an echo's two copies:
+    the tokenizer's EOS, else its pad token; a one-line error when it has neither."""
+    for tid in (tokenizer.eos_token_id, tokenizer.pad_token_id):
+        if tid is not None:
+            return int(tid)
+    raise PolymnesiaError("the tokenizer has neither an EOS nor a pad token to separate texts with")
 
 
 def _cut(n: int, rng: random.Random) -> int:
