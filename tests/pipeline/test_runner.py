@@ -93,6 +93,35 @@ def test_an_option_added_later_keeps_the_old_fingerprints_until_it_is_set() -> N
     assert fp(After(value=1, echo=False)) == old  # set to its default: the same stage
 
 
+class Outer(StrictModel):
+    inner: After
+    many: list[After] = []
+    named: dict[str, After] = {}
+
+
+def test_marks_hold_in_sections_nested_in_a_stage_s_parameters() -> None:
+    """A section inside the parameters (a stage's ``train:``, a task in a list) keeps its
+    fields' marks: a not-fingerprinted field changes nothing, a new option only when set."""
+
+    def fp(**kw: object) -> str:
+        return StageSpec("a", "test_write", Outer.model_validate(kw)).fingerprint({})
+
+    base = fp(inner={"value": 1}, many=[{"value": 2}], named={"x": {"value": 3}})
+    same = fp(
+        inner={"value": 1, "headline": "y"},
+        many=[{"value": 2, "headline": "z"}],
+        named={"x": {"value": 3, "echo": False}},
+    )
+    assert same == base
+    for changed in (
+        fp(inner={"value": 1, "echo": True}, many=[{"value": 2}], named={"x": {"value": 3}}),
+        fp(inner={"value": 1}, many=[{"value": 2, "echo": True}], named={"x": {"value": 3}}),
+        fp(inner={"value": 1}, many=[{"value": 2}], named={"x": {"value": 3, "echo": True}}),
+        fp(inner={"value": 1}, many=[{"value": 2}], named={"x": {"value": 4}}),
+    ):
+        assert changed != base
+
+
 def test_partial_entries_resume_or_restart(isolated_cache: Path):
     planned = plan(specs())
     for p in planned:  # an interrupted run left folders without the completion marker

@@ -81,18 +81,19 @@ STAGES: Registry[type[Stage]] = Registry("stage", "stages", "polymnesia.stages")
 def _canonical(obj: Any) -> Any:
     if isinstance(obj, BaseModel):
         fields = type(obj).model_fields
-        skip = {name for name, f in fields.items() if f.json_schema_extra == NOT_FINGERPRINTED}
-        skip |= {
-            name
-            for name, f in fields.items()
-            if f.json_schema_extra == FINGERPRINTED_UNLESS_DEFAULT
-            and getattr(obj, name) == f.get_default(call_default_factory=True)
-        }
-        return {
-            k: _canonical(v)
-            for k, v in sorted(obj.model_dump(mode="json").items())
-            if k not in skip
-        }
+        dumped = obj.model_dump(mode="json")
+        out = {}
+        for name in sorted(dumped):
+            f = fields.get(name)
+            mark = f.json_schema_extra if f is not None else None
+            value = getattr(obj, name, None)
+            if mark == NOT_FINGERPRINTED:
+                continue
+            if mark == FINGERPRINTED_UNLESS_DEFAULT and f is not None:
+                if value == f.get_default(call_default_factory=True):
+                    continue
+            out[name] = _nested(value, dumped[name])
+        return out
     if isinstance(obj, dict):
         return {str(k): _canonical(v) for k, v in sorted(obj.items(), key=lambda kv: str(kv[0]))}
     if isinstance(obj, (list, tuple)):
@@ -100,6 +101,20 @@ def _canonical(obj: Any) -> Any:
     if isinstance(obj, Path):
         return str(obj)
     return obj
+
+
+def _nested(value: Any, dumped: Any) -> Any:
+    """A field's canonical form: sections nested in it (alone, in lists or in dicts) keep
+    their own fingerprint marks; everything else is its JSON dump."""
+    if isinstance(value, BaseModel):
+        return _canonical(value)
+    if isinstance(value, (list, tuple)) and isinstance(dumped, list) and len(value) == len(dumped):
+        return [_nested(v, d) for v, d in zip(value, dumped, strict=True)]
+    if isinstance(value, dict) and isinstance(dumped, dict) and len(value) == len(dumped):
+        keys = {str(k): k for k in value}
+        if set(keys) == set(dumped):
+            return {k: _nested(value[keys[k]], dumped[k]) for k in sorted(dumped)}
+    return _canonical(dumped)
 
 
 @dataclass
