@@ -21,9 +21,10 @@ def test_tagging_and_span_tasks_run_with_tasks_as_friedman_blocks(
     del data["task"]
     data["tasks"] = [
         {"name": "genre", "kind": "sequence", "metric": "accuracy", "max_length": 32},
-        {"name": "segments", "kind": "token", "metric": "span_f1", "constructed": "genre_segments", "max_length": 96},
-        {"name": "questions", "kind": "span", "metric": "squad_f1", "constructed": "genre_question", "max_length": 96},
+        {"name": "segments", "kind": "token", "metric": "span_f1", "constructed": "genre_segments", "max_length": 96, "context": "bidirectional"},
+        {"name": "questions", "kind": "span", "metric": "squad_f1", "constructed": "genre_question", "max_length": 192, "context": "echo"},
     ]  # fmt: skip
+    # the decoder's tagger sees the whole passage, its QA model reads the passage twice
     data.update(
         methods=["uniform", "mgda", "lf_mlf"], seeds=[0], slf=False, friedman={"blocks": "tasks"}
     )
@@ -53,3 +54,10 @@ def test_tagging_and_span_tasks_run_with_tasks_as_friedman_blocks(
     base = [s for s in scores if s["task"] == "questions" and s["metric"] == "squad_f1"]
     assert all(0 < s["extra"]["trivial_baseline"]["value"] <= 1 for s in base)
     assert "arms score above the trivial answer" in text
+    # the tagger was fine-tuned and saved without its causal mask; the QA inputs hold the
+    # passage twice
+    stages = yaml.safe_load((run / "run.json").read_text())["stages"]
+    tagger = Path(stages["ft_main_segments_uniform_s0"]["entry"]) / "model" / "config.json"
+    assert yaml.safe_load(tagger.read_text())["is_causal"] is False
+    answerer = Path(stages["ft_main_questions_uniform_s0"]["entry"]) / "model" / "config.json"
+    assert yaml.safe_load(answerer.read_text()).get("is_causal", True) is not False

@@ -137,9 +137,56 @@ def test_task_config_and_num_labels() -> None:
     assert infer_num_labels([record(1, "en", "a b", None, tags=[0, 3])], kind="token") == 4
     with pytest.raises(DataError):
         infer_num_labels([record(1, "en", "a", None)])
-    with pytest.raises(ValueError, match="echo is for token and span tasks"):
-        TaskConfig(echo=True)
-    assert TaskConfig(kind="token", metric="span_f1", echo=True).echo
+    for context in ("echo", "bidirectional"):
+        with pytest.raises(ValueError, match=f"context '{context}' is for token and span tasks"):
+            TaskConfig(context=context)
+        assert TaskConfig(kind="token", metric="span_f1", context=context).context == context
+
+
+@pytest.mark.parametrize("kind", ["token", "span"])
+def test_a_bidirectional_classifier_sees_the_whole_text_and_keeps_it_when_saved(  # type: ignore[no-untyped-def]
+    lm_folder, tmp_path, kind
+) -> None:
+    import transformers
+
+    from polymnesia.tasks.classification import load_classifier
+
+    ids = torch.tensor([[1, 5, 6, 7, 8]])
+    other = ids.clone()
+    other[0, -1] = 9  # the last token differs
+
+    def first(model: torch.nn.Module, x: torch.Tensor) -> torch.Tensor:
+        with torch.no_grad():
+            out = model(input_ids=x)
+        return out.start_logits[0, 0] if kind == "span" else out.logits[0, 0]
+
+    causal, _ = load_classifier(lm_folder, 3, kind, seed=0)
+    assert torch.equal(first(causal.eval(), ids), first(causal, other))  # left context only
+    both, _ = load_classifier(lm_folder, 3, kind, seed=0, bidirectional=True)
+    assert not torch.equal(first(both.eval(), ids), first(both, other))
+    # the last position sees the same text either way
+    with torch.no_grad():
+        a = causal(input_ids=ids)
+        b = both(input_ids=ids)
+    last = (lambda o: o.start_logits[0, -1]) if kind == "span" else (lambda o: o.logits[0, -1])
+    assert torch.allclose(last(a), last(b), atol=1e-6)
+    # padding keys stay masked: a right-padded row scores its real tokens as the row alone
+    mask = torch.tensor([[1, 1, 1, 0, 0]])
+    with torch.no_grad():
+        padded = both(input_ids=ids, attention_mask=mask)
+        alone = both(input_ids=ids[:, :3])
+    got = padded.start_logits[0, :3] if kind == "span" else padded.logits[0, :3]
+    want = alone.start_logits[0] if kind == "span" else alone.logits[0]
+    assert torch.allclose(got, want, atol=1e-5)
+    both.save_pretrained(tmp_path / "saved")
+    auto = (
+        transformers.AutoModelForQuestionAnswering
+        if kind == "span"
+        else transformers.AutoModelForTokenClassification
+    )
+    again = auto.from_pretrained(tmp_path / "saved").eval()
+    assert again.config.is_causal is False
+    assert not torch.equal(first(again, ids), first(again, other))
 
 
 def test_echo_reaches_the_examples_of_token_and_span_tasks(tiny_tok) -> None:  # type: ignore[no-untyped-def]
@@ -147,7 +194,9 @@ def test_echo_reaches_the_examples_of_token_and_span_tasks(tiny_tok) -> None:  #
 
     tagged = [record(1, "en", "earth zqxj", None, tags=[1, 2])]
     for echo in (False, True):
-        task = TaskConfig(name="t", kind="token", metric="span_f1", echo=echo)
+        task = TaskConfig(
+            name="t", kind="token", metric="span_f1", context="echo" if echo else "left"
+        )
         (ex,) = build_examples(tagged, task, tiny_tok, train=True)
         assert ex["input_ids"].count(tiny_tok.eos_token_id) == int(echo)
     qa = [
@@ -156,7 +205,9 @@ def test_echo_reaches_the_examples_of_token_and_span_tasks(tiny_tok) -> None:  #
         )
     ]
     for echo in (False, True):
-        task = TaskConfig(name="q", kind="span", metric="squad_f1", echo=echo)
+        task = TaskConfig(
+            name="q", kind="span", metric="squad_f1", context="echo" if echo else "left"
+        )
         (ex,) = build_examples(qa, task, tiny_tok, train=True)
         assert ex["input_ids"].count(tiny_tok.eos_token_id) == 1 + int(echo)
 

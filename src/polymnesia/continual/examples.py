@@ -64,7 +64,9 @@ def load_examples(
         examples = build_sequence_examples(records, tokenizer, task.max_length)
     else:
         tagged = _tagged(records, data_dir, split, seed=seed, pivot=pivot, slots=slots)
-        examples = build_token_examples(tagged, tokenizer, task.max_length, echo=task.echo)
+        examples = build_token_examples(
+            tagged, tokenizer, task.max_length, echo=task.context == "echo"
+        )
     if not examples:
         raise DataError(
             f"language '{lang}' has no labelled {split} examples for task '{task.name}' "

@@ -89,9 +89,12 @@ def _canonical(obj: Any) -> Any:
             value = getattr(obj, name, None)
             if mark == NOT_FINGERPRINTED:
                 continue
-            if mark == FINGERPRINTED_UNLESS_DEFAULT and f is not None:
-                if value == f.get_default(call_default_factory=True):
-                    continue
+            if (
+                f is not None
+                and mark == FINGERPRINTED_UNLESS_DEFAULT
+                and value == f.get_default(call_default_factory=True)
+            ):
+                continue
             out[name] = _nested(value, dumped[name])
         return out
     if isinstance(obj, dict):

@@ -171,7 +171,13 @@ class FinetuneTask(Stage):
         recs = [r for lang in p.sources for r in read_split(ctx.input("data"), lang, "train")]
         n, names = label_space(p.task, recs)
         where = p.base_model or ctx.input("model")
-        model, tok = load_classifier(where, n, p.task.kind, seed=HEAD_SEED_BASE + p.seed)
+        model, tok = load_classifier(
+            where,
+            n,
+            p.task.kind,
+            seed=HEAD_SEED_BASE + p.seed,
+            bidirectional=p.task.context == "bidirectional",
+        )
         if names:
             conf: Any = model.config
             conf.id2label = dict(enumerate(names))

@@ -46,6 +46,7 @@ from polymnesia.tasks.classification import (
     evaluate_by_language,
     evaluate_items_by_language,
     load_classifier,
+    make_bidirectional,
 )
 from polymnesia.tasks.config import TaskConfig
 from polymnesia.training.config import TrainConfig
@@ -112,7 +113,10 @@ def _build_model(ctx: StageContext, p: StepParams, n_labels: int) -> tuple[torch
     """The classifier to train: from ``prev`` (sequential) or the base with a fresh head/adapter."""
     from transformers import AutoModelForSequenceClassification, AutoModelForTokenClassification
 
-    model, tok = load_classifier(ctx.input("base"), n_labels, p.task.kind, seed=p.seed + 1234)
+    bidirectional = p.task.context == "bidirectional"
+    model, tok = load_classifier(
+        ctx.input("base"), n_labels, p.task.kind, seed=p.seed + 1234, bidirectional=bidirectional
+    )
     lora = get_method(p.method).uses_lora(p.rank)
     prev = ctx.inputs.get("prev")
     if lora and p.rank is not None:
@@ -127,6 +131,8 @@ def _build_model(ctx: StageContext, p: StepParams, n_labels: int) -> tuple[torch
         )
         model = auto.from_pretrained(str(prev / "model"))
         model.config.pad_token_id = tok.pad_token_id
+        if bidirectional:
+            make_bidirectional(model)
     return model, tok
 
 

@@ -22,6 +22,7 @@ from polymnesia.tasks.classification import (
     build_sequence_examples,
     evaluate_by_language,
     load_classifier,
+    make_bidirectional,
     predict,
 )
 from polymnesia.tasks.config import TaskConfig, infer_num_labels
@@ -42,6 +43,7 @@ __all__ = [
     "infer_num_labels",
     "language_id_tagging",
     "load_classifier",
+    "make_bidirectional",
     "predict",
     "predict_answers",
 ]

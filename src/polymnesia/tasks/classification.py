@@ -124,6 +124,7 @@ def load_classifier(
     kind: Kind = "sequence",
     *,
     seed: int = HEAD_SEED,
+    bidirectional: bool = False,
 ) -> tuple[torch.nn.Module, Any]:
     """A classifier (``AutoModelFor{Sequence,Token}Classification``, or for ``kind="span"``
     ``AutoModelForQuestionAnswering``: a start and an end logit per token) and its tokenizer.
@@ -134,7 +135,8 @@ def load_classifier(
     ``torch.Generator().manual_seed(seed)``: weights ~ N(0, initializer_range),
     biases 0, so the same seed gives the same head whatever the global RNG.
     ``config.pad_token_id`` is set from the tokenizer (EOS when it has no pad).
-    ``num_labels`` is ignored for span models.
+    ``num_labels`` is ignored for span models. ``bidirectional``: every token attends to
+    the whole text (:func:`make_bidirectional`; a task's ``context: bidirectional``).
     """
     from transformers import (
         AutoModelForQuestionAnswering,
@@ -166,7 +168,47 @@ def load_classifier(
         ) from None
     model.config.pad_token_id = tokenizer.pad_token_id
     init_head(model, seed)
+    if bidirectional:
+        make_bidirectional(model)
     return model, tokenizer
+
+
+def make_bidirectional(model: torch.nn.Module) -> torch.nn.Module:
+    """Remove a decoder's causal mask: every token attends to every other (padding keys
+    stay masked). transformers builds a bidirectional mask when ``config.is_causal`` is
+    false, and its attention modules read their own ``is_causal`` where no mask is built;
+    both are set, and the config flag is saved with the model. A one-line error for a
+    model whose attention does not follow the flag (checked on two inputs that differ in
+    their last token only: the first position's output must change)."""
+    config: Any = model.config
+    config.is_causal = False
+    for module in model.modules():
+        if hasattr(module, "is_causal") and isinstance(module.is_causal, bool):
+            module.is_causal = False
+    if not _first_position_sees_the_last(model):
+        raise PolymnesiaError(
+            f"{type(model).__name__} keeps its causal mask when config.is_causal is false; "
+            "use task.context left or echo with this model"
+        )
+    return model
+
+
+@torch.no_grad()
+def _first_position_sees_the_last(model: torch.nn.Module) -> bool:
+    device = next(model.parameters()).device
+    embeddings: Any = model.get_input_embeddings()  # type: ignore[operator]
+    vocab = int(embeddings.weight.shape[0])
+    a = torch.tensor([[1, 2, 3, 4]], device=device) % vocab
+    b = a.clone()
+    b[0, -1] = (b[0, -1] + 1) % vocab
+    was_training = model.training
+    model.eval()
+    try:
+        out_a, out_b = model(input_ids=a), model(input_ids=b)
+    finally:
+        model.train(was_training)
+    first = "start_logits" if hasattr(out_a, "start_logits") else "logits"
+    return not torch.equal(getattr(out_a, first)[0, 0], getattr(out_b, first)[0, 0])
 
 
 def head_parameters(model: torch.nn.Module) -> list[tuple[str, torch.nn.Parameter]]:

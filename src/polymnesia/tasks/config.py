@@ -32,14 +32,16 @@ class TaskConfig(StrictModel):
     format) -- from a data source's field mapping (``hf``: ``meta_fields``) or
     built from Bible verses by ``constructed`` (data cards: docs/lf_mlf.md).
 
-    ``echo`` is for causal decoders on token and span tasks: a decoder's token
-    sees only the text to its left, so the first word of a span cannot be told
-    from what follows it. With ``echo`` the input holds the text twice
-    (``BOS text SEP text``; QA: ``BOS question SEP passage SEP passage``) and
-    the tags or the answer are read on the second copy, every token of which
-    has attended to the whole first copy (the "echo" inputs of Springer et al.,
-    2024, *Repetition improves language model embeddings*). An encoder sees
-    both sides without it.
+    ``context`` is for causal decoders on token and span tasks: a decoder's
+    token sees only the text to its left, so the first word of a span cannot be
+    told from what follows it. ``echo`` lays the text out twice (``BOS text SEP
+    text``; QA: ``BOS question SEP passage SEP passage``) and reads the tags or
+    the answer on the second copy, every token of which has attended to the
+    whole first copy (the "echo" inputs of Springer et al., 2024, *Repetition
+    improves language model embeddings*). ``bidirectional`` removes the causal
+    mask, in fine-tuning and scoring alike (Dukić and Šnajder, 2024, *Looking
+    right is sometimes right*, unmask decoder layers for sequence labelling).
+    An encoder sees both sides whatever this says.
     """
 
     name: str = Field("bible_genre", min_length=1, description="task name shown in reports")
@@ -70,11 +72,12 @@ class TaskConfig(StrictModel):
     max_answer_tokens: int = Field(
         64, gt=0, description="span tasks: longest answer considered when decoding"
     )
-    echo: bool = Field(
-        False,
+    context: Literal["left", "echo", "bidirectional"] = Field(
+        "left",
         description=(
-            "token and span tasks on a causal decoder: read the text twice and tag or answer on "
-            "the second copy, whose tokens have seen the whole text (max_length counts both)"
+            "token and span tasks on a causal decoder: what a token's prediction sees. left: "
+            "the text to its left (a decoder as it is); echo: the text twice, predictions on the "
+            "second copy (max_length counts both); bidirectional: the causal mask removed"
         ),
         json_schema_extra=FINGERPRINTED_UNLESS_DEFAULT,
     )
@@ -102,10 +105,10 @@ class TaskConfig(StrictModel):
             raise ValueError("task.tag_names needs at least 2 distinct tag names")
         if self.tag_names is not None and self.kind != "token":
             raise ValueError("task.tag_names is for token tasks (kind: token)")
-        if self.echo and self.kind == "sequence":
+        if self.context != "left" and self.kind == "sequence":
             raise ValueError(
-                "task.echo is for token and span tasks (a sequence label is read at the last "
-                "token, which has seen the whole text already)"
+                f"task.context '{self.context}' is for token and span tasks (a sequence label "
+                "is read at the last token, which has seen the whole text already)"
             )
         if self.kind == "span" and self.num_labels is not None:
             raise ValueError("span tasks predict a start and an end; leave num_labels unset")

@@ -69,9 +69,13 @@ def build_examples(
 ) -> list[dict[str, Any]]:
     """Model inputs of ``records`` (already through :func:`task_records`)."""
     if task.kind == "span":
-        return build_span_examples(records, tokenizer, task.max_length, train=train, echo=task.echo)
+        return build_span_examples(
+            records, tokenizer, task.max_length, train=train, echo=task.context == "echo"
+        )
     if task.kind == "token":
-        return build_token_examples(records, tokenizer, task.max_length, echo=task.echo)
+        return build_token_examples(
+            records, tokenizer, task.max_length, echo=task.context == "echo"
+        )
     return build_sequence_examples(records, tokenizer, task.max_length)
 
 
