@@ -16,6 +16,7 @@ from polymnesia.tasks import (
     load_classifier,
     predict,
 )
+from polymnesia.testing import ARCHITECTURES
 
 
 def test_sequence_examples_prepend_bos_truncate_and_skip_unlabelled(tiny_tok) -> None:  # type: ignore[no-untyped-def]
@@ -243,3 +244,24 @@ def test_the_lifelong_label_count_is_checked_against_the_data(tmp_path) -> None:
         DataError, match="task.num_labels is 4 but its training data has labels up to 4"
     ):
         num_labels(TaskConfig(name="g", num_labels=4), tmp_path, ["en", "fr"])
+
+
+@pytest.mark.parametrize("arch", sorted(ARCHITECTURES))
+def test_every_tested_architecture_can_drop_its_causal_mask(arch: str) -> None:
+    from polymnesia.tasks.classification import make_bidirectional
+    from polymnesia.testing import tiny_model
+
+    model = tiny_model(arch, head="token", num_labels=3).eval()
+    ids = torch.tensor([[1, 5, 6, 7, 8]])
+    other = ids.clone()
+    other[0, -1] = 9
+    with torch.no_grad():
+        sees_right = not torch.equal(
+            model(input_ids=ids).logits[0, 0], model(input_ids=other).logits[0, 0]
+        )
+    assert sees_right == (ARCHITECTURES[arch][1] == "encoder")
+    make_bidirectional(model)
+    with torch.no_grad():
+        assert not torch.equal(
+            model(input_ids=ids).logits[0, 0], model(input_ids=other).logits[0, 0]
+        )
