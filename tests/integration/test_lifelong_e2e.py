@@ -102,6 +102,7 @@ def test_token_classification_path_on_constructed_tagging(
 ) -> None:
     run = tmp_path / "run"
     token = ["task.kind=token", "task.metric=accuracy", "task.num_labels=null", "task_pivot=de"]
+    token.append("task.context=bidirectional")  # each step reloads the last one's classifier
     assert (
         main(
             [
@@ -120,3 +121,11 @@ def test_token_classification_path_on_constructed_tagging(
     assert {s.model for s in scores} >= {"VANILLA", "NON-SHARED LoRA r=4", "untrained"}
     assert all(0.0 <= s.value <= 1.0 for s in scores)
     assert "Table 1" in (run / "report.md").read_text()
+    stages = json.loads((run / "run.json").read_text())["stages"]
+    saved = [
+        Path(info["entry"]) / "model" / "config.json"
+        for info in stages.values()
+        if (Path(info["entry"]) / "model" / "config.json").is_file()
+        and info["kind"] != "pretrain"
+    ]
+    assert saved and all(json.loads(c.read_text())["is_causal"] is False for c in saved)
