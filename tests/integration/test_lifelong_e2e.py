@@ -125,7 +125,6 @@ def test_token_classification_path_on_constructed_tagging(
     saved = [
         Path(info["entry"]) / "model" / "config.json"
         for info in stages.values()
-        if (Path(info["entry"]) / "model" / "config.json").is_file()
-        and info["kind"] != "pretrain"
+        if (Path(info["entry"]) / "model" / "config.json").is_file() and info["kind"] != "pretrain"
     ]
     assert saved and all(json.loads(c.read_text())["is_causal"] is False for c in saved)
