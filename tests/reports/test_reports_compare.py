@@ -89,3 +89,12 @@ def test_compare_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None
     assert len(err) == 1 and err[0].startswith(
         "polymnesia: error: cannot compare runs of different protocols"
     )
+
+
+def test_counts_read_back_as_counts(tmp_path: Path) -> None:
+    path = tmp_path / "t.csv"
+    path.write_text("Model,Score,n,steps\nA,0.356,498,-3\n", encoding="utf-8")
+    columns, rows = read_table_csv(path)
+    assert columns == ["Model", "Score", "n", "steps"]
+    assert rows == [["A", 0.356, 498, -3]]
+    assert [type(v) for v in rows[0]] == [str, float, int, int]

@@ -55,7 +55,8 @@ def run_labels(run_dirs: Sequence[Path]) -> list[str]:
 def read_table_csv(path: Path) -> tuple[list[str], list[list[Any]]]:
     """A table written by :func:`~polymnesia.reports.table_core.write_table`: columns and cells.
 
-    Numbers become floats, a column with CI companions becomes :class:`Estimate` cells.
+    Whole numbers (counts) become ints, other numbers floats, a column with CI companions
+    becomes :class:`Estimate` cells.
     """
     with open(path, encoding="utf-8", newline="") as f:
         lines = list(csv.reader(f))
@@ -81,6 +82,8 @@ def read_table_csv(path: Path) -> tuple[list[str], list[list[Any]]]:
 def _number(text: str) -> Any:
     if text == NA:
         return math.nan
+    if text.strip().lstrip("+-").isdigit():
+        return int(text)  # a count (n, steps) stays a count: "498", not "498.000"
     try:
         return float(text)
     except ValueError:
