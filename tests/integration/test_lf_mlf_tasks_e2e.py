@@ -48,9 +48,17 @@ def test_tagging_and_span_tasks_run_with_tasks_as_friedman_blocks(
     assert "The paper's claims" in text and "±0.00" not in text
     assert (run / "results" / "zero_shot_questions.csv").exists()
     # tagging and QA arms are judged against a trivial answer (genre has chance and majority)
-    for task, answer in (("segments", "most frequent tag"), ("questions", "whole passage")):
+    # (tagging: span F1 and word tag accuracy, each against the most frequent tag)
+    for task, answer, metrics in (
+        ("segments", "most frequent tag", 2),
+        ("questions", "whole passage", 1),
+    ):
         rows = (run / "results" / f"baselines_{task}.csv").read_text()
-        assert answer in rows and rows.count("\n") == 1 + 3, rows  # header + 3 arms
+        assert answer in rows and rows.count("\n") == 1 + 3 * metrics, rows  # header + arms
+    words = [s for s in scores if s["task"] == "segments" and s["metric"] == "accuracy"]
+    assert words and all(s["ci_low"] <= s["value"] <= s["ci_high"] for s in words)
+    assert all(0 < s["extra"]["trivial_baseline"]["value"] < 1 for s in words)
+    assert "Word tag accuracy" in text
     base = [s for s in scores if s["task"] == "questions" and s["metric"] == "squad_f1"]
     assert all(0 < s["extra"]["trivial_baseline"]["value"] <= 1 for s in base)
     assert "arms score above the trivial answer" in text

@@ -9,7 +9,7 @@ import pytest
 from polymnesia.metrics.uncertainty import Interval
 from polymnesia.reports.claims import trivial_table
 from polymnesia.tasks.config import TaskConfig
-from polymnesia.tasks.kinds import trivial_baselines
+from polymnesia.tasks.kinds import secondary_metrics, trivial_baselines
 
 
 def _span_example(context: str, answer: str, visible: int) -> dict:
@@ -47,6 +47,13 @@ def test_token_baseline_tags_every_word_with_the_most_frequent_tag() -> None:
         {"en": ex}, TaskConfig(kind="token", metric="span_f1", tag_names=names), names
     )
     assert f1["en"] == 0.0  # O predicts no span
+    # a span-F1 task's word accuracy baseline: the same predictor, scored word by word
+    task = TaskConfig(kind="token", metric="span_f1", tag_names=names)
+    assert secondary_metrics(task) == ["accuracy"]
+    assert secondary_metrics(TaskConfig(kind="token", metric="accuracy")) == []
+    assert secondary_metrics(TaskConfig(kind="span", metric="squad_f1")) == []
+    words = trivial_baselines({"en": ex}, task, names, metric="accuracy")
+    assert words["en"] == pytest.approx(2 / 6)
     ex[1]["labels"] = [2, 2, 2]  # now I-law is the majority: one span per sentence
     f1 = trivial_baselines(
         {"en": ex}, TaskConfig(kind="token", metric="span_f1", tag_names=names), names

@@ -63,6 +63,7 @@ from polymnesia.tasks.kinds import (
     build_examples,
     evaluate_task,
     label_space,
+    secondary_metrics,
     task_records,
     training_data,
     trivial_baselines,
@@ -251,7 +252,9 @@ class FinetuneTask(Stage):
             model, ex, p.task, batch_size=p.evaluation.batch_size, tag_names=self.tag_names,
             runtime=rt,
         )  # fmt: skip
-        trivial = trivial_baselines(ex, p.task, tag_names_of(model, self.tag_names))
+        names = tag_names_of(model, self.tag_names)
+        judged = [p.task.metric, *secondary_metrics(p.task)]
+        trivial = {m: trivial_baselines(ex, p.task, names, metric=m) for m in judged}
         out, sets = [], []
         for lang, (r, values) in got.items():
             items = ItemSet(
@@ -271,12 +274,12 @@ class FinetuneTask(Stage):
                     setting=p.setting,
                     extra={"n": len(ex[lang]), "method": p.method, "sources": p.sources},
                 )
-                if metric == p.task.metric:
+                if metric in judged:
                     score = score_with_items(score, items, p.bootstrap)
-                    if lang in trivial:  # what a predictor that learned nothing scores
+                    if lang in trivial[metric]:  # what a predictor that learned nothing scores
                         score.extra["trivial_baseline"] = {
                             "answer": TRIVIAL[p.task.kind],
-                            "value": trivial[lang],
+                            "value": trivial[metric][lang],
                         }
                 out.append(score)
         return out, sets

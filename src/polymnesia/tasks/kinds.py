@@ -106,7 +106,9 @@ def evaluate_task(
             model, examples_by_lang, kind=task.kind, metric=task.metric,
             batch_size=batch_size, tag_names=tag_names, runtime=runtime,
         )  # fmt: skip
-        return {lang: (r, {task.metric: r.value}) for lang, r in got.items()}
+        return {
+            lang: (r, {task.metric: r.value, **_word_accuracy(task, r)}) for lang, r in got.items()
+        }
     out = {}
     for lang, examples in examples_by_lang.items():
         if not examples:
@@ -122,15 +124,32 @@ def evaluate_task(
     return out
 
 
+def _word_accuracy(task: TaskConfig, result: LanguageResult) -> dict[str, float]:
+    """A span-F1 tagging task's word tag accuracy too (from the same predictions): span F1
+    needs every word of a span right, so it can sit near 0 while the words are learned."""
+    if task.kind != "token" or task.metric != "span_f1":
+        return {}
+    total = sum(result.columns["total"])
+    return {"accuracy": sum(result.columns["correct"]) / total if total else float("nan")}
+
+
+def secondary_metrics(task: TaskConfig) -> list[str]:
+    """The metrics a task's scores carry besides ``task.metric``, with intervals and a trivial
+    baseline where the items allow (a span-F1 tagging task: word accuracy)."""
+    return ["accuracy"] if task.kind == "token" and task.metric == "span_f1" else []
+
+
 def trivial_baselines(
     examples_by_lang: dict[str, list[dict[str, Any]]],
     task: TaskConfig,
     tag_names: list[str] | None = None,
+    metric: str | None = None,
 ) -> dict[str, float]:
-    """Per language, the task metric of a predictor that learned nothing about the task:
-    span tasks answer every question with the whole (visible) passage, token tasks give every
-    scored word the language's most frequent gold tag. Empty for sequence tasks (their chance
-    and majority baselines come from the gold labels of the items)."""
+    """Per language, the task metric (or ``metric``) of a predictor that learned nothing about
+    the task: span tasks answer every question with the whole (visible) passage, token tasks
+    give every scored word the language's most frequent gold tag. Empty for sequence tasks
+    (their chance and majority baselines come from the gold labels of the items)."""
+    metric = metric or task.metric
     if task.kind not in TRIVIAL:
         return {}
     out = {}
@@ -143,7 +162,7 @@ def trivial_baselines(
                 for e in examples
             ]
             cols = score_answers(passages, examples)
-            out[lang] = sum(cols[task.metric]) / len(examples)
+            out[lang] = sum(cols[metric]) / len(examples)
         else:
             gold = [[int(x) for x in e["labels"] if int(x) != -100] for e in examples]
             counts: dict[int, int] = {}
@@ -151,5 +170,5 @@ def trivial_baselines(
                 for x in g:
                     counts[x] = counts.get(x, 0) + 1
             top = max(counts, key=lambda k: (counts[k], -k))
-            out[lang] = token_metric([[top] * len(g) for g in gold], gold, task.metric, tag_names)
+            out[lang] = token_metric([[top] * len(g) for g in gold], gold, metric, tag_names)
     return out

@@ -33,6 +33,7 @@ from polymnesia.metrics.uncertainty import Interval
 from polymnesia.reports.claims import Baselines, Claim, claim_from_test
 from polymnesia.reports.evidence import arm_difference, arm_score, item_baselines
 from polymnesia.results import Score, filter_scores
+from polymnesia.tasks.kinds import secondary_metrics
 
 SOURCE = "Mao et al. 2022"
 
@@ -193,21 +194,36 @@ def trivial_rows(
     rows: list[tuple[str, str, str, Interval, str, float]] = []
     arms = [label_of(m) for m in cfg.methods]
     arms += [f"SLF-{s}" for s in cfg.sources_of(task)] if cfg.slf else []
-    for model in arms:
-        langs = [model[4:]] if model.startswith("SLF-") else cfg.sources_of(task)
-        where: dict[str, Any] = {"group": "source", "setting": "main", "task": task.name}
-        chosen = filter_scores(scores, model=model, metric=task.metric, lang=langs, **where)
-        first = min((s.seed or 0 for s in chosen), default=0)
-        base = {
-            s.lang: s.extra["trivial_baseline"]
-            for s in chosen
-            if (s.seed or 0) == first and "trivial_baseline" in (s.extra or {})
-        }
-        if set(base) != set(langs):  # scored before the stage recorded it
-            continue
-        iv = arm_score(scores, items, task.metric, model, lang=langs, **where)
-        value = sum(float(b["value"]) for b in base.values()) / len(base)
-        answer = str(next(iter(base.values()))["answer"])
-        if math.isfinite(iv.estimate):
-            rows.append((model, ", ".join(langs), task.metric, iv, answer, value))
+    for metric in [task.metric, *secondary_metrics(task)]:
+        for model in arms:
+            row = _trivial_row(task, metric, model, cfg, scores, items)
+            if row is not None:
+                rows.append(row)
     return rows
+
+
+def _trivial_row(
+    task: TaskSection,
+    metric: str,
+    model: str,
+    cfg: LFMLFConfig,
+    scores: Sequence[Score],
+    items: Sequence[ItemSet],
+) -> tuple[str, str, str, Interval, str, float] | None:
+    langs = [model[4:]] if model.startswith("SLF-") else cfg.sources_of(task)
+    where: dict[str, Any] = {"group": "source", "setting": "main", "task": task.name}
+    chosen = filter_scores(scores, model=model, metric=metric, lang=langs, **where)
+    first = min((s.seed or 0 for s in chosen), default=0)
+    base = {
+        s.lang: s.extra["trivial_baseline"]
+        for s in chosen
+        if (s.seed or 0) == first and "trivial_baseline" in (s.extra or {})
+    }
+    if set(base) != set(langs):  # scored before the stage recorded it
+        return None
+    iv = arm_score(scores, items, metric, model, lang=langs, **where)
+    value = sum(float(b["value"]) for b in base.values()) / len(base)
+    answer = str(next(iter(base.values()))["answer"])
+    if not math.isfinite(iv.estimate):
+        return None
+    return (model, ", ".join(langs), metric, iv, answer, value)

@@ -141,11 +141,22 @@ def baselines(
     trivial = trivial_rows(cfg, task, scores, items)
     if trivial:
         _show(rep, run_dir, trivial_table(trivial, name=f"baselines{_suffix(cfg, task)}"))
-        above = sum(iv.low > v for _, _, _, iv, _, v in trivial)
-        rep.paragraph(
-            f"{above} of {len(trivial)} arms score above the trivial answer with an interval "
-            "above it; an arm that does not has not learned this task at this run's size."
+        main = [r for r in trivial if r[2] == task.metric]
+        above = sum(iv.low > v for _, _, _, iv, _, v in main)
+        text = (
+            f"{above} of {len(main)} arms score above the trivial answer with an interval "
+            f"above it on {task.metric}; an arm that does not has not learned this task at "
+            "this run's size."
         )
+        words = [r for r in trivial if r[2] != task.metric]
+        if words:
+            up = sum(iv.low > v for _, _, _, iv, _, v in words)
+            text += (
+                f" Word tag accuracy (span F1 needs every word of a span right, so it can stay "
+                f"near 0 while words are learned): {up} of {len(words)} arms above the most "
+                "frequent tag's accuracy."
+            )
+        rep.paragraph(text)
     rows = baseline_rows(cfg, task, scores, items)
     if not rows:
         return
