@@ -190,6 +190,22 @@ def test_a_bidirectional_classifier_sees_the_whole_text_and_keeps_it_when_saved(
     assert not torch.equal(first(again, ids), first(again, other))
 
 
+@pytest.mark.parametrize(
+    ("kind", "metric", "context", "need"),
+    [
+        ("span", "squad_f1", "left", 4),
+        ("span", "squad_f1", "echo", 6),
+        ("token", "span_f1", "echo", 4),
+    ],
+)
+def test_a_max_length_the_inputs_cannot_fit_in_is_refused_when_read(
+    kind: str, metric: str, context: str, need: int
+) -> None:
+    with pytest.raises(ValueError, match=f"it needs at least {need}"):
+        TaskConfig(kind=kind, metric=metric, context=context, max_length=need - 1)
+    assert TaskConfig(kind=kind, metric=metric, context=context, max_length=need).max_length == need
+
+
 def test_echo_reaches_the_examples_of_token_and_span_tasks(tiny_tok) -> None:  # type: ignore[no-untyped-def]
     from polymnesia.tasks.kinds import build_examples
 

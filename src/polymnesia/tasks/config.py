@@ -110,6 +110,13 @@ class TaskConfig(StrictModel):
                 f"task.context '{self.context}' is for token and span tasks (a sequence label "
                 "is read at the last token, which has seen the whole text already)"
             )
+        least = {("span", "echo"): 6, ("span", "left"): 4, ("token", "echo"): 4}
+        need = least.get((self.kind, self.context), least.get((self.kind, "left"), 3))
+        if self.max_length < need:
+            raise ValueError(
+                f"task.max_length {self.max_length} is too short for a {self.kind} task"
+                f"{' with context echo' if self.context == 'echo' else ''}; it needs at least {need}"
+            )
         if self.kind == "span" and self.num_labels is not None:
             raise ValueError("span tasks predict a start and an end; leave num_labels unset")
         return self
