@@ -127,7 +127,7 @@ def evaluate_task(
 def _word_accuracy(task: TaskConfig, result: LanguageResult) -> dict[str, float]:
     """A span-F1 tagging task's word tag accuracy too (from the same predictions): span F1
     needs every word of a span right, so it can sit near 0 while the words are learned."""
-    if task.kind != "token" or task.metric != "span_f1":
+    if "accuracy" not in secondary_metrics(task):
         return {}
     total = sum(result.columns["total"])
     return {"accuracy": sum(result.columns["correct"]) / total if total else float("nan")}
