@@ -98,3 +98,64 @@ def test_counts_read_back_as_counts(tmp_path: Path) -> None:
     assert columns == ["Model", "Score", "n", "steps"]
     assert rows == [["A", 0.356, 498, -3]]
     assert [type(v) for v in rows[0]] == [str, float, int, int]
+
+
+def _run_with_items(
+    root: Path, name: str, values: dict[str, list[float]], ids: list[str], seeds=(0,)
+) -> Path:
+    """A run folder whose arm M scored per-item values (ids shared by every language)."""
+    from polymnesia.items import ItemSet, write_items
+    from polymnesia.results import write_scores
+
+    run = root / name
+    (run / "results").mkdir(parents=True)
+    (run / "run.json").write_text(json.dumps({"experiment": "lf_mlf", "name": name}))
+    scores, sets = [], []
+    for seed in seeds:
+        for lang, vals in values.items():
+            shifted = [v + 0.1 * seed for v in vals]
+            sets.append(ItemSet("M", lang, "values", ids, {"values": shifted}, task="t", seed=seed))
+            value = sum(shifted) / len(shifted)
+            scores.append(
+                Score("M", lang, "f1", value, task="t", seed=seed, ci_low=value - 0.1,
+                      ci_high=value + 0.1, n=len(ids))
+            )  # fmt: skip
+    write_scores(run / "results" / "scores.jsonl", scores)
+    write_table(run / "results", group_table(scores, "f1", {"all": ["en"]}, name="main", title="t"))
+    (run / "stages" / "ft").mkdir(parents=True)
+    write_items(run / "stages" / "ft" / "items.jsonl", sets)
+    return run
+
+
+def test_compare_tests_an_arm_item_by_item_across_runs(tmp_path: Path) -> None:
+    from polymnesia.reports.run_differences import differences_table
+
+    ids = ["a", "b", "c", "d"]
+    ref = _run_with_items(tmp_path, "ref", {"en": [1, 0, 0, 1], "fr": [0, 0, 1, 1]}, ids)
+    new = _run_with_items(
+        tmp_path, "new", {"en": [1, 1, 0, 1], "fr": [1, 1, 1, 1], "de": [0] * 4}, ids
+    )
+    other_items = _run_with_items(tmp_path, "elsewhere", {"en": [1, 1, 1, 1]}, ["w", "x", "y", "z"])
+    table = differences_table([ref, new, other_items], ["ref", "new", "elsewhere"])
+    assert table is not None and len(table.rows) == 1  # no common item with "elsewhere"
+    model, task, group, setting, metric, runs, diff, p, n, test = table.rows[0]
+    assert (model, task, metric, runs) == ("M", "t", "f1", "new − ref")
+    # mean over en and fr (de only in one run) of the per-language differences: (0.25 + 0.5) / 2
+    assert diff.startswith("+0.375 [") and n == 8 and "paired bootstrap" in test
+    # two seeds in common: a paired test over the seeds' means
+    a = _run_with_items(tmp_path, "a2", {"en": [1, 0, 0, 1]}, ids, seeds=(0, 1))
+    b = _run_with_items(tmp_path, "b2", {"en": [1, 1, 0, 1]}, ids, seeds=(0, 1))
+    (row,) = differences_table([a, b], ["a2", "b2"]).rows
+    assert row[6].startswith("+0.25 [") and row[8] == 2 and "seed" in row[9]
+    rep = compare_runs([ref, new])
+    assert (
+        rep.sections[-1].kind == "table" and rep.sections[-1].payload.name == "paired_differences"
+    )
+
+
+def test_a_resampling_p_value_of_zero_reads_as_below_one_resample() -> None:
+    from polymnesia.metrics.uncertainty import PairedTest
+    from polymnesia.reports.run_differences import _p
+
+    assert _p(PairedTest(0.3, 0.1, 0.5, 0.0, 10, "paired bootstrap", n_resamples=1000)) == "< 0.001"
+    assert _p(PairedTest(0.3, -0.1, 0.5, 0.1234, 10, "paired bootstrap", n_resamples=1000)) == "0.123"

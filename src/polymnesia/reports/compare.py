@@ -24,6 +24,7 @@ from typing import Any
 from polymnesia.errors import DataError, PolymnesiaError
 from polymnesia.io import atomic_write_text
 from polymnesia.reports.render import Report
+from polymnesia.reports.run_differences import differences_table
 from polymnesia.reports.table_core import CI_SUFFIXES, MISSING, NA, Estimate, Table
 
 EXCLUDED_SUFFIXES = ("_by_language",)
@@ -175,6 +176,15 @@ def compare_runs(
         }
         table = side_by_side(name, read)
         rep.heading(_title(dirs[0] / "results", name), 2).table(table)
+    rep.heading("Paired differences from the first run", 2)
+    paired = differences_table(dirs, labels)
+    if paired is None:
+        rep.paragraph(
+            "No score could be paired: the runs kept no per-item evidence for a common arm "
+            "(its stage entries were removed, or the runs scored different test items)."
+        )
+    else:
+        rep.table(paired)
     return rep
 
 

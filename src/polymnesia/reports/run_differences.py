@@ -1,0 +1,176 @@
+"""Paired differences between runs: the same arm, scored on the same test items in two runs.
+
+``polymnesia compare`` puts the runs' tables side by side, each cell with its own
+interval; two intervals that overlap do not say that two runs differ or not.
+When the runs scored an arm on the same test items (the same prepared data and
+sample), the difference is tested item by item instead, as the reports test two
+arms of one run (:func:`polymnesia.reports.evidence.arm_difference`): with two or
+more seeds in common a paired test over seeds, else a paired bootstrap over the
+items of every language both runs scored, stratified by language.
+
+A score is paired across runs by its identity without the language and seed
+(model, task, group, size, setting, metric); scores with a step count only at
+their run's last step (a lifelong sequence's final model). Only scores whose
+runs kept per-item evidence (an interval over items) are paired.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from polymnesia.errors import DataError
+from polymnesia.items import ItemSet, run_items, select_items
+from polymnesia.metrics.uncertainty import PairedTest
+from polymnesia.reports.evidence import arm_difference
+from polymnesia.reports.table_core import Table
+from polymnesia.results import Score, read_scores
+
+#: identity fields a score is paired on across runs (the language and seed are not)
+KEY = ("model", "task", "group", "size", "setting", "metric")
+_REF, _OTHER = "\x00reference", "\x00other"
+
+
+def _key(s: Score) -> tuple[Any, ...]:
+    return tuple(getattr(s, f) for f in KEY)
+
+
+def _final(scores: Sequence[Score]) -> list[Score]:
+    """Scores with an interval, those with a step only at the last step of their key."""
+    last: dict[tuple[Any, ...], int] = {}
+    for s in scores:
+        if s.step is not None:
+            last[_key(s)] = max(last.get(_key(s), s.step), s.step)
+    return [
+        s
+        for s in scores
+        if s.ci_low is not None and (s.step is None or s.step == last.get(_key(s)))
+    ]
+
+
+def _load(run_dir: Path) -> tuple[list[Score], list[ItemSet]] | None:
+    path = run_dir / "results" / "scores.jsonl"
+    if not path.is_file():
+        return None
+    return _final(read_scores(path)), run_items(run_dir)
+
+
+def pair_runs(
+    ref: tuple[list[Score], list[ItemSet]], other: tuple[list[Score], list[ItemSet]]
+) -> list[tuple[tuple[Any, ...], PairedTest]]:
+    """``(key, test of other - ref)`` for every key both runs scored on common items."""
+    (ref_scores, ref_items), (scores, items) = ref, other
+    by_key: dict[tuple[Any, ...], tuple[list[Score], list[Score]]] = {}
+    for side, chosen in ((0, ref_scores), (1, scores)):
+        for s in chosen:
+            by_key.setdefault(_key(s), ([], []))[side].append(s)
+    out = []
+    for key, (a, b) in sorted(by_key.items(), key=lambda kv: tuple(map(str, kv[0]))):
+        langs = sorted({s.lang for s in a} & {s.lang for s in b})
+        if not a or not b or not langs:
+            continue
+        test = _pair(key, a, b, ref_items, items, langs)
+        if test is not None:
+            out.append((key, test))
+    return out
+
+
+def _pair(
+    key: tuple[Any, ...],
+    a: list[Score],
+    b: list[Score],
+    ref_items: list[ItemSet],
+    items: list[ItemSet],
+    langs: list[str],
+) -> PairedTest | None:
+    ident = dict(zip(KEY, key, strict=True))
+    metric = ident.pop("metric")
+    seeds = sorted({s.seed for s in a} & {s.seed for s in b}, key=lambda x: (x is None, x))
+    if not seeds:
+        return None
+    where: dict[str, Any] = {k: v for k, v in ident.items() if k != "model"}
+    where["lang"] = langs
+    if len(seeds) < 2:  # one seed in common: its items
+        where["seed"] = seeds[0]
+
+    def relabel(chosen: Sequence[Any], label: str) -> list[Any]:
+        return [replace(s, model=label) for s in chosen]
+
+    def matching(sets: list[ItemSet], side: list[Score]) -> list[ItemSet]:
+        """The item sets behind ``side``'s scores (the same identity and step)."""
+        steps = {s.step for s in side}
+        return [s for s in select_items(sets, **ident, lang=langs) if s.step in steps]
+
+    comb_scores = relabel(a, _REF) + relabel(b, _OTHER)
+    comb_items = relabel(matching(ref_items, a), _REF) + relabel(matching(items, b), _OTHER)
+    try:
+        test = arm_difference(comb_scores, comb_items, metric, _OTHER, _REF, **where)
+    except DataError:
+        return None  # several item sets per language the scores cannot tell apart
+    return None if math.isnan(test.effect) or math.isnan(test.low) else test
+
+
+def _p(t: PairedTest) -> str:
+    """A resampling p-value of 0 means "below one resample in n_resamples"."""
+    if t.p_value == 0 and t.n_resamples:
+        return f"< {1 / t.n_resamples:g}"
+    return f"{t.p_value:.3g}"
+
+
+def differences_table(run_dirs: Sequence[Path], labels: Sequence[str]) -> Table | None:
+    """One row per paired score and later run: its difference from the first run, with the
+    interval and p-value of the paired test; None when no score could be paired."""
+    ref = _load(run_dirs[0])
+    if ref is None:
+        return None
+    rows: list[list[object]] = []
+    for run_dir, label in zip(run_dirs[1:], labels[1:], strict=True):
+        other = _load(run_dir)
+        if other is None:
+            continue
+        for key, t in pair_runs(ref, other):
+            ident = dict(zip(KEY, key, strict=True))
+            rows.append(
+                [
+                    ident["model"],
+                    ident["task"],
+                    ident["group"] or "",
+                    ident["setting"] or "",
+                    ident["metric"],
+                    f"{label} − {labels[0]}",
+                    f"{t.effect:+.4g} [{t.low:+.4g}, {t.high:+.4g}]",
+                    _p(t),
+                    t.n,
+                    t.method,
+                ]
+            )
+    if not rows:
+        return None
+    return Table(
+        name="paired_differences",
+        title="Paired differences from the first run",
+        columns=[
+            "Model",
+            "Task",
+            "Group",
+            "Setting",
+            "Metric",
+            "Runs",
+            "Difference [CI]",
+            "p",
+            "n",
+            "Test",
+        ],  # fmt: skip
+        rows=rows,
+        caption=(
+            "The same arm scored on the same test items in two runs: the difference of the later "
+            "run from the first, tested item by item (paired bootstrap over the items of every "
+            "language both runs scored, stratified by language, mean over languages) or over "
+            "seeds when the runs share two or more; n counts the items or seeds. Scores with a "
+            "step are compared at their run's last step."
+        ),
+        floatfmt=".3g",
+    )
