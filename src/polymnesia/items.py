@@ -36,6 +36,7 @@ from pydantic import Field
 from polymnesia.config.base import StrictModel
 from polymnesia.errors import DataError, PolymnesiaError
 from polymnesia.io import read_jsonl, write_jsonl_atomic
+from polymnesia.metrics.translation import bleu_from_stats, chrf_from_stats
 from polymnesia.metrics.uncertainty import (
     DEFAULT_LEVEL,
     DEFAULT_RESAMPLES,
@@ -55,8 +56,12 @@ ITEMS_FILE = "items.jsonl"
 KINDS = ("lm", "label", "token", "values", "stats")
 _IDENTITY = ("model", "lang", "task", "group", "size", "seed", "step", "setting")
 
-#: metric -> function of summed per-item statistics ``[B, k] -> [B]`` for kind "stats"
-SUM_SCORES: dict[str, Callable[[np.ndarray], np.ndarray]] = {}
+#: metric -> function of summed per-item statistics ``[B, k] -> [B]`` for kind "stats" (the
+#: corpus translation scores are known here, so any process can read a run's translation items)
+SUM_SCORES: dict[str, Callable[[np.ndarray], np.ndarray]] = {
+    "chrf": chrf_from_stats,
+    "bleu": bleu_from_stats,
+}
 
 
 def register_sum_score(metric: str, fn: Callable[[np.ndarray], np.ndarray]) -> None:
@@ -104,6 +109,8 @@ class ItemSet:
         build = _BUILDERS.get((self.kind, metric)) or _generic(self.kind, metric)
         if build is None:
             accepted = [m for k, m in _BUILDERS if k == self.kind]
+            accepted += list(SUM_SCORES) if self.kind == "stats" else []
+            accepted += ["any metric (the mean of its values)"] if self.kind == "values" else []
             raise PolymnesiaError(
                 f"metric '{metric}' cannot be computed from '{self.kind}' items; accepted: {', '.join(accepted)}"
             )

@@ -177,14 +177,24 @@ def compare_runs(
         table = side_by_side(name, read)
         rep.heading(_title(dirs[0] / "results", name), 2).table(table)
     rep.heading("Paired differences from the first run", 2)
-    paired = differences_table(dirs, labels)
-    if paired is None:
+    paired, identical = differences_table(dirs, labels)
+    same = (
+        f"{identical} paired scores are identical in both runs (the same model on the same "
+        "items, e.g. an arm whose stages both runs share) and are not listed."
+        if identical
+        else ""
+    )
+    if paired is not None:
+        rep.table(paired)
+        if same:
+            rep.paragraph(same)
+    elif identical:
+        rep.paragraph(f"No score differs between the runs: {same}")
+    else:
         rep.paragraph(
             "No score could be paired: the runs kept no per-item evidence for a common arm "
             "(its stage entries were removed, or the runs scored different test items)."
         )
-    else:
-        rep.table(paired)
     return rep
 
 

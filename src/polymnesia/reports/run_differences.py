@@ -120,18 +120,24 @@ def _p(t: PairedTest) -> str:
     return f"{t.p_value:.3g}"
 
 
-def differences_table(run_dirs: Sequence[Path], labels: Sequence[str]) -> Table | None:
-    """One row per paired score and later run: its difference from the first run, with the
-    interval and p-value of the paired test; None when no score could be paired."""
+def differences_table(run_dirs: Sequence[Path], labels: Sequence[str]) -> tuple[Table | None, int]:
+    """One row per paired score and later run that differs: its difference from the first
+    run, with the interval and p-value of the paired test (None when no row differs), and
+    how many paired scores are identical in both runs (the same model on the same items,
+    such as an arm whose stages both runs reused: not shown)."""
     ref = _load(run_dirs[0])
     if ref is None:
-        return None
+        return None, 0
     rows: list[list[object]] = []
+    identical = 0
     for run_dir, label in zip(run_dirs[1:], labels[1:], strict=True):
         other = _load(run_dir)
         if other is None:
             continue
         for key, t in pair_runs(ref, other):
+            if t.effect == 0 and t.low == 0 and t.high == 0:
+                identical += 1
+                continue
             ident = dict(zip(KEY, key, strict=True))
             rows.append(
                 [
@@ -148,8 +154,8 @@ def differences_table(run_dirs: Sequence[Path], labels: Sequence[str]) -> Table 
                 ]
             )
     if not rows:
-        return None
-    return Table(
+        return None, identical
+    table = Table(
         name="paired_differences",
         title="Paired differences from the first run",
         columns=[
@@ -174,3 +180,4 @@ def differences_table(run_dirs: Sequence[Path], labels: Sequence[str]) -> Table 
         ),
         floatfmt=".3g",
     )
+    return table, identical

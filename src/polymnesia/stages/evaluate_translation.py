@@ -33,15 +33,12 @@ from polymnesia.evaluation.generation import chat_prompt, greedy_generate, sampl
 from polymnesia.items import (
     ITEMS_FILE,
     ItemSet,
-    register_sum_score,
     scores_with_intervals,
     write_items,
 )
 from polymnesia.metrics.translation import (
     BLEU_TOKENIZERS,
-    bleu_from_stats,
     bleu_signature,
-    chrf_from_stats,
     resolve_bleu_tokenizer,
     translation_statistics,
 )
@@ -95,11 +92,6 @@ def check_tokenizer_name(name: str) -> str:
             f"unknown BLEU tokenizer '{name}'; accepted: {', '.join(BLEU_TOKENIZERS)}, by_script"
         )
     return name
-
-
-# corpus scores from summed per-verse statistics (items of kind "stats", see the module docstring)
-register_sum_score("chrf", chrf_from_stats)
-register_sum_score("bleu", bleu_from_stats)
 
 
 def shifted(refs: list[str]) -> list[str]:
