@@ -136,10 +136,13 @@ def test_compare_tests_an_arm_item_by_item_across_runs(tmp_path: Path) -> None:
         tmp_path, "new", {"en": [1, 1, 0, 1], "fr": [1, 1, 1, 1], "de": [0] * 4}, ids
     )
     other_items = _run_with_items(tmp_path, "elsewhere", {"en": [1, 1, 1, 1]}, ["w", "x", "y", "z"])
-    table, identical = differences_table([ref, new, other_items], ["ref", "new", "elsewhere"])
-    assert table is not None and len(table.rows) == 1  # no common item with "elsewhere"
-    assert identical == 0
-    assert differences_table([ref, ref], ["ref", "again"]) == (None, 1)  # the same run twice
+    found = differences_table([ref, new, other_items], ["ref", "new", "elsewhere"])
+    table = found.table
+    assert table is not None and len(table.rows) == 1 and found.identical == 0
+    # no common item with "elsewhere": said, not a traceback
+    assert len(found.untested) == 1 and "share no test item" in found.untested[0]
+    twice = differences_table([ref, ref], ["ref", "again"])  # the same run twice
+    assert (twice.table, twice.identical, twice.untested) == (None, 1, [])
     model, task, group, setting, metric, runs, diff, p, n, test = table.rows[0]
     assert (model, task, metric, runs) == ("M", "t", "f1", "new − ref")
     # mean over en and fr (de only in one run) of the per-language differences: (0.25 + 0.5) / 2
@@ -147,7 +150,7 @@ def test_compare_tests_an_arm_item_by_item_across_runs(tmp_path: Path) -> None:
     # two seeds in common: a paired test over the seeds' means
     a = _run_with_items(tmp_path, "a2", {"en": [1, 0, 0, 1]}, ids, seeds=(0, 1))
     b = _run_with_items(tmp_path, "b2", {"en": [1, 1, 0, 1]}, ids, seeds=(0, 1))
-    paired, _ = differences_table([a, b], ["a2", "b2"])
+    paired = differences_table([a, b], ["a2", "b2"]).table
     assert paired is not None
     (row,) = paired.rows
     assert row[6].startswith("+0.25 [") and row[8] == 2 and "seed" in row[9]

@@ -177,23 +177,28 @@ def compare_runs(
         table = side_by_side(name, read)
         rep.heading(_title(dirs[0] / "results", name), 2).table(table)
     rep.heading("Paired differences from the first run", 2)
-    paired, identical = differences_table(dirs, labels)
+    found = differences_table(dirs, labels)
     same = (
-        f"{identical} paired scores are identical in both runs (the same model on the same "
-        "items, e.g. an arm whose stages both runs share) and are not listed."
-        if identical
+        f"{found.identical} paired scores are identical in both runs (the same model on the "
+        "same items, e.g. an arm whose stages both runs share) and are not listed."
+        if found.identical
         else ""
     )
-    if paired is not None:
-        rep.table(paired)
+    if found.table is not None:
+        rep.table(found.table)
         if same:
             rep.paragraph(same)
-    elif identical:
+    elif found.identical:
         rep.paragraph(f"No score differs between the runs: {same}")
-    else:
+    elif not found.untested:
         rep.paragraph(
             "No score could be paired: the runs kept no per-item evidence for a common arm "
             "(its stage entries were removed, or the runs scored different test items)."
+        )
+    if found.untested:
+        rep.paragraph(
+            f"{len(found.untested)} paired scores could not be tested from their items "
+            f"(first: {found.untested[0]})."
         )
     return rep
 

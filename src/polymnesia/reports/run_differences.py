@@ -18,11 +18,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from polymnesia.errors import DataError
+from polymnesia.errors import PolymnesiaError
 from polymnesia.items import ItemSet, run_items, select_items
 from polymnesia.metrics.uncertainty import PairedTest
 from polymnesia.reports.evidence import arm_difference
@@ -59,9 +59,12 @@ def _load(run_dir: Path) -> tuple[list[Score], list[ItemSet]] | None:
 
 
 def pair_runs(
-    ref: tuple[list[Score], list[ItemSet]], other: tuple[list[Score], list[ItemSet]]
+    ref: tuple[list[Score], list[ItemSet]],
+    other: tuple[list[Score], list[ItemSet]],
+    untested: list[str] | None = None,
 ) -> list[tuple[tuple[Any, ...], PairedTest]]:
-    """``(key, test of other - ref)`` for every key both runs scored on common items."""
+    """``(key, test of other - ref)`` for every key both runs scored on common items; a key
+    whose items cannot be tested adds a line to ``untested`` (when given)."""
     (ref_scores, ref_items), (scores, items) = ref, other
     by_key: dict[tuple[Any, ...], tuple[list[Score], list[Score]]] = {}
     for side, chosen in ((0, ref_scores), (1, scores)):
@@ -72,7 +75,12 @@ def pair_runs(
         langs = sorted({s.lang for s in a} & {s.lang for s in b})
         if not a or not b or not langs:
             continue
-        test = _pair(key, a, b, ref_items, items, langs)
+        try:
+            test = _pair(key, a, b, ref_items, items, langs)
+        except PolymnesiaError as e:
+            if untested is not None:
+                untested.append(f"{'/'.join(str(k) for k in key if k is not None)}: {e}")
+            continue
         if test is not None:
             out.append((key, test))
     return out
@@ -106,10 +114,7 @@ def _pair(
 
     comb_scores = relabel(a, _REF) + relabel(b, _OTHER)
     comb_items = relabel(matching(ref_items, a), _REF) + relabel(matching(items, b), _OTHER)
-    try:
-        test = arm_difference(comb_scores, comb_items, metric, _OTHER, _REF, **where)
-    except DataError:
-        return None  # several item sets per language the scores cannot tell apart
+    test = arm_difference(comb_scores, comb_items, metric, _OTHER, _REF, **where)
     return None if math.isnan(test.effect) or math.isnan(test.low) else test
 
 
@@ -120,21 +125,33 @@ def _p(t: PairedTest) -> str:
     return f"{t.p_value:.3g}"
 
 
-def differences_table(run_dirs: Sequence[Path], labels: Sequence[str]) -> tuple[Table | None, int]:
+@dataclass
+class RunDifferences:
+    """What :func:`differences_table` found: the table of differing scores (None when none
+    differs), how many paired scores are identical in both runs, and one line per paired
+    score whose items could not be tested."""
+
+    table: Table | None
+    identical: int
+    untested: list[str]
+
+
+def differences_table(run_dirs: Sequence[Path], labels: Sequence[str]) -> RunDifferences:
     """One row per paired score and later run that differs: its difference from the first
-    run, with the interval and p-value of the paired test (None when no row differs), and
-    how many paired scores are identical in both runs (the same model on the same items,
-    such as an arm whose stages both runs reused: not shown)."""
+    run, with the interval and p-value of the paired test. Scores identical in both runs
+    (the same model on the same items, such as an arm whose stages both runs reused) are
+    counted, not listed."""
     ref = _load(run_dirs[0])
+    untested: list[str] = []
     if ref is None:
-        return None, 0
+        return RunDifferences(None, 0, untested)
     rows: list[list[object]] = []
     identical = 0
     for run_dir, label in zip(run_dirs[1:], labels[1:], strict=True):
         other = _load(run_dir)
         if other is None:
             continue
-        for key, t in pair_runs(ref, other):
+        for key, t in pair_runs(ref, other, untested):
             if t.effect == 0 and t.low == 0 and t.high == 0:
                 identical += 1
                 continue
@@ -154,7 +171,7 @@ def differences_table(run_dirs: Sequence[Path], labels: Sequence[str]) -> tuple[
                 ]
             )
     if not rows:
-        return None, identical
+        return RunDifferences(None, identical, untested)
     table = Table(
         name="paired_differences",
         title="Paired differences from the first run",
@@ -180,4 +197,4 @@ def differences_table(run_dirs: Sequence[Path], labels: Sequence[str]) -> tuple[
         ),
         floatfmt=".3g",
     )
-    return table, identical
+    return RunDifferences(table, identical, untested)
