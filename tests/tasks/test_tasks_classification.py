@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+
 import pytest
 import torch
 from tasks_helpers import record  # type: ignore[import-not-found]
@@ -16,6 +18,7 @@ from polymnesia.tasks import (
     load_classifier,
     predict,
 )
+from polymnesia.tasks.classification import head_report
 from polymnesia.testing import ARCHITECTURES
 
 
@@ -45,6 +48,32 @@ def test_classification_data_right_pads() -> None:
     assert tok["labels"].tolist() == [[-100, 4], [-100, 4]]
     with pytest.raises(DataError):
         ClassificationData([], pad_id=0)
+
+
+def test_load_classifier_says_the_new_head_in_one_line(lm_folder, capfd) -> None:  # type: ignore[no-untyped-def]
+    load_classifier(lm_folder, num_labels=3, kind="token")
+    err = capfd.readouterr().err
+    assert "LOAD REPORT" not in err  # transformers' warning table is replaced
+    lines = [x for x in err.splitlines() if x.startswith("[polymnesia]")]
+    assert lines == [
+        f"[polymnesia] MistralForTokenClassification from {lm_folder / 'model'}: new head "
+        "score.bias, score.weight (seed 1234); not used from the checkpoint: lm_head.weight"
+    ]
+    assert "not sharded" not in err  # (what transformers logs when its logger's level is raised)
+    assert not logging.getLogger("transformers.modeling_utils").filters  # restored
+
+
+def test_head_report_warns_about_body_weights_the_checkpoint_lacks(lm_folder) -> None:  # type: ignore[no-untyped-def]
+    model, _ = load_classifier(lm_folder, num_labels=3)
+    body = [f"model.layers.{i}.mlp.up_proj.weight" for i in range(6)]
+    info = {"missing_keys": ["score.weight", *body], "unexpected_keys": []}
+    lines = head_report(model, info, "ckpt", seed=5)
+    assert lines == [
+        "MistralForSequenceClassification from ckpt: new head score.weight (seed 5)",
+        "warning: 6 weight(s) of the model body are not in ckpt and start untrained: "
+        + ", ".join(sorted(body)[:4])
+        + " and 2 more",
+    ]
 
 
 def test_load_classifier_head_seed_and_pad(lm_folder, tiny_tok) -> None:  # type: ignore[no-untyped-def]

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import warnings
 from pathlib import Path
@@ -315,8 +316,6 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 
 def _default_lock_timeout() -> float:
-    import os
-
     try:
         return float(os.environ.get("POLYMNESIA_LOCK_TIMEOUT", 86400))
     except ValueError:
@@ -422,10 +421,31 @@ def parse_args(parser: argparse.ArgumentParser, argv: list[str] | None) -> argpa
     return args
 
 
+PROGRESS_BAR_SWITCHES = ("HF_HUB_DISABLE_PROGRESS_BARS", "HF_DATASETS_DISABLE_PROGRESS_BARS")
+
+
+def plain_library_output(stream: Any = None) -> bool:
+    """Output going to a file: the Hugging Face libraries' progress bars (weights loaded and
+    written, datasets mapped) off, as polymnesia's own progress turns to lines. A switch the
+    user set is left alone. True when the bars were turned off."""
+    out = sys.stderr if stream is None else stream
+    isatty = getattr(out, "isatty", None)
+    if callable(isatty) and isatty():
+        return False
+    for name in PROGRESS_BAR_SWITCHES:
+        os.environ.setdefault(name, "1")
+    if "transformers" in sys.modules and os.environ[PROGRESS_BAR_SWITCHES[0]] != "0":
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.disable_progress_bar()
+    return True
+
+
 def main(argv: list[str] | None = None) -> int:
     from polymnesia.runtime import shutdown
 
     args = parse_args(build_parser(), argv)
+    plain_library_output()
     previous = warnings.showwarning
     warnings.showwarning = _one_line_config_warnings(previous)
     try:

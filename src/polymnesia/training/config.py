@@ -46,7 +46,11 @@ class TrainConfig(StrictModel):
     trackers: list[Literal["tensorboard", "mlflow", "wandb", "comet_ml", "aim", "clearml"]] = Field(
         default_factory=list, description="Accelerate trackers to log to besides metrics.jsonl"
     )
-    progress_bar: bool = True
+    progress_bar: bool = Field(
+        True,
+        description="show progress: a bar on a terminal, a line per tenth of the steps when "
+        "the output goes to a file",
+    )
     fused_adamw: bool | None = Field(
         None,
         description="fused AdamW kernel: null = on CUDA (where it is available), true = on any "

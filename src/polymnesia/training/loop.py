@@ -31,6 +31,7 @@ from polymnesia.training.data import IndexStream, TrainData
 from polymnesia.training.engines import UNSHARDED, check_engine, engine_name
 from polymnesia.training.loss import causal_lm_loss, chunked_head
 from polymnesia.training.plugins import LoopState, StepFn, TrainingPlugin
+from polymnesia.training.progress import open_progress
 from polymnesia.training.schedule import warmup_cosine
 from polymnesia.training.trackers import check_trackers, flat_config
 
@@ -400,11 +401,7 @@ def train(
 
     bar = None
     if cfg.progress_bar and acc.is_main_process:
-        from tqdm.auto import tqdm
-
-        bar = tqdm(
-            total=cfg.steps, initial=counters.step, desc=tracker_name, mininterval=1.0, leave=False
-        )
+        bar = open_progress(cfg.steps, counters.step, tracker_name)
     model.train()
     t0, tok0 = time.time(), counters.tokens
     losses = _Losses()
@@ -432,7 +429,7 @@ def train(
             losses.read(acc, counters, ckpt_dir)
             tokens_per_s = (counters.tokens - tok0) / max(1e-9, time.time() - t0)
             if bar is not None:
-                bar.set_postfix(loss=f"{counters.loss:.3f}", tok_s=f"{tokens_per_s:.0f}")
+                bar.show(counters.loss, tokens_per_s)
             rec = {
                 "step": counters.step,
                 "loss": round(counters.loss, 6),
