@@ -164,7 +164,7 @@ def baselines(
     _show(rep, run_dir, table)
     ratios = [iv.estimate / base.majority(metric) for _, _, metric, iv, base in rows]
     rep.paragraph(
-        f"Learned-above-chance check (issue 10): score >= 2x the majority-class baseline with an "
+        f"Learned-above-chance check: score >= 2x the majority-class baseline with an "
         f"interval above it: {sum(r >= 2 for r in ratios)} of {len(rows)} arms reach 2x "
         f"(ratios {min(ratios):.2f} to {max(ratios):.2f})."
     )
