@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import argparse
 import io
+import logging
 import os
 
 import pytest
@@ -52,3 +54,19 @@ def test_a_switch_the_user_set_is_kept(monkeypatch: pytest.MonkeyPatch) -> None:
         assert hf_logging.is_progress_bar_enabled()
     finally:
         (hf_logging.enable_progress_bar if was else hf_logging.disable_progress_bar)()
+
+
+def test_polymnesia_log_records_are_prefixed_lines_while_a_command_runs(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import polymnesia.cli.main as cli
+
+    def command(args: object) -> int:
+        logging.getLogger("polymnesia.stages.instruct").warning("left out %d of %d", 2, 24)
+        logging.getLogger("polymnesia.stages.instruct").info("not shown")
+        return 0
+
+    monkeypatch.setattr(cli, "parse_args", lambda p, argv: argparse.Namespace(fn=command))
+    assert cli.main(["ls"]) == 0
+    assert capsys.readouterr().err == "[polymnesia] warning: left out 2 of 24\n"
+    assert not logging.getLogger("polymnesia").handlers  # removed when the command ends

@@ -163,3 +163,30 @@ def test_stage_params_refuse_online_task_offline() -> None:
         EvaluateHarnessParams(label="x", tasks=["mmlu", "poly_genre_en"], offline=True)
     ok = EvaluateHarnessParams(label="x", tasks=["mmlu"], offline=False)
     assert ok.tasks == ["mmlu"]
+
+
+def test_lm_eval_warnings_are_prefixed_lines_without_the_expected_ones() -> None:
+    import io
+    import logging
+
+    from polymnesia.harness.run import lm_eval_log
+
+    out, logger = io.StringIO(), logging.getLogger("lm_eval.api.task")
+    root = logging.getLogger("lm_eval")
+    with lm_eval_log(out) as handler:
+        assert handler is not None and not root.propagate
+        logger.warning("poly_genre_en: Custom kwargs can be passed to `--metadata` in console")
+        logging.getLogger("lm_eval.evaluator").warning(
+            "Overwriting default num_fewshot of %s from %s to %s", "t", None, 0
+        )
+        logger.warning("task %s has no test split", "xnli_sw")
+        logger.info("building contexts")
+    assert out.getvalue() == "[lm-eval] warning: task xnli_sw has no test split\n"
+    assert not root.handlers and root.propagate  # restored
+    theirs = logging.StreamHandler(io.StringIO())
+    root.addHandler(theirs)
+    try:
+        with lm_eval_log(out) as handler:  # lm-eval's own logging set up: left alone
+            assert handler is None and root.handlers == [theirs]
+    finally:
+        root.removeHandler(theirs)

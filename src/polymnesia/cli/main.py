@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import sys
 import warnings
@@ -441,11 +442,26 @@ def plain_library_output(stream: Any = None) -> bool:
     return True
 
 
+class _PolymnesiaLogLines(logging.Handler):
+    """polymnesia's own log records (``logging.getLogger("polymnesia.…")``) as
+    ``[polymnesia] warning: ...`` lines on the standard error of the moment (they reached
+    Python's last-resort handler bare, with nothing saying whose they were)."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        level = "" if record.levelno < logging.WARNING else f"{record.levelname.lower()}: "
+        try:
+            print(f"[polymnesia] {level}{record.getMessage()}", file=sys.stderr, flush=True)
+        except Exception:  # noqa: BLE001  (logging must not end the run)
+            self.handleError(record)
+
+
 def main(argv: list[str] | None = None) -> int:
     from polymnesia.runtime import shutdown
 
     args = parse_args(build_parser(), argv)
     plain_library_output()
+    log_lines = _PolymnesiaLogLines(logging.WARNING)
+    logging.getLogger("polymnesia").addHandler(log_lines)
     previous = warnings.showwarning
     warnings.showwarning = _one_line_config_warnings(previous)
     try:
@@ -458,6 +474,7 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     finally:
         warnings.showwarning = previous
+        logging.getLogger("polymnesia").removeHandler(log_lines)
         shutdown()
 
 

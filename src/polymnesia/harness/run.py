@@ -16,8 +16,11 @@ task and metric, with lm-eval's standard error in ``Score.stderr``.
 from __future__ import annotations
 
 import json
+import logging
 import math
-from collections.abc import Mapping, Sequence
+import sys
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +43,49 @@ ONLINE_TASK_LANGS: dict[str, str] = {
     "winogrande": "en",
     "gsm8k": "en",
 }
+
+
+#: lm-eval warnings that polymnesia's calls raise every time, by design: its shipped tasks
+#: read their documents through a function (``custom_dataset``), and the config sets
+#: ``num_fewshot`` and the generation length. Dropped from the log (:func:`lm_eval_log`).
+EXPECTED_WARNINGS = (
+    "Custom kwargs can be passed to `--metadata`",
+    "Overwriting default num_fewshot",
+    "specified through cli, these settings will update",
+)
+
+
+@contextmanager
+def lm_eval_log(stream: Any = None) -> Iterator[logging.Handler | None]:
+    """lm-eval's warnings as ``[lm-eval] warning: ...`` lines on ``stream`` (default standard
+    error) for one evaluation, without the ones in :data:`EXPECTED_WARNINGS`. Without this
+    they reach Python's last-resort handler bare, a few per task and stage. Left alone when
+    lm-eval's logger already has a handler (``lm_eval.utils.setup_logging``, or the user's)."""
+    logger = logging.getLogger("lm_eval")
+    if logger.handlers:
+        yield None
+        return
+    handler = logging.StreamHandler(sys.stderr if stream is None else stream)
+    handler.setLevel(logging.WARNING)
+    handler.setFormatter(_LmEvalFormatter())
+    handler.addFilter(_unexpected)
+    propagate, logger.propagate = logger.propagate, False
+    logger.addHandler(handler)
+    try:
+        yield handler
+    finally:
+        logger.removeHandler(handler)
+        logger.propagate = propagate
+
+
+class _LmEvalFormatter(logging.Formatter):
+    def format(self, record: logging.LogRecord) -> str:
+        return f"[lm-eval] {record.levelname.lower()}: {record.getMessage()}"
+
+
+def _unexpected(record: logging.LogRecord) -> bool:
+    message = str(record.msg)
+    return not any(expected in message for expected in EXPECTED_WARNINGS)
 
 
 def run_lm_eval(
@@ -79,31 +125,32 @@ def run_lm_eval(
     online = any(not is_shipped(t) for t in tasks)
     metadata = {"polymnesia_data": str(task_data)} if task_data is not None else None
     include = TASK_DIR if task_data is None else _task_folder(task_data, tasks)
-    tm = TaskManager(include_path=str(include), include_defaults=online, metadata=metadata)
     import torch
 
     device = device or ("cuda" if torch.cuda.is_available() else "cpu")
-    lm = HFLM(
-        pretrained=str(model_dir),
-        device=device,
-        batch_size=batch_size,
-        dtype=dtype,
-        add_bos_token=add_bos_token,
-    )
-    results = lm_eval.simple_evaluate(
-        model=lm,
-        tasks=list(tasks),
-        num_fewshot=num_fewshot,
-        limit=limit,
-        task_manager=tm,
-        log_samples=log_samples,
-        bootstrap_iters=bootstrap_iters,
-        gen_kwargs={"max_gen_toks": max_gen_toks} if max_gen_toks else None,
-        random_seed=seed,
-        numpy_random_seed=seed,
-        torch_random_seed=seed,
-        fewshot_random_seed=seed,
-    )
+    with lm_eval_log():
+        tm = TaskManager(include_path=str(include), include_defaults=online, metadata=metadata)
+        lm = HFLM(
+            pretrained=str(model_dir),
+            device=device,
+            batch_size=batch_size,
+            dtype=dtype,
+            add_bos_token=add_bos_token,
+        )
+        results = lm_eval.simple_evaluate(
+            model=lm,
+            tasks=list(tasks),
+            num_fewshot=num_fewshot,
+            limit=limit,
+            task_manager=tm,
+            log_samples=log_samples,
+            bootstrap_iters=bootstrap_iters,
+            gen_kwargs={"max_gen_toks": max_gen_toks} if max_gen_toks else None,
+            random_seed=seed,
+            numpy_random_seed=seed,
+            torch_random_seed=seed,
+            fewshot_random_seed=seed,
+        )
     if results is None:  # only on non-main processes
         return {}
     results = dict(results)
