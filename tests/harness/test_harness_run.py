@@ -92,7 +92,7 @@ def setup(tmp_path_factory: pytest.TempPathFactory, make_tok_model: Any) -> dict
     return {"root": root, "prep": prep, "docs": docs, "tok": tok, "model": model, "folder": folder}
 
 
-def test_lm_eval_accuracy_equals_polymnesia_scorer(setup: dict[str, Any]) -> None:
+def test_lm_eval_accuracy_equals_polymnesia_scorer(setup: dict[str, Any], capfd) -> None:  # type: ignore[no-untyped-def]
     """Same items, same model: lm-eval's acc and per-item log-likelihoods = answer_logprobs."""
     from polymnesia.evaluation.generation import answer_logprobs
 
@@ -101,6 +101,9 @@ def test_lm_eval_accuracy_equals_polymnesia_scorer(setup: dict[str, Any]) -> Non
         setup["folder"], tasks, setup["root"] / "out", task_data=setup["docs"], batch_size=4,
         device="cpu", dtype="float32",
     )  # fmt: skip
+    err = capfd.readouterr().err  # output to a file: no request progress bars, no expected warnings
+    assert "Running loglikelihood requests" not in err and "Tokenizing inputs" not in err
+    assert "Custom kwargs" not in err
     assert (setup["root"] / "out" / "results.json").exists()
     for task in tasks:
         docs = read_jsonl(setup["docs"] / f"{task}.test.jsonl")

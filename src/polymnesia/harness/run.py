@@ -78,6 +78,31 @@ def lm_eval_log(stream: Any = None) -> Iterator[logging.Handler | None]:
         logger.propagate = propagate
 
 
+def _is_terminal(stream: Any) -> bool:
+    isatty = getattr(stream, "isatty", None)
+    return bool(callable(isatty) and isatty())
+
+
+def _lm_class(hflm: Any, *, quiet: bool) -> Any:
+    """lm-eval's ``HFLM``, or (``quiet``: output going to a file) a subclass that turns off its
+    request progress bars ("Tokenizing inputs", "Running loglikelihood requests", one
+    carriage-return line each per task in a log file) through lm-eval's own ``disable_tqdm``."""
+    if not quiet:
+        return hflm
+
+    class QuietHFLM(hflm):  # type: ignore[misc,valid-type]
+        def loglikelihood(self, requests: Any, disable_tqdm: bool = False) -> Any:
+            return super().loglikelihood(requests, disable_tqdm=True)
+
+        def loglikelihood_rolling(self, requests: Any, disable_tqdm: bool = False) -> Any:
+            return super().loglikelihood_rolling(requests, disable_tqdm=True)
+
+        def generate_until(self, requests: Any, disable_tqdm: bool = False) -> Any:
+            return super().generate_until(requests, disable_tqdm=True)
+
+    return QuietHFLM
+
+
 class _LmEvalFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
         return f"[lm-eval] {record.levelname.lower()}: {record.getMessage()}"
@@ -130,7 +155,7 @@ def run_lm_eval(
     device = device or ("cuda" if torch.cuda.is_available() else "cpu")
     with lm_eval_log():
         tm = TaskManager(include_path=str(include), include_defaults=online, metadata=metadata)
-        lm = HFLM(
+        lm = _lm_class(HFLM, quiet=not _is_terminal(sys.stderr))(
             pretrained=str(model_dir),
             device=device,
             batch_size=batch_size,
