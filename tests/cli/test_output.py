@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import argparse
 import io
+import json
 import logging
 import os
+from pathlib import Path
 
 import pytest
 
@@ -70,3 +72,17 @@ def test_polymnesia_log_records_are_prefixed_lines_while_a_command_runs(
     assert cli.main(["ls"]) == 0
     assert capsys.readouterr().err == "[polymnesia] warning: left out 2 of 24\n"
     assert not logging.getLogger("polymnesia").handlers  # removed when the command ends
+
+
+def test_run_summary_counts_what_this_run_built_and_reused(tmp_path: Path) -> None:
+    from polymnesia.cli.main import run_summary
+
+    stages = {"a": "reuse", "b": "run", "c": "resume", "d": "run"}
+    record = {"stages": {k: {"status": v} for k, v in stages.items()}}
+    (tmp_path / "run.json").write_text(json.dumps(record), encoding="utf-8")
+    assert run_summary(tmp_path, 75.2) == (
+        "4 stages in 1 min 15 s: 3 built (1 resumed), 1 reused from the cache"
+    )
+    record["stages"] = {"a": {"status": "reuse"}}
+    (tmp_path / "run.json").write_text(json.dumps(record), encoding="utf-8")
+    assert run_summary(tmp_path, 3) == "1 stage in 3 s: 0 built, 1 reused from the cache"
