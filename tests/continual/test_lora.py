@@ -34,3 +34,11 @@ def test_adapter_trainable_count_by_hand() -> None:
         input_ids=torch.tensor([[1, 2, 3]]), attention_mask=torch.ones(1, 3, dtype=torch.long)
     )
     assert out.logits.shape == (1, 3)
+
+
+def test_adding_an_adapter_raises_no_deprecation_warning_from_peft() -> None:
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", FutureWarning)
+        add_adapter(_classifier(), 2, LoraConfig(), "sequence")

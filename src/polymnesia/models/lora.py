@@ -15,6 +15,9 @@ architecture without those names they are translated by role
 
 from __future__ import annotations
 
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -88,14 +91,27 @@ def add_adapter(model: torch.nn.Module, rank: int, cfg: LoraConfig, kind: str) -
         lora_dropout=cfg.dropout,
         target_modules=target_modules(model, cfg),
     )
-    return get_peft_model(model, pcfg)  # type: ignore[arg-type]
+    with _peft_reads_a_deprecated_flag():
+        return get_peft_model(model, pcfg)  # type: ignore[arg-type]
 
 
 def load_adapter(model: torch.nn.Module, folder: Path) -> Any:
     """The base ``model`` with the trainable adapter (and head) saved in ``folder``."""
     from peft import PeftModel
 
-    return PeftModel.from_pretrained(model, str(folder), is_trainable=True)
+    with _peft_reads_a_deprecated_flag():
+        return PeftModel.from_pretrained(model, str(folder), is_trainable=True)
+
+
+@contextmanager
+def _peft_reads_a_deprecated_flag() -> Iterator[None]:
+    """PEFT reads ``model.is_gradient_checkpointing``, which transformers 5 deprecates with a
+    FutureWarning pointing into site-packages on every adapter: nothing a user can act on."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings(
+            "ignore", message="`is_gradient_checkpointing` is deprecated", category=FutureWarning
+        )
+        yield
 
 
 def trainable_parameters(model: torch.nn.Module) -> int:
