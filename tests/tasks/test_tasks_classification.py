@@ -18,7 +18,7 @@ from polymnesia.tasks import (
     load_classifier,
     predict,
 )
-from polymnesia.tasks.classification import head_report
+from polymnesia.tasks.load_report import head_report
 from polymnesia.testing import ARCHITECTURES
 
 

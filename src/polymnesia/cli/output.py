@@ -1,0 +1,59 @@
+"""What the command line writes besides its results: log lines that say whose they are,
+no progress-bar debris when the output is a file, and a run's closing summary."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sys
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from polymnesia.training.progress import duration
+
+PROGRESS_BAR_SWITCHES = ("HF_HUB_DISABLE_PROGRESS_BARS", "HF_DATASETS_DISABLE_PROGRESS_BARS")
+
+
+def plain_library_output(stream: Any = None) -> bool:
+    """Output going to a file: the Hugging Face libraries' progress bars (weights loaded and
+    written, datasets mapped) off, as polymnesia's own progress turns to lines. A switch the
+    user set is left alone. True when the bars were turned off."""
+    out = sys.stderr if stream is None else stream
+    isatty = getattr(out, "isatty", None)
+    if callable(isatty) and isatty():
+        return False
+    for name in PROGRESS_BAR_SWITCHES:
+        os.environ.setdefault(name, "1")
+    if "transformers" in sys.modules and os.environ[PROGRESS_BAR_SWITCHES[0]] != "0":
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.disable_progress_bar()
+    return True
+
+
+class PolymnesiaLogLines(logging.Handler):
+    """polymnesia's own log records (``logging.getLogger("polymnesia.…")``) as
+    ``[polymnesia] warning: ...`` lines on the standard error of the moment (they reached
+    Python's last-resort handler bare, with nothing saying whose they were)."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        level = "" if record.levelno < logging.WARNING else f"{record.levelname.lower()}: "
+        try:
+            print(f"[polymnesia] {level}{record.getMessage()}", file=sys.stderr, flush=True)
+        except Exception:  # noqa: BLE001  (logging must not end the run)
+            self.handleError(record)
+
+
+def run_summary(run_dir: Path, seconds: float) -> str:
+    """``40 stages in 32 s: 39 built (2 resumed), 1 reused from the cache`` from ``run.json``
+    (every stage's status as this run left it)."""
+    stages = json.loads((run_dir / "run.json").read_text(encoding="utf-8")).get("stages", {})
+    status = Counter(str(v.get("status")) for v in stages.values())
+    built = status["run"] + status["resume"]
+    resumed = f" ({status['resume']} resumed)" if status["resume"] else ""
+    return (
+        f"{len(stages)} stage{'' if len(stages) == 1 else 's'} in {duration(seconds)}: {built} built{resumed}, "
+        f"{status['reuse']} reused from the cache"
+    )
