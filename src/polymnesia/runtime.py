@@ -92,6 +92,13 @@ def logit_chunk_rows(vocab: int, device: torch.device | str) -> int:
     return max(MIN_LOGIT_CHUNK_ROWS, budget // (4 * max(1, vocab)))
 
 
+def is_terminal(stream: Any = None) -> bool:
+    """Whether ``stream`` (default: standard error) is a terminal, where progress may redraw
+    itself; a file (``nohup``, a batch scheduler's log, CI) gets plain lines instead."""
+    isatty = getattr(sys.stderr if stream is None else stream, "isatty", None)
+    return bool(callable(isatty) and isatty())
+
+
 def say(line: str) -> None:
     """One log line on standard error (every process may say it; ranks are prefixed)."""
     print(f"[polymnesia] {line}", file=sys.stderr, flush=True)

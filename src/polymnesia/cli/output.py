@@ -11,6 +11,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from polymnesia.runtime import is_terminal
 from polymnesia.training.progress import duration
 
 PROGRESS_BAR_SWITCHES = ("HF_HUB_DISABLE_PROGRESS_BARS", "HF_DATASETS_DISABLE_PROGRESS_BARS")
@@ -20,9 +21,7 @@ def plain_library_output(stream: Any = None) -> bool:
     """Output going to a file: the Hugging Face libraries' progress bars (weights loaded and
     written, datasets mapped) off, as polymnesia's own progress turns to lines. A switch the
     user set is left alone. True when the bars were turned off."""
-    out = sys.stderr if stream is None else stream
-    isatty = getattr(out, "isatty", None)
-    if callable(isatty) and isatty():
+    if is_terminal(stream):
         return False
     for name in PROGRESS_BAR_SWITCHES:
         os.environ.setdefault(name, "1")

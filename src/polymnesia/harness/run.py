@@ -30,6 +30,7 @@ from polymnesia.harness.punkt import ensure_punkt
 from polymnesia.harness.tasks import HARNESS_TASKS, TASK_DIR, expand, is_shipped
 from polymnesia.io import atomic_write_text
 from polymnesia.results import Score
+from polymnesia.runtime import is_terminal
 
 #: language of well-known online tasks whose names do not end in a language code (prefix match)
 ONLINE_TASK_LANGS: dict[str, str] = {
@@ -76,11 +77,6 @@ def lm_eval_log(stream: Any = None) -> Iterator[logging.Handler | None]:
     finally:
         logger.removeHandler(handler)
         logger.propagate = propagate
-
-
-def _is_terminal(stream: Any) -> bool:
-    isatty = getattr(stream, "isatty", None)
-    return bool(callable(isatty) and isatty())
 
 
 def _lm_class(hflm: Any, *, quiet: bool) -> Any:
@@ -155,7 +151,7 @@ def run_lm_eval(
     device = device or ("cuda" if torch.cuda.is_available() else "cpu")
     with lm_eval_log():
         tm = TaskManager(include_path=str(include), include_defaults=online, metadata=metadata)
-        lm = _lm_class(HFLM, quiet=not _is_terminal(sys.stderr))(
+        lm = _lm_class(HFLM, quiet=not is_terminal())(
             pretrained=str(model_dir),
             device=device,
             batch_size=batch_size,

@@ -14,6 +14,8 @@ import sys
 import time
 from typing import Any, Protocol, TextIO
 
+from polymnesia.runtime import is_terminal
+
 TENTHS = 10
 
 
@@ -28,8 +30,7 @@ class Progress(Protocol):
 def open_progress(total: int, initial: int, desc: str, stream: TextIO | None = None) -> Progress:
     """A tqdm bar when ``stream`` (default stderr) is a terminal, else :class:`ProgressLines`."""
     out = sys.stderr if stream is None else stream
-    isatty = getattr(out, "isatty", None)
-    if callable(isatty) and isatty():
+    if is_terminal(out):
         return _Bar(total, initial, desc, out)
     return ProgressLines(total, initial, desc, out)
 
