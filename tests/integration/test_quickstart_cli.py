@@ -54,7 +54,8 @@ def test_run_writes_tables_plots_report_and_reuses(isolated_cache: Path, tmp_pat
     capsys.readouterr()
     assert run_cli("--run-dir", str(run)) == 0
     out = capsys.readouterr().out
-    assert out.count("reuse") == 4 and "run    " not in out
+    assert out.count("[polymnesia] reuse ") == 4 and "run    " not in out
+    assert ": 0 built, 4 reused from the cache\n" in out  # the closing summary
     # the report can be rebuilt from the saved scores alone
     (run / "report.md").unlink()
     assert main(["report", str(run)]) == 0 and (run / "report.md").is_file()

@@ -168,3 +168,23 @@ def test_a_resampling_p_value_of_zero_reads_as_below_one_resample() -> None:
     assert (
         _p(PairedTest(0.3, -0.1, 0.5, 0.1234, 10, "paired bootstrap", n_resamples=1000)) == "0.123"
     )
+
+
+def test_an_untestable_pair_names_the_runs_in_plain_text(tmp_path: Path) -> None:
+    import shutil
+
+    from polymnesia.reports.run_differences import differences_table
+
+    ids = ["a", "b", "c", "d"]
+    ref = _run_with_items(tmp_path, "ref", {"en": [1, 0, 0, 1]}, ids)
+    new = _run_with_items(tmp_path, "new", {"en": [1, 1, 0, 1]}, ids)
+    # a second stage with the same arm's items (F_p measured after each of two tasks)
+    shutil.copytree(new / "stages" / "ft", new / "stages" / "ft2")
+    found = differences_table([ref, new], ["ref", "new"])
+    assert len(found.untested) == 1
+    reason = found.untested[0]
+    assert "\x00" not in reason
+    assert reason == (
+        "M/t/f1: the later run scored this arm more than once in en (several stages gave it "
+        "items), so which items to pair is ambiguous"
+    )

@@ -17,6 +17,7 @@ runs kept per-item evidence (an interval over items) are paired.
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -112,10 +113,25 @@ def _pair(
         steps = {s.step for s in side}
         return [s for s in select_items(sets, **ident, lang=langs) if s.step in steps]
 
+    ref_sets, other_sets = matching(ref_items, a), matching(items, b)
+    for run, sets in (("the first run", ref_sets), ("the later run", other_sets)):
+        _refuse_ambiguous(run, sets, where.get("seed"))
     comb_scores = relabel(a, _REF) + relabel(b, _OTHER)
-    comb_items = relabel(matching(ref_items, a), _REF) + relabel(matching(items, b), _OTHER)
+    comb_items = relabel(ref_sets, _REF) + relabel(other_sets, _OTHER)
     test = arm_difference(comb_scores, comb_items, metric, _OTHER, _REF, **where)
     return None if math.isnan(test.effect) or math.isnan(test.low) else test
+
+
+def _refuse_ambiguous(run: str, sets: list[ItemSet], seed: Any) -> None:
+    """One line when a run holds several item sets of the arm for one language and seed
+    (several stages scored it: F_p after each task's fine-tuning), so pairing is ambiguous."""
+    counts = Counter((s.lang, s.seed) for s in sets if seed is None or s.seed == seed)
+    twice = sorted(str(lang) for (lang, _), n in counts.items() if n > 1)
+    if twice:
+        raise PolymnesiaError(
+            f"{run} scored this arm more than once in {', '.join(twice)} (several stages "
+            "gave it items), so which items to pair is ambiguous"
+        )
 
 
 def _p(t: PairedTest) -> str:
