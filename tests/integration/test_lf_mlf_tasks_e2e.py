@@ -69,3 +69,11 @@ def test_tagging_and_span_tasks_run_with_tasks_as_friedman_blocks(
     assert yaml.safe_load(tagger.read_text())["is_causal"] is False
     answerer = Path(stages["ft_main_questions_uniform_s0"]["entry"]) / "model" / "config.json"
     assert yaml.safe_load(answerer.read_text()).get("is_causal", True) is not False
+    # F_p names the task whose model it measures: a column and claims per task (pooled, one
+    # language held three item sets of an arm and no paired test was possible)
+    fp = {s["task"] for s in scores if s["group"] == "forgetting" and s["model"] != "base"}
+    assert fp == {"genre", "segments", "questions"}
+    forgetting = (run / "results" / "forgetting.md").read_text()
+    assert "genre" in forgetting and "segments" in forgetting and "questions" in forgetting
+    for task in ("genre", "segments", "questions"):
+        assert f"{task}: LF-MLF forgets the pretraining objective less than MGDA" in text

@@ -156,6 +156,18 @@ def test_seed_table_setting_columns_average_languages_per_seed_first() -> None:
         seed_table(scores, "ppl", best="top")
 
 
+def test_seed_table_keeps_several_tasks_apart_only_as_rows_or_columns() -> None:
+    scores = [
+        sc("LF", "fr", 1.0, seed=0, task="tag"), sc("LF", "fr", 3.0, seed=1, task="tag"),
+        sc("LF", "fr", 5.0, seed=0, task="qa"), sc("LF", "fr", 7.0, seed=1, task="qa"),
+    ]  # fmt: skip
+    t = seed_table(scores, "ppl", col_key="task", col_order=["tag", "qa"])
+    assert t.columns == ["Model", "tag", "qa"]
+    assert texts(t) == [["LF", "2.00±1.41", "6.00±1.41"]]
+    with pytest.raises(DataError, match="several tasks"):  # pooled into one cell: refused
+        seed_table(scores, "ppl", col_key="setting")
+
+
 def test_matrix_table_and_shape_error() -> None:
     t = matrix_table([[1, 2], [3, 4]], ["s1", "s2"], ["fr", "de"], "R", "Transfer", corner="step")
     assert t.columns == ["step", "fr", "de"]

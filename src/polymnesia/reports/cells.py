@@ -106,11 +106,15 @@ def _single(scores: Sequence[Score], name: str, what: str) -> None:
         )
 
 
-def metric_scores(scores: Sequence[Score], metric: str, what: str) -> list[Score]:
-    """The scores of ``metric``; none, or several tasks, is a :class:`DataError` naming ``what``."""
+def metric_scores(
+    scores: Sequence[Score], metric: str, what: str, *, tasks_apart: bool = False
+) -> list[Score]:
+    """The scores of ``metric``; none, or several tasks (unless ``tasks_apart``: the table
+    keeps them apart, a row or column per task), is a :class:`DataError` naming ``what``."""
     chosen = filter_scores(scores, metric=metric)
     if not chosen:
         metrics = ", ".join(str(m) for m in unique(scores, "metric")) or "none"
         raise DataError(f"{what}: no scores for metric '{metric}'; present: {metrics}")
-    _single(chosen, "task", what)
+    if not tasks_apart:
+        _single(chosen, "task", what)
     return chosen

@@ -59,7 +59,7 @@ def seed_table(
         raise ConfigError(f"best '{best}' is not supported; accepted: 'max', 'min', None")
     if best_along not in ("row", "col"):
         raise ConfigError(f"best_along '{best_along}' is not supported; accepted: 'row', 'col'")
-    chosen = metric_scores(scores, metric, "seed_table")
+    chosen = metric_scores(scores, metric, "seed_table", tasks_apart="task" in (row_key, col_key))
     row_labels = ordered(unique(chosen, row_key), row_order)
     col_labels = ordered(unique(chosen, col_key), col_order)
     groups = group_scores(chosen, row_key, col_key)

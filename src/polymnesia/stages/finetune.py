@@ -287,7 +287,8 @@ class FinetuneTask(Stage):
     def _lm_scores(self, ctx: StageContext, model, tok) -> tuple[list[Score], list[ItemSet]]:  # type: ignore[no-untyped-def]
         """The pre-training loss of held-out text under the fine-tuned body with the base
         model's pre-training head (:mod:`polymnesia.evaluation.pretraining`): ``lm_loss``
-        for a decoder, ``mlm_loss`` for an encoder."""
+        for a decoder, ``mlm_loss`` for an encoder; group ``forgetting``, task the fine-tuned
+        task's name (entries of versions before that say ``lm``)."""
         p: FinetuneParams = ctx.params
         if not p.forgetting_languages:
             return [], []
@@ -309,8 +310,8 @@ class FinetuneTask(Stage):
                 max_length=p.evaluation.forgetting_max_length,
                 runtime=rt,
             )
-            items = ItemSet(
-                p.label, lang, "lm", list(range(len(texts))), cols, task="lm",
+            items = ItemSet(  # task: the fine-tuned task, so F_p of each task's model is its own
+                p.label, lang, "lm", list(range(len(texts))), cols, task=p.task.name,
                 group="forgetting", seed=p.seed, setting=p.setting,
             )  # fmt: skip
             score = Score(
@@ -318,7 +319,7 @@ class FinetuneTask(Stage):
                 lang=lang,
                 metric=LOSS_METRIC[objective],
                 value=st.loss,
-                task="lm",
+                task=p.task.name,
                 group="forgetting",
                 seed=p.seed,
                 setting=p.setting,

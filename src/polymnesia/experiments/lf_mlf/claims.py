@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 from polymnesia.errors import DataError
@@ -81,22 +82,54 @@ def zero_shot_claims(
     return out
 
 
+#: the task field of F_p records written before they named the fine-tuned task
+OLD_FP_TASK = "lm"
+#: the label of the base model's own language-modelling records (L_p(theta_p): no task of its own)
+BASE = "base"
+
+
+def forgetting_by_task(
+    cfg: LFMLFConfig, scores: Sequence[Score], items: Sequence[ItemSet]
+) -> tuple[list[Score], list[ItemSet]]:
+    """F_p records (group ``forgetting``) name the task whose fine-tuned model they measure;
+    records of entries cached before they did (task ``lm``) are given the config's task when
+    it has one (with several, which task they belong to is unknown and they stay ``lm``). The
+    base model's records keep theirs."""
+    tasks = cfg.task_list()
+    if len(tasks) != 1:
+        return list(scores), list(items)
+    name = tasks[0].name
+
+    def fix(x: Any) -> Any:
+        old = x.group == "forgetting" and x.task == OLD_FP_TASK and x.model != BASE
+        return replace(x, task=name) if old else x
+
+    return [fix(s) for s in scores], [fix(s) for s in items]
+
+
 def forgetting_claims(
     cfg: LFMLFConfig, scores: Sequence[Score], items: Sequence[ItemSet]
 ) -> list[Claim]:
+    """LF-MLF's F_p below each other method's, per fine-tuned task (each task's models are
+    their own comparison; pooled, one language held an item set per task and no paired
+    test could be made)."""
     out = []
-    where: dict[str, Any] = {"group": "forgetting", "setting": "main"}
     losses = {"lm_loss": "", "mlm_loss": ", masked-LM loss"}  # the base model's pre-training loss
-    for loss, what in losses.items():
-        for other in [label_of(m) for m in cfg.methods if label_of(m) != REFERENCE]:
-            c = _claim(
-                f"LF-MLF forgets the pretraining objective less than {other} (lower F_p{what})",
-                +1, scores, items, loss, other, REFERENCE,
-                f"{SOURCE}, Section 3 (the aim; not measured in the paper)",
-                f"F_p({other}) − F_p(LF-MLF)", **where,
-            )  # fmt: skip
-            if c:
-                out.append(c)
+    tasks = sorted({s.task for s in scores if s.group == "forgetting"})
+    for task in tasks:
+        where: dict[str, Any] = {"group": "forgetting", "setting": "main", "task": task}
+        prefix = f"{task}: " if len(tasks) > 1 else ""
+        for loss, what in losses.items():
+            for other in [label_of(m) for m in cfg.methods if label_of(m) != REFERENCE]:
+                c = _claim(
+                    f"{prefix}LF-MLF forgets the pretraining objective less than {other} "
+                    f"(lower F_p{what})",
+                    +1, scores, items, loss, other, REFERENCE,
+                    f"{SOURCE}, Section 3 (the aim; not measured in the paper)",
+                    f"F_p({other}) − F_p(LF-MLF)", **where,
+                )  # fmt: skip
+                if c:
+                    out.append(c)
     return out
 
 

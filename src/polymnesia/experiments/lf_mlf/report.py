@@ -20,7 +20,13 @@ from pathlib import Path
 import numpy as np
 
 from polymnesia.errors import PolymnesiaError
-from polymnesia.experiments.lf_mlf.claims import all_claims, baseline_rows, trivial_rows
+from polymnesia.experiments.lf_mlf.claims import (
+    BASE,
+    all_claims,
+    baseline_rows,
+    forgetting_by_task,
+    trivial_rows,
+)
 from polymnesia.experiments.lf_mlf.config import REFERENCE, LFMLFConfig, TaskSection, label_of
 from polymnesia.experiments.reporting import training_curves
 from polymnesia.items import run_items
@@ -181,7 +187,7 @@ FORGETTING = {
 def _base_losses(scores: list[Score], loss: str) -> dict[str, float]:
     """L_p(theta_p) per language: the base model's ``loss`` record, or for the causal loss of
     a base pretrained here (``evaluate_lm``) the log of its perplexity."""
-    base = [s for s in scores if s.model == "base"]
+    base = [s for s in scores if s.model == BASE]
     out = {s.lang: s.value for s in base if s.metric == loss}
     if loss == "lm_loss" and not out:
         out = {s.lang: math.log(s.value) for s in base if s.metric == "perplexity"}
@@ -224,13 +230,16 @@ def forgetting_table(rep: Report, run_dir: Path, cfg: LFMLFConfig, scores: list[
             f"(forgetting_data) in {', '.join(cfg.forgetting_languages())}"
         )
         order = [label_of(m) for m in cfg.methods] + [f"SLF-{s}" for s in cfg.sources]
+        several = len({s.task for s in fp}) > 1  # a column per fine-tuned task
         table = seed_table(
             fp,
             metric,
-            legend="● LF-MLF has significantly lower F_p (paired t-test over seeds at 0.05).",
-            col_key="setting",
+            legend="One column per fine-tuned task; the claims test each task's F_p."
+            if several
+            else "● LF-MLF has significantly lower F_p (paired t-test over seeds at 0.05).",
+            col_key="task" if several else "setting",
             row_order=order,
-            marks=_marks(_seed_means(fp), higher=False),
+            marks={} if several else _marks(_seed_means(fp), higher=False),
             best=None,
             floatfmt=".4f",
             name=name,
@@ -415,7 +424,7 @@ def _setup(cfg: LFMLFConfig) -> str:
 
 def write_report(cfg: LFMLFConfig, run_dir: Path) -> Path:
     scores = read_scores(run_dir / "results" / "scores.jsonl")
-    items = run_items(run_dir)
+    scores, items = forgetting_by_task(cfg, scores, run_items(run_dir))
     rep = Report(f"{cfg.name}: multi-lingual fine-tuning with per-language gradients (paper 003)")
     rep.paragraph(_setup(cfg))
     claims = all_claims(cfg, scores, items)
