@@ -188,3 +188,28 @@ def test_an_untestable_pair_names_the_runs_in_plain_text(tmp_path: Path) -> None
         "M/t/f1: the later run scored this arm more than once in en (several stages gave it "
         "items), so which items to pair is ambiguous"
     )
+
+
+def test_scores_without_intervals_are_counted_as_untestable_not_lost(tmp_path: Path) -> None:
+    from polymnesia.reports.compare import compare_runs
+    from polymnesia.reports.run_differences import differences_table
+    from polymnesia.results import write_scores
+
+    runs = []
+    for name, value in (("ref", 0.5), ("new", 0.6)):
+        run = tmp_path / name
+        (run / "results").mkdir(parents=True)
+        (run / "run.json").write_text(json.dumps({"experiment": "two_phase", "name": name}))
+        # lm-eval's accuracy: a value and lm-eval's stderr, no interval and no items
+        write_scores(run / "results" / "scores.jsonl", [Score("P1", "en", "acc", value, task="ea")])
+        write_table(run / "results", group_table(
+            [Score("P1", "en", "acc", value, task="ea")], "acc", {"all": ["en"]}, name="t", title="t"
+        ))  # fmt: skip
+        runs.append(run)
+    found = differences_table(runs, ["ref", "new"])
+    assert (found.table, found.without_evidence, found.with_evidence) == (None, 1, 0)
+    text = compare_runs(runs).to_markdown()
+    assert "1 score both runs hold carries no per-item evidence and is not tested" in text
+    assert (
+        "No score could be paired" not in text
+    )  # nothing with evidence to pair in the first place

@@ -190,10 +190,20 @@ def compare_runs(
             rep.paragraph(same)
     elif found.identical:
         rep.paragraph(f"No score differs between the runs: {same}")
-    elif not found.untested:
+    elif not found.untested and found.with_evidence:
         rep.paragraph(
             "No score could be paired: the runs kept no per-item evidence for a common arm "
             "(its stage entries were removed, or the runs scored different test items)."
+        )
+    if found.without_evidence:
+        rep.paragraph(
+            f"{_count(found.without_evidence, 'score')} both runs hold "
+            f"{'carries' if found.without_evidence == 1 else 'carry'} no per-item evidence and "
+            f"{'is' if found.without_evidence == 1 else 'are'} not tested here (no interval of "
+            "its own), such as lm-evaluation-harness scores "
+            "(their per-document samples stay in the harness stage's lm_eval/ folder; a "
+            "two_phase report pairs its own arms from them), similarity and drift measures, "
+            "or summaries computed from other scores."
         )
     if found.untested:
         rep.paragraph(
@@ -201,6 +211,10 @@ def compare_runs(
             f"(first: {found.untested[0]})."
         )
     return rep
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" + ("" if n == 1 else "s")
 
 
 def _common_tables(dirs: Sequence[Path], wanted: Sequence[str] | None) -> list[str]:

@@ -59,6 +59,15 @@ def _load(run_dir: Path) -> tuple[list[Score], list[ItemSet]] | None:
     return _final(read_scores(path)), run_items(run_dir)
 
 
+def _keys_without_evidence(run_dir: Path) -> set[tuple[Any, ...]]:
+    """Keys of a run's scores that carry no interval, hence no per-item evidence to pair
+    (lm-evaluation-harness scores: their per-document samples stay in ``lm_eval/``)."""
+    path = run_dir / "results" / "scores.jsonl"
+    if not path.is_file():
+        return set()
+    return {_key(s) for s in read_scores(path) if s.ci_low is None and "seconds" not in s.metric}
+
+
 def pair_runs(
     ref: tuple[list[Score], list[ItemSet]],
     other: tuple[list[Score], list[ItemSet]],
@@ -150,6 +159,8 @@ class RunDifferences:
     table: Table | None
     identical: int
     untested: list[str]
+    without_evidence: int = 0  # scores both runs hold with no interval (nothing to pair)
+    with_evidence: int = 0  # scores both runs hold with an interval (pairable in principle)
 
 
 def differences_table(run_dirs: Sequence[Path], labels: Sequence[str]) -> RunDifferences:
@@ -163,8 +174,12 @@ def differences_table(run_dirs: Sequence[Path], labels: Sequence[str]) -> RunDif
         return RunDifferences(None, 0, untested)
     rows: list[list[object]] = []
     identical = 0
-    for run_dir, label in zip(run_dirs[1:], labels[1:], strict=True):
-        other = _load(run_dir)
+    bare = _keys_without_evidence(run_dirs[0])
+    without = len(set().union(*(bare & _keys_without_evidence(d) for d in run_dirs[1:])))
+    others = [_load(d) for d in run_dirs[1:]]
+    ref_keys = {_key(s) for s in ref[0]}
+    common = set().union(*(ref_keys & {_key(s) for s in o[0]} for o in others if o is not None))
+    for other, label in zip(others, labels[1:], strict=True):
         if other is None:
             continue
         for key, t in pair_runs(ref, other, untested):
@@ -187,7 +202,7 @@ def differences_table(run_dirs: Sequence[Path], labels: Sequence[str]) -> RunDif
                 ]
             )
     if not rows:
-        return RunDifferences(None, identical, untested)
+        return RunDifferences(None, identical, untested, without, len(common))
     table = Table(
         name="paired_differences",
         title="Paired differences from the first run",
@@ -213,4 +228,4 @@ def differences_table(run_dirs: Sequence[Path], labels: Sequence[str]) -> RunDif
         ),
         floatfmt=".3g",
     )
-    return RunDifferences(table, identical, untested)
+    return RunDifferences(table, identical, untested, without, len(common))
