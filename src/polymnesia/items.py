@@ -18,7 +18,10 @@ Kinds and their columns (``ids`` aligns items across arms):
 * ``values``: ``values`` per item -> their mean (any metric name);
 * ``stats``: ``stats`` (a list of sufficient statistics per item) -> a score
   registered with :func:`register_sum_score` (corpus chrF or BLEU from summed
-  n-gram counts).
+  n-gram counts);
+* ``docs``: a column per metric, one value per document (lm-evaluation-harness's per-document
+  ``acc``, ``acc_norm``, ``exact_match``...) -> the mean of that metric's column; a metric
+  without a column is refused.
 """
 
 from __future__ import annotations
@@ -53,7 +56,7 @@ from polymnesia.metrics.uncertainty import (
 from polymnesia.results import Score, with_interval
 
 ITEMS_FILE = "items.jsonl"
-KINDS = ("lm", "label", "token", "values", "stats")
+KINDS = ("lm", "label", "token", "values", "stats", "docs")
 _IDENTITY = ("model", "lang", "task", "group", "size", "seed", "step", "setting")
 
 #: metric -> function of summed per-item statistics ``[B, k] -> [B]`` for kind "stats" (the
@@ -106,6 +109,13 @@ class ItemSet:
     def statistic(self, metric: str) -> ItemStatistic:
         """The :class:`ItemStatistic` that reproduces ``metric`` on these items."""
         c = {k: np.asarray(v, dtype=float) for k, v in self.columns.items()}
+        if self.kind == "docs":  # a column per metric, one value per document: their mean
+            if metric not in c:
+                raise PolymnesiaError(
+                    f"metric '{metric}' is not among these documents' columns; accepted: "
+                    f"{', '.join(sorted(c)) or 'none'}"
+                )
+            return mean_statistic(c[metric], metric)
         build = _BUILDERS.get((self.kind, metric)) or _generic(self.kind, metric)
         if build is None:
             accepted = [m for k, m in _BUILDERS if k == self.kind]

@@ -154,6 +154,16 @@ def test_stage_evaluate_harness(setup: dict[str, Any], tmp_path: Path) -> None:
     assert by[("poly_ifeval_en", "prompt_level_strict_acc")].lang == "en"
     assert 0.0 <= by[("poly_ifeval_en", "inst_level_loose_acc")].value <= 1.0
     assert (out / "lm_eval" / "results.json").exists()
+    # per-document evidence: an interval for each score that is the mean over documents
+    # (IFEval's instruction-level accuracy is pooled over instructions: none)
+    from polymnesia.items import read_items
+
+    sets = {s.task: s for s in read_items(out / "items.jsonl")}
+    assert sets["poly_genre_fr"].kind == "docs" and sets["poly_genre_fr"].n == 3
+    acc = by[("poly_genre_fr", "acc")]
+    assert acc.ci_low is not None and acc.ci_low <= acc.value <= acc.ci_high
+    assert "prompt_level_strict_acc" in sets["poly_ifeval_en"].columns
+    assert by[("poly_ifeval_en", "inst_level_loose_acc")].ci_low is None
     assert len(read_jsonl(out / "task_data" / "poly_ifeval_en.test.jsonl")) == 6
     for line in read_jsonl(out / "lm_eval" / "samples_poly_ifeval_en.jsonl"):
         assert line["arguments"][0][1]["max_gen_toks"] == 8

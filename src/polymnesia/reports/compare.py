@@ -200,10 +200,10 @@ def compare_runs(
             f"{_count(found.without_evidence, 'score')} both runs hold "
             f"{'carries' if found.without_evidence == 1 else 'carry'} no per-item evidence and "
             f"{'is' if found.without_evidence == 1 else 'are'} not tested here (no interval of "
-            "its own), such as lm-evaluation-harness scores "
-            "(their per-document samples stay in the harness stage's lm_eval/ folder; a "
-            "two_phase report pairs its own arms from them), similarity and drift measures, "
-            "or summaries computed from other scores."
+            f"{'its' if found.without_evidence == 1 else 'their'} own), such as similarity and "
+            "drift measures, summaries computed from other scores, lm-evaluation-harness scores "
+            "that are not a mean over documents (IFEval's instruction-level accuracy, corpus "
+            "BLEU) or that harness entries cached before they kept per-document items."
         )
     if found.untested:
         rep.paragraph(

@@ -10,7 +10,9 @@ stage's Bible split), written into ``task_data/`` in the model's chat format
 the other evaluation stages use; answers end and generation stops at the
 template's end-of-turn marker) with the tasks' YAML for that format; every
 other name is an lm-eval task and passes through unchanged (online). lm-eval's JSON output is
-kept in ``lm_eval/`` (``results.json``, ``samples_TASK.jsonl``).
+kept in ``lm_eval/`` (``results.json``, ``samples_TASK.jsonl``); its per-document values
+become ``items.jsonl`` (kind ``docs``, :mod:`polymnesia.harness.items`), and every score that
+is their mean gets a bootstrap interval over the documents.
 
 Offline (``offline: true``, or unset with ``HF_HUB_OFFLINE``/``HF_DATASETS_OFFLINE``
 set), naming an online-only task fails when the parameters are built, i.e.
@@ -26,8 +28,10 @@ from pydantic import Field, model_validator
 from polymnesia.config.base import StrictModel
 from polymnesia.errors import ConfigError
 from polymnesia.harness.docs import write_task_data
+from polymnesia.harness.items import samples_to_items
 from polymnesia.harness.run import results_to_scores, run_lm_eval
 from polymnesia.harness.tasks import check_tasks, expand, hub_offline
+from polymnesia.items import ITEMS_FILE, score_with_items, write_items
 from polymnesia.pipeline.stage import STAGES, Stage, StageContext
 from polymnesia.results import Score
 from polymnesia.runtime import Precision, current
@@ -116,4 +120,16 @@ class EvaluateHarness(Stage):
             max_gen_toks=p.max_gen_toks,
         )
         fields: dict[str, Any] = {"size": p.size, "seed": p.seed}
-        return results_to_scores(results, p.label, task_langs=p.task_langs, **fields)
+        scores = results_to_scores(results, p.label, task_langs=p.task_langs, **fields)
+        sets = {
+            s.task: s for s in samples_to_items(results, p.label, task_langs=p.task_langs, **fields)
+        }
+        if sets:  # a bootstrap interval over its documents for every score that is their mean
+            write_items(ctx.out_dir / ITEMS_FILE, list(sets.values()))
+            scores = [
+                score_with_items(s, sets[s.task])
+                if s.task in sets and s.metric in sets[s.task].columns
+                else s
+                for s in scores
+            ]
+        return scores

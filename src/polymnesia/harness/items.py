@@ -1,0 +1,80 @@
+"""lm-evaluation-harness's per-document samples as item sets (kind ``docs``).
+
+lm-eval scores every document and keeps the values in its samples (``log_samples``):
+``{"doc_id": 0, "doc_hash": ..., "filter": "none", "metrics": ["acc", "acc_norm"],
+"acc": 1.0, "acc_norm": 0.0, ...}``. :func:`samples_to_items` makes one
+:class:`~polymnesia.items.ItemSet` per task with a column per metric whose per-document
+mean *is* lm-eval's score for that task (checked: a metric lm-eval aggregates otherwise,
+such as corpus BLEU, gets no column), so a harness score gets a bootstrap interval over
+its documents and two runs scored on the same documents can be compared item by item.
+Documents are identified by lm-eval's ``doc_hash`` (their content), else ``doc_id``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Mapping
+from typing import Any
+
+from polymnesia.harness.run import task_lang
+from polymnesia.items import ItemSet
+
+#: how far a column's mean may be from lm-eval's aggregate and still count as that score
+TOLERANCE = 1e-9
+
+
+def samples_to_items(
+    results: Mapping[str, Any],
+    model: str,
+    *,
+    task_langs: Mapping[str, str] | None = None,
+    **fields: Any,
+) -> list[ItemSet]:
+    """One ``docs`` item set per task of ``results`` that kept samples (``fields``: the
+    identity fields the task's scores carry, e.g. size and seed)."""
+    out = []
+    aggregates = results.get("results") or {}
+    for task, rows in (results.get("samples") or {}).items():
+        columns, ids = _columns(rows, aggregates.get(task) or {})
+        if columns:
+            out.append(
+                ItemSet(
+                    model, task_lang(task, task_langs), "docs", ids, columns, task=task, **fields
+                )
+            )
+    return out
+
+
+def _columns(
+    rows: list[Mapping[str, Any]], aggregate: Mapping[str, Any]
+) -> tuple[dict[str, list[float]], list[Any]]:
+    by_filter: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
+    for r in rows:
+        by_filter[str(r.get("filter", "none"))].append(r)
+    columns: dict[str, list[float]] = {}
+    ids: list[Any] | None = None
+    for flt, mine in by_filter.items():
+        mine = sorted(mine, key=lambda r: int(r.get("doc_id", 0)))
+        these = [r.get("doc_hash") or r.get("doc_id") for r in mine]
+        if ids is not None and these != ids:
+            continue  # another filter scored other documents: not one item set
+        for metric in mine[0].get("metrics") or []:
+            values = [_number(r.get(metric)) for r in mine]
+            want = _number(aggregate.get(f"{metric},{flt}"))
+            if want is None or any(v is None for v in values) or not values:
+                continue
+            kept = [float(v) for v in values if v is not None]
+            if abs(sum(kept) / len(kept) - want) > TOLERANCE * max(1.0, abs(want)):
+                continue  # lm-eval's score is not the mean over documents
+            columns[metric if flt == "none" else f"{metric}/{flt}"] = kept
+            ids = these
+    return columns, ids or []
+
+
+def _number(x: Any) -> float | None:
+    if isinstance(x, bool):
+        return float(x)
+    if isinstance(x, (int, float)) and math.isfinite(x):
+        return float(x)
+    return None
