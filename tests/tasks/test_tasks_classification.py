@@ -67,7 +67,7 @@ def test_head_report_warns_about_body_weights_the_checkpoint_lacks(lm_folder) ->
     model, _ = load_classifier(lm_folder, num_labels=3)
     body = [f"model.layers.{i}.mlp.up_proj.weight" for i in range(6)]
     info = {"missing_keys": ["score.weight", *body], "unexpected_keys": []}
-    lines = head_report(model, info, "ckpt", seed=5)
+    lines = head_report(model, {"score.weight"}, info, "ckpt", seed=5)
     assert lines == [
         "MistralForSequenceClassification from ckpt: new head score.weight (seed 5)",
         "warning: 6 weight(s) of the model body are not in ckpt and start untrained: "

@@ -11,7 +11,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from polymnesia.runtime import is_terminal
+from polymnesia.runtime import is_terminal, say
 from polymnesia.training.progress import duration
 
 PROGRESS_BAR_SWITCHES = ("HF_HUB_DISABLE_PROGRESS_BARS", "HF_DATASETS_DISABLE_PROGRESS_BARS")
@@ -40,7 +40,7 @@ class PolymnesiaLogLines(logging.Handler):
     def emit(self, record: logging.LogRecord) -> None:
         level = "" if record.levelno < logging.WARNING else f"{record.levelname.lower()}: "
         try:
-            print(f"[polymnesia] {level}{record.getMessage()}", file=sys.stderr, flush=True)
+            say(f"{level}{record.getMessage()}")
         except Exception:  # noqa: BLE001  (logging must not end the run)
             self.handleError(record)
 

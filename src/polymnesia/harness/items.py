@@ -12,12 +12,11 @@ Documents are identified by lm-eval's ``doc_hash`` (their content), else ``doc_i
 
 from __future__ import annotations
 
-import math
 from collections import defaultdict
 from collections.abc import Mapping
 from typing import Any
 
-from polymnesia.harness.run import task_lang
+from polymnesia.harness.run import finite_number, task_lang
 from polymnesia.items import ItemSet
 
 #: how far a column's mean may be from lm-eval's aggregate and still count as that score
@@ -60,11 +59,11 @@ def _columns(
         if ids is not None and these != ids:
             continue  # another filter scored other documents: not one item set
         for metric in mine[0].get("metrics") or []:
-            values = [_number(r.get(metric)) for r in mine]
-            want = _number(aggregate.get(f"{metric},{flt}"))
-            if want is None or any(v is None for v in values) or not values:
+            values = [_value(r.get(metric)) for r in mine]
+            want = finite_number(aggregate.get(f"{metric},{flt}"))
+            kept = [v for v in values if v is not None]
+            if want is None or len(kept) != len(values):
                 continue
-            kept = [float(v) for v in values if v is not None]
             if abs(sum(kept) / len(kept) - want) > TOLERANCE * max(1.0, abs(want)):
                 continue  # lm-eval's score is not the mean over documents
             columns[metric if flt == "none" else f"{metric}/{flt}"] = kept
@@ -72,9 +71,6 @@ def _columns(
     return columns, ids or []
 
 
-def _number(x: Any) -> float | None:
-    if isinstance(x, bool):
-        return float(x)
-    if isinstance(x, (int, float)) and math.isfinite(x):
-        return float(x)
-    return None
+def _value(x: Any) -> float | None:
+    """A document's value: a number, or a bool (IFEval's per-prompt pass) as 0 or 1."""
+    return float(x) if isinstance(x, bool) else finite_number(x)

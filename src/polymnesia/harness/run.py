@@ -223,7 +223,8 @@ def task_lang(task: str, overrides: Mapping[str, str] | None = None) -> str:
     return last if last in LANGUAGES else "und"
 
 
-def _number(x: Any) -> float | None:
+def finite_number(x: Any) -> float | None:
+    """``x`` as a float when it is a finite int or float (not a bool), else None."""
     if isinstance(x, bool) or not isinstance(x, (int, float)):
         return None
     return float(x) if math.isfinite(float(x)) else None
@@ -252,7 +253,7 @@ def results_to_scores(
             if "," not in key or "_stderr," in key:
                 continue
             metric, flt = key.split(",", 1)
-            value = _number(raw)
+            value = finite_number(raw)
             if value is None:
                 continue
             extra: dict[str, Any] = {"filter": flt}
@@ -269,7 +270,7 @@ def results_to_scores(
                     metric=metric if flt == "none" else f"{metric}/{flt}",
                     value=value,
                     task=task,
-                    stderr=_number(row.get(f"{metric}_stderr,{flt}")),
+                    stderr=finite_number(row.get(f"{metric}_stderr,{flt}")),
                     extra=extra,
                     **fields,
                 )

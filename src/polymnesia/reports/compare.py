@@ -203,7 +203,7 @@ def compare_runs(
             f"{'its' if found.without_evidence == 1 else 'their'} own), such as similarity and "
             "drift measures, summaries computed from other scores, lm-evaluation-harness scores "
             "that are not a mean over documents (IFEval's instruction-level accuracy, corpus "
-            "BLEU) or that harness entries cached before they kept per-document items."
+            "BLEU) or from harness entries cached before those kept per-document items."
         )
     if found.untested:
         rep.paragraph(

@@ -52,20 +52,23 @@ def _final(scores: Sequence[Score]) -> list[Score]:
     ]
 
 
-def _load(run_dir: Path) -> tuple[list[Score], list[ItemSet]] | None:
+@dataclass
+class _Run:
+    """A run's pairable scores (:func:`_final`) and items, and the keys of its scores that
+    carry no interval, hence no per-item evidence to pair (similarity, drift, summaries)."""
+
+    scores: list[Score]
+    items: list[ItemSet]
+    bare: set[tuple[Any, ...]]
+
+
+def _load(run_dir: Path) -> _Run | None:
     path = run_dir / "results" / "scores.jsonl"
     if not path.is_file():
         return None
-    return _final(read_scores(path)), run_items(run_dir)
-
-
-def _keys_without_evidence(run_dir: Path) -> set[tuple[Any, ...]]:
-    """Keys of a run's scores that carry no interval, hence no per-item evidence to pair
-    (lm-evaluation-harness scores: their per-document samples stay in ``lm_eval/``)."""
-    path = run_dir / "results" / "scores.jsonl"
-    if not path.is_file():
-        return set()
-    return {_key(s) for s in read_scores(path) if s.ci_low is None and "seconds" not in s.metric}
+    every = read_scores(path)
+    bare = {_key(s) for s in every if s.ci_low is None and "seconds" not in s.metric}
+    return _Run(_final(every), run_items(run_dir), bare)
 
 
 def pair_runs(
@@ -73,8 +76,9 @@ def pair_runs(
     other: tuple[list[Score], list[ItemSet]],
     untested: list[str] | None = None,
 ) -> list[tuple[tuple[Any, ...], PairedTest]]:
-    """``(key, test of other - ref)`` for every key both runs scored on common items; a key
-    whose items cannot be tested adds a line to ``untested`` (when given)."""
+    """``(key, test of other - ref)`` for every key both runs scored on common items (each
+    side: its scores with an interval and its items); a key whose items cannot be tested adds
+    a line to ``untested`` (when given)."""
     (ref_scores, ref_items), (scores, items) = ref, other
     by_key: dict[tuple[Any, ...], tuple[list[Score], list[Score]]] = {}
     for side, chosen in ((0, ref_scores), (1, scores)):
@@ -174,15 +178,15 @@ def differences_table(run_dirs: Sequence[Path], labels: Sequence[str]) -> RunDif
         return RunDifferences(None, 0, untested)
     rows: list[list[object]] = []
     identical = 0
-    bare = _keys_without_evidence(run_dirs[0])
-    without = len(set().union(*(bare & _keys_without_evidence(d) for d in run_dirs[1:])))
     others = [_load(d) for d in run_dirs[1:]]
-    ref_keys = {_key(s) for s in ref[0]}
-    common = set().union(*(ref_keys & {_key(s) for s in o[0]} for o in others if o is not None))
+    without = len(set().union(*(ref.bare & o.bare for o in others if o is not None)))
+    ref_keys = {_key(s) for s in ref.scores}
+    common = set().union(*(ref_keys & {_key(s) for s in o.scores} for o in others if o is not None))
     for other, label in zip(others, labels[1:], strict=True):
         if other is None:
             continue
-        for key, t in pair_runs(ref, other, untested):
+        pairs = pair_runs((ref.scores, ref.items), (other.scores, other.items), untested)
+        for key, t in pairs:
             if t.effect == 0 and t.low == 0 and t.high == 0:
                 identical += 1
                 continue

@@ -170,7 +170,7 @@ def load_classifier(
         ) from None
     model.config.pad_token_id = tokenizer.pad_token_id
     init_head(model, seed)
-    for line in head_report(model, info, where, seed):
+    for line in head_report(model, {n for n, _ in head_parameters(model)}, info, where, seed):
         say(line)
     if bidirectional:
         make_bidirectional(model)

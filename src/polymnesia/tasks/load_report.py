@@ -16,8 +16,6 @@ from typing import Any
 
 import torch
 
-from polymnesia.models.anatomy import split_body_head
-
 
 @contextmanager
 def quiet_load_report() -> Iterator[None]:
@@ -36,14 +34,13 @@ def _drop_load_report(record: logging.LogRecord) -> bool:
     return "LOAD REPORT" not in str(record.msg)
 
 
-def head_report(model: torch.nn.Module, info: dict[str, Any], where: str, seed: int) -> list[str]:
+def head_report(
+    model: torch.nn.Module, head: set[str], info: dict[str, Any], where: str, seed: int
+) -> list[str]:
     """Log lines for a classifier loaded from ``where``: the new head (the checkpoint's
-    missing keys that are head parameters), what the checkpoint held that the classifier
-    does not use, and a warning for weights of the body the checkpoint lacked (they start
-    from their random initialisation, which a fine-tuning run rarely means)."""
-    head = {
-        name for name, _ in split_body_head(model, "classification head", trainable_only=False)[1]
-    }
+    missing keys among ``head``, the head's parameter names), what the checkpoint held that
+    the classifier does not use, and a warning for weights of the body the checkpoint lacked
+    (they start from their random initialisation, which a fine-tuning run rarely means)."""
     missing = sorted(str(k) for k in info.get("missing_keys", ()))
     new = [k for k in missing if k in head]
     body = [k for k in missing if k not in head]

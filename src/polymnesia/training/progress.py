@@ -94,7 +94,7 @@ class ProgressLines:
             parts += [f"loss {self.last[0]:.3f}", f"{self.last[1]:.0f} tokens/s"]
         parts.append(duration(elapsed))
         done = self.step - self.first
-        if not final and done > 0 and self.step < self.total:
+        if not final and done > 0:  # (show() speaks only before the last step)
             parts.append(f"~{duration(elapsed / done * (self.total - self.step))} left")
         self._write(f"{self.desc}: " + ", ".join(parts))
 
