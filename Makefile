@@ -8,16 +8,24 @@ BIN := $(VENV)/bin
 # install the torch build you want first and set TORCH_SPEC= to keep it.
 TORCH_SPEC ?= torch==2.13.0
 
-.PHONY: install quickstart test lint typecheck unit integration browser clean
+.PHONY: install constraints quickstart test lint typecheck unit integration browser clean
 
 $(BIN)/activate:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
-$(VENV)/.installed: $(BIN)/activate pyproject.toml
+# constraints.txt pins every other package to the versions the tests passed with
+$(VENV)/.installed: $(BIN)/activate pyproject.toml constraints.txt
 	if [ -n "$(TORCH_SPEC)" ]; then $(BIN)/pip install --quiet "$(TORCH_SPEC)"; fi
-	$(BIN)/pip install --quiet -e ".[test]"
+	$(BIN)/pip install --quiet -c constraints.txt -e ".[test]"
 	touch $@
+
+# rewrite constraints.txt from the installed environment (after the whole suite passed with it)
+constraints: install
+	{ sed -n '/^#/p' constraints.txt; $(BIN)/pip freeze --exclude-editable \
+	  | grep -vE '^(torch|pip|setuptools|wheel)==' \
+	  | sed 's/$$/; python_version >= "3.11"/'; } > constraints.txt.new
+	mv constraints.txt.new constraints.txt
 
 install: $(VENV)/.installed
 
