@@ -8,7 +8,9 @@ config and inputs are unchanged is found in the cache and reused. A parameter
 that only changes how results are shown (a report's headline metric) is marked
 ``Field(..., json_schema_extra=NOT_FINGERPRINTED)`` and left out of the hash; an
 option added after entries were cached is marked ``FINGERPRINTED_UNLESS_DEFAULT`` and
-hashed only when it is set to something other than its default.
+hashed only when it is set to something other than its default. A parameter
+that names a local file or folder (a local corpus, a model folder) is hashed
+with a fingerprint of the files it names (:mod:`polymnesia.pipeline.local_inputs`).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from pydantic import BaseModel
 
 from polymnesia.config.base import FINGERPRINTED_UNLESS_DEFAULT, NOT_FINGERPRINTED
+from polymnesia.pipeline import local_inputs
 from polymnesia.registry import Registry
 
 if TYPE_CHECKING:
@@ -138,5 +141,8 @@ class StageSpec:
             "params": _canonical(self.params),
             "inputs": {role: input_fingerprints[up] for role, up in sorted(self.inputs.items())},
         }
+        local = local_inputs.fingerprints(self.params)
+        if local:  # only then: stages without local inputs keep their fingerprints
+            payload["local_inputs"] = local
         blob = json.dumps(payload, sort_keys=True, ensure_ascii=False).encode("utf-8")
         return hashlib.sha256(blob).hexdigest()

@@ -44,6 +44,19 @@ def _read_lines(path: Path) -> list[str]:
         raise DataError(f"cannot read {path}: {e.__class__.__name__}: {e}") from None
 
 
+def input_files(path: str | Path) -> list[Path]:
+    """Every file a local source at ``path`` may read, in a stable order: the ``.jsonl`` file
+    itself, or the ``.txt`` and ``.jsonl`` files directly in the folder (both, whatever the
+    format). The stage cache fingerprints their content
+    (:mod:`polymnesia.pipeline.local_inputs`), so editing one rebuilds the data."""
+    path = Path(path).expanduser()
+    if path.is_file():
+        return [path]
+    if not path.is_dir():
+        return []
+    return sorted(p for p in path.iterdir() if p.suffix in (".txt", ".jsonl") and p.is_file())
+
+
 def _detect_format(path: Path) -> Literal["txt", "jsonl"]:
     if path.is_file():
         if path.suffix == ".jsonl":
