@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import torch
 
 import polymnesia.stages  # noqa: F401  (registers the stage kinds)
 from polymnesia.config.base import StrictModel
@@ -33,7 +34,9 @@ from polymnesia.results import Score
 from polymnesia.stages.data import PrepareDataParams
 from polymnesia.stages.import_model import ImportModelParams
 from polymnesia.stages.tokenizer import TrainTokenizerParams
+from polymnesia.testing import tiny_model
 from polymnesia.tokenizers.config import TokenizerConfig
+from polymnesia.training import checkpoint
 
 
 def quiet(_: str) -> None:
@@ -302,3 +305,91 @@ def test_waiting_for_a_download_times_out_in_one_line_with_the_runs_timeout(
         pytest.raises(PolymnesiaError, match=r"the bible cache .* still in use .* after 0.5 s"),
     ):
         run_pipeline([spec], None, log=quiet, lock_timeout=0.5)
+
+
+# -- 4. checkpoints: the manifest is authoritative, finiteness is checked ------------------
+
+
+class FakeAcc:
+    is_main_process = True
+    process_index = 0
+    device = torch.device("cpu")
+
+    def wait_for_everyone(self) -> None:
+        pass
+
+    def unwrap_model(self, model: torch.nn.Module) -> torch.nn.Module:
+        return model
+
+
+def _model() -> torch.nn.Module:
+    return tiny_model(
+        "mistral", 40, hidden_size=32, intermediate_size=64, max_position_embeddings=64, seed=0
+    )
+
+
+def _saved(tmp_path: Path, model: torch.nn.Module | None = None) -> Path:
+    states = {"loop": lambda: {"step": 1}, "scheduler": lambda: {"last_epoch": 3}}
+    ckpt_dir = tmp_path / "checkpoints"
+    checkpoint.save(FakeAcc(), ckpt_dir, 1, 2, states, model or _model(), 1.5)
+    [(_, path)] = checkpoint.checkpoints(ckpt_dir)
+    return path
+
+
+def _rehash(path: Path, drop: str | None = None) -> None:
+    """Rewrite checkpoint.json as a consistent manifest of the files now there (less ``drop``)."""
+    meta = json.loads((path / checkpoint.MANIFEST).read_text())
+    meta["files"] = {
+        p.name: {"size": p.stat().st_size, "sha256": hashlib.sha256(p.read_bytes()).hexdigest()}
+        for p in sorted(path.iterdir())
+        if p.name not in (checkpoint.MANIFEST, drop)
+    }
+    (path / checkpoint.MANIFEST).write_text(json.dumps(meta))
+
+
+def _loaders(seen: list[str]) -> dict[str, Any]:
+    return {stem: (lambda tree, stem=stem: seen.append(stem)) for stem in ("loop", "scheduler")}
+
+
+def test_non_finite_weights_marked_finite_are_never_loaded(tmp_path):  # type: ignore[no-untyped-def]
+    from safetensors.torch import save_model
+
+    path = _saved(tmp_path)
+    broken = _model()
+    with torch.no_grad():
+        next(broken.parameters()).view(-1)[0] = float("nan")
+    save_model(broken, str(path / "model.safetensors"))
+    _rehash(path)  # every hash matches, and the manifest still says finite: true
+    assert "non-finite" in checkpoint.problem(path)
+    assert checkpoint.latest_good(path.parent) is None
+    with pytest.raises(PolymnesiaError, match=r"non-finite weights"):
+        checkpoint.load(FakeAcc(), path, _model(), _loaders([]))
+
+
+def test_weights_the_manifest_does_not_list_are_never_read(tmp_path):  # type: ignore[no-untyped-def]
+    path = _saved(tmp_path)
+    _rehash(path, drop="model.safetensors")
+    assert checkpoint.problem(path) == "checkpoint.json does not list model.safetensors"
+    model = _model()
+    with torch.no_grad():
+        for p in model.parameters():
+            p.zero_()
+    with pytest.raises(PolymnesiaError, match=r"does not list model.safetensors"):
+        checkpoint.load(FakeAcc(), path, model, _loaders([]))
+    assert all(not p.any() for p in model.parameters())  # nothing was loaded into it
+
+
+def test_state_files_the_manifest_does_not_list_are_never_read(tmp_path):  # type: ignore[no-untyped-def]
+    path = _saved(tmp_path)
+    _rehash(path, drop="loop.json")
+    assert checkpoint.problem(path) == "loop.json is not listed in checkpoint.json"
+    seen: list[str] = []
+    checkpoint.load(FakeAcc(), path, _model(), _loaders(seen))
+    assert seen == ["scheduler"]  # loop.json lies there, unlisted: not read
+    # a tensors file planted beside a listed tree is refused, not read
+    (path / "scheduler.safetensors").write_bytes(b"planted")
+    assert checkpoint.problem(path).startswith("loop.json is not listed")
+    _rehash(path, drop="scheduler.safetensors")
+    assert checkpoint.problem(path) == "scheduler.safetensors is not listed in checkpoint.json"
+    with pytest.raises(PolymnesiaError, match=r"scheduler.safetensors is not listed"):
+        checkpoint.load(FakeAcc(), path, _model(), _loaders([]))

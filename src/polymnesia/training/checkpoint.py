@@ -12,11 +12,17 @@ A checkpoint ``checkpoints/step_NNNNNNN/`` holds
 
 A checkpoint is only written when the loss and every parameter are finite, so
 the newest valid checkpoint is always a good one to resume from or to name
-after a divergence. Loading verifies the hashes; a damaged checkpoint is
-reported in one line and the next older one is tried. Files that are not in
-the manifest (an Accelerate ``custom_checkpoint_0.pkl``, say) are never read,
-and folders written by older polymnesia versions (Accelerate's pickle-based
-``save_state``) are skipped rather than unpickled.
+after a divergence. The manifest is authoritative, and its ``finite: true`` is
+not trusted: a checkpoint is usable (:func:`problem`) when every listed file
+has its recorded size and SHA-256, it lists ``model.safetensors``, no file the
+loader would read (``*.json``, ``*.safetensors``) lies there unlisted, and every
+weight in ``model.safetensors`` is finite (checked one tensor at a time). A
+damaged checkpoint is reported in one line and the next older one is tried.
+:func:`load` reads only listed files, checks their sizes, and checks the loaded
+parameters are finite. Files that are not in the manifest (an Accelerate
+``custom_checkpoint_0.pkl``, say) are never read, and folders written by older
+polymnesia versions (Accelerate's pickle-based ``save_state``) are skipped
+rather than unpickled.
 """
 
 from __future__ import annotations
@@ -34,11 +40,13 @@ from typing import Any
 import numpy as np
 import torch
 
+from polymnesia.errors import PolymnesiaError
 from polymnesia.io import atomic_write_json, sha256_file
 from polymnesia.training.state_io import load_tree, save_tree
 
 FORMAT = 1
 MANIFEST = "checkpoint.json"
+MODEL = "model.safetensors"
 CKPT_RE = re.compile(r"^step_(\d+)$")
 
 
@@ -55,7 +63,19 @@ def checkpoints(ckpt_dir: Path) -> list[tuple[int, Path]]:
 
 
 def params_finite(model: torch.nn.Module) -> bool:
-    return all(bool(torch.isfinite(p).all()) for p in model.parameters())
+    """Every parameter finite (this process's shards of a sharded model)."""
+    from polymnesia.training.fsdp import local
+
+    return all(bool(torch.isfinite(local(p.detach())).all()) for p in model.parameters())
+
+
+def model_files(meta: dict[str, Any]) -> list[str]:
+    """The weight files a manifest names: ``model.safetensors``, or one shard file per
+    process for a sharded (FSDP2) run."""
+    shards = meta.get("model_shards")
+    if isinstance(shards, int) and not isinstance(shards, bool) and shards > 0:
+        return [f"model_rank{r}.safetensors" for r in range(shards)]
+    return [MODEL]
 
 
 def rng_state() -> dict[str, Any]:
@@ -85,11 +105,15 @@ def save(
     states: dict[str, Callable[[], Any]],
     model: torch.nn.Module,
     loss: float,
+    *,
+    rank_states: dict[str, Callable[[], Any]] | None = None,
 ) -> None:
     """Write checkpoint ``step`` (atomically: a temporary folder renamed when whole).
 
     ``states`` maps a file stem to a function returning its tree (called on the
-    main process); every process writes its own RNG state.
+    main process); every process writes its own RNG state, and each tree of
+    ``rank_states`` as ``STEM_rankR`` (a sharded model's ``model`` and ``optimizer``
+    shards: no ``model.safetensors`` is written then).
     """
     from safetensors.torch import save_model
 
@@ -99,8 +123,13 @@ def save(
     acc.wait_for_everyone()
     tmp.mkdir(parents=True, exist_ok=True)
     save_tree(tmp, f"rng_{acc.process_index}", rng_state())
+    rank_states = rank_states or {}
+    for stem, get in rank_states.items():
+        save_tree(tmp, f"{stem}_rank{acc.process_index}", get())
+    sharded = "model" in rank_states
+    if acc.is_main_process and not sharded:
+        save_model(acc.unwrap_model(model), str(tmp / MODEL))
     if acc.is_main_process:
-        save_model(acc.unwrap_model(model), str(tmp / "model.safetensors"))
         for stem, get in states.items():
             save_tree(tmp, stem, get())
     acc.wait_for_everyone()
@@ -110,10 +139,10 @@ def save(
             for p in sorted(tmp.iterdir())
             if p.is_file() and not p.name.startswith(".")
         }
-        atomic_write_json(
-            tmp / MANIFEST,
-            {"format": FORMAT, "step": step, "loss": loss, "finite": True, "files": files},
-        )
+        meta = {"format": FORMAT, "step": step, "loss": loss, "finite": True, "files": files}
+        if sharded:
+            meta["model_shards"] = acc.num_processes
+        atomic_write_json(tmp / MANIFEST, meta)
         os.replace(tmp, ckpt_dir / f"step_{step:07d}")
         for _, old in checkpoints(ckpt_dir)[:-keep]:
             shutil.rmtree(old, ignore_errors=True)
@@ -137,13 +166,64 @@ def problem(path: Path) -> str:
         return f"format {fmt!r}, this polymnesia reads format {FORMAT}"
     if finite is not True:
         return "not marked finite"
+    weights = model_files(meta)
+    if not isinstance(files, dict) or any(w not in files for w in weights):
+        return f"{MANIFEST} does not list {', '.join(weights)}"
     for name, rec in files.items():
+        if not isinstance(name, str) or "/" in name or name.startswith(".") or name == MANIFEST:
+            return f"{MANIFEST} lists {name!r}, not a file of the checkpoint"
         f = path / name
         if not f.is_file():
             return f"{name} is missing"
+        if not isinstance(rec, dict):
+            return f"{MANIFEST} has a malformed row for {name}"
         if f.stat().st_size != rec.get("size") or sha256_file(f) != rec.get("sha256"):
             return f"{name} differs from its recorded sha256"
+    unlisted = [p.name for p in _readable(path) if p.name not in files]
+    if unlisted:
+        return f"{unlisted[0]} is not listed in {MANIFEST}"
+    for w in weights:
+        why = _nonfinite(path / w)
+        if why:
+            return why
     return ""
+
+
+def _readable(path: Path) -> list[Path]:
+    """Files of the checkpoint that :func:`load` could read (state trees and weights)."""
+    return sorted(
+        p
+        for p in path.iterdir()
+        if p.suffix in (".json", ".safetensors") and p.name != MANIFEST and p.is_file()
+    )
+
+
+def _nonfinite(weights: Path) -> str:
+    """ "" when every tensor of ``weights`` is finite, else which one is not (or why the file
+    cannot be read)."""
+    from safetensors import safe_open
+
+    try:
+        with safe_open(str(weights), framework="pt", device="cpu") as f:
+            for key in f.keys():  # noqa: SIM118  (safe_open has no __iter__)
+                t = f.get_tensor(key)
+                if t.is_floating_point() and not bool(torch.isfinite(t).all()):
+                    return f"{weights.name} holds non-finite values ({key}), though marked finite"
+    except Exception as e:  # safetensors raises its own error types for a malformed file
+        why = str(e).splitlines()[0] if str(e) else type(e).__name__
+        return f"{weights.name} cannot be read ({why})"
+    return ""
+
+
+def _manifest_files(path: Path) -> dict[str, Any]:
+    """The ``files`` rows of the checkpoint's manifest; one line if there is none."""
+    try:
+        files = json.loads((path / MANIFEST).read_text(encoding="utf-8"))["files"]
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError):
+        files = None
+    if not isinstance(files, dict):
+        raise PolymnesiaError(f"checkpoint {path}: {MANIFEST} is missing or unreadable; not loaded")
+    return files
 
 
 def latest_good(
@@ -163,17 +243,66 @@ def latest_good(
 
 
 def load(
-    acc: Any, path: Path, model: torch.nn.Module, loaders: dict[str, Callable[[Any], None]]
+    acc: Any,
+    path: Path,
+    model: torch.nn.Module,
+    loaders: dict[str, Callable[[Any], None]],
+    *,
+    rank_loaders: dict[str, Callable[[Any], None]] | None = None,
 ) -> None:
-    """Restore a checkpoint written by :func:`save` (every process reads it)."""
+    """Restore a checkpoint written by :func:`save` (every process reads it).
+
+    Only files that ``checkpoint.json`` lists are read, each with its recorded size; a state
+    tree's tensors file lying there unlisted, or weights that are not finite once loaded,
+    refuse the checkpoint in one line (:func:`latest_good` has skipped such checkpoints)."""
     from safetensors.torch import load_model
 
-    load_model(acc.unwrap_model(model), str(path / "model.safetensors"), device=str(acc.device))
+    files = _manifest_files(path)
+
+    def listed(name: str) -> bool:
+        if name not in files:
+            return False
+        rec = files[name]
+        f = path / name
+        if not f.is_file() or not isinstance(rec, dict) or f.stat().st_size != rec.get("size"):
+            raise PolymnesiaError(f"checkpoint {path}: {name} differs from {MANIFEST}; not loaded")
+        return True
+
+    def tree(stem: str) -> Any:
+        tensors = f"{stem}.safetensors"
+        if not listed(tensors) and (path / tensors).exists():
+            raise PolymnesiaError(
+                f"checkpoint {path}: {tensors} is not listed in {MANIFEST}; not loaded"
+            )
+        return load_tree(path, stem)
+
+    rank_loaders = rank_loaders or {}
+    rank = acc.process_index
+    if "model" in rank_loaders:  # a sharded run: this process's shards
+        if not listed(f"model_rank{rank}.json"):
+            raise PolymnesiaError(
+                f"checkpoint {path} holds no shards for process {rank} (written by fewer "
+                "processes?); resume on the number of processes that wrote it"
+            )
+        if not listed(f"model_rank{rank}.safetensors"):
+            raise PolymnesiaError(f"checkpoint {path}: model_rank{rank}.safetensors is missing")
+    elif not listed(MODEL):
+        raise PolymnesiaError(f"checkpoint {path}: {MANIFEST} does not list {MODEL}; not loaded")
+    else:
+        load_model(acc.unwrap_model(model), str(path / MODEL), device=str(acc.device))
+    for stem, put in rank_loaders.items():
+        if not listed(f"{stem}_rank{rank}.json"):
+            raise PolymnesiaError(f"checkpoint {path} has no {stem} state for process {rank}")
+        put(tree(f"{stem}_rank{rank}"))
+    if not params_finite(model):
+        raise PolymnesiaError(
+            f"checkpoint {path} holds non-finite weights, though marked finite; remove it"
+        )
     for stem, put in loaders.items():
-        if (path / f"{stem}.json").is_file():
-            put(load_tree(path, stem))
+        if listed(f"{stem}.json"):
+            put(tree(stem))
     rng = f"rng_{acc.process_index}"
-    if (path / f"{rng}.json").is_file():
-        set_rng_state(load_tree(path, rng))
+    if listed(f"{rng}.json"):
+        set_rng_state(tree(rng))
     else:
         say(f"checkpoint {path} has no RNG state for process {acc.process_index}; RNG not restored")
