@@ -87,6 +87,9 @@ def append_jsonl(path: str | os.PathLike[str], record: dict[str, Any]) -> None:
 
 
 def read_jsonl(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
+    """The records of a JSONL log that may still be appended to, skipping a line that does not
+    parse (the torn last line of an interrupted append). Never for a file that must be whole
+    (a complete cache entry's outputs, a run's results): use :func:`read_jsonl_strict`."""
     out: list[dict[str, Any]] = []
     p = Path(path)
     if not p.exists():
@@ -103,14 +106,23 @@ def read_jsonl(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
     return out
 
 
-def check_jsonl(path: str | os.PathLike[str]) -> int:
-    """Count the records of a JSONL file; one line naming the file and line if any is damaged.
-
-    :func:`read_jsonl` skips a torn line (a crash mid-append is expected in a
-    log); a results file must be whole, so reports check it with this first.
-    """
+def read_jsonl_strict(
+    path: str | os.PathLike[str],
+    *,
+    missing_ok: bool = False,
+    advice: str = "",
+    torn_tail_ok: bool = False,
+) -> list[dict[str, Any]]:
+    """Every record of a JSONL file that must be whole: a file written in one atomic replace
+    (a complete cache entry's ``scores.jsonl``, a run's results) never holds a torn line, so
+    a line that is not a JSON object is damage, reported in one line naming the file and the
+    line (``advice`` appended). ``missing_ok``: a missing file holds no records.
+    ``torn_tail_ok`` (a file that :func:`append_jsonl` writes to): a last line without its
+    newline that does not parse is what an interrupted append leaves, and is skipped; any
+    other bad line is still damage."""
     p = Path(path)
-    count = 0
+    out: list[dict[str, Any]] = []
+    tail = f"; {advice}" if advice else ""
     try:
         with open(p, encoding="utf-8") as f:
             for number, line in enumerate(f, start=1):
@@ -119,18 +131,33 @@ def check_jsonl(path: str | os.PathLike[str]) -> int:
                 try:
                     rec = json.loads(line)
                 except json.JSONDecodeError as e:
+                    if torn_tail_ok and not line.endswith("\n"):
+                        break  # the last line (only it lacks a newline), torn by a crash
                     raise PolymnesiaError(
-                        f"{p} is damaged: line {number} is not valid JSON ({e.msg}); "
-                        "run the experiment again to rebuild it from the stage cache"
+                        f"{p} is damaged: line {number} is not valid JSON ({e.msg}){tail}"
                     ) from None
                 if not isinstance(rec, dict):
-                    raise PolymnesiaError(f"{p} is damaged: line {number} is not a JSON object")
-                count += 1
+                    raise PolymnesiaError(
+                        f"{p} is damaged: line {number} is not a JSON object{tail}"
+                    )
+                out.append(rec)
     except UnicodeDecodeError:
-        raise PolymnesiaError(f"{p} is damaged: it is not UTF-8 text") from None
+        raise PolymnesiaError(f"{p} is damaged: it is not UTF-8 text{tail}") from None
     except OSError as e:
+        if missing_ok and isinstance(e, FileNotFoundError):
+            return []
         raise PolymnesiaError(f"cannot read {p}: {e.strerror}") from None
-    return count
+    return out
+
+
+def check_jsonl(path: str | os.PathLike[str]) -> int:
+    """Count the records of a JSONL file; one line naming the file and line if any is damaged.
+
+    :func:`read_jsonl` skips a torn line (a crash mid-append is expected in a
+    log); a results file must be whole, so reports check it with this first.
+    """
+    advice = "run the experiment again to rebuild it from the stage cache"
+    return len(read_jsonl_strict(path, advice=advice))
 
 
 @contextlib.contextmanager

@@ -38,7 +38,7 @@ from pydantic import Field
 
 from polymnesia.config.base import StrictModel
 from polymnesia.errors import DataError, PolymnesiaError
-from polymnesia.io import read_jsonl, write_jsonl_atomic
+from polymnesia.io import read_jsonl_strict, write_jsonl_atomic
 from polymnesia.metrics.translation import bleu_from_stats, chrf_from_stats
 from polymnesia.metrics.uncertainty import (
     DEFAULT_LEVEL,
@@ -177,8 +177,10 @@ def write_items(path: str | os.PathLike[str], sets: Iterable[ItemSet]) -> None:
 
 
 def read_items(path: str | os.PathLike[str]) -> list[ItemSet]:
-    """Read an ``items.jsonl``; a missing file gives an empty list."""
-    return [item_set_from_dict(r, f"{path} line {i + 1}") for i, r in enumerate(read_jsonl(path))]
+    """Read an ``items.jsonl`` (strictly: a bad line is damage); a missing file gives an empty
+    list."""
+    records = read_jsonl_strict(path, missing_ok=True)
+    return [item_set_from_dict(r, f"{path} line {i + 1}") for i, r in enumerate(records)]
 
 
 def run_items(run_dir: str | os.PathLike[str]) -> list[ItemSet]:

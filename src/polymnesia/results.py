@@ -25,8 +25,8 @@ from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any, Protocol
 
-from polymnesia.errors import ConfigError, DataError
-from polymnesia.io import append_jsonl, atomic_write_text, read_jsonl
+from polymnesia.errors import ConfigError, DataError, PolymnesiaError
+from polymnesia.io import append_jsonl, atomic_write_text, read_jsonl_strict
 
 
 class Interval(Protocol):
@@ -163,10 +163,18 @@ def append_scores(path: str | os.PathLike[str], scores: Iterable[Score]) -> None
 
 
 def read_scores(path: str | os.PathLike[str]) -> list[Score]:
-    """Read a scores JSONL file; a missing file or an invalid record raises :class:`DataError`."""
+    """Read a scores JSONL file; a missing file or an invalid record raises :class:`DataError`.
+
+    The file is read strictly: a line that does not parse is damage (one line naming the file
+    and line), never skipped, except a last line without its newline, which only an
+    interrupted :func:`append_scores` leaves."""
     if not os.path.exists(path):
         raise DataError(f"no scores file at {path}; run the evaluation stages first")
-    return [score_from_dict(r, f"{path} record {i + 1}") for i, r in enumerate(read_jsonl(path))]
+    try:
+        records = read_jsonl_strict(path, torn_tail_ok=True)
+    except PolymnesiaError as e:
+        raise DataError(str(e)) from None
+    return [score_from_dict(r, f"{path} record {i + 1}") for i, r in enumerate(records)]
 
 
 def _check_field(name: str) -> None:

@@ -11,6 +11,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tarfile
 import threading
 import time
 import zipfile
@@ -23,14 +24,17 @@ import torch
 import polymnesia.stages  # noqa: F401  (registers the stage kinds)
 from polymnesia.config.base import StrictModel
 from polymnesia.data.config import DataConfig
+from polymnesia.data.prepared import read_split
 from polymnesia.data.sources import bible
-from polymnesia.errors import PolymnesiaError
+from polymnesia.errors import DataError, PolymnesiaError
 from polymnesia.io import atomic_write_text
 from polymnesia.models import ModelConfig
-from polymnesia.pipeline import local_inputs
+from polymnesia.pipeline import integrity, local_inputs
+from polymnesia.pipeline.run_dir import merge_stage_outputs
 from polymnesia.pipeline.runner import plan, run_pipeline
 from polymnesia.pipeline.stage import STAGES, Stage, StageContext, StageSpec
-from polymnesia.results import Score
+from polymnesia.pipeline.transfer import export_entries, import_entries
+from polymnesia.results import Score, read_scores
 from polymnesia.stages.data import PrepareDataParams
 from polymnesia.stages.import_model import ImportModelParams
 from polymnesia.stages.tokenizer import TrainTokenizerParams
@@ -307,6 +311,82 @@ def test_waiting_for_a_download_times_out_in_one_line_with_the_runs_timeout(
         run_pipeline([spec], None, log=quiet, lock_timeout=0.5)
 
 
+# -- 3. complete entries are read strictly ------------------------------------------------
+
+
+class ScoreParams(StrictModel):
+    langs: list[str]
+
+
+@STAGES.register("test_scores", "scores a value per language (tests only)")
+class Scores(Stage):
+    resumable = True
+
+    def run(self, ctx: StageContext) -> list[Score]:
+        atomic_write_text(ctx.out_dir / "model" / "weights.txt", "w")
+        return [Score("m", lang, "ppl", float(i + 10)) for i, lang in enumerate(ctx.params.langs)]
+
+
+def _scores_specs() -> list[StageSpec]:
+    return [StageSpec("score", "test_scores", ScoreParams(langs=["de", "fr"]))]
+
+
+def _break_line(path: Path, lang: str) -> None:
+    """Make the line of ``lang`` invalid JSON, keeping the file's size and mtime."""
+    st = path.stat()
+    text = path.read_text(encoding="utf-8")
+    line = next(x for x in text.splitlines() if f'"lang": "{lang}"' in x)
+    path.write_text(text.replace(line, "#" + line[1:]), encoding="utf-8")
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert path.stat().st_size == st.st_size
+
+
+def _run_dir(tmp_path: Path) -> Path:
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    (run_dir / "run.json").write_text('{"stages": {}}')
+    return run_dir
+
+
+def test_a_bad_line_in_a_complete_entry_is_damage_and_the_entry_is_rebuilt(
+    isolated_cache, tmp_path
+):  # type: ignore[no-untyped-def]
+    run_dir = _run_dir(tmp_path)
+    entry = run_pipeline(_scores_specs(), run_dir, log=quiet)["score"]
+    _break_line(entry / "scores.jsonl", "fr")
+    check = integrity.check_entry(entry)
+    assert check.state == "damaged"
+    assert check.detail.startswith("scores.jsonl: line 2 is not valid JSON")
+    [planned] = plan(_scores_specs())
+    assert planned.status == "run" and "damaged: scores.jsonl: line 2" in planned.note
+    log: list[str] = []
+    run_pipeline(_scores_specs(), run_dir, log=log.append)
+    assert any("is damaged: scores.jsonl: line 2" in line and "rebuilding" in line for line in log)
+    langs = [s.lang for s in read_scores(run_dir / "results" / "scores.jsonl")]
+    assert langs == ["de", "fr"]  # no language silently dropped
+
+
+def test_merging_and_reading_results_never_skip_a_bad_line(isolated_cache, tmp_path):  # type: ignore[no-untyped-def]
+    run_dir = _run_dir(tmp_path)
+    entry = run_pipeline(_scores_specs(), run_dir, log=quiet)["score"]
+    results = run_dir / "results" / "scores.jsonl"
+    _break_line(results, "de")
+    with pytest.raises(DataError, match=r"scores.jsonl is damaged: line 1 is not valid JSON"):
+        read_scores(results)
+    _break_line(entry / "scores.jsonl", "fr")
+    with pytest.raises(PolymnesiaError, match=r"is damaged: line 2 is not valid JSON") as e:
+        merge_stage_outputs(run_dir, {"score": entry})
+    assert "\n" not in str(e.value)
+
+
+def test_prepared_splits_of_a_complete_entry_are_read_strictly(tmp_path):  # type: ignore[no-untyped-def]
+    split = tmp_path / "en" / "train.jsonl"
+    split.parent.mkdir()
+    split.write_text('{"id": "1", "text": "a"}\n{"id": "2", "te\n{"id": "3", "text": "c"}\n')
+    with pytest.raises(PolymnesiaError, match=r"train.jsonl is damaged: line 2"):
+        read_split(tmp_path, "en", "train")
+
+
 # -- 4. checkpoints: the manifest is authoritative, finiteness is checked ------------------
 
 
@@ -393,3 +473,142 @@ def test_state_files_the_manifest_does_not_list_are_never_read(tmp_path):  # typ
     assert checkpoint.problem(path) == "scheduler.safetensors is not listed in checkpoint.json"
     with pytest.raises(PolymnesiaError, match=r"scheduler.safetensors is not listed"):
         checkpoint.load(FakeAcc(), path, _model(), _loaders([]))
+
+
+# -- 8. archives: the manifest says what may be unpacked ----------------------------------
+
+
+def _tiny_local_archive(tmp_path: Path) -> tuple[dict[str, Path], Path]:
+    entries = run_pipeline(local_specs(str(_corpus(tmp_path / "mydata"))), None, log=quiet)
+    archive = tmp_path / "entries.tar.gz"
+    export_entries(list(entries.values()), archive)
+    return entries, archive
+
+
+def _rewrite(archive: Path, out: Path, edit) -> None:  # type: ignore[no-untyped-def]
+    with tarfile.open(archive) as src, tarfile.open(out, "w:gz") as dst:
+        for m in src.getmembers():
+            data = src.extractfile(m).read() if m.isfile() else None  # type: ignore[union-attr]
+            for member, payload in edit(m, data):
+                if payload is not None:
+                    member.size = len(payload)
+                dst.addfile(member, io.BytesIO(payload) if payload is not None else None)
+
+
+def _zeros_in_an_entry(m: tarfile.TarInfo, data: bytes | None):  # type: ignore[no-untyped-def]
+    yield m, data
+    if m.name.endswith("_complete.json") and "/prepare_data/" in m.name:
+        yield tarfile.TarInfo(m.name.replace("_complete.json", "zeros.bin")), b"\0" * (4 << 20)
+
+
+def _manifest_row(row: str):  # type: ignore[no-untyped-def]
+    def edit(m: tarfile.TarInfo, data: bytes | None):  # type: ignore[no-untyped-def]
+        if data is not None and m.name.endswith("_complete.json") and "/prepare_data/" in m.name:
+            marker = json.loads(data)
+            marker["files"][row] = {"size": 4, "mtime_ns": 0, "sha256": "0" * 64}
+            data = json.dumps(marker).encode()
+        yield m, data
+
+    return edit
+
+
+def _longer_tokenizer(m: tarfile.TarInfo, data: bytes | None):  # type: ignore[no-untyped-def]
+    if data is not None and m.name.endswith("tokenizer/tokenizer.json"):
+        data = data + b" " * (1 << 20)
+    yield m, data
+
+
+@pytest.mark.parametrize(
+    ("edit", "why"),
+    [
+        (_zeros_in_an_entry, r"zeros.bin', which the manifest of its entry does not list"),
+        (
+            _manifest_row("../../escape.txt"),
+            r"manifest row '../../escape.txt' .* not a path inside",
+        ),
+        (_manifest_row("/etc/hostname"), r"manifest row '/etc/hostname' .* not a path inside"),
+        (_longer_tokenizer, r"tokenizer.json' of \d+ bytes; its manifest says \d+"),
+    ],
+)
+def test_import_refuses_what_the_manifest_does_not_list_writing_nothing(
+    isolated_cache, tmp_path, monkeypatch, edit, why
+):  # type: ignore[no-untyped-def]
+    _, archive = _tiny_local_archive(tmp_path)
+    bad = tmp_path / "bad.tar.gz"
+    _rewrite(archive, bad, edit)
+    other = tmp_path / "other"
+    other.mkdir()
+    monkeypatch.setenv("POLYMNESIA_CACHE", str(other))
+    with pytest.raises(PolymnesiaError, match=why) as e:
+        import_entries(bad)
+    assert "\n" not in str(e.value) and "nothing was put into the cache" in str(e.value)
+    assert not list(other.iterdir())  # nothing written, not even a temporary folder
+
+
+def test_import_refuses_an_archive_larger_than_the_free_space(
+    isolated_cache, tmp_path, monkeypatch
+):  # type: ignore[no-untyped-def]
+    import polymnesia.pipeline.transfer as transfer
+
+    _, archive = _tiny_local_archive(tmp_path)
+    other = tmp_path / "other"
+    other.mkdir()
+    monkeypatch.setenv("POLYMNESIA_CACHE", str(other))
+    monkeypatch.setattr(transfer.shutil, "disk_usage", lambda p: shutil._ntuple_diskusage(1, 1, 1))  # type: ignore[attr-defined]
+    with pytest.raises(
+        PolymnesiaError, match=r"would unpack \d+ bytes, more than the 1 bytes free"
+    ):
+        import_entries(archive)
+    assert not list(other.iterdir())
+
+
+# -- 9. debris of interrupted writes ------------------------------------------------------
+
+
+def test_debris_of_a_killed_model_save_is_removed_not_listed_nor_exported(isolated_cache, tmp_path):  # type: ignore[no-untyped-def]
+    entry = run_pipeline(_scores_specs(), None, log=quiet)["score"]
+    (entry / integrity.MARKER).unlink()  # killed during the final model save:
+    debris = entry / ".model.k3x9_q.tmp"  # atomic_dir's temporary folder is left behind
+    (debris / "model.safetensors").parent.mkdir()
+    (debris / "model.safetensors").write_bytes(b"half a model")
+    [planned] = plan(_scores_specs())
+    assert planned.status == "resume"
+    run_pipeline(_scores_specs(), None, log=quiet)
+    assert not debris.exists()
+    files = integrity.read_marker(entry)["files"]  # type: ignore[index]
+    assert sorted(files) == ["model/weights.txt", "scores.jsonl", "spec.json"]
+    archive = tmp_path / "a.tar.gz"
+    export_entries([entry], archive)
+    with tarfile.open(archive) as tar:
+        assert not [n for n in tar.getnames() if ".tmp" in n]
+
+
+def test_debris_an_older_manifest_lists_is_dropped_on_reuse_and_never_exported(
+    isolated_cache, tmp_path
+):  # type: ignore[no-untyped-def]
+    entry = run_pipeline(_scores_specs(), None, log=quiet)["score"]
+    debris = entry / ".model.k3x9_q.tmp" / "model.safetensors"
+    debris.parent.mkdir()
+    debris.write_bytes(b"half a model")
+    marker = integrity.read_marker(entry)
+    assert marker is not None
+    marker["files"][".model.k3x9_q.tmp/model.safetensors"] = integrity.file_record(debris)
+    (entry / integrity.MARKER).write_text(json.dumps(marker))  # as an older polymnesia wrote it
+    archive = tmp_path / "a.tar.gz"
+    export_entries([entry], archive)
+    with tarfile.open(archive) as tar:
+        names = tar.getnames()
+        packed = json.loads(
+            tar.extractfile(next(n for n in names if n.endswith("_complete.json"))).read()
+        )  # type: ignore[union-attr]
+    assert not [n for n in names if ".tmp" in n] and not [r for r in packed["files"] if ".tmp" in r]
+    log: list[str] = []
+    run_pipeline(_scores_specs(), None, log=log.append)
+    assert any("removed 1 temporary file(s)" in line for line in log), log
+    assert not debris.parent.exists()
+    assert integrity.check_entry(entry).state == "ok"
+    assert sorted(integrity.read_marker(entry)["files"]) == [  # type: ignore[index]
+        "model/weights.txt",
+        "scores.jsonl",
+        "spec.json",
+    ]

@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from polymnesia.errors import DataError
-from polymnesia.io import read_jsonl
+from polymnesia.io import read_jsonl_strict
 
 
 def read_split(data_dir: Path, lang: str, split: str) -> list[dict[str, Any]]:
@@ -14,7 +14,7 @@ def read_split(data_dir: Path, lang: str, split: str) -> list[dict[str, Any]]:
     if not path.exists():
         have = sorted(p.name for p in data_dir.iterdir() if p.is_dir()) if data_dir.exists() else []
         raise DataError(f"no prepared {split} data for language '{lang}' (have: {', '.join(have)})")
-    return read_jsonl(path)
+    return read_jsonl_strict(path)  # a complete entry's split: a bad line is damage
 
 
 def read_texts(data_dir: Path, lang: str, split: str, limit: int | None = None) -> list[str]:

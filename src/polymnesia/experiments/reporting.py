@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from polymnesia.data.languages import get_language
-from polymnesia.io import read_jsonl
+from polymnesia.io import read_jsonl_strict
 from polymnesia.items import BootstrapConfig, ItemSet, group_intervals
 from polymnesia.pipeline.integrity import read_marker
 from polymnesia.pipeline.stage import ROLES, STAGES
@@ -205,7 +205,7 @@ def training_curves(report: Report, run_dir: Path) -> None:
     run_health(report, run_dir)
     compute_table(report, run_dir)
     series: dict[str, tuple[list[float], list[float]]] = {}
-    for rec in read_jsonl(run_dir / "metrics.jsonl"):
+    for rec in read_jsonl_strict(run_dir / "metrics.jsonl", missing_ok=True):
         if "loss" in rec and "step" in rec:
             xs, ys = series.setdefault(rec["stage"], ([], []))
             xs.append(rec["step"])

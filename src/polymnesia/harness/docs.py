@@ -40,7 +40,7 @@ from polymnesia.evaluation.generation import chat_prompt, sample_aligned
 from polymnesia.harness.ifeval import KINDS, item_passes, verifiable_item
 from polymnesia.harness.punkt import ensure_punkt
 from polymnesia.harness.tasks import HARNESS_TASKS, expand, model_task_yamls
-from polymnesia.io import atomic_write_text, read_jsonl
+from polymnesia.io import atomic_write_text, read_jsonl_strict
 from polymnesia.tokenizers.chat import turn_end
 
 N_CHOICES = 4
@@ -249,7 +249,7 @@ def load_docs(
         path = folder / f"{polymnesia_task}.{split}.jsonl"
         if not path.exists():
             raise DataError(f"no documents for task {polymnesia_task} in {folder} ({path.name})")
-        splits[split] = datasets.Dataset.from_list(read_jsonl(path))
+        splits[split] = datasets.Dataset.from_list(read_jsonl_strict(path))
     return datasets.DatasetDict(splits)
 
 

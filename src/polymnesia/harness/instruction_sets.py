@@ -54,7 +54,7 @@ from polymnesia.errors import DataError
 from polymnesia.evaluation.generation import sample_aligned
 from polymnesia.harness.docs import halves
 from polymnesia.harness.ifeval import INSTRUCTION_LANGUAGES, KINDS, item_passes, verifiable_item
-from polymnesia.io import atomic_write_text, read_jsonl
+from polymnesia.io import atomic_write_text, read_jsonl_strict
 
 PHASE1_KINDS: tuple[str, ...] = (*KINDS, "genre")
 DISSIMILAR_KINDS: tuple[str, ...] = ("reference", "translate", "continue")
@@ -371,7 +371,7 @@ def read_instruction_set(folder: Path, name: str | None = None) -> InstructionSe
     path = folder / "records.jsonl"
     if not path.exists():
         raise DataError(f"no instruction set in {folder} (records.jsonl missing)")
-    recs = [TwoPhaseRecord(**r) for r in read_jsonl(path)]
+    recs = [TwoPhaseRecord(**r) for r in read_jsonl_strict(path)]
     card = (
         (folder / "DATA_CARD.md").read_text("utf-8") if (folder / "DATA_CARD.md").exists() else ""
     )

@@ -22,7 +22,12 @@ from typing import Any
 
 from polymnesia.config.checks import check_safe_name
 from polymnesia.errors import PolymnesiaError
-from polymnesia.io import atomic_write_json, atomic_write_text, atomic_write_yaml, read_jsonl
+from polymnesia.io import (
+    atomic_write_json,
+    atomic_write_text,
+    atomic_write_yaml,
+    read_jsonl_strict,
+)
 
 
 def config_hash(config: Any) -> str:
@@ -130,13 +135,17 @@ def link_stage(run_dir: Path, name: str, entry: Path) -> None:
 
 
 def merge_stage_outputs(run_dir: Path, stage_entries: dict[str, Path]) -> None:
-    """Rewrite the run's metrics.jsonl and results/scores.jsonl from its stages' entries."""
+    """Rewrite the run's metrics.jsonl and results/scores.jsonl from its stages' entries.
+
+    The entries are complete, so they are read strictly: a line that does not parse is
+    damage, reported in one line (the runner checks them first and rebuilds a damaged one)."""
     metrics: list[str] = []
     scores: list[str] = []
+    advice = "run the experiment again: the damaged entry is rebuilt"
     for name, entry in stage_entries.items():
-        for rec in read_jsonl(entry / "metrics.jsonl"):
+        for rec in read_jsonl_strict(entry / "metrics.jsonl", missing_ok=True, advice=advice):
             metrics.append(json.dumps({"stage": name, **rec}, ensure_ascii=False, sort_keys=True))
-        for rec in read_jsonl(entry / "scores.jsonl"):
+        for rec in read_jsonl_strict(entry / "scores.jsonl", missing_ok=True, advice=advice):
             scores.append(json.dumps(rec, ensure_ascii=False, sort_keys=True))
     atomic_write_text(run_dir / "metrics.jsonl", "".join(m + "\n" for m in metrics))
     atomic_write_text(run_dir / "results" / "scores.jsonl", "".join(s + "\n" for s in scores))

@@ -198,6 +198,9 @@ def _run_one(p: PlannedStage, inputs: dict[str, Path], run_dir: Path | None, is_
         # a complete entry is reused as a whole: its resume checkpoints (optimizer
         # states, often several times the model's size) are no longer needed
         shutil.rmtree(p.entry / "checkpoints", ignore_errors=True)
+        # a kill during an atomic write (the final model save) leaves its temporary folder
+        # behind; the resumed stage wrote the artifact again, so the debris goes
+        integrity.remove_debris(p.entry)
         integrity.write_marker(
             p.entry,
             {
@@ -223,6 +226,12 @@ def _prepare_reuse(p: PlannedStage, log: Callable[[str], None]) -> None:
         )
     elif check.refreshed:
         integrity.refresh_marker(p.entry, check)
+    dropped = integrity.drop_listed_debris(p.entry)
+    if dropped:
+        log(
+            f"[polymnesia] {p.spec.name}: removed {len(dropped)} temporary file(s) of an "
+            f"interrupted write from cache entry {p.entry} (e.g. {dropped[0]})"
+        )
 
 
 def _build(

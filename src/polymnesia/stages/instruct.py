@@ -29,7 +29,7 @@ from polymnesia.data.instructions import (
 from polymnesia.data.prepared import read_split
 from polymnesia.data.sources.bible import BIBLE_GENRES
 from polymnesia.errors import ConfigError, DataError, unknown
-from polymnesia.io import atomic_write_json, atomic_write_text, read_jsonl
+from polymnesia.io import atomic_write_json, atomic_write_text, read_jsonl_strict
 from polymnesia.models.io import load_model_and_tokenizer, save_model_and_tokenizer
 from polymnesia.models.lora import LoraConfig, add_adapter
 from polymnesia.pipeline.stage import STAGES, Stage, StageContext
@@ -104,7 +104,7 @@ def stage_records(folders: list[Path]) -> list[InstructionRecord]:
     """The records that instruction-data stages wrote (``records.jsonl`` in each folder)."""
     out: list[InstructionRecord] = []
     for folder in folders:
-        for i, rec in enumerate(read_jsonl(folder / "records.jsonl")):
+        for i, rec in enumerate(read_jsonl_strict(folder / "records.jsonl")):
             out.append(check_record(rec, f"{folder.name}/records.jsonl:{i + 1}"))
     return out
 

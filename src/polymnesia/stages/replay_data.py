@@ -25,7 +25,7 @@ from polymnesia.config.base import StrictModel
 from polymnesia.errors import DataError
 from polymnesia.evaluation.config import PRECISION_HELP, InferencePrecision
 from polymnesia.evaluation.inference import load_for_inference
-from polymnesia.io import atomic_write_text, read_jsonl, write_jsonl_atomic
+from polymnesia.io import atomic_write_text, read_jsonl_strict, write_jsonl_atomic
 from polymnesia.methods.replay import generative_replay, mix_replay, replay_size
 from polymnesia.pipeline.stage import STAGES, Stage, StageContext
 from polymnesia.results import Score
@@ -61,8 +61,8 @@ class ReplayData(Stage):
 
     def run(self, ctx: StageContext) -> list[Score]:
         p: ReplayDataParams = ctx.params
-        phase2 = [_fields(r) for r in read_jsonl(ctx.input("records") / "records.jsonl")]
-        pool = [_fields(r) for r in read_jsonl(ctx.input("pool") / "records.jsonl")]
+        phase2 = [_fields(r) for r in read_jsonl_strict(ctx.input("records") / "records.jsonl")]
+        pool = [_fields(r) for r in read_jsonl_strict(ctx.input("pool") / "records.jsonl")]
         k = replay_size(len(phase2), p.replay.share)
         if p.replay.kind == "generative":
             # answer the pool's first records, a margin more than needed (empty answers are

@@ -24,7 +24,7 @@ from polymnesia.evaluation.embeddings import (
     dataset_similarity,
     mpd_folders,
 )
-from polymnesia.io import read_jsonl
+from polymnesia.io import read_jsonl_strict
 from polymnesia.metrics.similarity import DES_SAMPLES
 from polymnesia.pipeline.stage import STAGES, Stage, StageContext
 from polymnesia.results import Score
@@ -66,7 +66,7 @@ class DatasetSimilarityParams(StrictModel):
 
 
 def _texts(folder: object, field: str) -> list[str]:
-    rows = read_jsonl(folder / "records.jsonl")  # type: ignore[operator]
+    rows = read_jsonl_strict(folder / "records.jsonl")  # type: ignore[operator]
     if field == "instruction":
         return [str(r["instruction"]) for r in rows]
     return [f"{r['instruction']}\n{r.get('input', '')}".strip() for r in rows]
