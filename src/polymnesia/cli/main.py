@@ -17,6 +17,7 @@ from typing import Any
 
 from polymnesia.cli import cache as cache_cli
 from polymnesia.cli import env as env_cli
+from polymnesia.cli import plan as plan_cli
 from polymnesia.cli.argtypes import amount
 from polymnesia.cli.output import PolymnesiaLogLines, plain_library_output, run_summary
 from polymnesia.errors import ConfigWarning, PolymnesiaError
@@ -393,6 +394,7 @@ def build_parser() -> argparse.ArgumentParser:
     cmp.set_defaults(fn=cmd_compare)
     cache_cli.add_parser(sub)
     env_cli.add_parser(sub)
+    plan_cli.add_parser(sub)
     return p
 
 

@@ -1,0 +1,337 @@
+"""``polymnesia plan``: the estimated peak memory per device of each training stage of a config.
+
+    polymnesia plan configs/two_phase_paper.yaml --devices 8 --memory 80GB --engine fsdp2
+
+The config is read and its stages built as ``polymnesia run --dry-run`` does; nothing is
+downloaded and no model is made. Each training stage's model is traced back through its
+inputs to what makes it: a preset (``pretrain``, with the vocabulary of its tokenizer
+stage), a Hub id or folder (``import_model``, a ``base_model``: its ``config.json`` when the
+folder or the Hub cache has it, else :data:`KNOWN` for the models the shipped configs name),
+a vocabulary expansion (``adapt_vocabulary``). The planner
+(:mod:`polymnesia.training.memory`) then prints a line per stage, and with ``--memory``
+whether it fits and, when not, what would make it fit.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+#: shapes of Hub models the shipped configs name (their config.json), so a plan needs no
+#: network: hidden, layers, heads, kv heads, intermediate, vocabulary
+_MISTRAL_7B = (4096, 32, 32, 8, 14336, 32000)
+_LLAMA3_8B = (4096, 32, 32, 8, 14336, 128256)
+KNOWN: dict[str, tuple[int, int, int, int, int, int]] = {
+    "mistralai/Mistral-7B-v0.1": _MISTRAL_7B,
+    "mistralai/Mistral-7B-Instruct-v0.1": _MISTRAL_7B,
+    "mistralai/Mistral-7B-Instruct-v0.2": _MISTRAL_7B,
+    "meta-llama/Meta-Llama-3-8B": _LLAMA3_8B,
+    "meta-llama/Meta-Llama-3-8B-Instruct": _LLAMA3_8B,
+    "meta-llama/Llama-3.1-8B": _LLAMA3_8B,
+    "meta-llama/Llama-3.1-8B-Instruct": _LLAMA3_8B,
+}
+#: encoders (XLM-R): hidden, layers, heads, intermediate, vocabulary, positions
+KNOWN_ENCODERS: dict[str, tuple[int, int, int, int, int, int]] = {
+    "FacebookAI/xlm-roberta-base": (768, 12, 12, 3072, 250002, 514),
+    "xlm-roberta-base": (768, 12, 12, 3072, 250002, 514),
+    "FacebookAI/xlm-roberta-large": (1024, 24, 16, 4096, 250002, 514),
+    "xlm-roberta-large": (1024, 24, 16, 4096, 250002, 514),
+}
+#: stages whose model is a classifier (a small head instead of the LM head)
+CLASSIFIER_STAGES = ("finetune_task", "sequential_step")
+
+
+def memory_size(text: str) -> int:
+    """An argparse type: ``80GB``, ``80GiB``, ``80G``, ``512MB`` or bytes. GB and GiB both mean
+    2^30 bytes (as GPU makers count an "80 GB" card)."""
+    m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([KMGT]?)(I?B)?\s*", text.upper())
+    if not m:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a memory size; e.g. 80GB or 512MB")
+    scale = {"": 1, "K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}[m.group(2)]
+    value = float(m.group(1)) * scale
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"'{text}': give a memory size above 0")
+    return int(value)
+
+
+def _positive(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a whole number") from None
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"'{text}': give 1 or more")
+    return n
+
+
+def add_parser(sub: Any) -> None:
+    p = sub.add_parser(
+        "plan",
+        help="estimate the peak memory per device of each training stage of a config",
+    )
+    p.add_argument("config")
+    p.add_argument("overrides", nargs="*", help="key.path=value overrides")
+    p.add_argument(
+        "--devices", type=_positive, default=1, help="processes (GPUs) per stage (default 1)"
+    )
+    p.add_argument(
+        "--memory",
+        type=memory_size,
+        metavar="SIZE",
+        help="memory per device, e.g. 80GB (GB = GiB = 2^30 bytes): says which stages fit",
+    )
+    p.add_argument(
+        "--engine",
+        choices=["single", "ddp", "fsdp2"],
+        help="default: the config's train.engine, else ddp on several devices, single on one",
+    )
+    p.add_argument(
+        "--offload", action="store_true", help="fsdp2: parameters and AdamW states in host memory"
+    )
+    p.add_argument(
+        "--gradient-checkpointing",
+        action="store_true",
+        help="plan every stage with gradient checkpointing",
+    )
+    p.add_argument(
+        "--device-type",
+        choices=["cuda", "cpu"],
+        default="cuda",
+        help="what the stages run on (framework overhead, chunk size, AdamW kernel)",
+    )
+    p.set_defaults(fn=cmd_plan)
+
+
+def cmd_plan(args: argparse.Namespace) -> int:
+    from polymnesia.cli.main import build_specs
+    from polymnesia.experiments import EXPERIMENTS, load_config
+    from polymnesia.training.memory import gib
+
+    cfg = load_config(args.config, args.overrides)
+    specs = build_specs(EXPERIMENTS.get(cfg.experiment), cfg, args.config)
+    plans = stage_plans(
+        specs,
+        devices=args.devices,
+        engine=args.engine,
+        offload=args.offload,
+        checkpointing=args.gradient_checkpointing,
+        device_type=args.device_type,
+    )
+    memory = f", {gib(args.memory)} GiB each" if args.memory else ""
+    print(f"# {args.config}: {len(plans)} training stage(s), {args.devices} device(s){memory}")
+    if not plans:
+        print("# no training stage")
+        return 0
+    width = max(len(p.label) for p in plans)
+    shapes = {p.shape for p in plans}
+    for shape in sorted(shapes, key=lambda s: s.name):
+        print(
+            f"# model {shape.name}: {shape.total_params / 1e6:,.1f}M parameters "
+            f"({shape.num_layers} layers x {shape.hidden_size} wide, vocabulary {shape.vocab_size})"
+        )
+    bad = 0
+    for p in plans:
+        verdict = ""
+        if args.memory:
+            fits = p.total <= args.memory
+            bad += not fits
+            verdict = "  fits" if fits else "  DOES NOT FIT"
+        print(f"{p.label:{width}s}  {p.line()}{verdict}")
+    if args.memory and bad:
+        from polymnesia.training.memory import remedies
+
+        worst = max(plans, key=lambda p: p.total)
+        print(
+            f"# {bad} stage(s) do not fit in {gib(args.memory)} GiB; the largest "
+            f"({worst.label}) would fit with " + "; or ".join(remedies(worst, args.memory))
+        )
+    return 0
+
+
+# -- stages -> plans ---------------------------------------------------------------------------
+def stage_plans(
+    specs: list[Any],
+    *,
+    devices: int = 1,
+    engine: str | None = None,
+    offload: bool = False,
+    checkpointing: bool = False,
+    device_type: str = "cuda",
+) -> list[Any]:
+    """A :class:`~polymnesia.training.memory.MemoryPlan` per training stage of ``specs``."""
+    from polymnesia.errors import ConfigError
+    from polymnesia.pipeline.stage import STAGES
+    from polymnesia.training.config import train_configs
+    from polymnesia.training.memory import Setup, frozen_fraction, plan, precision_of
+
+    by_name = {s.name: s for s in specs}
+    out = []
+    for spec in specs:
+        if STAGES.get(spec.kind).role != "training":
+            continue
+        found = train_configs(spec.params)
+        if not found:
+            continue
+        train = found[0][1]
+        shape, dtype, attention = model_of(spec, by_name)
+        if spec.kind in CLASSIFIER_STAGES:
+            import dataclasses
+
+            shape = dataclasses.replace(shape, lm_head=False, name=f"{shape.name} (classifier)")
+        chosen = engine or getattr(train, "engine", None) or "auto"
+        if chosen == "auto":
+            chosen = "ddp" if devices > 1 else "single"
+        if chosen == "single" and devices > 1:
+            raise ConfigError(f"engine single trains on 1 device, not {devices}; use ddp or fsdp2")
+        per_step = train.batch_size // train.grad_accum
+        micro = math.ceil(per_step / devices)
+        lora_rank, lora_modules = _lora(spec.params)
+        fused = getattr(train, "fused_adamw", None)
+        setup = Setup(
+            micro_batch=micro,
+            seq_len=_length(spec.params, train),
+            precision=precision_of(dtype, train.mixed_precision),
+            engine=chosen,  # type: ignore[arg-type]
+            devices=devices,
+            offload=offload or bool(getattr(train, "fsdp2_offload", False)),
+            gradient_checkpointing=checkpointing or train.gradient_checkpointing,
+            grad_accum=train.grad_accum,
+            chunked_loss=train.chunked_loss,
+            attention=attention or "sdpa",
+            lora_rank=lora_rank,
+            lora_modules=lora_modules,
+            frozen_fraction=0.0 if lora_rank else frozen_fraction(shape, train.plugins),
+            fused_adamw=fused if fused is not None else device_type == "cuda",
+            device_type=device_type,
+        )
+        out.append(plan(shape, setup, label=spec.name))
+    return out
+
+
+def _length(params: Any, train: Any) -> int:
+    """Tokens per sequence: the stage's ``max_length`` (instruction or task examples), else
+    the packed ``block_size``."""
+    for section in ("instruct", "task"):
+        n = getattr(getattr(params, section, None), "max_length", None)
+        if isinstance(n, int):
+            return n
+    return int(train.block_size)
+
+
+def _lora(params: Any) -> tuple[int | None, tuple[str, ...]]:
+    from polymnesia.training.memory import LORA_DEFAULT
+
+    inst = getattr(params, "instruct", None)
+    if inst is not None and getattr(inst, "lora_rank", None):
+        return int(inst.lora_rank), tuple(inst.lora.target_modules)
+    method = getattr(params, "method", None)
+    rank = getattr(params, "rank", None)
+    if isinstance(method, str) and hasattr(params, "lora"):
+        from polymnesia.continual.methods import get_method
+
+        if get_method(method).uses_lora(rank) and rank is not None:
+            return int(rank), tuple(params.lora.target_modules)
+    return None, LORA_DEFAULT
+
+
+def model_of(spec: Any, by_name: dict[str, Any]) -> tuple[Any, str | None, str | None]:
+    """(ModelShape, stored dtype, attention kernel) of the model ``spec`` trains, traced
+    through its inputs."""
+    from polymnesia.errors import ConfigError
+
+    p = spec.params
+    base_model = getattr(p, "base_model", None)
+    if isinstance(base_model, str):
+        return hub_shape(base_model), None, None
+    model = getattr(p, "model", None)
+    if spec.kind == "pretrain" and model is not None:
+        if model.name_or_path:
+            return hub_shape(model.name_or_path), model.dtype, model.attn_implementation
+        return _preset(model, spec, by_name), model.dtype, model.attn_implementation
+    if spec.kind == "import_model" and model is not None:
+        return hub_shape(model.name_or_path), model.dtype, model.attn_implementation
+    for role in ("model", "base", "prev"):
+        up = spec.inputs.get(role)
+        if up in by_name:
+            shape, dtype, attention = model_of(by_name[up], by_name)
+            if spec.kind == "adapt_vocabulary":
+                import dataclasses
+
+                a = p.adapt
+                added = a.max_new_tokens or a.new_vocab_size
+                shape = dataclasses.replace(shape, vocab_size=shape.vocab_size + added)
+            return shape, dtype, attention
+    raise ConfigError(f"stage '{spec.name}' ({spec.kind}): cannot tell which model it trains")
+
+
+def _preset(model: Any, spec: Any, by_name: dict[str, Any]) -> Any:
+    from polymnesia.training.memory import ModelShape
+
+    vocab = 32000
+    tok_stage = by_name.get(spec.inputs.get("tokenizer", ""))
+    if tok_stage is not None:
+        t = tok_stage.params.tokenizer
+        vocab = hub_vocab(t.name_or_path) if t.name_or_path else int(t.vocab_size)
+    dims = model.dims()
+    return ModelShape.from_preset(
+        model.preset or "tiny", vocab, tied=model.tie_word_embeddings, **dims
+    )
+
+
+def hub_vocab(name: str) -> int:
+    if name in KNOWN:
+        return KNOWN[name][5]
+    if name in KNOWN_ENCODERS:
+        return KNOWN_ENCODERS[name][4]
+    return int(hub_shape(name).vocab_size)
+
+
+def hub_shape(name: str) -> Any:
+    """The shape of a Hub model or local folder: :data:`KNOWN`, the folder's config.json,
+    the Hub cache, then the Hub (unless ``HF_HUB_OFFLINE``)."""
+    from polymnesia.errors import ConfigError
+    from polymnesia.training.memory import ModelShape
+
+    if name in KNOWN:
+        h, n_layers, heads, kv, inter, vocab = KNOWN[name]
+        return ModelShape(h, n_layers, heads, kv, inter, vocab, name=name)
+    if name in KNOWN_ENCODERS:
+        h, n_layers, heads, inter, vocab, positions = KNOWN_ENCODERS[name]
+        return ModelShape(
+            h,
+            n_layers,
+            heads,
+            heads,
+            inter,
+            vocab,
+            tied_embeddings=True,
+            gated_mlp=False,
+            bias=True,
+            dropout=True,
+            extra_params=(positions + 1) * h,
+            name=name,
+        )
+    from transformers import AutoConfig
+
+    folder = Path(name).expanduser()
+    if (folder / "model" / "config.json").exists():
+        folder = folder / "model"
+    tries: list[dict[str, Any]] = [{"local_files_only": True}]
+    if os.environ.get("HF_HUB_OFFLINE", "0") not in ("1", "true", "True"):
+        tries.append({})
+    err: Exception | None = None
+    for kw in tries:
+        try:
+            conf = AutoConfig.from_pretrained(str(folder) if folder.exists() else name, **kw)
+            return ModelShape.from_hf_config(conf, name=name)
+        except Exception as e:  # noqa: BLE001 (any failure: try the next source, then say so)
+            err = e
+    raise ConfigError(
+        f"cannot read the config of model '{name}' (not cached, and the Hub said: "
+        f"{str(err).strip().splitlines()[0] if err else 'nothing'}); download it once or "
+        "give a local folder"
+    )
