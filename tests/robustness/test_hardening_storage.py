@@ -122,6 +122,33 @@ def test_entries_fingerprinted_by_path_string_are_rebuilt_once(
     assert _statuses(local_specs(str(folder))) == ["reuse", "reuse"]
 
 
+def test_the_cli_rebuilds_the_data_stages_after_a_local_file_is_edited(
+    isolated_cache, tmp_path, monkeypatch, capsys
+):  # type: ignore[no-untyped-def]
+    from polymnesia.cli.main import main
+
+    monkeypatch.chdir(tmp_path)
+    _corpus(tmp_path / "mydata")
+    (tmp_path / "cfg.yaml").write_text(
+        "experiment: language_modeling\nname: local\nseed: 0\n"
+        "data: {source: local, options: {path: mydata}, max_eval_per_lang: 10}\n"
+        "groups: {pretraining: [en, fr]}\ntokenizer: {vocab_size: 300, sample_texts: 60}\n"
+        "train: {steps: 2, batch_size: 2, block_size: 16}\n"
+    )
+
+    def plan_lines() -> list[str]:
+        capsys.readouterr()
+        assert main(["run", "cfg.yaml", "--dry-run", "--run-dir", "runs/a"]) == 0
+        out = capsys.readouterr().out
+        return [line.split()[0] for line in out.splitlines() if " prepare_data " in line]
+
+    assert main(["run", "cfg.yaml", "--only", "data", "--run-dir", "runs/a"]) == 0
+    assert plan_lines() == ["reuse"]
+    en = tmp_path / "mydata" / "en.txt"
+    en.write_text(en.read_text(encoding="utf-8").replace("number 7 ", "numero 7 "), "utf-8")
+    assert plan_lines() == ["run"]
+
+
 def _model_folder(folder: Path) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "config.json").write_text('{"hidden_size": 32}')
