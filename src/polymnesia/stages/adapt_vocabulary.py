@@ -324,6 +324,7 @@ class AdaptVocabulary(Stage):
                 {
                     "merge": report.as_dict(),
                     "steps": result.steps,
+                    "engine": result.engine,
                     "final_loss": result.final_loss,
                     "seconds": round(result.seconds, 2),
                     "parameters": count_parameters(model),

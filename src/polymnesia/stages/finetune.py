@@ -220,6 +220,7 @@ class FinetuneTask(Stage):
             stop = {"last_weights": st.last_weights, **st.stop_info}
         summary = {
             "steps": res.steps,
+            "engine": res.engine,
             "final_loss": res.final_loss,
             "seconds": round(res.seconds, 2),
         }

@@ -189,6 +189,7 @@ class Instruct(Stage):
                 {
                     "records": len(records),
                     "steps": result.steps,
+                    "engine": result.engine,
                     "final_loss": result.final_loss,
                     "seconds": round(result.seconds, 2),
                     "source": ", ".join(p.records) or p.instruct.source,

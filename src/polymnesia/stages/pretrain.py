@@ -67,6 +67,7 @@ class Pretrain(Stage):
                 ctx.out_dir / "train_summary.json",
                 {
                     "steps": result.steps,
+                    "engine": result.engine,
                     "final_loss": result.final_loss,
                     "tokens": result.tokens,
                     "seconds": round(result.seconds, 2),

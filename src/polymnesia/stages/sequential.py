@@ -175,6 +175,7 @@ def _train(
     return model, {
         **stopper.summary(),
         "steps": result.steps,
+        "engine": result.engine,
         "train_examples": len(train_ex),
         "train_seconds": round(time.time() - t0, 3),
         "train_examples_seen": result.steps * batch,

@@ -63,7 +63,19 @@ def checkpoints(ckpt_dir: Path) -> list[tuple[int, Path]]:
 
 
 def params_finite(model: torch.nn.Module) -> bool:
-    return all(bool(torch.isfinite(p).all()) for p in model.parameters())
+    """Every parameter finite (this process's shards of a sharded model)."""
+    from polymnesia.training.fsdp import local
+
+    return all(bool(torch.isfinite(local(p.detach())).all()) for p in model.parameters())
+
+
+def model_files(meta: dict[str, Any]) -> list[str]:
+    """The weight files a manifest names: ``model.safetensors``, or one shard file per
+    process for a sharded (FSDP2) run."""
+    shards = meta.get("model_shards")
+    if isinstance(shards, int) and not isinstance(shards, bool) and shards > 0:
+        return [f"model_rank{r}.safetensors" for r in range(shards)]
+    return [MODEL]
 
 
 def rng_state() -> dict[str, Any]:
@@ -93,11 +105,15 @@ def save(
     states: dict[str, Callable[[], Any]],
     model: torch.nn.Module,
     loss: float,
+    *,
+    rank_states: dict[str, Callable[[], Any]] | None = None,
 ) -> None:
     """Write checkpoint ``step`` (atomically: a temporary folder renamed when whole).
 
     ``states`` maps a file stem to a function returning its tree (called on the
-    main process); every process writes its own RNG state.
+    main process); every process writes its own RNG state, and each tree of
+    ``rank_states`` as ``STEM_rankR`` (a sharded model's ``model`` and ``optimizer``
+    shards: no ``model.safetensors`` is written then).
     """
     from safetensors.torch import save_model
 
@@ -107,8 +123,13 @@ def save(
     acc.wait_for_everyone()
     tmp.mkdir(parents=True, exist_ok=True)
     save_tree(tmp, f"rng_{acc.process_index}", rng_state())
+    rank_states = rank_states or {}
+    for stem, get in rank_states.items():
+        save_tree(tmp, f"{stem}_rank{acc.process_index}", get())
+    sharded = "model" in rank_states
+    if acc.is_main_process and not sharded:
+        save_model(acc.unwrap_model(model), str(tmp / MODEL))
     if acc.is_main_process:
-        save_model(acc.unwrap_model(model), str(tmp / "model.safetensors"))
         for stem, get in states.items():
             save_tree(tmp, stem, get())
     acc.wait_for_everyone()
@@ -118,10 +139,10 @@ def save(
             for p in sorted(tmp.iterdir())
             if p.is_file() and not p.name.startswith(".")
         }
-        atomic_write_json(
-            tmp / MANIFEST,
-            {"format": FORMAT, "step": step, "loss": loss, "finite": True, "files": files},
-        )
+        meta = {"format": FORMAT, "step": step, "loss": loss, "finite": True, "files": files}
+        if sharded:
+            meta["model_shards"] = acc.num_processes
+        atomic_write_json(tmp / MANIFEST, meta)
         os.replace(tmp, ckpt_dir / f"step_{step:07d}")
         for _, old in checkpoints(ckpt_dir)[:-keep]:
             shutil.rmtree(old, ignore_errors=True)
@@ -145,8 +166,9 @@ def problem(path: Path) -> str:
         return f"format {fmt!r}, this polymnesia reads format {FORMAT}"
     if finite is not True:
         return "not marked finite"
-    if not isinstance(files, dict) or MODEL not in files:
-        return f"{MANIFEST} does not list {MODEL}"
+    weights = model_files(meta)
+    if not isinstance(files, dict) or any(w not in files for w in weights):
+        return f"{MANIFEST} does not list {', '.join(weights)}"
     for name, rec in files.items():
         if not isinstance(name, str) or "/" in name or name.startswith(".") or name == MANIFEST:
             return f"{MANIFEST} lists {name!r}, not a file of the checkpoint"
@@ -160,7 +182,11 @@ def problem(path: Path) -> str:
     unlisted = [p.name for p in _readable(path) if p.name not in files]
     if unlisted:
         return f"{unlisted[0]} is not listed in {MANIFEST}"
-    return _nonfinite(path / MODEL)
+    for w in weights:
+        why = _nonfinite(path / w)
+        if why:
+            return why
+    return ""
 
 
 def _readable(path: Path) -> list[Path]:
@@ -182,9 +208,10 @@ def _nonfinite(weights: Path) -> str:
             for key in f.keys():  # noqa: SIM118  (safe_open has no __iter__)
                 t = f.get_tensor(key)
                 if t.is_floating_point() and not bool(torch.isfinite(t).all()):
-                    return f"{MODEL} holds non-finite values ({key}), though marked finite"
+                    return f"{weights.name} holds non-finite values ({key}), though marked finite"
     except Exception as e:  # safetensors raises its own error types for a malformed file
-        return f"{MODEL} cannot be read ({str(e).splitlines()[0] if str(e) else type(e).__name__})"
+        why = str(e).splitlines()[0] if str(e) else type(e).__name__
+        return f"{weights.name} cannot be read ({why})"
     return ""
 
 
@@ -216,7 +243,12 @@ def latest_good(
 
 
 def load(
-    acc: Any, path: Path, model: torch.nn.Module, loaders: dict[str, Callable[[Any], None]]
+    acc: Any,
+    path: Path,
+    model: torch.nn.Module,
+    loaders: dict[str, Callable[[Any], None]],
+    *,
+    rank_loaders: dict[str, Callable[[Any], None]] | None = None,
 ) -> None:
     """Restore a checkpoint written by :func:`save` (every process reads it).
 
@@ -244,9 +276,24 @@ def load(
             )
         return load_tree(path, stem)
 
-    if not listed(MODEL):
+    rank_loaders = rank_loaders or {}
+    rank = acc.process_index
+    if "model" in rank_loaders:  # a sharded run: this process's shards
+        if not listed(f"model_rank{rank}.json"):
+            raise PolymnesiaError(
+                f"checkpoint {path} holds no shards for process {rank} (written by fewer "
+                "processes?); resume on the number of processes that wrote it"
+            )
+        if not listed(f"model_rank{rank}.safetensors"):
+            raise PolymnesiaError(f"checkpoint {path}: model_rank{rank}.safetensors is missing")
+    elif not listed(MODEL):
         raise PolymnesiaError(f"checkpoint {path}: {MANIFEST} does not list {MODEL}; not loaded")
-    load_model(acc.unwrap_model(model), str(path / MODEL), device=str(acc.device))
+    else:
+        load_model(acc.unwrap_model(model), str(path / MODEL), device=str(acc.device))
+    for stem, put in rank_loaders.items():
+        if not listed(f"{stem}_rank{rank}.json"):
+            raise PolymnesiaError(f"checkpoint {path} has no {stem} state for process {rank}")
+        put(tree(f"{stem}_rank{rank}"))
     if not params_finite(model):
         raise PolymnesiaError(
             f"checkpoint {path} holds non-finite weights, though marked finite; remove it"

@@ -75,6 +75,21 @@ class TrainConfig(StrictModel):
         description="recompute activations in the backward pass (less memory, ~30% more compute)",
         json_schema_extra=NOT_FINGERPRINTED,
     )
+    engine: Literal["auto", "ddp", "fsdp2"] = Field(
+        "auto",
+        description="how the model is spread over the run's processes: auto = one process or "
+        "DDP (each process holds the whole model), as launched; ddp = the same, said "
+        "explicitly; fsdp2 = parameters, gradients and optimizer states sharded over the "
+        "processes (PyTorch FSDP2; polymnesia.training.fsdp). POLYMNESIA_ENGINE in the "
+        "launcher's environment overrides it",
+        json_schema_extra=NOT_FINGERPRINTED,
+    )
+    fsdp2_offload: bool = Field(
+        False,
+        description="under engine fsdp2: keep the sharded parameters, gradients and optimizer "
+        "states in CPU memory (slower; fits larger models)",
+        json_schema_extra=NOT_FINGERPRINTED,
+    )
     plugins: list[dict[str, Any]] = Field(
         default_factory=list,
         description="training methods plugged into the loop: [{name: NAME, option: value}] "
@@ -108,6 +123,8 @@ class TrainConfig(StrictModel):
             raise ValueError(
                 f"batch_size {self.batch_size} must be divisible by grad_accum {self.grad_accum}"
             )
+        if self.fsdp2_offload and self.engine == "ddp":
+            raise ValueError("fsdp2_offload needs engine: fsdp2 (or auto with POLYMNESIA_ENGINE)")
         for spec in self.plugins:
             options = {k: v for k, v in spec.items() if k != "name"}
             PLUGINS.get(spec["name"]).check_train(options, self)

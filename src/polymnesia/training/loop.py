@@ -25,10 +25,10 @@ import torch
 from polymnesia.errors import PolymnesiaError, TrainingDiverged
 from polymnesia.io import append_jsonl, atomic_write_json, read_jsonl, write_jsonl_atomic
 from polymnesia.runtime import use_cpu, use_precision
-from polymnesia.training import checkpoint, health
+from polymnesia.training import checkpoint, fsdp, health
 from polymnesia.training.config import TrainConfig, check_precision
 from polymnesia.training.data import IndexStream, TrainData
-from polymnesia.training.engines import UNSHARDED, check_engine, engine_name
+from polymnesia.training.engines import UNSHARDED, check_engine, resolve
 from polymnesia.training.loss import causal_lm_loss, chunked_head
 from polymnesia.training.plugins import LoopState, StepFn, TrainingPlugin
 from polymnesia.training.progress import open_progress
@@ -78,6 +78,7 @@ class TrainResult:
     seconds: float
     resumed_from: int | None
     flags: list[str] = field(default_factory=list)  # "diverged", "stuck_at_chance"
+    engine: str = "single"  # single, ddp, fsdp2 (training.engines)
 
 
 class _Counters:
@@ -170,12 +171,19 @@ def standard_step(state: LoopState, micro_batches: list[dict[str, torch.Tensor]]
     total = torch.zeros((), device=acc.device)
     n = len(micro_batches)
     for i, batch in enumerate(micro_batches):
-        sync = contextlib.nullcontext() if i == n - 1 else acc.no_sync(state.model)
+        sync = contextlib.nullcontext() if i == n - 1 else no_sync(state)
         with sync, acc.autocast():
             loss = causal_lm_loss(state.model, batch, state.lm_head) / n
         acc.backward(loss)
         total += loss.detach()
     return total
+
+
+def no_sync(state: LoopState) -> contextlib.AbstractContextManager[None]:
+    """Accumulate this micro-batch's gradients without synchronising them (DDP or FSDP2)."""
+    if fsdp.is_sharded(state.model):
+        return fsdp.no_sync(state.model)
+    return state.accelerator.no_sync(state.model)  # type: ignore[no-any-return]
 
 
 def _checkpoints(ckpt_dir: Path) -> list[tuple[int, Path]]:
@@ -244,6 +252,8 @@ def _loss_head(model: torch.nn.Module, cfg: TrainConfig, engine: str) -> torch.n
 
 def _grad_norm(acc: Any, model: Any, clip: float | None, engine: str) -> Any:
     """The total gradient norm (before clipping), clipping at ``clip`` when it is set."""
+    if engine == "fsdp2":
+        return fsdp.clip_grad_norm(list(model.parameters()), clip)
     if clip:
         return acc.clip_grad_norm_(model.parameters(), clip)
     if engine not in UNSHARDED:  # sharded gradients: only the engine knows the norm
@@ -252,23 +262,36 @@ def _grad_norm(acc: Any, model: Any, clip: float | None, engine: str) -> Any:
     return torch.nn.utils.get_total_norm(grads) if grads else None
 
 
+def _param_groups(
+    model: torch.nn.Module, cfg: TrainConfig, plugins: Sequence[TrainingPlugin]
+) -> list[dict[str, Any]]:
+    """The (plugin-edited) parameter groups; plugins also freeze parameters here."""
+    groups: list[dict[str, Any]] = default_param_groups(model, cfg)
+    for p in plugins:
+        groups = p.param_groups(model, groups)
+    return groups
+
+
 def _optimizer(
     model: torch.nn.Module,
     cfg: TrainConfig,
     plugins: Sequence[TrainingPlugin],
     device: torch.device | None = None,
+    groups: list[dict[str, Any]] | None = None,
 ) -> tuple[torch.optim.Optimizer, torch.optim.lr_scheduler.LambdaLR]:
-    """AdamW over the (plugin-edited) parameter groups, each with its learning-rate lambda."""
-    groups: list[dict[str, Any]] = default_param_groups(model, cfg)
-    for p in plugins:
-        groups = p.param_groups(model, groups)
+    """AdamW over the parameter groups (:func:`_param_groups` unless given), each with its
+    learning-rate lambda."""
+    if groups is None:
+        groups = _param_groups(model, cfg, plugins)
     base = functools.partial(
         warmup_cosine, warmup=cfg.warmup_steps, total=cfg.steps, min_ratio=cfg.min_lr_ratio
     )
     lambdas = [g.pop("lr_lambda", base) for g in groups]
     for g in groups:
         g.pop("name", None)
-    kw: dict[str, Any] = {"fused": True} if device and _use_fused(cfg, device) else {}
+    sharded = any(fsdp.is_dtensor(p) for g in groups for p in g["params"])
+    fused = device is not None and not sharded and _use_fused(cfg, device)
+    kw: dict[str, Any] = {"fused": True} if fused else {}
     optimizer = torch.optim.AdamW(groups, lr=cfg.lr, betas=cfg.betas, eps=cfg.eps, **kw)
     return optimizer, torch.optim.lr_scheduler.LambdaLR(optimizer, lambdas)
 
@@ -276,18 +299,42 @@ def _optimizer(
 class _Checkpointer:
     """Saves and restores everything a resumed run needs, in polymnesia's pickle-free format."""
 
-    def __init__(self, acc: Any, model: Any, optimizer: Any, scheduler: Any, loop: dict[str, Any]):
+    def __init__(
+        self,
+        acc: Any,
+        model: Any,
+        optimizer: Any,
+        scheduler: Any,
+        loop: dict[str, Any],
+        *,
+        sharded: bool = False,
+    ):
         self.acc, self.model, self.loop = acc, model, loop
         self.getters: dict[str, Callable[[], Any]] = {
-            "optimizer": optimizer.state_dict,
             "scheduler": scheduler.state_dict,
             "loop": lambda: {k: v.state_dict() for k, v in loop.items()},
         }
         self.putters: dict[str, Callable[[Any], None]] = {
-            "optimizer": optimizer.load_state_dict,
             "scheduler": scheduler.load_state_dict,
             "loop": self._load_loop,
         }
+        #: trees every process writes and reads for itself (its shards, under FSDP2)
+        self.rank_getters: dict[str, Callable[[], Any]] = {}
+        self.rank_putters: dict[str, Callable[[Any], None]] = {}
+        self.sharded = sharded
+        if sharded:
+            # plugin states hold shards too (LF-MLF's accumulated update): one per process
+            self.rank_getters["loop"] = self.getters.pop("loop")
+            self.rank_putters["loop"] = self.putters.pop("loop")
+            self.rank_getters["model"] = lambda: fsdp.local_state(model)
+            self.rank_putters["model"] = lambda s: fsdp.load_local_state(model, s)
+            self.rank_getters["optimizer"] = lambda: fsdp.optimizer_to_local(optimizer.state_dict())
+            self.rank_putters["optimizer"] = lambda s: optimizer.load_state_dict(
+                fsdp.optimizer_from_local(optimizer, s)
+            )
+        else:
+            self.getters["optimizer"] = optimizer.state_dict
+            self.putters["optimizer"] = optimizer.load_state_dict
         if getattr(acc, "scaler", None) is not None:
             self.getters["scaler"] = acc.scaler.state_dict
             self.putters["scaler"] = acc.scaler.load_state_dict
@@ -298,13 +345,24 @@ class _Checkpointer:
 
     def save(self, ckpt_dir: Path, counters: _Counters, keep: int) -> None:
         """Checkpoint only a finite state, so a named checkpoint is always a good one."""
-        if not math.isfinite(counters.loss) or not checkpoint.params_finite(self.model):
+        finite = math.isfinite(counters.loss) and checkpoint.params_finite(self.model)
+        if self.sharded:  # every process holds other shards: all must agree
+            flag = torch.tensor([0.0 if finite else 1.0], device=self.acc.device)
+            finite = float(self.acc.reduce(flag, reduction="sum")) == 0.0
+        if not finite:
             raise TrainingDiverged(
                 f"parameters became non-finite after the update of step {counters.step}; "
                 f"last good checkpoint: {_last_good(ckpt_dir)}; lower train.lr or check the data"
             )
         checkpoint.save(
-            self.acc, ckpt_dir, counters.step, keep, self.getters, self.model, counters.loss
+            self.acc,
+            ckpt_dir,
+            counters.step,
+            keep,
+            self.getters,
+            self.model,
+            counters.loss,
+            rank_states=self.rank_getters,
         )
 
     def resume(self, ckpt_dir: Path) -> Path | None:
@@ -314,7 +372,9 @@ class _Checkpointer:
         found = checkpoint.latest_good(ckpt_dir)
         if found is None:
             return None
-        checkpoint.load(self.acc, found[1], self.model, self.putters)
+        checkpoint.load(
+            self.acc, found[1], self.model, self.putters, rank_loaders=self.rank_putters
+        )
         return found[1]
 
 
@@ -364,17 +424,27 @@ def train(
         raise TrainingDiverged(
             f"train.batch_size {cfg.batch_size} / grad_accum {cfg.grad_accum} must be divisible by {acc.num_processes} processes"
         )
-    engine = engine_name(acc)
+    engine = resolve(acc, cfg)
     check_engine(engine, plugins, step_fn, model, standard_step=standard_step)
     set_seed(seed)
     _prepare_model(model, cfg, engine, acc.device)
-    optimizer, scheduler = _optimizer(model, cfg, plugins, torch.device(acc.device))
-    model, optimizer = acc.prepare(model, optimizer)
+    gatherer, groups = None, None
+    if engine == "fsdp2":
+        # plugins choose and freeze parameters on the whole model; the groups are carried
+        # over to the sharded parameters by name
+        named = fsdp.groups_by_name(model, _param_groups(model, cfg, plugins))
+        fsdp.ensure_process_group(torch.device(acc.device))
+        gatherer = fsdp.Gatherer(model)
+        fsdp.shard(model, cfg, torch.device(acc.device))
+        groups = fsdp.groups_from_names(model, named)
+    optimizer, scheduler = _optimizer(model, cfg, plugins, torch.device(acc.device), groups)
+    if engine != "fsdp2":
+        model, optimizer = acc.prepare(model, optimizer)
     if cfg.compile:
         acc.unwrap_model(model).compile()  # in place: state_dict keys are unchanged
     stream, counters = IndexStream(len(data), seed), _Counters()
     loop_states = {"counters": counters, "stream": stream, "plugins": _PluginState(plugins)}
-    ckpt = _Checkpointer(acc, model, optimizer, scheduler, loop_states)
+    ckpt = _Checkpointer(acc, model, optimizer, scheduler, loop_states, sharded=engine == "fsdp2")
 
     ckpt_dir = out_dir / "checkpoints"
     metrics_path = out_dir / "metrics.jsonl"
@@ -458,8 +528,15 @@ def train(
         bar.close()
     if cfg.trackers:
         acc.end_training()
-    flags = _finish_health(acc, acc.unwrap_model(model), counters, out_dir)
+    plain = gatherer.gather(model) if gatherer is not None else acc.unwrap_model(model)
+    flags = _finish_health(acc, plain, counters, out_dir)
     result = TrainResult(
-        counters.step, counters.loss, counters.tokens, time.time() - t0, resumed_from, flags
+        counters.step,
+        counters.loss,
+        counters.tokens,
+        time.time() - t0,
+        resumed_from,
+        flags,
+        engine=engine,
     )
-    return acc.unwrap_model(model), result
+    return plain, result
