@@ -14,7 +14,7 @@ from polymnesia.training.loop import train
 VOCAB = 50
 
 
-def tiny_model(tied: bool = False, seed: int = 0) -> torch.nn.Module:
+def tiny_model(tied: bool = False, seed: int = 0, **kw: Any) -> torch.nn.Module:
     from polymnesia.testing import tiny_model
 
     return tiny_model(
@@ -26,6 +26,7 @@ def tiny_model(tied: bool = False, seed: int = 0) -> torch.nn.Module:
         bos_token_id=1,
         eos_token_id=2,
         seed=seed,
+        **kw,
     )
 
 

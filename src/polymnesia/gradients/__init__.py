@@ -7,7 +7,13 @@
 See docs/gradients.md for the equations each method implements.
 """
 
-from polymnesia.gradients.base import COMBINERS, Combiner, check_grads, get_combiner
+from polymnesia.gradients.base import (
+    COMBINERS,
+    Combiner,
+    check_grads,
+    get_combiner,
+    sharded_rows,
+)
 from polymnesia.gradients.flat import (
     assign_flat_grad,
     block_sizes,
@@ -30,5 +36,6 @@ __all__ = [
     "flatten_grads",
     "get_combiner",
     "per_language_gradients",
+    "sharded_rows",
     "solve_simplex_qp",
 ]

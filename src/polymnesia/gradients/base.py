@@ -15,12 +15,21 @@ Shared conventions (every combiner, tested once for all):
 * ``weights`` is a CPU float64 tensor [T] such that ``direction =
   weights @ grads`` (``None`` where a method has no single weight vector,
   e.g. block-wise GradVac).
+
+Sharded rows (FSDP2): every combiner sees ``grads`` only through inner products
+(:func:`gram_matrix`, GradVac's :func:`~polymnesia.gradients.gradvac.block_grams`,
+LF-MLF's linear term) and applies weights to the rows (:func:`weighted_sum`).
+Inside :func:`sharded_rows`, ``grads`` holds each process's shard of the full rows:
+the inner products are summed over processes (one all-reduce each), so every
+process gets the same weights, and applies them to its own shard. No gradient is
+gathered.
 """
 
 from __future__ import annotations
 
+import contextlib
 import inspect
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, ClassVar
 
 import numpy as np
@@ -30,6 +39,28 @@ from polymnesia.errors import ConfigError, PolymnesiaError
 from polymnesia.registry import Registry
 
 REDUCTIONS = ("sum", "mean")
+_SUMS: list[Callable[[torch.Tensor], torch.Tensor]] = []  # innermost last
+
+
+@contextlib.contextmanager
+def sharded_rows(sum_over_processes: Callable[[torch.Tensor], torch.Tensor]) -> Iterator[None]:
+    """Combine rows that are each process's shard of the full rows: every inner product is
+    passed through ``sum_over_processes`` (an all-reduce sum) before it is used."""
+    _SUMS.append(sum_over_processes)
+    try:
+        yield
+    finally:
+        _SUMS.pop()
+
+
+def process_sum(t: torch.Tensor) -> torch.Tensor:
+    """``t`` summed over the processes sharing the rows (itself outside :func:`sharded_rows`)."""
+    return _SUMS[-1](t) if _SUMS else t
+
+
+def inner(a: torch.Tensor, b: torch.Tensor) -> np.ndarray:
+    """``a @ b`` as float64 numpy, summed over the processes in :func:`sharded_rows`."""
+    return process_sum((a @ b).double()).cpu().numpy()
 
 
 class Combiner:
@@ -42,7 +73,7 @@ class Combiner:
 
     def __call__(self, grads: torch.Tensor, languages: Sequence[str] | None = None) -> torch.Tensor:
         check_grads(grads, languages)
-        if grads.shape[0] == 1 or not bool(grads.any()):
+        if grads.shape[0] == 1 or not _any(grads):
             return self._trivial(grads)
         return self._combine(grads)
 
@@ -89,6 +120,12 @@ def get_combiner(name: str, **options: Any) -> Combiner:
     return cls(**options)
 
 
+def _any(grads: torch.Tensor) -> bool:
+    if not _SUMS:
+        return bool(grads.any())
+    return bool(process_sum(grads.abs().sum().double().reshape(1)).item() > 0)
+
+
 def check_grads(grads: object, languages: Sequence[str] | None = None) -> None:
     """Raise a one-line :class:`PolymnesiaError` unless ``grads`` is a finite [T, D] float tensor."""
     if not isinstance(grads, torch.Tensor):
@@ -125,7 +162,7 @@ def check_reduction(reduction: str) -> str:
 def gram_matrix(grads: torch.Tensor) -> np.ndarray:
     """``grads grads^T`` as a float64 numpy array [T, T] (half precision is upcast first)."""
     g = grads.float() if grads.dtype in (torch.float16, torch.bfloat16) else grads
-    return (g @ g.T).double().cpu().numpy()
+    return inner(g, g.T)
 
 
 def weighted_sum(weights: np.ndarray, grads: torch.Tensor) -> torch.Tensor:

@@ -42,6 +42,7 @@ from polymnesia.gradients.base import (
     Combiner,
     check_reduction,
     new_generator,
+    process_sum,
     random_orders,
 )
 
@@ -53,7 +54,7 @@ def block_grams(grads: torch.Tensor, sizes: Sequence[int]) -> np.ndarray:
     """Per-block Gram matrices [K, T, T] (float64) of the column blocks ``sizes``."""
     g = grads.float() if grads.dtype in (torch.float16, torch.bfloat16) else grads
     blocks = torch.split(g, list(sizes), dim=1)
-    return torch.stack([b @ b.T for b in blocks]).double().cpu().numpy()
+    return process_sum(torch.stack([b @ b.T for b in blocks]).double()).cpu().numpy()
 
 
 def gradvac_step(

@@ -44,7 +44,7 @@ import numpy as np
 import torch
 
 from polymnesia.errors import ConfigError, PolymnesiaError, unknown
-from polymnesia.gradients.base import COMBINERS, Combiner, gram_matrix, weighted_sum
+from polymnesia.gradients.base import COMBINERS, Combiner, gram_matrix, inner, weighted_sum
 from polymnesia.gradients.mgda import mgda_weights
 from polymnesia.gradients.qp import SOLVERS, InfeasibleQP, QPSolution, solve_simplex_qp
 
@@ -75,7 +75,7 @@ def linear_term(grads: torch.Tensor, accumulated: torch.Tensor | None) -> np.nda
         raise PolymnesiaError(
             f"LF-MLF accumulated update has {accumulated.numel()} entries but grads have D = {grads.shape[1]}"
         )
-    return (grads @ accumulated.to(grads.device, grads.dtype)).double().cpu().numpy()
+    return inner(grads, accumulated.to(grads.device, grads.dtype))
 
 
 @COMBINERS.register("lf_mlf", "less-forgetting QP over convex weights (Mao et al. 2022, Problem 2)")

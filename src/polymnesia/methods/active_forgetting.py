@@ -52,6 +52,7 @@ from pydantic import Field, ValidationError
 from polymnesia.config.base import StrictModel
 from polymnesia.errors import ConfigError
 from polymnesia.models.anatomy import input_embeddings, output_embeddings
+from polymnesia.training.fsdp import is_dtensor, local_rows
 from polymnesia.training.plugins import PLUGINS, LoopState, TrainingPlugin
 from polymnesia.training.schedule import windowed
 
@@ -95,11 +96,14 @@ def reset_adam_state(optimizer: torch.optim.Optimizer, params: list[torch.nn.Par
 def redraw_(
     weight: torch.Tensor, std: float, generator: torch.Generator, pad_id: int | None
 ) -> None:
-    """Re-draw ``weight`` in place from N(0, std), padding row zero."""
+    """Re-draw ``weight`` in place from N(0, std), padding row zero. A weight sharded by
+    rows (FSDP2) draws the whole matrix and keeps the rows this process holds, so every
+    sharding gives the same rows."""
     fresh = torch.randn(weight.shape, generator=generator, dtype=torch.float32) * std
     if pad_id is not None and 0 <= pad_id < weight.shape[0]:
         fresh[pad_id] = 0.0
-    weight.copy_(fresh.to(device=weight.device, dtype=weight.dtype))
+    rows, start = local_rows(weight)
+    rows.copy_(fresh[start : start + rows.shape[0]].to(device=rows.device, dtype=rows.dtype))
 
 
 def _broadcast(weight: torch.Tensor, accelerator: Any) -> None:
@@ -130,6 +134,7 @@ class ActiveForgetting(TrainingPlugin):
 
     name = "active_forgetting"
     Options = ActiveForgettingOptions
+    sharded_engines = ("fsdp2",)
 
     def __init__(self, **options: Any) -> None:
         check_reset_every(options.get("reset_every"))
@@ -207,6 +212,9 @@ class ActiveForgetting(TrainingPlugin):
         acc = state.accelerator
         gen = torch.Generator().manual_seed(self.seed * 1_000_003 + state.step)
         for i, w in enumerate(targets):
+            if is_dtensor(w):  # sharded: every process draws, each keeps its own rows
+                redraw_(w.data, self.std, gen, pad_id if i == 0 else None)
+                continue
             if acc is None or acc.is_main_process:
                 redraw_(w.data, self.std, gen, pad_id if i == 0 else None)
             _broadcast(w.data, acc)

@@ -16,6 +16,7 @@ import torch
 from pydantic import Field, model_validator
 
 from polymnesia.config.base import StrictModel
+from polymnesia.training.fsdp import full_tensor
 from polymnesia.training.plugins import LoopState, TrainingPlugin
 
 
@@ -42,6 +43,7 @@ class EarlyStopping(TrainingPlugin):
     """Evaluate ``score_fn(model)`` every ``steps_per_epoch`` steps; stop after ``patience`` bad epochs."""
 
     name = "early_stopping"
+    sharded_engines = ("fsdp2",)
 
     def __init__(
         self,
@@ -67,8 +69,12 @@ class EarlyStopping(TrainingPlugin):
         if score > self.best + self.cfg.min_delta:
             self.best, self.best_epoch, self.bad = score, self.epochs, 0
             frozen = {n for n, p in model.named_parameters() if not p.requires_grad}
+            # whole tensors (gathered from the shards under FSDP2): the stage restores them
+            # into the trained, gathered model
             self.best_state = {
-                k: v.detach().clone() for k, v in model.state_dict().items() if k not in frozen
+                k: full_tensor(v).detach().clone()
+                for k, v in model.state_dict().items()
+                if k not in frozen
             }
         else:
             self.bad += 1

@@ -21,6 +21,10 @@ Embeddings and head come from the model's own API
 (:mod:`polymnesia.models.anatomy`), so every transformers architecture works;
 an encoder without an LM head trains its new embedding rows only.
 
+Under FSDP2 (``train.engine: fsdp2``) each process holds a range of rows of each
+matrix: it masks, snapshots and restores the frozen rows it holds
+(:func:`polymnesia.training.fsdp.row_slice`), so the result is the same.
+
 An untied LM head is trained whole (all rows), as in the paper ("the new
 head"); ``freeze_head_rows=True`` freezes its old rows too.
 """
@@ -35,13 +39,15 @@ from pydantic import Field
 from polymnesia.config.base import StrictModel
 from polymnesia.errors import ConfigError
 from polymnesia.models.anatomy import input_embeddings, output_embeddings
+from polymnesia.training.fsdp import row_slice
 from polymnesia.training.plugins import PLUGINS, LoopState, TrainingPlugin
 
 
 def mask_rows_(grad: torch.Tensor | None, n_frozen: int) -> None:
-    """Zero the gradient of rows ``[0, n_frozen)`` in place."""
+    """Zero the gradient of rows ``[0, n_frozen)`` in place (of this process's rows of a
+    sharded gradient)."""
     if grad is not None:
-        grad[:n_frozen].zero_()
+        row_slice(grad, 0, n_frozen).zero_()
 
 
 class FrozenRowsOptions(StrictModel):
@@ -59,6 +65,7 @@ class FrozenRowsOptions(StrictModel):
 class FrozenRows(TrainingPlugin):
     name = "frozen_rows"
     Options = FrozenRowsOptions
+    sharded_engines = ("fsdp2",)
 
     def __init__(
         self, first_trainable_row: int, freeze_body: bool = True, freeze_head_rows: bool = False
@@ -107,7 +114,8 @@ class FrozenRows(TrainingPlugin):
 
     def setup(self, state: LoopState) -> None:
         self._snapshots = [
-            (w, w.detach()[: self.n_frozen].clone()) for w in self._matrices(state.unwrapped)
+            (w, row_slice(w.detach(), 0, self.n_frozen).clone())
+            for w in self._matrices(state.unwrapped)
         ]
 
     def before_optimizer_step(self, state: LoopState) -> None:
@@ -117,4 +125,4 @@ class FrozenRows(TrainingPlugin):
     @torch.no_grad()
     def after_optimizer_step(self, state: LoopState) -> None:
         for w, frozen in self._snapshots:
-            w[: self.n_frozen].copy_(frozen)
+            row_slice(w, 0, self.n_frozen).copy_(frozen)

@@ -137,6 +137,8 @@ def resolve_frozen(cfg: LayerFreezingConfig, model: torch.nn.Module) -> list[str
 class LayerFreezing(TrainingPlugin):
     name = "layer_freezing"
     Options = LayerFreezingConfig
+    #: the selection is made on the whole model before sharding (training.loop)
+    sharded_engines = ("fsdp2",)
     input_options = ("source", "before", "after")
 
     def __init__(self, **options: Any) -> None:

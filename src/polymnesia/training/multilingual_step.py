@@ -18,6 +18,13 @@ all-reduce) and each row (and the head gradient) is all-reduced (mean) here,
 before combining, so every process combines the same matrix and takes the
 same step as one process would.
 
+Under FSDP2 (``train.engine: fsdp2``) each language's backward pass ends with
+FSDP2's reduce-scatter, so each process holds its shard of row t, already the mean
+over processes; the combiner runs on the shards inside
+:func:`polymnesia.gradients.sharded_rows` (inner products all-reduced, weights the
+same on every process) and each process writes its shard of the direction. No
+gradient is gathered, and the step equals the one-process step up to float rounding.
+
 LF-MLF's stop (Algorithm 1: the feasible set of Problem 2 is empty) is not
 an error: the step sets ``state.extras["stop_reason"]``, the loop ends
 training before the optimizer step, and the stage records the step.
@@ -36,6 +43,7 @@ import torch
 from polymnesia.errors import DataError, PolymnesiaError
 from polymnesia.gradients import Combiner, InfeasibleQP, assign_flat_grad, flatten_grads
 from polymnesia.models.anatomy import not_applicable, split_body_head
+from polymnesia.training import fsdp
 from polymnesia.training.plugins import LoopState, TrainingPlugin
 
 LANG_KEY = "lang_index"
@@ -108,6 +116,7 @@ class MultilingualStep(TrainingPlugin):
     """Step function (``step_fn=``) and plugin (``plugins=[...]``) in one object."""
 
     name = "multilingual_step"
+    sharded_engines = ("fsdp2",)
 
     def __init__(self, combiner: Combiner, languages: Sequence[str]) -> None:
         if not languages:
@@ -127,6 +136,8 @@ class MultilingualStep(TrainingPlugin):
     def __call__(
         self, state: LoopState, micro_batches: list[dict[str, torch.Tensor]]
     ) -> torch.Tensor:
+        if fsdp.is_sharded(state.model):
+            return self._sharded_call(state, micro_batches)
         acc, model = state.accelerator, state.model
         shared, head = split_params(state.unwrapped)
         t_count, n = len(self.languages), len(micro_batches)
@@ -153,6 +164,52 @@ class MultilingualStep(TrainingPlugin):
             grads, head_sum, losses = _all_reduce_mean(acc, grads, head_sum, losses)
         return self._apply(state, grads, shared, head, head_sum, losses)
 
+    def _sharded_call(
+        self, state: LoopState, micro_batches: list[dict[str, torch.Tensor]]
+    ) -> torch.Tensor:
+        """The step under FSDP2: rows of local gradient shards, combined without gathering."""
+        import torch.distributed as dist
+
+        from polymnesia.gradients import sharded_rows
+
+        acc, model = state.accelerator, state.model
+        if getattr(self.combiner, "sizes", None) is not None:
+            raise PolymnesiaError(
+                f"{self.combiner.name} with blocks other than 'whole' is not verified under "
+                "train.engine=fsdp2; use granularity: whole, or DDP"
+            )
+        shared, head = split_params(model)
+        t_count, n = len(self.languages), len(micro_batches)
+        dim = sum(fsdp.local(p).numel() for p in shared)
+        first = fsdp.local(shared[0])
+        grads = torch.empty(t_count, dim, dtype=first.dtype, device=first.device)
+        head_sum = [torch.zeros_like(fsdp.local(p)) for p in head]
+        losses = torch.zeros(t_count, device=acc.device)
+        for t in range(t_count):
+            state.optimizer.zero_grad(set_to_none=True)
+            for i, batch in enumerate(micro_batches):
+                sel = batch[LANG_KEY] == t
+                inputs = {k: v[sel] for k, v in batch.items() if k != LANG_KEY}
+                sync = contextlib.nullcontext() if i == n - 1 else fsdp.no_sync(model)
+                with sync, acc.autocast():
+                    loss = model(**inputs).loss / n
+                loss.backward()  # the last micro-batch's reduce-scatters: mean over processes
+                losses[t] += loss.detach()
+            grads[t].copy_(fsdp.flat_local_grads(shared))
+            for s, p in zip(head_sum, head, strict=True):
+                if p.grad is not None:
+                    s.add_(fsdp.local(p.grad))
+        state.optimizer.zero_grad(set_to_none=True)
+        dist.all_reduce(losses)
+        losses /= acc.num_processes
+
+        def process_sum(x: torch.Tensor) -> torch.Tensor:
+            dist.all_reduce(x)
+            return x
+
+        with sharded_rows(process_sum):
+            return self._apply(state, grads, shared, head, head_sum, losses)
+
     def _apply(self, state, grads, shared, head, head_sum, losses):  # type: ignore[no-untyped-def]
         try:
             direction = self.combiner(grads, languages=self.languages)
@@ -162,6 +219,11 @@ class MultilingualStep(TrainingPlugin):
             return losses.mean()
         if self.combiner.weights is not None:
             self.last_weights = [float(w) for w in self.combiner.weights]
+        if fsdp.is_dtensor(shared[0]):
+            fsdp.assign_flat_local_grads(shared, direction)
+            for p, s in zip(head, head_sum, strict=True):
+                fsdp.set_local_grad(p, s / len(self.languages))
+            return losses.mean()
         assign_flat_grad(shared, direction)
         for p, s in zip(head, head_sum, strict=True):
             p.grad = s / len(self.languages)
@@ -174,13 +236,13 @@ class MultilingualStep(TrainingPlugin):
     def before_optimizer_step(self, state: LoopState) -> None:
         if self._tracks_update():
             shared, _ = split_params(state.unwrapped)
-            self._before = torch.cat([p.detach().reshape(-1) for p in shared]).clone()
+            self._before = torch.cat([fsdp.local(p.detach()).reshape(-1) for p in shared]).clone()
             self._lr = float(state.optimizer.param_groups[0]["lr"])
 
     def after_optimizer_step(self, state: LoopState) -> None:
         if self._tracks_update() and self._before is not None and self._lr > 0:
             shared, _ = split_params(state.unwrapped)
-            after = torch.cat([p.detach().reshape(-1) for p in shared])
+            after = torch.cat([fsdp.local(p.detach()).reshape(-1) for p in shared])
             self.combiner.observe_update(after - self._before, self._lr)  # type: ignore[attr-defined]
             self._before = None
 

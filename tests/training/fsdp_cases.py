@@ -1,0 +1,176 @@
+"""Every training method on a tiny Mistral, for the FSDP2 equality tests (test_fsdp.py).
+
+Run as ``python fsdp_cases.py OUT ENGINE CASE...`` in one process (engine ``auto``) or under
+``torch.distributed.run --nproc_per_node 2`` (engine ``fsdp2``). Each case trains from the
+same seed on the same data and global batch and leaves, in ``OUT/CASE/``, the trained
+weights (``weights.safetensors``, written by the first process) and the loop's
+``metrics.jsonl``. Case ``resume`` is interrupted after a checkpoint at a seeded random
+step, then resumed by a second call in the same processes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "methods"))
+import methods_helpers as helpers  # noqa: E402
+from methods_helpers import random_data, train_cfg  # noqa: E402
+
+from polymnesia.training.loop import train  # noqa: E402
+from polymnesia.training.plugins import LoopState, TrainingPlugin  # noqa: E402
+
+STEPS = 6
+LANGS = ["en", "de", "fr"]
+
+
+def tiny_model(tied: bool = False) -> torch.nn.Module:
+    """A 3-block Mistral: three FSDP2 units and the root."""
+    return helpers.tiny_model(tied, num_hidden_layers=3)
+
+
+class Interrupt(TrainingPlugin):
+    """Stops the run (as a kill would) once step ``at`` is done, before its checkpoint."""
+
+    name = "interrupt"
+    sharded_engines = ("fsdp2",)
+
+    def __init__(self, at: int) -> None:
+        self.at = at
+
+    def after_optimizer_step(self, state: LoopState) -> None:
+        if state.step == self.at:
+            raise KeyboardInterrupt
+
+
+class Weights(TrainingPlugin):
+    """Records the combiner's language weights of every step (``combiner_weights.json``)."""
+
+    name = "weights"
+    sharded_engines = ("fsdp2",)
+
+    def __init__(self, step: Any) -> None:
+        self.step, self.seen = step, []
+
+    def after_optimizer_step(self, state: LoopState) -> None:
+        self.seen.append(self.step.last_weights)
+
+
+def _multilingual(combiner: str, **options: Any) -> dict[str, Any]:
+    from polymnesia.gradients import get_combiner
+    from polymnesia.training.multilingual_step import MultilingualData, MultilingualStep
+
+    data = MultilingualData([random_data(n=16, seed=s) for s in range(len(LANGS))], LANGS, seed=0)
+    step = MultilingualStep(get_combiner(combiner, **options), LANGS)
+    weights = Weights(step)
+    return {"data": data, "step_fn": step, "plugins": [step, weights], "weights": weights}
+
+
+def _lora() -> dict[str, Any]:
+    from peft import LoraConfig, get_peft_model
+
+    model = get_peft_model(
+        tiny_model(), LoraConfig(r=4, lora_alpha=8, target_modules=["q_proj", "v_proj"])
+    )
+    return {"model": model, "cfg": {"lr": 1e-2}}
+
+
+def _early_stopping() -> dict[str, Any]:
+    from polymnesia.methods.early_stopping import EarlyStopping, EarlyStoppingConfig
+
+    batch = random_data(n=4, seed=9).collate([0, 1, 2, 3])
+
+    def score(model: torch.nn.Module) -> float:
+        return -float(model(**batch).loss)
+
+    es = EarlyStopping(EarlyStoppingConfig(max_epochs=3, patience=1), 2, score)
+    return {"plugins": [es], "after": es.restore_best}
+
+
+def _plugins(name: str, **options: Any) -> Callable[[], dict[str, Any]]:
+    def make() -> dict[str, Any]:
+        from polymnesia.training.plugins import PLUGINS
+
+        return {"plugins": [PLUGINS.get(name)(**options)]}
+
+    return make
+
+
+CASES: dict[str, Callable[[], dict[str, Any]]] = {
+    "plain": lambda: {"cfg": {"grad_accum": 2, "weight_decay": 0.1}},
+    "tied": lambda: {"model": tiny_model(tied=True)},
+    "checkpointing": lambda: {"cfg": {"gradient_checkpointing": True}},
+    "bf16": lambda: {"cfg": {"mixed_precision": "bf16"}},
+    "offload": lambda: {"cfg": {"fsdp2_offload": True}},
+    "layer_freezing_random": _plugins(
+        "layer_freezing", strategy="random", pct=50, by="layer", seed=1
+    ),
+    "layer_freezing_spectrum": _plugins("layer_freezing", strategy="spectrum", pct=50),
+    "frozen_rows": lambda: {
+        **_plugins("frozen_rows", first_trainable_row=20, freeze_body=False)(),
+        "cfg": {"weight_decay": 0.1},
+    },
+    "active_forgetting": _plugins(
+        "active_forgetting", reset_every=2, reset_head=True, replay_schedule=True
+    ),
+    "early_stopping": _early_stopping,
+    "lora": _lora,
+    "uniform": lambda: _multilingual("uniform"),
+    "pcgrad": lambda: _multilingual("pcgrad"),
+    "gradvac": lambda: _multilingual("gradvac"),
+    "mgda": lambda: _multilingual("mgda"),
+    "lf_mlf": lambda: _multilingual("lf_mlf", on_infeasible="uniform"),
+    "lf_mlf_update": lambda: _multilingual("lf_mlf", on_infeasible="uniform", accumulate="update"),
+}
+
+
+def run_case(name: str, out: Path, engine: str) -> None:
+    torch.manual_seed(0)
+    spec = CASES["plain" if name == "resume" else name]()
+    model = spec.get("model") or tiny_model()
+    data = spec.get("data") or random_data()
+    kw = {"engine": engine, "checkpoint_every": 2, **spec.get("cfg", {})}
+    if engine != "fsdp2":
+        kw.pop("fsdp2_offload", None)
+    cfg = train_cfg(STEPS, **kw)
+    extra = {k: spec[k] for k in ("step_fn",) if k in spec}
+    folder = out / name
+    if name == "resume":  # stopped after a checkpoint at a seeded random step, then resumed
+        at = random.Random(0).choice([3, 5])
+        try:
+            train(tiny_model(), data, cfg, folder, seed=0, plugins=[Interrupt(at)])
+        except KeyboardInterrupt:
+            pass
+        else:
+            raise SystemExit("the interrupted run was not interrupted")
+    model, result = train(
+        model, data, cfg, folder, seed=0, plugins=spec.get("plugins", []), **extra
+    )
+    if "after" in spec:
+        spec["after"](model)
+    if int(os.environ.get("RANK", "0")) == 0:
+        from safetensors.torch import save_file
+
+        weights = {k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()}
+        for k in weights:  # tied weights share storage, which safetensors refuses
+            weights[k] = weights[k].clone()
+        save_file(weights, str(folder / "weights.safetensors"))
+        (folder / "engine.txt").write_text(f"{result.engine} {result.steps}\n")
+        if "weights" in spec:
+            (folder / "combiner_weights.json").write_text(json.dumps(spec["weights"].seen))
+
+
+if __name__ == "__main__":
+    out, engine, names = Path(sys.argv[1]), sys.argv[2], sys.argv[3:]
+    for name in names or [*CASES, "resume"]:
+        run_case(name, out, engine)
+    from polymnesia.runtime import shutdown
+
+    shutdown()
