@@ -75,15 +75,17 @@ def test_a_failing_check_says_why_and_fails_the_command(capsys) -> None:  # type
     assert len(failed) == 1 and "training" in failed[0] and "needs a GPU" in failed[0], out
 
 
-def test_two_processes_check_together_and_the_first_prints(tmp_path) -> None:  # type: ignore[no-untyped-def]
+@pytest.mark.parametrize(("engine", "named"), [("auto", "ddp"), ("fsdp2", "fsdp2")])
+def test_two_processes_check_together_and_the_first_prints(tmp_path, engine, named) -> None:  # type: ignore[no-untyped-def]
     import os
     import subprocess
     import sys
 
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "POLYMNESIA_CACHE": str(tmp_path)}
     res = subprocess.run(
         [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2"]
         + ["-m", "polymnesia", "env", "--check", "--json"],
-        env={**os.environ, "OMP_NUM_THREADS": "1", "POLYMNESIA_CACHE": str(tmp_path)},
+        env={**env, "POLYMNESIA_ENGINE": engine},
         capture_output=True,
         text=True,
         timeout=300,
@@ -96,6 +98,7 @@ def test_two_processes_check_together_and_the_first_prints(tmp_path) -> None:  #
     for p in report["processes"]:
         assert [c["name"] for c in p["check"]] == ["matmul", "training", "scoring", "collective"]
         assert all(c["ok"] for c in p["check"]), p
+    assert f"engine {named})" in report["check"]["results"][1]["detail"]
     collective = report["check"]["results"][-1]["detail"]
     assert "over 2 processes (gloo" in collective and "sums exact" in collective
 

@@ -40,6 +40,7 @@ from typing import Any
 KNOBS = (
     "POLYMNESIA_CACHE",
     "POLYMNESIA_LOCK_TIMEOUT",
+    "POLYMNESIA_ENGINE",
     "HF_HOME",
     "HF_HUB_OFFLINE",
     "HF_DATASETS_OFFLINE",
@@ -298,7 +299,14 @@ def _check_training(precision: str) -> str:
     if not loss == loss or loss in (float("inf"), float("-inf")):
         raise RuntimeError(f"the training loss is {loss}")
     device = next(model.parameters()).device
-    return f"3 steps in {seconds:.1f} s on {device} ({precision}), last loss {loss:.3f}"
+    if result.engine == "fsdp2":  # the gathered model is on the CPU; training ran sharded
+        from polymnesia.runtime import current
+
+        device = current(precision).device  # type: ignore[arg-type]
+    return (
+        f"3 steps in {seconds:.1f} s on {device} ({precision}, engine {result.engine}), "
+        f"last loss {loss:.3f}"
+    )
 
 
 def _check_scoring(precision: str) -> str:
