@@ -37,6 +37,33 @@ def _bool_where_number(value: Any, ann: Any) -> bool:
     return False
 
 
+def _accepts_float(ann: Any) -> bool:
+    origin = typing.get_origin(ann)
+    if origin is typing.Annotated:
+        return _accepts_float(typing.get_args(ann)[0])
+    if origin in (typing.Union, types.UnionType):
+        return any(_accepts_float(a) for a in typing.get_args(ann))
+    return ann is float
+
+
+#: seeds reach numpy (which takes 0 to 2**32 - 1) and some stages add offsets to them
+MAX_SEED = 2**31 - 1
+#: the largest magnitude of a float setting: float32 arithmetic overflows at 3.4e38, and a
+#: learning rate near that overflows in the optimizer's first step
+MAX_FLOAT = 1e30
+
+
+def _is_seed(name: str) -> bool:
+    return name in ("seed", "seeds") or name.endswith("_seed")
+
+
+def _bad_seed(value: Any) -> bool:
+    values = value if isinstance(value, (list, tuple)) else [value]
+    return any(
+        isinstance(v, int) and not isinstance(v, bool) and not 0 <= v <= MAX_SEED for v in values
+    )
+
+
 #: ``Field(json_schema_extra=NOT_FINGERPRINTED)`` marks a setting that does not change what a
 #: stage produces (a report's headline metric): it is left out of stage fingerprints
 NOT_FINGERPRINTED: dict[str, Any] = {"fingerprint": False}
@@ -51,8 +78,11 @@ class StrictModel(BaseModel):
 
     Beyond pydantic's checks, every section refuses non-finite numbers
     (``.inf``, ``.nan``) in float fields, booleans where a number is meant
-    (``steps: true`` would otherwise be read as 1) and numbers where a boolean is
-    meant (``progress_bar: 0``).
+    (``steps: true`` would otherwise be read as 1), numbers where a boolean is
+    meant (``progress_bar: 0``), floats beyond :data:`MAX_FLOAT` in magnitude
+    (``lr: 1e39`` overflows float32 in the optimizer) and seeds (``seed``,
+    ``seeds``, ``*_seed``) outside 0 to :data:`MAX_SEED` (numpy refuses a negative
+    seed or one of 2**40 at the stage that first draws).
 
     Field descriptions double as documentation (``polymnesia ls``, docs).
     """
@@ -69,6 +99,21 @@ class StrictModel(BaseModel):
             raise ValueError(
                 "a boolean is not accepted where a number is meant, nor a number where a "
                 "boolean is (use true or false)"
+            )
+        if field is not None and _is_seed(info.field_name or "") and _bad_seed(value):
+            raise ValueError(
+                f"seeds must be non-negative (0 or more) and at most {MAX_SEED} (2**31 - 1)"
+            )
+        if (
+            field is not None
+            and isinstance(value, (int, float))
+            and not isinstance(value, bool)
+            and _accepts_float(field.annotation)
+            and abs(value) > MAX_FLOAT
+        ):
+            raise ValueError(
+                f"a number this large overflows float32 arithmetic; give at most {MAX_FLOAT:g} "
+                "in magnitude"
             )
         return value
 

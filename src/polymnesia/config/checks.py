@@ -9,10 +9,14 @@ import re
 from polymnesia.errors import ConfigError
 
 _UNSAFE = re.compile(r"[/\\\x00-\x1f\x7f]")
+#: the longest name in UTF-8 bytes: file systems limit a folder name to 255 bytes (not
+#: characters: 70 emoji are 280 bytes), and a run folder adds ``-HASH8`` to its name
+MAX_NAME_BYTES = 200
 
 
 def check_safe_name(value: str, what: str) -> str:
-    """A name used as a file or folder name: no ``/``, ``\\``, control characters, ``.``, ``..``."""
+    """A name used as a file or folder name: no ``/``, ``\\``, control characters, ``.``, ``..``,
+    and short enough in bytes for any file system (:data:`MAX_NAME_BYTES`)."""
     if (
         not isinstance(value, str)
         or not value.strip()
@@ -20,11 +24,12 @@ def check_safe_name(value: str, what: str) -> str:
         or value.startswith(("-", "."))
         or _UNSAFE.search(value)
         or len(value) > 120
+        or len(value.encode("utf-8", "surrogatepass")) > MAX_NAME_BYTES
     ):
         raise ConfigError(
             f"bad value for '{what}': {value!r}: it names a folder, so it must be a non-empty "
-            "file name of at most 120 characters without '/', '\\\\' or control characters, "
-            "not starting with '.' or '-'"
+            f"file name of at most 120 characters and {MAX_NAME_BYTES} bytes in UTF-8, without "
+            "'/', '\\\\' or control characters, not starting with '.' or '-'"
         )
     return value
 

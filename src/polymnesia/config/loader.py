@@ -9,6 +9,13 @@ reads ``no``, ``off``, ``yes``, ``on`` as booleans, which turns the Norwegian
 language code ``no`` and ``mixed_precision: no`` into ``false``), and a key
 given twice in one mapping is an error (YAML would keep the last). Non-finite
 numbers (``.inf``, ``.nan``) are refused anywhere in a config.
+
+A config may come from anyone, so YAML is bounded before it is built into objects
+(:func:`check_bounds`, on the parser's events, which need no recursion): a file of at
+most :data:`MAX_YAML_BYTES`, at most :data:`MAX_DEPTH` nested collections and at most
+:data:`MAX_NODES` values once every alias is expanded. An anchor bomb (aliases of
+aliases) or thousands of nested brackets are one line, at once, instead of minutes of
+expansion or a RecursionError.
 """
 
 from __future__ import annotations
@@ -70,7 +77,72 @@ def _mapping_without_duplicates(loader: _Loader, node: yaml.MappingNode) -> dict
 _Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _mapping_without_duplicates)
 
 
+#: the largest config file read (the shipped configs are a few KiB)
+MAX_YAML_BYTES = 1 << 20
+#: the deepest nesting of mappings and lists (the shipped configs nest 5 deep)
+MAX_DEPTH = 50
+#: the most values (scalars, mappings, lists) a config may hold with every alias expanded
+MAX_NODES = 100_000
+
+
+def _line(event: yaml.Event) -> str:
+    mark = event.start_mark
+    return f"line {mark.line + 1}: " if mark is not None else ""
+
+
+def check_bounds(text: str) -> None:
+    """Refuse YAML beyond the bounds above (one :class:`ConfigError` line naming the line),
+    walking the parser's events once: each anchor's expanded size is recorded when its node
+    ends, so an alias adds its size without being expanded. Malformed YAML is left to the
+    loader, which says where."""
+    if len(text) > MAX_YAML_BYTES:
+        raise ConfigError(
+            f"the YAML is {len(text):,} characters; a config holds at most {MAX_YAML_BYTES:,}"
+        )
+    sizes: dict[str, int] = {}
+    stack: list[list[Any]] = []  # [anchor, expanded size] of each open mapping or list
+    total = 0
+    try:
+        for event in yaml.parse(text, Loader=_Loader):  # noqa: S506 - events only, no objects
+            if isinstance(event, yaml.CollectionStartEvent):
+                if len(stack) >= MAX_DEPTH:
+                    raise ConfigError(
+                        f"{_line(event)}the YAML nests more than "
+                        f"{MAX_DEPTH} mappings or lists deep; a config nests a few levels"
+                    )
+                stack.append([event.anchor, 1])
+                continue
+            if isinstance(event, yaml.CollectionEndEvent):
+                anchor, size = stack.pop()
+                if anchor is not None:
+                    sizes[anchor] = size
+            elif isinstance(event, yaml.ScalarEvent):
+                size = 1
+                if event.anchor is not None:
+                    sizes[event.anchor] = 1
+            elif isinstance(event, yaml.AliasEvent):
+                size = sizes.get(event.anchor or "", 1)  # an unknown anchor: the loader says so
+            else:
+                continue
+            if stack:
+                stack[-1][1] += size
+                grown = stack[-1][1]
+            else:
+                total += size
+                grown = total
+            if grown > MAX_NODES:
+                raise ConfigError(
+                    f"{_line(event)}the YAML expands to more than "
+                    f"{MAX_NODES:,} values (aliases of aliases: an anchor bomb?); "
+                    "a config holds a few hundred"
+                )
+    except yaml.YAMLError:
+        return  # malformed: the loader reports it with its line
+
+
 def parse_yaml(text: str) -> Any:
+    """Text to plain objects in polymnesia's YAML dialect, within :func:`check_bounds`."""
+    check_bounds(text)
     return yaml.load(text, Loader=_Loader)  # noqa: S506 - a SafeLoader subclass
 
 
@@ -82,7 +154,17 @@ def load_yaml(path: str | Path) -> dict[str, Any]:
     if not p.is_file():
         raise ConfigError(f"config file not found: {p}")
     try:
+        size = p.stat().st_size
+        if size > MAX_YAML_BYTES:
+            raise ConfigError(
+                f"config {p} is {size:,} bytes; a config holds at most {MAX_YAML_BYTES:,} "
+                "(is it the right file?)"
+            )
         data = parse_yaml(p.read_text(encoding="utf-8"))
+    except ConfigError as e:
+        raise ConfigError(
+            f"config {p}: {e}" if not str(e).startswith("config ") else str(e)
+        ) from None
     except UnicodeDecodeError as e:
         raise ConfigError(
             f"config {p} is not UTF-8 text (byte {e.start}: {e.object[e.start : e.start + 1]!r}); "
@@ -116,6 +198,8 @@ def apply_overrides(data: dict[str, Any], overrides: list[str]) -> dict[str, Any
             value = parse_yaml(raw) if raw.strip() else ""
         except yaml.YAMLError:
             value = raw
+        except ConfigError as e:
+            raise ConfigError(f"override '{key}': {e}") from None
         node = out
         for i, part in enumerate(parts[:-1]):
             nxt = node.get(part)
