@@ -4,6 +4,7 @@ entries between machines."""
 from __future__ import annotations
 
 import argparse
+import errno
 import json
 from pathlib import Path
 from typing import Any
@@ -167,6 +168,21 @@ def run_entries(
     return out
 
 
+def _import_failed(e: OSError) -> PolymnesiaError:
+    """One line for a file-system error of ``cache import``: most often a file where an entry
+    folder (or a kind's folder) of the cache belongs, which the import cannot replace."""
+    from polymnesia.paths import cache_dir
+
+    where = f" ({e.filename})" if e.filename else ""
+    why = e.strerror or type(e).__name__
+    if e.errno in (errno.ENOTDIR, errno.EEXIST, errno.EISDIR) and e.filename:
+        return PolymnesiaError(
+            f"cache import: {why}{where}: a file stands where a folder of the cache "
+            f"{cache_dir()} belongs; move it away and import again"
+        )
+    return PolymnesiaError(f"cache import: cannot write into the cache: {why}{where}")
+
+
 def _transfer(args: argparse.Namespace) -> int:
     from polymnesia.pipeline import cache, transfer
     from polymnesia.pipeline.runner import parse_roles
@@ -174,7 +190,13 @@ def _transfer(args: argparse.Namespace) -> int:
     if args.action == "import":
         if len(args.entries) != 1:
             raise PolymnesiaError("cache import: give one archive (polymnesia cache import FILE)")
-        for item in transfer.import_entries(Path(args.entries[0])):
+        try:
+            imported = transfer.import_entries(Path(args.entries[0]))
+        except OSError as e:
+            if e.errno in (errno.ENOSPC, errno.EDQUOT):
+                raise  # a full disk: main says so in one line
+            raise _import_failed(e) from None
+        for item in imported:
             print(f"{item.status:9s} {item.kind}/{item.fingerprint}")
         return 0
     if not args.archive:

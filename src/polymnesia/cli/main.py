@@ -127,6 +127,7 @@ def check_harness_names(specs: list[Any]) -> None:
 def cmd_run(args: argparse.Namespace) -> int:
     import yaml
 
+    from polymnesia.cli.checks import check_run_dir_place, check_run_record, check_settings
     from polymnesia.experiments import EXPERIMENTS, load_config
     from polymnesia.io import file_lock
     from polymnesia.pipeline.run_dir import check_run_dir, default_run_dir, prepare_run_dir
@@ -146,8 +147,11 @@ def cmd_run(args: argparse.Namespace) -> int:
     if roles:
         complete = {p.spec.name for p in plan(specs) if p.status == "reuse"}
         specs, skipped = select_stages(specs, roles, complete)
+    check_settings(cfg, specs, args.config)
     _check_remote_code(cfg, args.trust_remote_code)
     run_dir = Path(args.run_dir) if args.run_dir else default_run_dir(cfg)
+    check_run_dir_place(run_dir)
+    check_run_record(run_dir)
     if args.dry_run:
         check_run_dir(run_dir, cfg)  # what the run would refuse, the dry run refuses too
         print(
@@ -204,12 +208,14 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
+    from polymnesia.cli.checks import check_settings
     from polymnesia.experiments import EXPERIMENTS, load_config
     from polymnesia.pipeline.runner import plan
 
     for path in args.configs:
         cfg = load_config(path, args.set or [])
         specs = build_specs(EXPERIMENTS.get(cfg.experiment), cfg, path)
+        check_settings(cfg, specs, path)
         check_harness_names(specs)
         plan(specs)
         print(f"ok  {path}  ({cfg.experiment}, {len(specs)} stages)")
@@ -428,6 +434,34 @@ def parse_args(parser: argparse.ArgumentParser, argv: list[str] | None) -> argpa
     return args
 
 
+#: what a full disk (or quota) says through libraries that do not raise an OSError for it
+#: (torch's and safetensors' writers, numpy's savers)
+_FULL_DISK = ("No space left on device", "Disk quota exceeded", "StorageFull")
+
+
+def disk_full(error: BaseException) -> str | None:
+    """One line for an error that comes of a full disk or quota (``ENOSPC``, ``EDQUOT``,
+    wherever in a run it was raised and however a library wrapped it), else None."""
+    import errno
+
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if (isinstance(current, OSError) and current.errno in (errno.ENOSPC, errno.EDQUOT)) or any(
+            sign in str(current) for sign in _FULL_DISK
+        ):
+            where = getattr(current, "filename", None)
+            return (
+                f"no space left on the disk{f' writing {where}' if where else ''}: free "
+                "space (polymnesia cache prune --unused removes what no run folder uses) or point "
+                "POLYMNESIA_CACHE and --run-dir at a larger disk, then run the same command "
+                "again: what was finished is kept and reused"
+            )
+        current = current.__cause__ or current.__context__
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
     from polymnesia.runtime import shutdown
 
@@ -445,6 +479,12 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("polymnesia: interrupted; run the same command again to resume", file=sys.stderr)
         return 130
+    except Exception as e:
+        full = disk_full(e)
+        if full is None:
+            raise
+        print(f"polymnesia: error: {full}", file=sys.stderr)
+        return 2
     finally:
         warnings.showwarning = previous
         logging.getLogger("polymnesia").removeHandler(log_lines)

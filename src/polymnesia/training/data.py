@@ -12,6 +12,8 @@ from typing import Any, Protocol
 
 import torch
 
+from polymnesia.errors import DataError
+
 
 class TrainData(Protocol):
     def __len__(self) -> int: ...
@@ -76,7 +78,10 @@ def pack_documents(docs: Sequence[Sequence[int]], block_size: int, eos_id: int) 
         flat.append(eos_id)
     n = len(flat) // block_size
     if n == 0:
-        raise ValueError(f"only {len(flat)} tokens: not enough for one block of {block_size}")
+        raise DataError(
+            f"the training text is {len(flat)} tokens, not enough for one block of "
+            f"block_size {block_size}; lower train.block_size or give more text"
+        )
     return torch.tensor(flat[: n * block_size], dtype=torch.long).view(n, block_size)
 
 

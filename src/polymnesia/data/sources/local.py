@@ -165,6 +165,11 @@ class LocalSource(Source):
         for key in ("lang", "text"):
             if not isinstance(obj.get(f[key]), str):
                 raise DataError(f"{where}: missing string field '{f[key]}'")
+        if not obj[f["text"]].strip():  # it would train on nothing, then fail in perplexity
+            raise DataError(
+                f"{where}: field '{f['text']}' is empty; every record needs a text (fill it or "
+                "remove the line)"
+            )
         label = obj.get(f["label"])
         if label is not None and (not isinstance(label, int) or isinstance(label, bool)):
             raise DataError(f"{where}: field '{f['label']}' must be an integer, got {label!r}")

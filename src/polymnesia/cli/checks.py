@@ -1,0 +1,272 @@
+"""What ``validate``, ``run --dry-run`` and ``run`` refuse before any stage runs, beyond the
+config's own validation: settings that a stage would refuse only when it runs (after the
+stages before it trained), checked here against what is known without data or downloads.
+
+- :func:`check_settings`: ``instruct.fields`` and instruction-set ``fields`` name known roles;
+  the poly_* lm-eval tasks of a harness stage are in languages its data stage prepares; a
+  token or span task without ``constructed`` is not set on a source whose records carry
+  only a label; a LoRA rank fits the model's layers and a freezing ``pattern`` matches a
+  weight matrix of the model, where the model is known without a download (a preset, or a
+  local folder with a ``config.json``, built on the meta device: no memory, no weights).
+- :func:`check_run_dir_place`: a run folder is not under ``/proc``, ``/sys`` or ``/dev`` and
+  its nearest existing folder is writable.
+- :func:`check_run_record`: a run folder's ``run.json``, when there is one, is a JSON object.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+from polymnesia.errors import ConfigError, PolymnesiaError
+
+#: file systems that are views of the kernel, not places for a run's files
+PSEUDO_ROOTS = (Path("/proc"), Path("/sys"), Path("/dev"))
+#: what ``instruct.fields`` maps (a Hub dataset's columns to the record's parts)
+INSTRUCT_ROLES = ("instruction", "input", "output")
+#: sources whose records carry a text and a label only (no ``meta["tags"]`` or answers)
+LABEL_ONLY_SOURCES = ("bible", "udhr")
+
+
+def check_run_dir_place(run_dir: Path) -> None:
+    """One line for a run folder that cannot hold files: under ``/proc``, ``/sys`` or ``/dev``,
+    below a file, or in a folder this user cannot write (checked without writing)."""
+    resolved = Path(os.path.abspath(run_dir))
+    with contextlib.suppress(OSError, RuntimeError):  # a loop of links: kept as written
+        resolved = resolved.resolve()
+    for root in PSEUDO_ROOTS:
+        if resolved == root or root in resolved.parents:
+            raise PolymnesiaError(
+                f"cannot use run folder {run_dir}: it is under {root}, which the kernel "
+                "provides and which holds no files; pass a --run-dir on a disk"
+            )
+    existing = resolved
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if existing != resolved and not existing.is_dir():
+        raise PolymnesiaError(
+            f"cannot use run folder {run_dir}: {existing} is a file; pass a --run-dir in a folder"
+        )
+    if existing.is_dir() and not os.access(existing, os.W_OK | os.X_OK):
+        raise PolymnesiaError(
+            f"cannot use run folder {run_dir}: {existing} is not writable; pass a writable --run-dir"
+        )
+
+
+def check_run_record(run_dir: Path) -> None:
+    """One line when ``run_dir/run.json`` exists but is not a JSON object (``[]``, ``null``,
+    not UTF-8, not JSON): a run folder's record is damaged, and the run would stop on it."""
+    record = run_dir / "run.json"
+    if not record.exists():
+        return
+    why = ""
+    try:
+        data = json.loads(record.read_bytes().decode("utf-8"))
+    except UnicodeDecodeError:
+        why = "it is not UTF-8 text"
+    except ValueError as e:
+        why = f"it is not JSON ({str(e).splitlines()[0]})"
+    except OSError as e:
+        why = f"it cannot be read ({e.strerror or type(e).__name__})"
+    else:
+        if not isinstance(data, dict):
+            why = f"it holds {json.dumps(data)[:20]}, not a JSON object"
+        elif not isinstance(data.get("stages", {}), dict):
+            why = "its 'stages' is not a JSON object"
+    if why:
+        raise PolymnesiaError(
+            f"run folder {run_dir} has a damaged run.json ({why}); pass another --run-dir, "
+            f"or remove {run_dir} to run afresh (the stage cache keeps what was built)"
+        )
+
+
+# -- settings a stage would refuse late ---------------------------------------------------
+
+
+def check_settings(cfg: Any, specs: list[Any], source: str) -> None:
+    """Every check of this module's docstring's first item, one :class:`ConfigError` line
+    prefixed with ``config SOURCE:``."""
+    try:
+        _check_fields(cfg)
+        _check_harness_languages(specs)
+        _check_task_kinds(cfg)
+        _check_model_settings(cfg)
+    except ConfigError as e:
+        raise ConfigError(f"config {source}: {e}") from None
+
+
+def _check_fields(cfg: Any) -> None:
+    from polymnesia.config.base import submodels
+    from polymnesia.data.instruction_sources import ROLES
+    from polymnesia.stages.instruct import InstructConfig
+    from polymnesia.stages.instruction_data import InstructionSetConfig
+
+    for path, node in submodels(cfg):
+        if isinstance(node, InstructConfig):
+            accepted: tuple[str, ...] = INSTRUCT_ROLES
+        elif isinstance(node, InstructionSetConfig):
+            accepted = ROLES
+        else:
+            continue
+        bad = sorted(set(node.fields) - set(accepted))
+        if bad:
+            raise ConfigError(
+                f"{path}.fields: unknown role {', '.join(map(repr, bad))}; accepted: "
+                f"{', '.join(accepted)} (each maps to a column of the dataset)"
+            )
+
+
+def _check_harness_languages(specs: list[Any]) -> None:
+    """A poly_* task reads its documents from its stage's data input: its language must be one
+    that data stage prepares (else the harness stage stops after every model trained)."""
+    from polymnesia.harness.tasks import HARNESS_TASKS, expand
+
+    by_name = {s.name: s for s in specs}
+    for spec in specs:
+        if spec.kind != "evaluate_harness" or "data" not in spec.inputs:
+            continue
+        data = by_name.get(spec.inputs["data"])
+        languages = getattr(getattr(data, "params", None), "languages", None)
+        if not isinstance(languages, list):
+            continue
+        missing = [
+            t for t in expand(spec.params.tasks) if HARNESS_TASKS.get(t).lang not in languages
+        ]
+        if missing:
+            lang = HARNESS_TASKS.get(missing[0]).lang
+            raise ConfigError(
+                f"lm-eval task {missing[0]} is in language '{lang}', which the data does not "
+                f"prepare (languages: {', '.join(languages)}); add '{lang}' to the data "
+                "languages or pick a task in one of them"
+            )
+
+
+def _check_task_kinds(cfg: Any) -> None:
+    """A token or span task needs records with tags or answers: a source whose records carry
+    only a label has none, unless the task is ``constructed`` from labelled verses."""
+    from polymnesia.config.base import submodels
+    from polymnesia.data.config import DataConfig
+    from polymnesia.tasks.config import TaskConfig
+
+    default = getattr(cfg, "data", None)
+    for path, node in submodels(cfg):
+        if not isinstance(node, TaskConfig) or node.kind == "sequence" or node.constructed:
+            continue
+        if getattr(cfg, "task_pivot", None) or getattr(cfg, "slot_field", None):
+            continue  # lifelong builds its token task from these
+        data = getattr(node, "data", None) or default
+        if isinstance(data, DataConfig) and data.source in LABEL_ONLY_SOURCES:
+            what = "tags (one per word)" if node.kind == "token" else "questions and answers"
+            hint = "genre_segments" if node.kind == "token" else "genre_question"
+            raise ConfigError(
+                f"{path}.kind is '{node.kind}', but the {data.source} source's records carry a "
+                f"label per text, no {what}; set {path}.constructed: {hint} to build the task "
+                "from labelled verses, or use a source whose records carry them"
+            )
+
+
+def _candidate_models(cfg: Any) -> list[Any]:
+    """The model configs (or folder names) of the models this config trains: its model
+    sections (each preset of ``sizes``), and ``instruct_model``."""
+    from polymnesia.config.base import submodels
+    from polymnesia.models import ModelConfig
+
+    models: list[Any] = []
+    for _, node in submodels(cfg):
+        if isinstance(node, ModelConfig) and node not in models:
+            models.append(node)
+    sizes = getattr(cfg, "sizes", None)
+    if sizes and models:
+        models = [models[0].model_copy(update={"preset": s}) for s in sizes]
+    if isinstance(getattr(cfg, "instruct_model", None), str):
+        models.append(cfg.instruct_model)
+    return models
+
+
+def skeleton(model: Any) -> Any:
+    """The model of ``model`` (a :class:`~polymnesia.models.ModelConfig` or a folder name) on
+    the meta device, or None when it cannot be known without a download or remote code."""
+    import torch
+
+    from polymnesia.models import ModelConfig
+
+    name = model.name_or_path if isinstance(model, ModelConfig) else model
+    try:
+        if name is None:
+            from transformers import MistralConfig, MistralForCausalLM
+
+            conf = MistralConfig(vocab_size=512, sliding_window=None, **model.dims())
+            with torch.device("meta"):
+                return MistralForCausalLM(conf)
+        folder = Path(str(name)).expanduser()
+        if not (folder / "config.json").is_file():
+            return None  # a Hub id: known only after a download
+        from transformers import AutoConfig, AutoModel, AutoModelForCausalLM
+
+        conf = AutoConfig.from_pretrained(str(folder), trust_remote_code=False)
+        with torch.device("meta"):
+            try:
+                return AutoModelForCausalLM.from_config(conf)
+            except ValueError:
+                return AutoModel.from_config(conf)
+    except Exception:  # noqa: BLE001 - unknown here: the stage checks it when it loads
+        return None
+
+
+def _check_model_settings(cfg: Any) -> None:
+    from polymnesia.config.base import submodels
+    from polymnesia.models.lora import LoraConfig, check_rank
+    from polymnesia.stages.instruct import InstructConfig
+    from polymnesia.training.config import TrainConfig
+
+    checks: list[tuple[str, list[Any], int | None, LoraConfig | None, str | None]] = []
+    models = _candidate_models(cfg)
+    trained = [m for m in models if not isinstance(m, str)] or models
+    for path, node in submodels(cfg):
+        if isinstance(node, InstructConfig) and node.lora_rank is not None:
+            checks.append((f"{path}.lora_rank", trained, node.lora_rank, node.lora, None))
+        if isinstance(node, TrainConfig):
+            for i, plugin in enumerate(node.plugins):
+                if plugin.get("name") == "layer_freezing" and plugin.get("pattern"):
+                    key = f"{path}.plugins.{i}.pattern"
+                    checks.append((key, models, None, None, plugin["pattern"]))
+    m = getattr(cfg, "mitigation", None)
+    if m is not None and getattr(cfg, "pairs", None):
+        from polymnesia.experiments.two_phase.config import INSTRUCT
+
+        phase1 = cfg.pairs[m.pair].phase1
+        tuned = [cfg.instruct_model if phase1 == INSTRUCT else cfg.base.model]
+        if m.lora_rank is not None:
+            checks.append(("mitigation.lora_rank", tuned, m.lora_rank, LoraConfig(), None))
+        for i, arm in enumerate(m.freezing):
+            if arm.pattern:
+                checks.append((f"mitigation.freezing.{i}.pattern", tuned, None, None, arm.pattern))
+    built: dict[int, Any] = {}
+    for key, targets, rank, lora, pattern in checks:
+        for target in targets:
+            if id(target) not in built:
+                built[id(target)] = skeleton(target)
+            model = built[id(target)]
+            if model is None:
+                continue
+            if rank is not None and lora is not None:
+                try:
+                    check_rank(model, rank, lora)
+                except PolymnesiaError as e:
+                    raise ConfigError(f"{key}: {e}") from None
+            if pattern is not None:
+                rx = re.compile(pattern)
+                names = [n for n, p in model.named_parameters() if p.ndim >= 2]
+                if not any(rx.search(n) for n in names):
+                    raise ConfigError(
+                        f"{key}: {pattern!r} matches no weight matrix of the model "
+                        f"({_describe(target)}; e.g. {', '.join(names[2:4])})"
+                    )
+
+
+def _describe(model: Any) -> str:
+    return model if isinstance(model, str) else model.describe()

@@ -1,0 +1,215 @@
+"""Issue 30, items 6 and 7 (the config layer's part is in test_config_bounds.py): input that
+used to end in a traceback ends in one line, and what a run refused late is refused by
+``validate`` and ``run --dry-run``."""
+
+from __future__ import annotations
+
+import errno
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+from cli_helpers import config_with, refused
+
+from polymnesia.cli.main import main
+from polymnesia.errors import DataError
+
+CONFIGS = Path(__file__).resolve().parents[2] / "configs"
+QUICK = str(CONFIGS / "quickstart.yaml")
+TWO_PHASE = CONFIGS / "two_phase_smoke.yaml"
+SMALL = ["data.source=udhr", "groups.pretraining=[en,fr]", "groups.adapting=[]", "groups.other=[]"]
+#: the quickstart cut to seconds: two UDHR languages, a 300-token BPE, two steps
+TINY = [
+    *SMALL,
+    "train.steps=2",
+    "train.batch_size=2",
+    "tokenizer.vocab_size=300",
+    "tokenizer.sample_texts=100",
+    "data.max_train_per_lang=60",
+    "data.max_eval_per_lang=10",
+    "evaluate.max_texts_per_lang=5",
+]
+
+
+# -- 6: one line instead of a traceback ------------------------------------------------------
+
+
+def test_too_few_tokens_for_one_block_is_a_data_error():  # type: ignore[no-untyped-def]
+    from polymnesia.training.data import pack_documents
+
+    with pytest.raises(DataError, match="not enough for one block of block_size 8"):
+        pack_documents([[1, 2], [3]], block_size=8, eos_id=0)
+
+
+def test_block_size_larger_than_the_data_is_one_line(isolated_cache, tmp_path, capsys):  # type: ignore[no-untyped-def]
+    argv = ["run", QUICK, *TINY, "train.block_size=100000", "--run-dir", str(tmp_path / "r")]
+    assert "not enough for one block" in refused(capsys, argv)
+
+
+def test_local_corpus_too_small_for_one_block_is_one_line(isolated_cache, tmp_path, capsys):  # type: ignore[no-untyped-def]
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    for lang in ("en", "fr"):
+        (corpus / f"{lang}.txt").write_text("a b\nc d\ne f\ng h\ni j\n", encoding="utf-8")
+    argv = [
+        "run",
+        QUICK,
+        *TINY,
+        "data.source=local",
+        f"data.options.path={corpus}",
+        "data.max_eval_per_lang=null",
+        "data.max_train_per_lang=null",
+        "--run-dir",
+        str(tmp_path / "r"),
+    ]
+    assert "not enough for one block" in refused(capsys, argv)
+
+
+@pytest.mark.parametrize("content", [b"[]", b"null", b"\xff\xfe{}"])
+@pytest.mark.parametrize("dry_run", [True, False])
+def test_damaged_run_json_is_one_line(isolated_cache, tmp_path, capsys, content, dry_run):  # type: ignore[no-untyped-def]
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    (run_dir / "run.json").write_bytes(content)
+    argv = ["run", QUICK, *SMALL, "--run-dir", str(run_dir), *(["--dry-run"] if dry_run else [])]
+    assert "damaged run.json" in refused(capsys, argv)
+
+
+def test_full_disk_in_a_stage_is_one_line(isolated_cache, tmp_path, capsys, monkeypatch):  # type: ignore[no-untyped-def]
+    import polymnesia.stages.data as data_stage
+
+    def full(path, *args, **kwargs):  # type: ignore[no-untyped-def]
+        raise OSError(errno.ENOSPC, "No space left on device", str(path))
+
+    monkeypatch.setattr(data_stage, "write_jsonl_atomic", full)
+    err = refused(capsys, ["run", QUICK, *TINY, "--run-dir", str(tmp_path / "r")])
+    assert "no space left on the disk" in err and "run the same command again" in err
+
+
+def test_full_disk_wrapped_by_a_library_is_recognised():  # type: ignore[no-untyped-def]
+    from polymnesia.cli.main import disk_full
+
+    try:
+        try:
+            raise OSError(errno.ENOSPC, "No space left on device", "/x/model.safetensors")
+        except OSError as e:
+            raise RuntimeError("saving failed") from e
+    except RuntimeError as wrapped:
+        assert "writing /x/model.safetensors" in (disk_full(wrapped) or "")
+    assert disk_full(RuntimeError("[enforce fail] file write failed: No space left on device"))
+    assert disk_full(ValueError("something else")) is None
+
+
+def test_cache_import_over_a_file_is_one_line(isolated_cache, tmp_path, capsys, monkeypatch):  # type: ignore[no-untyped-def]
+    from robustness_helpers import tiny_specs
+
+    from polymnesia.pipeline.runner import run_pipeline
+    from polymnesia.pipeline.transfer import export_entries
+
+    entries = run_pipeline(tiny_specs(), None, log=lambda _: None)
+    archive = tmp_path / "entries.tar.gz"
+    export_entries(list(entries.values()), archive)
+    other = tmp_path / "other"
+    monkeypatch.setenv("POLYMNESIA_CACHE", str(other))
+    data = entries["data"]
+    blocker = other / "stages" / data.parent.name / data.name
+    blocker.parent.mkdir(parents=True)
+    blocker.write_text("not an entry")
+    err = refused(capsys, ["cache", "import", str(archive)])
+    assert "cache import" in err
+
+
+# -- 7: refused by validate and --dry-run, not late ----------------------------------------
+
+
+@pytest.mark.parametrize("root", ["/proc", "/sys", "/dev"])
+def test_run_dir_under_a_kernel_file_system_is_refused_by_dry_run(isolated_cache, capsys, root):  # type: ignore[no-untyped-def]
+    argv = ["run", QUICK, *SMALL, "--dry-run", "--run-dir", f"{root}/polymnesia-run"]
+    assert f"under {root}" in refused(capsys, argv)
+
+
+def test_lora_rank_above_the_model_width_isrefused(isolated_cache, capsys):  # type: ignore[no-untyped-def]
+    err = refused(capsys, ["validate", str(TWO_PHASE), "--set", "mitigation.lora_rank=100000"])
+    assert "mitigation.lora_rank" in err and "larger than the width" in err
+    af = str(CONFIGS / "active_forgetting_smoke.yaml")
+    err = refused(capsys, ["validate", af, "--set", "instruct.lora_rank=100000"])
+    assert "instruct.lora_rank" in err
+
+
+def test_token_task_on_label_only_data_isrefused(isolated_cache, capsys):  # type: ignore[no-untyped-def]
+    lf = str(CONFIGS / "lf_mlf_smoke.yaml")
+    err = refused(capsys, ["validate", lf, "--set", "task.kind=token"])
+    assert "task.kind is 'token'" in err and "genre_segments" in err
+    assert (
+        main(
+            ["validate", lf, "--set", "task.kind=token", "--set", "task.constructed=genre_segments"]
+        )
+        == 0
+    )
+
+
+def test_unknown_instruct_fields_arerefused(isolated_cache, capsys):  # type: ignore[no-untyped-def]
+    af = str(CONFIGS / "active_forgetting_smoke.yaml")
+    err = refused(capsys, ["validate", af, "--set", "instruct.fields={instrucion: q}"])
+    assert "instruct.fields: unknown role 'instrucion'" in err
+    assert main(["validate", af, "--set", "instruct.fields={instruction: q}"]) == 0
+
+
+def test_freezing_pattern_matching_no_weight_isrefused(isolated_cache, tmp_path, capsys):  # type: ignore[no-untyped-def]
+    data = yaml.safe_load(TWO_PHASE.read_text(encoding="utf-8"))
+    data["mitigation"]["freezing"][1]["pattern"] = r"attention\.query"
+    path = config_with(tmp_path, TWO_PHASE, **data)
+    err = refused(capsys, ["validate", path])
+    assert "mitigation.freezing.1.pattern" in err and "matches no weight matrix" in err
+    assert "matches no weight matrix" in refused(capsys, ["run", path, "--dry-run"])
+
+
+def test_freezing_pattern_is_checked_against_a_local_model_folder(isolated_cache, tmp_path, capsys):  # type: ignore[no-untyped-def]
+    from polymnesia.testing import tiny_model
+
+    folder = tmp_path / "model"
+    tiny_model("gpt2", 64, seed=0).save_pretrained(folder)
+    data = yaml.safe_load(TWO_PHASE.read_text(encoding="utf-8"))
+    data["instruct_model"] = str(folder)
+    data["pairs"][0]["phase1"] = "instruct"
+    data["mitigation"]["lora_rank"] = None
+    data["mitigation"]["freezing"][1]["pattern"] = r"self_attn\.q_proj"  # a Llama name
+    err = refused(capsys, ["validate", config_with(tmp_path, TWO_PHASE, **data)])
+    assert "matches no weight matrix" in err and str(folder) in err
+    data["mitigation"]["freezing"][1]["pattern"] = r"attn\.c_attn"  # GPT-2's
+    assert main(["validate", config_with(tmp_path, TWO_PHASE, **data)]) == 0
+
+
+def test_lm_eval_task_in_a_language_the_data_lacks_isrefused(isolated_cache, capsys):  # type: ignore[no-untyped-def]
+    err = refused(
+        capsys, ["validate", str(TWO_PHASE), "--set", "evaluation.multilingual=[poly_genre_es]"]
+    )
+    assert "poly_genre_es" in err and "'es'" in err
+
+
+def test_shipped_configs_pass_the_new_checks(isolated_cache, capsys):  # type: ignore[no-untyped-def]
+    offline = {"two_phase_paper.yaml"}  # names Hub tasks: refused offline in one line
+    names = [p for p in sorted(CONFIGS.glob("*.yaml")) if p.name not in offline]
+    assert main(["validate", *map(str, names)]) == 0, capsys.readouterr().err
+
+
+def test_run_record_check_reads_only_json_objects(tmp_path):  # type: ignore[no-untyped-def]
+    from polymnesia.cli.checks import check_run_record
+
+    (tmp_path / "run.json").write_text(json.dumps({"stages": {}}))
+    check_run_record(tmp_path)
+    (tmp_path / "run.json").write_text(json.dumps({"stages": []}))
+    with pytest.raises(Exception, match="'stages' is not a JSON object"):
+        check_run_record(tmp_path)
+
+
+@pytest.mark.parametrize("text", ["", "   "])
+def test_jsonl_record_with_empty_text_is_refused_when_read(tmp_path, text):  # type: ignore[no-untyped-def]
+    from polymnesia.data.sources import get_source
+
+    path = tmp_path / "d.jsonl"
+    rows = [{"lang": "en", "text": "a verse"}, {"lang": "en", "text": text}]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    with pytest.raises(DataError, match=rf"{path} line 2: field 'text' is empty"):
+        get_source("local", path=str(path)).languages()
