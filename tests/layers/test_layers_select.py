@@ -73,3 +73,19 @@ def test_frozen_sides() -> None:
 def test_bad_selection(kw: dict) -> None:  # type: ignore[type-arg]
     with pytest.raises(ConfigError):
         select(SCORES, **kw)
+
+
+MOE = "model.layers.{}.block_sparse_moe.experts.{}.w1.weight"
+
+
+def test_experts_are_their_own_weight_types() -> None:
+    """Spectrum's reference groups per module: the type is the name after the layer index,
+    so expert 0 and expert 1 of a mixture-of-experts layer are two types (removing every
+    number from the name merged them, and pct then picked among all experts together)."""
+    assert weight_type(MOE.format(3, 5)) == "model.layers.block_sparse_moe.experts.5.w1.weight"
+    assert weight_type(MOE.format(3, 5)) != weight_type(MOE.format(3, 6))
+    # expert 0 scores high in every layer, expert 1 low: per expert, each keeps its top half
+    scores = {MOE.format(i, 0): 10.0 + i for i in range(4)}
+    scores.update({MOE.format(i, 1): 0.1 * i for i in range(4)})
+    chosen = select(scores, pct=50)
+    assert chosen == {MOE.format(2, 0), MOE.format(3, 0), MOE.format(2, 1), MOE.format(3, 1)}

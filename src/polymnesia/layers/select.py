@@ -1,10 +1,17 @@
 """Turn per-matrix scores into the set of parameter names to freeze.
 
 Selection follows Spectrum's ``generate_unfrozen_params_yaml``: matrices are
-grouped by *weight type* -- the name with its layer index removed, e.g.
-``model.layers.{i}.self_attn.q_proj.weight`` -> ``model.layers.self_attn.q_proj.weight``
--- and within each type the ``int(len * pct / 100)`` highest-scoring layers
-are kept (ties broken by name, so the result is deterministic). Paper 002's
+grouped by *weight type* -- per module, as the reference's ``get_layer_types``
+makes them: the name with its layer index (the first numeric part) removed, e.g.
+``model.layers.{i}.self_attn.q_proj.weight`` -> ``model.layers.self_attn.q_proj.weight``.
+Later numbers are kept, so each expert of a mixture-of-experts layer is its own
+type (``model.layers.{i}.mlp.experts.{j}.w1.weight`` -> ``model.layers.mlp.experts.{j}.w1.weight``),
+as in the reference, where the type is everything after the first number. The
+reference also drops the part before that number; it is kept here so that two
+stacks of one model (an encoder's and a decoder's ``layer.0...``) are not one type;
+for a decoder-only model both give the same groups. Within each type the
+``int(len * pct / 100)`` highest-scoring layers are kept (ties broken by name, so
+the result is deterministic). Paper 002's
 LF_H1/LF_H2 pick a fixed number of layers (10) instead: ``top_k``.
 
 Which side is frozen (``freeze``):
@@ -38,8 +45,11 @@ _ALWAYS = [re.compile(p) for p in ALWAYS_TRAINABLE]
 
 
 def weight_type(name: str) -> str:
-    """The name without its numeric parts (the layer index): Spectrum's grouping key."""
-    return ".".join(p for p in name.split(".") if not p.isdigit())
+    """Spectrum's grouping key: the name without its first numeric part (the layer index);
+    later numbers (an expert's index) stay, so experts are grouped one by one."""
+    parts = name.split(".")
+    first = next((i for i, p in enumerate(parts) if p.isdigit()), None)
+    return name if first is None else ".".join(parts[:first] + parts[first + 1 :])
 
 
 def layer_index(name: str) -> int | None:
