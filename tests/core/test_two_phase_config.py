@@ -26,7 +26,7 @@ CONFIG = str(Path(__file__).resolve().parents[2] / "configs" / "two_phase_smoke.
         ("mitigation.freezing=[{name: X, strategy: random}]", "exactly one of top_k or pct"),
         (
             "mitigation.freezing=[{name: X, strategy: random, top_k: 9}]",
-            "top_k 9 is more layers than the model has (1 per weight type)",
+            "top_k 9 is more layers than the model has (3 decoder layers)",
         ),
         ("sets.similar.records=290", "314 distinct training verses per language, but"),
     ],

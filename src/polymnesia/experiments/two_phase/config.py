@@ -46,12 +46,25 @@ class FreezingArm(StrictModel):
     pattern: str | None = Field(
         None, description="regex of candidate matrices (LF_H2: the attention q/k/v projections)"
     )
+    by: Literal["type", "layer"] | None = Field(
+        None,
+        description="layer: whole decoder layers (LF_H1's 'random set of 10 layers'); type: "
+        "per weight type (LF_H2's separate choice for Key, Query and Value; Spectrum per "
+        "module); default: layer for random, type otherwise",
+    )
     seed: int = 0
 
     @field_validator("pattern")
     @classmethod
     def _regex(cls, v: str | None) -> str | None:
         return check_regex(v)
+
+    @property
+    def selection(self) -> Literal["type", "layer"]:
+        """What the layer_freezing plugin ranks (its ``by``)."""
+        if self.by is not None:
+            return self.by
+        return "layer" if self.strategy == "random" else "type"
 
     @model_validator(mode="after")
     def _one_size(self) -> FreezingArm:
@@ -169,9 +182,10 @@ class TwoPhaseConfig(ExperimentConfig):
                 layers = self.base.model.dims()["num_hidden_layers"]
                 for f in m.freezing:
                     if f.top_k is not None and f.top_k > layers:
+                        per = "decoder layers" if f.selection == "layer" else "per weight type"
                         raise ValueError(
                             f"freezing arm {f.name}: top_k {f.top_k} is more layers than the model has "
-                            f"({layers} per weight type); accepted: 1..{layers} (or pct)"
+                            f"({layers} {per}); accepted: 1..{layers} (or pct)"
                         )
             names = [*(a.name for a in m.replay), *(f.name for f in m.freezing)]
             if len(set(names)) < len(names) or not all(_NAME.match(n) for n in names):

@@ -1,5 +1,9 @@
 """Figures of the ``two_phase`` report: Figure 1 (t-SNE of mean hidden activations per layer),
-Figure 2 (per-layer covariance change) and the EA/MA trade-off of every arm."""
+Figure 2 (per-layer covariance change) and the EA/MA trade-off of every arm.
+
+Figures 1 and 2 need at least :data:`MIN_LAYERS` layers: with two, Figure 2's per-layer
+values are equal by construction (the covariance of a 2-row matrix has one direction) and
+Figure 1 has two points per model; below that the report says why they are absent."""
 
 from __future__ import annotations
 
@@ -15,17 +19,28 @@ from polymnesia.reports.plots import line_plot, scatter_plot
 from polymnesia.reports.render import Report
 from polymnesia.results import Score
 
+#: layers (rows of mean activations) below which Figures 1 and 2 carry no information
+MIN_LAYERS = 3
 
-def layer_curves(layer: list[Score]) -> dict[str, tuple[list[float], list[float]]]:
-    """Figure 2's lines: per model (against its reference) the drift of each layer; a model
-    that two pairs share (the base) is drawn once."""
+
+def layer_curves(layer: list[Score]) -> dict[str, tuple[list[int], list[float]]]:
+    """Figure 2's lines: per model (against its reference) the drift of each layer (integer
+    layer indices); a model that two pairs share (the base) is drawn once."""
     points: dict[str, dict[int, float]] = {}
     for s in layer:
         key = f"{s.model} vs {s.extra.get('reference', 'P1')}"
         points.setdefault(key, {})[int(s.step or 0)] = s.value
-    return {
-        k: ([float(x) for x in sorted(v)], [v[x] for x in sorted(v)]) for k, v in points.items()
-    }
+    return {k: (sorted(v), [v[x] for x in sorted(v)]) for k, v in points.items()}
+
+
+def too_few_layers(n: int) -> str:
+    """Why Figures 1 and 2 are not drawn for a model with ``n`` layer rows."""
+    return (
+        f"Figures 1 and 2 are not drawn: the drift stage measured {n} layer(s), and they need "
+        f"at least {MIN_LAYERS} (with 2 layers the per-layer covariance changes are equal by "
+        "construction and the t-SNE has 2 points per model). Use a model with more layers "
+        "(model.num_hidden_layers) or drift.include_embeddings."
+    )
 
 
 def figures(
@@ -38,7 +53,11 @@ def figures(
 ) -> None:
     figs = run_dir / "figures"
     layer = [s for s in scores if s.metric == "layer_covariance_drift"]
-    for pair in cfg.pairs:
+    n_layers = len({int(s.step or 0) for s in layer})
+    if layer and n_layers < MIN_LAYERS:
+        rep.paragraph(too_few_layers(n_layers))
+        layer = []
+    for pair in cfg.pairs if layer else []:
         drift_dir = run_dir / "stages" / f"drift_{pair.key}"
         tsne = drift_dir / "tsne.json"
         if tsne.is_file():
@@ -60,12 +79,16 @@ def figures(
                 str(path.relative_to(run_dir)),
                 f"Figure 1: t-SNE of the mean hidden activations per layer ({pair.phase1} -> {pair.phase2})",
             )
-    if layer:
-        curves = layer_curves(layer)
+    curves = layer_curves(layer)
+    ticks = sorted({x for xs, _ in curves.values() for x in xs})
+    # every line on the same integer layers, labelled as integers (not 0.5 steps)
+    curves = {k: v for k, v in curves.items() if v[0] == ticks}
+    if curves:
         path = figs / "fig2_layer_drift.png"
         line_plot(
-            curves,
+            {k: ([float(x) for x in xs], ys) for k, (xs, ys) in curves.items()},
             path,
+            xticklabels=[str(x) for x in ticks],
             xlabel="layer",
             ylabel="||Σ_i(P1) - Σ_i(model)||_F",
             title="Per-layer change of English representations",

@@ -121,7 +121,12 @@ def _mitigation_stages(cfg: TwoPhaseConfig) -> list[StageSpec]:
         specs.append(StageSpec(f"replay_{arm.name}", "replay_data", params, inputs))
         specs.append(_tune(cfg, f"mit_{arm.name}", p1, [f"replay_{arm.name}"], cfg.phase2))
     for f in m.freezing:
-        plugin: dict[str, Any] = {"name": "layer_freezing", "strategy": f.strategy, "seed": f.seed}
+        plugin: dict[str, Any] = {
+            "name": "layer_freezing",
+            "strategy": f.strategy,
+            "by": f.selection,
+            "seed": f.seed,
+        }
         plugin.update(
             {
                 k: v
@@ -173,6 +178,8 @@ def _analysis_stages(cfg: TwoPhaseConfig) -> list[StageSpec]:
                 seed=cfg.seed,
             )
             ab = {"a": set_stage(pair.phase1), "b": set_stage(pair.phase2)}
+            if cfg.similarity.embedder == "hidden":  # the base model's mean last hidden state
+                ab["model"] = PRETRAIN
             specs.append(StageSpec(f"des_{pair.key}", "dataset_similarity", des, ab))
         mpd = ModelDistanceParams(label=f"{pair.phase2} vs {pair.phase1}")
         ab = {"a": single_stage(pair.phase2), "b": p1_stage(pair.phase1)}

@@ -1,0 +1,137 @@
+"""Paper 002 as the paper says it (issue 29, item 3): LF_H1 freezes whole layers, the
+hidden-state DES embedder gets its model, Figures 1-2 need 3 layers and use integer ticks,
+and EA and MA are each measured on at least three tasks that Phase 2 does not train."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from polymnesia.experiments.base import EXPERIMENTS
+from polymnesia.experiments.loading import load_config
+from polymnesia.experiments.shared import PRETRAIN
+from polymnesia.experiments.two_phase.figures import MIN_LAYERS, figures, layer_curves
+from polymnesia.reports.render import Report
+from polymnesia.results import Score
+
+ROOT = Path(__file__).resolve().parents[2]
+SMOKE = ROOT / "configs" / "two_phase_smoke.yaml"
+SHIPPED = ROOT / "configs" / "two_phase.yaml"
+
+
+def _specs(path: Path, overrides: list[str] | None = None) -> dict[str, Any]:
+    cfg = load_config(path, overrides or [])
+    return {s.name: s for s in EXPERIMENTS.get("two_phase").build(cfg)}
+
+
+def _plugin(spec: Any) -> dict[str, Any]:
+    (plugin,) = spec.params.instruct.train.plugins
+    return dict(plugin)
+
+
+def test_lf_h1_freezes_whole_layers_and_lf_h2_per_weight_type() -> None:
+    """Paper 002, section 5.2: LF_H1 freezes "a random set of 10 layers"; LF_H2 picks
+    layers "separately for Key, Query, and Value"; Spectrum per module."""
+    from polymnesia.methods.layer_freezing import LayerFreezingConfig, resolve_frozen
+    from polymnesia.testing import tiny_model
+
+    specs = _specs(SMOKE)
+    h1, h2, sp = (_plugin(specs[f"mit_{n}"]) for n in ("LF_H1", "LF_H2", "Spectrum"))
+    assert h1["by"] == "layer" and h2["by"] == "type" and sp["by"] == "type"
+    model = tiny_model("mistral", 50, num_hidden_layers=3)
+    frozen = resolve_frozen(
+        LayerFreezingConfig(**{k: v for k, v in h1.items() if k != "name"}), model
+    )
+    layers = {n.split(".")[2] for n in frozen}
+    whole = {n for n, p in model.named_parameters() if p.ndim >= 2 and ".layers.1." in n}
+    assert len(layers) == 1  # top_k: 1 -> one whole decoder layer, every matrix of it
+    (i,) = layers
+    assert {n for n in frozen if n.endswith("weight") and "norm" not in n} == {
+        n.replace(".1.", f".{i}.") for n in whole
+    }
+
+
+def test_hidden_embedder_des_stage_reads_the_base_model() -> None:
+    des = _specs(SMOKE, ["similarity.embedder=hidden"])["des_english__similar"]
+    assert des.inputs["model"] == PRETRAIN
+    assert "model" not in _specs(SMOKE)["des_english__similar"].inputs  # the USE embedder
+
+
+def test_hidden_embedder_runs_in_the_dataset_similarity_stage(
+    make_tok_model: Any, tmp_path: Path
+) -> None:
+    from polymnesia.io import write_jsonl_atomic
+    from polymnesia.models.io import save_model_and_tokenizer
+    from polymnesia.pipeline.stage import StageContext, StageSpec
+    from polymnesia.stages.similarity import (
+        DatasetSimilarity,
+        DatasetSimilarityParams,
+        SimilarityConfig,
+    )
+
+    texts = ["In the beginning God created", "And the earth was void", "The Lord is my shepherd"]
+    tok, model = make_tok_model(texts)
+    save_model_and_tokenizer(model, tok, tmp_path / "base" / "model")
+    for name in ("a", "b"):
+        rows = [{"instruction": "Repeat", "input": t, "output": t} for t in texts]
+        write_jsonl_atomic(tmp_path / name / "records.jsonl", rows)
+    params = DatasetSimilarityParams(
+        label="a -> b", similarity=SimilarityConfig(embedder="hidden", samples=3)
+    )
+    spec = StageSpec("des", "dataset_similarity", params, {"a": "a", "b": "b", "model": "m"})
+    (tmp_path / "des").mkdir()
+    inputs = {"a": tmp_path / "a", "b": tmp_path / "b", "model": tmp_path / "base"}
+    (score,) = DatasetSimilarity().run(StageContext(spec, tmp_path / "des", inputs))
+    assert score.metric == "des" and score.value == pytest.approx(1.0, abs=1e-5)
+
+
+def test_offline_configs_give_the_drift_figures_at_least_three_layers() -> None:
+    for path in (SMOKE, SHIPPED):
+        cfg = load_config(path)
+        layers = cfg.base.model.dims()["num_hidden_layers"]
+        assert layers + int(cfg.drift.include_embeddings) >= MIN_LAYERS, path.name
+
+
+def _drift(layers: int) -> list[Score]:
+    return [
+        Score(
+            model=m,
+            lang="en",
+            metric="layer_covariance_drift",
+            value=0.1 * i + j,
+            task="drift",
+            step=i,
+            extra={"reference": "P1 english"},
+        )  # fmt: skip
+        for j, m in enumerate(["P2", "base"])
+        for i in range(layers)
+    ]
+
+
+class _NoEvidence:
+    def has(self, stage: str) -> bool:
+        return False
+
+
+@pytest.mark.parametrize(("layers", "drawn"), [(2, False), (3, True)])
+def test_figures_need_three_layers_or_say_why(tmp_path: Path, layers: int, drawn: bool) -> None:
+    cfg = load_config(SMOKE)
+    for pair in cfg.pairs:
+        folder = tmp_path / "stages" / f"drift_{pair.key}"
+        folder.mkdir(parents=True)
+        pts = {m: [[float(i), float(i)] for i in range(layers)] for m in ("P1", "P2")}
+        (folder / "tsne.json").write_text(json.dumps(pts))
+    rep = Report("t")
+    figures(cfg, rep, tmp_path, _NoEvidence(), _drift(layers), {})
+    text = "\n".join(str(s.payload) for s in rep.sections)
+    assert (tmp_path / "figures" / "fig2_layer_drift.png").is_file() == drawn
+    assert (tmp_path / "figures" / "fig1_tsne_english__similar.png").is_file() == drawn
+    assert ("Figures 1 and 2 are not drawn" in text) != drawn
+
+
+def test_layer_curves_are_on_integer_layers() -> None:
+    curves = layer_curves(_drift(3))
+    assert all(xs == [0, 1, 2] and all(isinstance(x, int) for x in xs) for xs, _ in curves.values())
