@@ -9,9 +9,12 @@ measures its peak RSS growth: the kernel's resident high-water mark (``VmHWM``, 
 through ``/proc/self/clear_refs`` once torch, transformers and the process group are up)
 minus the resident size then. The larger of the two ranks is set against
 :func:`polymnesia.training.memory.plan` for the same setup (device type ``cpu``).
+``--loop polymnesia`` trains through polymnesia's own ``train()`` instead (Accelerate, one
+process or DDP as launched, ``train.engine: fsdp2`` for FSDP2).
 
     python benchmarks/memory_plan.py                 # tiny and small, single/ddp/fsdp2
     python benchmarks/memory_plan.py --presets tiny --engines single --batch 8
+    python benchmarks/memory_plan.py --loop polymnesia --checkpointing
 """
 
 from __future__ import annotations
@@ -60,6 +63,9 @@ def child(a: argparse.Namespace) -> None:
     torch.manual_seed(0)
     g = torch.Generator().manual_seed(1 + rank)
     ids = [torch.randint(0, a.vocab, (a.batch, a.block), generator=g) for _ in range(a.steps)]
+    if a.loop == "polymnesia":
+        _polymnesia_loop(a, world, ids)
+        return
     base = _status("VmRSS")
     reset = _reset_peak()
     model: Any = tiny_model(a.vocab, a.preset)
@@ -98,6 +104,46 @@ def child(a: argparse.Namespace) -> None:
         dist.destroy_process_group()
 
 
+def _polymnesia_loop(a: argparse.Namespace, world: int, ids: list[Any]) -> None:
+    """The same steps through polymnesia's own loop (Accelerate: one process or DDP as
+    launched; ``train.engine: fsdp2`` where the loop has it)."""
+    import tempfile
+    from pathlib import Path
+
+    import torch
+    from _common import tiny_model
+
+    from polymnesia.training.config import TrainConfig
+    from polymnesia.training.data import PackedLMData
+    from polymnesia.training.loop import train
+
+    options: dict[str, Any] = {
+        "steps": a.steps,
+        "batch_size": a.batch * world,
+        "block_size": a.block,
+        "log_every": 10**6,
+        "checkpoint_every": 10**6,
+        "checkpoint_at_end": False,
+        "progress_bar": False,
+        "gradient_checkpointing": a.checkpointing,
+    }
+    if a.engine == "fsdp2":
+        options["engine"] = "fsdp2"
+    cfg = TrainConfig.model_validate(options)
+    data = PackedLMData(torch.cat(ids * world))
+    base = _status("VmRSS")
+    reset = _reset_peak()
+    model: Any = tiny_model(a.vocab, a.preset)
+    model.set_attn_implementation(a.attention)
+    t0 = time.perf_counter()
+    with tempfile.TemporaryDirectory() as d:
+        train(model, data, cfg, Path(d), seed=0)
+    seconds = time.perf_counter() - t0
+    peak = _status("VmHWM") - base
+    rank = int(os.environ.get("RANK", "0"))
+    print(json.dumps({"rank": rank, "peak": peak, "reset": reset, "seconds": seconds}))
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -118,6 +164,7 @@ def measure(a: argparse.Namespace, preset: str, engine: str) -> dict[str, float]
         f"--block={a.block}",
         f"--steps={a.steps}",
         f"--attention={a.attention}",
+        f"--loop={a.loop}",
         *(["--checkpointing"] if a.checkpointing else []),
     ]
     procs = []
@@ -127,6 +174,7 @@ def measure(a: argparse.Namespace, preset: str, engine: str) -> dict[str, float]
             "OMP_NUM_THREADS": "1",
             "RANK": str(rank),
             "LOCAL_RANK": str(rank),
+            "LOCAL_WORLD_SIZE": str(world),
             "WORLD_SIZE": str(world),
             "MASTER_ADDR": "127.0.0.1",
             "MASTER_PORT": str(port),
@@ -176,6 +224,13 @@ def main() -> None:
     ap.add_argument("--steps", type=int, default=3)
     ap.add_argument("--attention", default="sdpa", choices=["sdpa", "eager"])
     ap.add_argument("--checkpointing", action="store_true")
+    ap.add_argument(
+        "--loop",
+        choices=["plain", "polymnesia"],
+        default="plain",
+        help="plain: a bare torch loop (DDP or fully_shard as the engine says); polymnesia: "
+        "polymnesia's train() (Accelerate; fsdp2 needs train.engine in the loop)",
+    )
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--preset", help=argparse.SUPPRESS)
     ap.add_argument("--engine", help=argparse.SUPPRESS)
@@ -185,7 +240,7 @@ def main() -> None:
         return
     print(
         f"cpu, vocabulary {a.vocab}, micro-batch {a.batch} x {a.block} per process, "
-        f"{a.steps} steps, fp32, attention {a.attention}"
+        f"{a.steps} steps, fp32, attention {a.attention}, {a.loop} loop"
         + (", gradient checkpointing" if a.checkpointing else "")
     )
     print(f"{'case':14s} {'estimate MiB':>12s} {'measured MiB':>12s} {'ratio':>6s}  estimate")

@@ -17,6 +17,7 @@ from polymnesia.training.memory import (
     check_fits,
     frozen_fraction,
     plan,
+    plan_for_model,
     precision_of,
 )
 
@@ -48,6 +49,31 @@ def test_the_formula_counts_what_transformers_builds() -> None:
     model = MistralForCausalLM(conf)
     assert ModelShape.from_hf_config(conf).total_params == TINY.total_params
     assert sum(p.numel() for p in model.parameters()) == TINY.total_params
+
+
+def test_a_live_model_is_planned_from_its_config_and_requires_grad() -> None:
+    from transformers import MistralConfig, MistralForCausalLM
+
+    from polymnesia.training.config import TrainConfig
+
+    conf = MistralConfig(
+        vocab_size=10,
+        hidden_size=8,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        num_key_value_heads=1,
+        intermediate_size=16,
+        tie_word_embeddings=False,
+    )
+    model = MistralForCausalLM(conf)
+    cfg = TrainConfig(batch_size=8, grad_accum=2)
+    p = plan_for_model(model, cfg, seq_len=4, engine="ddp", devices=2, device_type="cpu")
+    assert p.trainable == TINY.total_params and p.setup.micro_batch == 2
+    assert p.setup.precision == "fp32" and p.setup.engine == "ddp"
+    for w in model.model.layers[0].parameters():
+        w.requires_grad_(False)
+    frozen = plan_for_model(model, cfg, seq_len=4, device_type="cpu")
+    assert frozen.trainable == TINY.total_params - TINY.block_params
 
 
 def test_parameter_gradient_and_adam_bytes_by_hand() -> None:

@@ -34,7 +34,10 @@ length, in bytes per token (see :func:`block_activation_bytes`):
 * ``bf16``: ``16h + 4q + 4k + 8I + attn`` (RMSNorm upcasts its input to float32 inside).
 
 Gradient checkpointing keeps only each block's input (``h`` residual bytes per token) and
-recomputes one block at a time in the backward pass. An encoder block (``gated_mlp=False``:
+recomputes one block at a time in the backward pass. The backward pass of a block needs a
+workspace of about the block's activations again (twice with checkpointing: the recomputed
+block and its gradients; eager attention adds the float32 gradients of the softmax's output
+and input, ``2 x 4 n s``). An encoder block (``gated_mlp=False``:
 one up-projection and GELU, ``2I`` instead of ``4I``; with dropout: one byte of mask per
 dropped element) uses the same accounting.
 
@@ -45,7 +48,7 @@ about ``12 B L V`` bytes at the start of the backward pass (float32 log-softmax 
 float32 gradients of the same size).
 
 **Buffers.** DDP keeps a gradient-sized set of all-reduce buckets for the whole run
-(Accelerate's default, ``gradient_as_bucket_view=False``). Autocast keeps a bfloat16 copy
+(Accelerate's default, ``gradient_as_bucket_view=False``) and one bucket's reduction buffer. Autocast keeps a bfloat16 copy
 of every weight it cast from the forward to the backward pass. Foreach AdamW (not fused)
 makes one parameter-sized temporary per step. FSDP2 (``fully_shard`` per block and at the
 root, reshard after forward) holds the root's parameters (embeddings, final norm, head)
@@ -87,6 +90,8 @@ CHUNKED_LOSS_ENGINES: tuple[str, ...] = ("single", "ddp")
 #: float32 logits per chunk of the chunked loss (polymnesia.runtime.LOGIT_CHUNK_BYTES)
 CHUNK_BYTES: dict[str, int] = {"cpu": 4 * MIB, "cuda": 256 * MIB}
 MIN_CHUNK_ROWS = 256
+#: DDP's bucket size (``bucket_cap_mb``, 25 MiB by default)
+DDP_BUCKET = 25 * MIB
 #: the LoRA targets of polymnesia.models.lora.LoraConfig's default
 LORA_DEFAULT = ("q_proj", "k_proj", "v_proj", "o_proj")
 
@@ -443,6 +448,8 @@ def plan(shape: ModelShape, setup: Setup, *, label: str = "") -> MemoryPlan:
     else:
         acts = shape.num_layers * per_block * tokens
         workspace = per_block * tokens
+    if setup.attention == "eager":  # the softmax's backward: its output's and input's gradients
+        workspace += 2 * 4 * shape.num_heads * setup.seq_len * tokens
     acts += tokens * shape.hidden_size * (3 * resid)  # the final norm
     held, chunk = _loss_bytes(shape, setup, tokens, compute)
 
@@ -450,8 +457,8 @@ def plan(shape: ModelShape, setup: Setup, *, label: str = "") -> MemoryPlan:
     always = 0
     forward_only = 0
     backward_only = 0
-    if setup.engine == "ddp":
-        always += train_bytes  # all-reduce buckets
+    if setup.engine == "ddp":  # its all-reduce buckets, and one bucket's reduction buffer
+        always += train_bytes + min(DDP_BUCKET, train_bytes)
     if setup.precision == "bf16-mixed" and not fsdp:
         # autocast's bfloat16 copies of the (matmul) weights, kept for the backward pass
         forward_only += shape.num_layers * sum(a * b for a, b in shape.matrices().values()) * 2
@@ -506,19 +513,19 @@ def remedies(p: MemoryPlan, device_bytes: int, max_devices: int = 64) -> list[st
     """What would make ``p`` fit in ``device_bytes`` per device, each tried alone on ``p``
     (the first few that fit), or a combination when none fits alone."""
     s = p.setup
+
+    def on(n: int) -> dict[str, Any]:  # the same global batch spread over n devices
+        return {"engine": "fsdp2", "devices": n, "micro_batch": -(-s.micro_batch * s.devices // n)}
+
     tries: list[tuple[str, dict[str, Any]]] = []
     if s.engine != "fsdp2":
         tries.append((f"engine fsdp2 on the same {s.devices} device(s)", {"engine": "fsdp2"}))
     fsdp_n = next(
-        (
-            n
-            for n in _powers(s.devices, max_devices)
-            if p.replan(engine="fsdp2", devices=n).total <= device_bytes
-        ),
+        (n for n in _powers(s.devices, max_devices) if p.replan(**on(n)).total <= device_bytes),
         None,
     )
     if fsdp_n is not None and fsdp_n > s.devices:
-        tries.append((f"fsdp2 on {fsdp_n} devices", {"engine": "fsdp2", "devices": fsdp_n}))
+        tries.append((f"fsdp2 on {fsdp_n} devices", on(fsdp_n)))
     if not s.gradient_checkpointing:
         tries.append(("train.gradient_checkpointing: true", {"gradient_checkpointing": True}))
     if s.micro_batch > 1:
@@ -541,8 +548,8 @@ def remedies(p: MemoryPlan, device_bytes: int, max_devices: int = 64) -> list[st
     combo: dict[str, Any] = {"engine": "fsdp2", "gradient_checkpointing": True}
     names = ["fsdp2", "gradient checkpointing"]
     for name, change in (
-        (f"{max_devices} devices", {"devices": max_devices}),
-        ("a micro-batch of 1", {"micro_batch": 1, "grad_accum": s.grad_accum * s.micro_batch}),
+        (f"{max_devices} devices", on(max_devices)),
+        ("a micro-batch of 1", {"micro_batch": 1}),
         ("fsdp2_offload", {"offload": True}),
         ("LoRA", {"lora_rank": s.lora_rank or 64}),
     ):
@@ -652,6 +659,60 @@ def frozen_fraction(shape: ModelShape, plugins: Iterable[Mapping[str, Any]]) -> 
     return min(1.0, total)
 
 
+def plan_for_model(
+    model: Any,
+    cfg: Any,
+    *,
+    seq_len: int,
+    engine: str = "single",
+    devices: int = 1,
+    device_type: str = "cuda",
+    label: str = "",
+) -> MemoryPlan:
+    """The plan of training the live ``model`` (a transformers model, PEFT-wrapped or not)
+    with ``cfg`` (a :class:`~polymnesia.training.config.TrainConfig`) on ``devices``
+    processes: its shape from its config, what trains from ``requires_grad`` (LoRA from
+    PEFT's config), its precision from its weights' dtype. For the training loop, before
+    the first step: ``check_fits(plan_for_model(...), device_bytes(device, local))``."""
+    inner = model.get_base_model() if hasattr(model, "peft_config") else model
+    kind = type(inner).__name__
+    lm_head = not kind.endswith(("SequenceClassification", "TokenClassification"))
+    shape = ModelShape.from_hf_config(inner.config, lm_head=lm_head)
+    params = list(model.parameters())
+    dtype = str(params[0].dtype).removeprefix("torch.") if params else "float32"
+    lora_rank, modules = None, LORA_DEFAULT
+    frozen = 0.0
+    peft = getattr(model, "peft_config", None)
+    if peft:
+        conf = next(iter(peft.values()))
+        lora_rank = int(getattr(conf, "r", 8))
+        modules = tuple(getattr(conf, "target_modules", None) or LORA_DEFAULT)
+    else:
+        fixed = sum(p.numel() for p in params if not p.requires_grad)
+        frozen = min(1.0, fixed / max(1, shape.num_layers * shape.block_params))
+    fused = getattr(cfg, "fused_adamw", None)
+    chosen = "single" if engine == "auto" and devices == 1 else engine
+    chosen = "ddp" if chosen == "auto" else chosen
+    setup = Setup(
+        micro_batch=max(1, cfg.batch_size // cfg.grad_accum // devices),
+        seq_len=seq_len,
+        precision=precision_of(dtype, cfg.mixed_precision),
+        engine=chosen,  # type: ignore[arg-type]
+        devices=devices,
+        offload=bool(getattr(cfg, "fsdp2_offload", False)) and chosen == "fsdp2",
+        gradient_checkpointing=cfg.gradient_checkpointing,
+        grad_accum=cfg.grad_accum,
+        chunked_loss=cfg.chunked_loss,
+        attention=str(getattr(inner.config, "_attn_implementation", None) or "sdpa"),
+        lora_rank=lora_rank,
+        lora_modules=modules,
+        frozen_fraction=frozen,
+        fused_adamw=fused if fused is not None else device_type == "cuda",
+        device_type=device_type,
+    )
+    return plan(shape, setup, label=label)
+
+
 def summary(plans: list[MemoryPlan], device_bytes: int | None = None) -> list[str]:
     """One line per plan: its label, its line and whether it fits ``device_bytes``."""
     out = []
@@ -675,6 +736,7 @@ __all__ = [
     "device_bytes",
     "frozen_fraction",
     "plan",
+    "plan_for_model",
     "precision_of",
     "remedies",
     "summary",
