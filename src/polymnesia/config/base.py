@@ -37,13 +37,24 @@ def _bool_where_number(value: Any, ann: Any) -> bool:
     return False
 
 
-def _accepts_float(ann: Any) -> bool:
+def _too_large(value: Any, ann: Any) -> bool:
+    """Whether ``value`` holds a number beyond :data:`MAX_FLOAT` where ``ann`` takes a float
+    (at any depth: ``split_fractions: [0.8, 0.1, 1e39]`` too)."""
     origin = typing.get_origin(ann)
+    args = typing.get_args(ann)
     if origin is typing.Annotated:
-        return _accepts_float(typing.get_args(ann)[0])
+        return _too_large(value, args[0])
     if origin in (typing.Union, types.UnionType):
-        return any(_accepts_float(a) for a in typing.get_args(ann))
-    return ann is float
+        return any(_too_large(value, a) for a in args)
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return ann is float and abs(value) > MAX_FLOAT
+    if origin in (list, tuple, set, frozenset) and isinstance(value, (list, tuple)) and args:
+        if origin is tuple and args[-1] is not Ellipsis:
+            return any(_too_large(v, a) for v, a in zip(value, args, strict=False))
+        return any(_too_large(v, args[0]) for v in value)
+    if origin is dict and isinstance(value, dict) and len(args) == 2:
+        return any(_too_large(v, args[1]) for v in value.values())
+    return False
 
 
 #: seeds reach numpy (which takes 0 to 2**32 - 1) and some stages add offsets to them
@@ -104,13 +115,7 @@ class StrictModel(BaseModel):
             raise ValueError(
                 f"seeds must be non-negative (0 or more) and at most {MAX_SEED} (2**31 - 1)"
             )
-        if (
-            field is not None
-            and isinstance(value, (int, float))
-            and not isinstance(value, bool)
-            and _accepts_float(field.annotation)
-            and abs(value) > MAX_FLOAT
-        ):
+        if field is not None and _too_large(value, field.annotation):
             raise ValueError(
                 f"a number this large overflows float32 arithmetic; give at most {MAX_FLOAT:g} "
                 "in magnitude"
