@@ -10,6 +10,20 @@ import yaml
 
 from polymnesia.cli.main import main
 
+#: the quickstart on two UDHR languages
+SMALL = ["data.source=udhr", "groups.pretraining=[en,fr]", "groups.adapting=[]", "groups.other=[]"]
+#: ... cut to seconds: a 300-token BPE, two steps, a few texts
+TINY_RUN = [
+    *SMALL,
+    "train.steps=2",
+    "train.batch_size=2",
+    "tokenizer.vocab_size=300",
+    "tokenizer.sample_texts=100",
+    "data.max_train_per_lang=60",
+    "data.max_eval_per_lang=10",
+    "evaluate.max_texts_per_lang=5",
+]
+
 
 def refused(capsys: pytest.CaptureFixture[str], argv: list[str]) -> str:
     """``main(argv)`` exits 2 with one ``polymnesia: error:`` line, the last of its standard

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-from cli_helpers import config_with, refused
+from cli_helpers import SMALL, config_with, refused
+from cli_helpers import TINY_RUN as TINY
 
 from polymnesia.cli.main import main
 from polymnesia.errors import DataError
@@ -18,18 +19,6 @@ from polymnesia.errors import DataError
 CONFIGS = Path(__file__).resolve().parents[2] / "configs"
 QUICK = str(CONFIGS / "quickstart.yaml")
 TWO_PHASE = CONFIGS / "two_phase_smoke.yaml"
-SMALL = ["data.source=udhr", "groups.pretraining=[en,fr]", "groups.adapting=[]", "groups.other=[]"]
-#: the quickstart cut to seconds: two UDHR languages, a 300-token BPE, two steps
-TINY = [
-    *SMALL,
-    "train.steps=2",
-    "train.batch_size=2",
-    "tokenizer.vocab_size=300",
-    "tokenizer.sample_texts=100",
-    "data.max_train_per_lang=60",
-    "data.max_eval_per_lang=10",
-    "evaluate.max_texts_per_lang=5",
-]
 
 
 # -- 6: one line instead of a traceback ------------------------------------------------------
@@ -84,7 +73,21 @@ def test_full_disk_in_a_stage_is_one_line(isolated_cache, tmp_path, capsys, monk
 
     monkeypatch.setattr(data_stage, "write_jsonl_atomic", full)
     err = refused(capsys, ["run", QUICK, *TINY, "--run-dir", str(tmp_path / "r")])
-    assert "no space left on the disk" in err and "run the same command again" in err
+    assert "the disk is full" in err and "run the same command again" in err
+
+
+def test_full_disk_while_preparing_the_run_folder_is_one_line(
+    isolated_cache, tmp_path, capsys, monkeypatch
+):  # type: ignore[no-untyped-def]
+    import polymnesia.pipeline.run_dir as rd
+
+    def full(path, *args, **kwargs):  # type: ignore[no-untyped-def]
+        raise OSError(errno.ENOSPC, "No space left on device", str(path))
+
+    monkeypatch.setattr(rd, "atomic_write_yaml", full)
+    err = refused(capsys, ["run", QUICK, *SMALL, "--run-dir", str(tmp_path / "r")])
+    assert "cannot use run folder" in err and "the disk is full: free space" in err
+    assert "pass a writable --run-dir" not in err  # not the advice for a read-only folder
 
 
 def test_full_disk_wrapped_by_a_library_is_recognised():  # type: ignore[no-untyped-def]
@@ -97,6 +100,7 @@ def test_full_disk_wrapped_by_a_library_is_recognised():  # type: ignore[no-unty
             raise RuntimeError("saving failed") from e
     except RuntimeError as wrapped:
         assert "writing /x/model.safetensors" in (disk_full(wrapped) or "")
+    assert "writing" not in (disk_full(OSError(errno.ENOSPC, "No space left", 3)) or "writing")
     assert disk_full(RuntimeError("[enforce fail] file write failed: No space left on device"))
     assert disk_full(ValueError("something else")) is None
 
@@ -172,7 +176,7 @@ def test_freezing_pattern_is_checked_against_a_local_model_folder(isolated_cache
     tiny_model("gpt2", 64, seed=0).save_pretrained(folder)
     data = yaml.safe_load(TWO_PHASE.read_text(encoding="utf-8"))
     data["instruct_model"] = str(folder)
-    data["pairs"][0]["phase1"] = "instruct"
+    data["pairs"][data["mitigation"]["pair"]]["phase1"] = "instruct"  # the mitigated pair
     data["mitigation"]["lora_rank"] = None
     data["mitigation"]["freezing"][1]["pattern"] = r"self_attn\.q_proj"  # a Llama name
     err = refused(capsys, ["validate", config_with(tmp_path, TWO_PHASE, **data)])

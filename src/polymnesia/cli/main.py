@@ -451,12 +451,17 @@ def disk_full(error: BaseException) -> str | None:
         if (isinstance(current, OSError) and current.errno in (errno.ENOSPC, errno.EDQUOT)) or any(
             sign in str(current) for sign in _FULL_DISK
         ):
-            where = getattr(current, "filename", None)
+            where = getattr(current, "filename", None)  # a path, or the number of a file
+            if isinstance(current, PolymnesiaError):  # a line that says where, less its advice
+                what = f"{str(current).split('; ')[0]}: the disk is full"
+            elif isinstance(where, (str, os.PathLike)):
+                what = f"the disk is full (no space left writing {os.fspath(where)})"
+            else:
+                what = "the disk is full (no space left on the device)"
             return (
-                f"no space left on the disk{f' writing {where}' if where else ''}: free "
-                "space (polymnesia cache prune --unused removes what no run folder uses) or point "
-                "POLYMNESIA_CACHE and --run-dir at a larger disk, then run the same command "
-                "again: what was finished is kept and reused"
+                f"{what}: free space (polymnesia cache prune --unused removes what no run "
+                "folder uses) or point POLYMNESIA_CACHE and --run-dir at a larger disk, then "
+                "run the same command again: what was finished is kept and reused"
             )
         current = current.__cause__ or current.__context__
     return None
@@ -474,7 +479,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(args.fn(args))
     except PolymnesiaError as e:
-        print(f"polymnesia: error: {e}", file=sys.stderr)
+        print(f"polymnesia: error: {disk_full(e) or e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("polymnesia: interrupted; run the same command again to resume", file=sys.stderr)
