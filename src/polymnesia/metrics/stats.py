@@ -19,7 +19,7 @@ applications": F_0.05(3, 6) = 4.76 means 4 methods and 3 blocks), see
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -270,3 +270,65 @@ def friedman_by_blocks(
         ranks=dict(zip(methods, ranks.tolist(), strict=True)),
         cd=bonferroni_dunn_cd(len(methods), len(names), cd_alpha),
     )
+
+
+# ------------------------------------------------------------------- multiplicity
+
+Correction = Literal["holm", "benjamini-hochberg"]
+CORRECTIONS: dict[str, str] = {
+    "holm": "Holm's step-down correction (family-wise error rate)",
+    "benjamini-hochberg": "the Benjamini-Hochberg correction (false discovery rate)",
+}
+
+
+def _adjusted(
+    p_values: Sequence[float | None], on_sorted: Callable[[np.ndarray], np.ndarray]
+) -> list[float]:
+    """``on_sorted`` applied to the finite p-values sorted ascending, capped at 1, put back in
+    the input order; NaN where no p-value was given (not in the family)."""
+    p = np.array([np.nan if v is None else float(v) for v in p_values], dtype=float)
+    ok = np.isfinite(p)
+    if np.any((p[ok] < 0) | (p[ok] > 1)):
+        raise PolymnesiaError(f"p-values must lie in [0, 1], got {p[ok].tolist()}")
+    out = np.full(p.shape, np.nan)
+    idx = np.flatnonzero(ok)
+    if idx.size:
+        order = idx[np.argsort(p[idx], kind="stable")]
+        out[order] = np.minimum(1.0, on_sorted(p[order]))
+    return out.tolist()
+
+
+def holm(p_values: Sequence[float | None]) -> list[float]:
+    """Holm-adjusted p-values, in the input order (NaN or None: not in the family, NaN out).
+
+    Sort the ``m`` finite p-values ascending, multiply the ``i``-th (from 0) by
+    ``m - i``, take the running maximum and cap at 1 (Holm, "A Simple
+    Sequentially Rejective Multiple Test Procedure", Scand. J. Statist. 6, 1979;
+    R's ``p.adjust(p, "holm")``). Rejecting where the adjusted p is below alpha
+    controls the family-wise error rate under any dependence between the tests.
+    """
+    return _adjusted(p_values, lambda q: np.maximum.accumulate((q.size - np.arange(q.size)) * q))
+
+
+def benjamini_hochberg(p_values: Sequence[float | None]) -> list[float]:
+    """Benjamini-Hochberg adjusted p-values (q-values), in the input order (NaN or None: left out).
+
+    Sort the ``m`` finite p-values ascending, multiply the ``i``-th (from 1) by
+    ``m / i``, take the running minimum from the largest down and cap at 1
+    (Benjamini & Hochberg, JRSS B 57, 1995; R's ``p.adjust(p, "BH")``). Controls
+    the false discovery rate for independent or positively dependent tests.
+    """
+
+    def step_up(q: np.ndarray) -> np.ndarray:
+        return np.minimum.accumulate((q * q.size / np.arange(1, q.size + 1))[::-1])[::-1]
+
+    return _adjusted(p_values, step_up)
+
+
+def adjust_p(p_values: Sequence[float | None], method: Correction = "holm") -> list[float]:
+    """Adjusted p-values by ``method`` ("holm" or "benjamini-hochberg")."""
+    if method == "holm":
+        return holm(p_values)
+    if method == "benjamini-hochberg":
+        return benjamini_hochberg(p_values)
+    raise PolymnesiaError(f"unknown correction {method!r}; accepted: {', '.join(CORRECTIONS)}")
