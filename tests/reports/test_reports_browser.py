@@ -13,6 +13,7 @@ apt is available).
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -193,8 +194,9 @@ def _chromium(args: list[str], tmp: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(cmd, capture_output=True, text=True, timeout=180, check=False)
 
 
-def _checks(html_path: Path, width: int, tmp: Path) -> dict[str, object]:
-    page = html_path.read_text(encoding="utf-8").replace("</body>", CHECK + "</body>")
+def _checks(html_path: Path, width: int, tmp: Path, script: str = "") -> dict[str, object]:
+    """Chromium's answer to a checking script (default :data:`CHECK`) run on the loaded page."""
+    page = html_path.read_text(encoding="utf-8").replace("</body>", (script or CHECK) + "</body>")
     probe = html_path.with_name(f"probe-{width}.html")
     probe.write_text(page, encoding="utf-8")
     res = _chromium(
@@ -246,3 +248,98 @@ def test_screenshot(report_html: Path, tmp_path: Path) -> None:
     pixels = imread(shot)
     assert pixels.shape[:2] == (768, 1366)
     assert pixels[..., :3].std() > 0.05  # not a blank page
+
+
+# ------------------------------------------------------------ the claims table at 1,280 px
+
+CLAIMS_CHECK = """
+<script>
+window.addEventListener("load", () => {
+  const de = document.documentElement;
+  const width = de.clientWidth;
+  const wrap = document.querySelector(".claims .table-wrap");
+  const table = wrap.querySelector("table");
+  const box = wrap.getBoundingClientRect();
+  const cells = [...table.querySelectorAll("th, td")];
+  const clipped = cells.filter(c => {
+    const r = c.getBoundingClientRect();
+    return r.right > box.right + 1 || r.right > width + 1 || c.scrollWidth > c.clientWidth + 1;
+  }).map(c => c.textContent.slice(0, 40));
+  const rows = [...table.querySelectorAll("tbody tr")].map(r => r.getBoundingClientRect().height);
+  const heads = [...table.querySelectorAll("th")].map(h => h.textContent);
+  const out = {
+    width, pageWidth: de.scrollWidth, wrapScroll: wrap.scrollWidth - wrap.clientWidth,
+    tableRight: table.getBoundingClientRect().right, clipped, heads,
+    rows: rows.length, tallest: Math.max(...rows),
+  };
+  const pre = document.createElement("pre");
+  pre.id = "polymnesia-checks";
+  pre.textContent = JSON.stringify(out);
+  document.body.appendChild(pre);
+});
+</script>
+"""
+
+
+def _realistic_claims() -> list[Claim]:
+    """paper 002's eleven claims as a laptop run prints them: long labels and test names, a
+    non-inferiority margin, claims set aside with their reasons, a p-value of 0."""
+    test = "paired bootstrap over documents, stratified by task (1000 resamples)"
+    src = "paper 002, Table 5"
+    return [
+        Claim("Phase 1 on english teaches the English tasks (EA above the base)", 1, 0.117, 0.037,
+              0.2, 1500, test, 0.004, "EA(P1) - EA(base)", "setup"),
+        Claim("CFT beats the mixture (english -> similar), mean of EA and MA", 1, 0.015, -0.013,
+              0.044, 2700, test, 0.31, "Combined(CFT) - Combined(mixture)", "paper 002, Tables 1-2"),
+        Claim("Phase 2 on a similar set keeps English ability, within the margin of 0.05 "
+              "(english -> similar)", 1, -0.01, -0.057, 0.037, 1500, test, 0.68,
+              "EA(P2) - EA(P1)", "paper 002, Table 1 ('retains (or improves)')", margin=0.05),
+        Claim("CFT beats the mixture (english -> dissimilar), mean of EA and MA", 1, -0.202,
+              -0.244, -0.163, 2700, test, 0.0, "Combined(CFT) - Combined(mixture)",
+              "paper 002, Tables 1-2"),
+        Claim("Phase 2 on a dissimilar set loses English ability (english -> dissimilar)", -1,
+              -0.247, -0.313, -0.177, 1500, test, 0.0, "EA(P2) - EA(P1)", "paper 002, Table 1"),
+        *[Claim(f"{arm} keeps English ability better than plain CFT", 1, e, e - 0.05, e + 0.05,
+                1500, test, 0.04, f"EA({arm}) - EA(CFT)", src)
+          for arm, e in (("GR_10", 0.057), ("ER_10", 0.067), ("LF_H2", 0.0), ("Spectrum", 0.027))],
+        Claim("LoRA keeps English ability better than plain CFT", 1, -0.067, -0.127, -0.003,
+              1500, test, 0.041, "EA(LoRA) - EA(CFT)", src,
+              not_applicable="plain CFT on english -> similar lost no English ability "
+              "(-0.010 [-0.057, +0.037])"),
+        Claim("SHARED LoRA r=11 forgets more than VANILLA (lower CBT)", -1, -0.02, -0.04, -0.001,
+              660, "paired bootstrap over test items (1000 resamples)", 0.03,
+              "CBT(SHARED LoRA r=11) − CBT(VANILLA)", "paper 004 Table 2: -0.12 to -0.14 vs -0.08",
+              not_testable="arm SHARED LoRA r=11 did not learn"),
+    ]  # fmt: skip
+
+
+@needs_chromium
+def test_claims_table_fits_a_1280_px_window(tmp_path: Path) -> None:
+    rep = Report("two_phase: two-phase continual instruction fine-tuning (paper 002)")
+    rep.paragraph("Base: a tiny decoder pretrained on six Bible languages.")
+    rep.claims(_realistic_claims())
+    _, page = rep.write(tmp_path)
+    # the screenshot a reader sees (kept under $POLYMNESIA_SCREENSHOTS when set)
+    shot = tmp_path / "claims-1280.png"
+    res = _chromium([f"--screenshot={shot}", "--window-size=1280,900", page.as_uri()], tmp_path)
+    assert shot.is_file(), f"no screenshot (rc {res.returncode}): {res.stderr[-2000:]}"
+    keep = os.environ.get("POLYMNESIA_SCREENSHOTS")
+    if keep:
+        Path(keep).mkdir(parents=True, exist_ok=True)
+        shutil.copy(shot, Path(keep) / shot.name)
+    got = _checks(page, 1280, tmp_path, CLAIMS_CHECK)
+    assert got["width"] == 1280 and got["pageWidth"] == 1280, got
+    assert got["heads"] == [
+        "#",
+        "Claim (paper)",
+        "Verdict",
+        "Effect [95% CI]",
+        "p (Holm)",
+        "n",
+        "Test",
+    ]
+    assert got["wrapScroll"] <= 1 and got["tableRight"] <= 1280, got  # nothing to scroll to
+    assert got["clipped"] == [], got  # every column, n and Test included, whole
+    assert got["rows"] == 11 and got["tallest"] < 140, got  # no row of blank space
+    text = page.read_text(encoding="utf-8")
+    assert "&lt; 0.001" in text and "p = 0" not in text

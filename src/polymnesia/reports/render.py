@@ -58,11 +58,19 @@ pre { background: #f6f6f6; padding: 0.7em; overflow-x: auto; max-width: 100%; }
 nav.toc { background: #f7f7f9; border: 1px solid #e3e3e8; padding: 0.5em 1em; margin: 1em 0; }
 nav.toc ul { margin: 0.2em 0; padding-left: 1.2em; } nav.toc li.l3 { margin-left: 1.2em; font-size: 0.95em; }
 .claims { border: 1px solid #d0d7de; border-radius: 6px; padding: 0.3em 1em 0.8em; margin: 1em 0; }
-.claims th, .claims td { white-space: normal; text-align: left; vertical-align: top; }
-.claims td:nth-child(2) { min-width: 16em; } .claims td.verdict, .claims td:nth-child(4) { white-space: nowrap; }
-tr.claim.holds .verdict { color: #116329; font-weight: 600; }
-tr.claim.contradicted .verdict { color: #b42318; font-weight: 600; }
-tr.claim.inconclusive .verdict { color: #7a5d00; font-weight: 600; }
+.claims .table-wrap { overflow-x: visible; }
+table.claims-table { width: 100%; table-layout: fixed; }
+.claims th, .claims td { white-space: normal; text-align: left; vertical-align: top; overflow-wrap: anywhere; }
+.claims col.c0 { width: 2.8em; } .claims col.c1 { width: 25%; } .claims col.c2 { width: 16%; }
+.claims col.c3 { width: 20%; } .claims col.c4 { width: 6.2em; } .claims col.c5 { width: 4.2em; }
+.claims td:first-child, .claims td.n, .claims td.p, .claims .num, .claims .nw { white-space: nowrap; }
+.claims td.effect .label, .claims td.effect .margin, .claims td.verdict .why { display: block; }
+.claims td.effect .label, .claims td.effect .margin { color: #555; font-size: 0.92em; }
+.claims td.verdict .why { font-weight: normal; color: #555; font-size: 0.92em; }
+.claims td.test { font-size: 0.92em; color: #333; } .claims td.test .source { display: block; color: #555; }
+tr.claim .verdict { font-weight: 600; } tr.claim.holds .verdict { color: #116329; }
+tr.claim.contradicted .verdict { color: #b42318; } tr.claim.inconclusive .verdict { color: #7a5d00; }
+tr.claim.not-applicable .verdict, tr.claim.not-testable .verdict { color: #57606a; }
 .missing { color: #b00; }
 """
 

@@ -148,9 +148,12 @@ def _refuse_ambiguous(run: str, sets: list[ItemSet], seed: Any) -> None:
 
 
 def _p(t: PairedTest) -> str:
-    """A resampling p-value of 0 means "below one resample in n_resamples"."""
-    if t.p_value == 0 and t.n_resamples:
+    """p as the claims print it: "< 0.001" below 0.001 (a resampling p of 0 means "below one
+    resample in n_resamples", never p = 0)."""
+    if t.p_value == 0 and t.n_resamples and 1 / t.n_resamples > 0.001:
         return f"< {1 / t.n_resamples:g}"
+    if t.p_value < 0.001:
+        return "< 0.001"
     return f"{t.p_value:.3g}"
 
 

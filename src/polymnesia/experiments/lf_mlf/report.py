@@ -37,7 +37,7 @@ from polymnesia.metrics.stats import (
     significance_marks,
 )
 from polymnesia.reports.cd_diagram import plot_cd_diagram
-from polymnesia.reports.claims import baseline_table, claims_table, trivial_table
+from polymnesia.reports.claims import baseline_table, claims_table, p_text, trivial_table
 from polymnesia.reports.plots import heatmap, line_plot
 from polymnesia.reports.render import Report
 from polymnesia.reports.table_core import Table
@@ -290,7 +290,7 @@ def cd_diagram(rep: Report, run_dir: Path, cfg: LFMLFConfig, scores: list[Score]
     )
     rep.paragraph(
         f"Friedman test with {blocks} as blocks ({why}): {len(res.block_names)} blocks, "
-        f"{len(methods)} methods, Iman-Davenport F_F = {res.statistic:.3f} (p = {res.p:.3g}; critical "
+        f"{len(methods)} methods, Iman-Davenport F_F = {res.statistic:.3f} ({p_text(res.p)}; critical "
         f"value at 0.05: {res.critical:.3f}), so the null hypothesis of equal performance is "
         f"{'rejected' if res.statistic > res.critical else 'not rejected'}. Average ranks: "
         + ", ".join(f"{m} {r:.2f}" for m, r in sorted(res.ranks.items(), key=lambda kv: kv[1]))
