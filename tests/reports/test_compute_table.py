@@ -75,3 +75,29 @@ def test_every_built_in_stage_declares_its_role() -> None:
     assert len(roles) >= 20
     assert {k for k, r in roles.items() if r not in ROLES[:-1]} == set()
     assert roles["pretraining_loss"] == roles["evaluate_lm"] == "evaluation"
+
+
+def test_scoring_inside_a_sequential_step_counts_as_evaluation(tmp_path: Path) -> None:
+    # lifelong: each sequential step trains, then scores its model on every language inside
+    # the same stage; its step_summary.json says how long the scoring took (issue 29)
+    run = _run(
+        tmp_path,
+        {
+            "pretrain": ("pretrain", "run", 50.0),
+            "vanilla_o1_0": ("sequential_step", "run", 30.0),
+            "vanilla_o1_1": ("sequential_step", "run", 20.0),
+        },
+    )
+    for name, inner in (("vanilla_o1_0", 12.0), ("vanilla_o1_1", 8.0)):
+        (tmp_path / "cache" / "sequential_step" / name / "step_summary.json").write_text(
+            json.dumps({"trained": ["en"], "train_seconds": 1.0, "eval_seconds": inner})
+        )
+    rows = {r["stage"]: r for r in stage_times(run)}
+    assert rows["vanilla_o1_0"]["eval_seconds"] == 12.0 and rows["pretrain"]["eval_seconds"] is None
+    rep = Report("r")
+    compute_table(rep, run)
+    text = rep.write(run)[0].read_text()
+    assert "| training | sequential_step | 2 | 2 | 30.0 | 30.0 |" in text  # 50 s less 20 s scoring
+    assert "| evaluation | sequential_step (scoring inside) | 2 | 2 | 20.0 | 20.0 |" in text
+    assert "took 20 s, 0.25x the training stages' 80 s" in text
+    assert "Evaluation stages took 0 s" not in text

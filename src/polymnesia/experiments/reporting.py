@@ -116,9 +116,28 @@ def run_health(report: Report, run_dir: Path) -> None:
         report.heading("Run health", 2).bullets(lines)
 
 
+#: the file in which a stage that scores its own model records the seconds that took
+#: (``sequential_step``: ``{"eval_seconds": ...}``), so "Compute by stage" counts it as evaluation
+INNER_EVAL_FILE = "step_summary.json"
+
+
+def _inner_eval_seconds(entry: Path, role: str) -> float | None:
+    """Seconds a non-evaluation stage spent scoring its own model (None: not recorded)."""
+    if role == "evaluation":
+        return None
+    try:
+        rec = json.loads((entry / INNER_EVAL_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    v = rec.get("eval_seconds") if isinstance(rec, dict) else None
+    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0 else None
+
+
 def stage_times(run_dir: Path) -> list[dict[str, Any]]:
     """Per stage of the run (``run.json``): name, kind, role (``Stage.role``), whether this run
-    built it or reused it, and the seconds its build took (its cache entry's marker)."""
+    built it or reused it, the seconds its build took (its cache entry's marker) and, for a
+    stage that scores its own model inside it, the seconds that scoring took (``eval_seconds``,
+    from :data:`INNER_EVAL_FILE`)."""
     path = run_dir / "run.json"
     if not path.is_file():
         return []
@@ -126,26 +145,53 @@ def stage_times(run_dir: Path) -> list[dict[str, Any]]:
     rows = []
     for name, rec in stages.items():
         kind = str(rec.get("kind", ""))
-        marker = read_marker(Path(rec["entry"])) if rec.get("entry") else None
+        entry = Path(rec["entry"]) if rec.get("entry") else None
+        marker = read_marker(entry) if entry is not None else None
         seconds = (marker or {}).get("seconds")
+        role = STAGES.get(kind).role if kind in STAGES else "other"
+        total = float(seconds) if isinstance(seconds, (int, float)) else None
+        inner = (
+            _inner_eval_seconds(entry, role) if entry is not None and total is not None else None
+        )
         rows.append(
             {
                 "stage": name,
                 "kind": kind,
-                "role": STAGES.get(kind).role if kind in STAGES else "other",
+                "role": role,
                 "status": rec.get("status", ""),
-                "seconds": float(seconds) if isinstance(seconds, (int, float)) else None,
+                "seconds": total,
+                "eval_seconds": min(inner, total)
+                if inner is not None and total is not None
+                else None,
             }
         )
     return rows
 
 
+def _split_inner_eval(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each stage that scored its own model as two parts: its training (the rest of its
+    seconds) and an evaluation part ``KIND (scoring inside)``."""
+    out = []
+    for r in rows:
+        inner = r.get("eval_seconds")
+        if not inner:
+            out.append(r)
+            continue
+        out.append({**r, "seconds": r["seconds"] - inner})
+        out.append(
+            {**r, "role": "evaluation", "kind": f"{r['kind']} (scoring inside)", "seconds": inner}
+        )
+    return out
+
+
 def compute_table(report: Report, run_dir: Path) -> None:
     """Where the compute went: seconds by stage role and kind (``results/stage_times.csv`` has
     every stage), and evaluation's share of training."""
-    rows = [r for r in stage_times(run_dir) if r["seconds"] is not None]
-    if not rows:
+    stages = [r for r in stage_times(run_dir) if r["seconds"] is not None]
+    if not stages:
         return
+    rows = _split_inner_eval(stages)
+    inside = sum(r["eval_seconds"] or 0.0 for r in stages)
     total = sum(r["seconds"] for r in rows)
     by_kind: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for r in rows:
@@ -169,12 +215,23 @@ def compute_table(report: Report, run_dir: Path) -> None:
     per_role = {role: sum(r["seconds"] for r in rows if r["role"] == role) for role in ROLES}
     caption = (
         f"Seconds each stage took when its cache entry was built (a reused entry counts the run "
-        f"that built it); {total:.0f} s in all. Fine-tuning stages (finetune_task, "
-        "sequential_step) include scoring their own model."
+        f"that built it); {total:.0f} s in all. "
     )
+    if inside:
+        caption += (
+            f"Scoring done inside training stages ({inside:.0f} s: a sequential step scores its "
+            "model on every language after training) counts as evaluation, in the rows marked "
+            "'scoring inside'; other fine-tuning stages (finetune_task) still include scoring "
+            "their own model."
+        )
+    else:
+        caption += (
+            "Fine-tuning stages (finetune_task, sequential_step) include scoring their own model."
+        )
     if per_role["training"] > 0:
         caption += (
-            f" Evaluation stages took {per_role['evaluation']:.0f} s, "
+            f" Evaluation {'(stages and scoring inside) ' if inside else 'stages '}took "
+            f"{per_role['evaluation']:.0f} s, "
             f"{per_role['evaluation'] / per_role['training']:.2f}x the training stages' "
             f"{per_role['training']:.0f} s."
         )
@@ -183,8 +240,11 @@ def compute_table(report: Report, run_dir: Path) -> None:
         Table(
             "stage_times",
             "Compute by stage",
-            ["stage", "kind", "role", "status", "seconds"],
-            [[r["stage"], r["kind"], r["role"], r["status"], r["seconds"]] for r in rows],
+            ["stage", "kind", "role", "status", "seconds", "eval_seconds"],
+            [
+                [r["stage"], r["kind"], r["role"], r["status"], r["seconds"], r["eval_seconds"]]
+                for r in stages
+            ],
         ),
     )
     report.heading("Compute by stage", 2).table(

@@ -19,7 +19,12 @@ import numpy as np
 
 from polymnesia.continual.analysis import RESOURCE_COLUMNS, group_means, hop_average, ranking
 from polymnesia.continual.resample import Replicates
-from polymnesia.experiments.lifelong.claims import baselines, method_claims, script_claims
+from polymnesia.experiments.lifelong.claims import (
+    baselines,
+    learned_arms,
+    method_claims,
+    script_claims,
+)
 from polymnesia.experiments.lifelong.config import LifelongConfig
 from polymnesia.experiments.lifelong.evidence import (
     Evidence,
@@ -41,6 +46,7 @@ from polymnesia.experiments.lifelong.results import (
     untrained_scores,
 )
 from polymnesia.experiments.reporting import compute_table, run_health
+from polymnesia.reports.claims import claims_table, correct
 from polymnesia.reports.render import Report
 from polymnesia.reports.table_core import Estimate
 from polymnesia.reports.tables import Table, matrix_table, write_table
@@ -229,10 +235,13 @@ def build_report(cfg: LifelongConfig, run_dir: Path) -> Path:
     m = {a.label: metric_replicates(a, orders, b, ev) for a in arms}
     rep = Report(f"{cfg.name}: sequential learning over {len(cfg.languages)} languages (paper 004)")
     rep.paragraph(_intro(cfg, arms, ev))
-    claims = method_claims(arms, m)
+    ok = learned_arms(arms, ev, cfg.task.metric)
+    claims = method_claims(arms, m, ok)
     for arm in (a for a in arms if a.method == "vanilla"):
-        claims += script_claims(arm, orders, hops, ev)
+        claims += script_claims(arm, orders, hops, ev, ok)
+    claims = correct(claims)
     rep.claims(claims)
+    write_table(run_dir / "results", claims_table(claims))
     tables: list[Table] = []
     learned = baselines(arms, m, ev, cfg.task.metric, _untrained(b, ev))
     if learned is not None:
