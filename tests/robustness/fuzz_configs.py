@@ -16,8 +16,19 @@ fractions that leave a split empty), ``accept`` for values that are valid
 the protocol (empty lists, negative numbers, upper-case language codes, ...):
 those accepted are listed for review, not failed.
 
-Run it as a script to see everything it finds:
-``python tests/robustness/fuzz_configs.py [SEED] [PER_CONFIG]``.
+Besides edits of the file, :func:`cli_mutations` calls the command line as users do
+(issue 30): values given as ``--set`` or ``run`` overrides, an anchor bomb and deep
+nesting, seeds and floats out of range, a name too long in bytes, a ``--run-dir`` under
+``/proc``, damaged run folders (``run.json`` of ``[]``, ``null``, not UTF-8), a key given
+twice at the top level, a LoRA rank above the model width, a token task on label-only
+data, unknown ``fields`` roles, a freezing pattern that matches no weight, and an lm-eval
+task in a language the data lacks. :func:`command_cases` adds what needs more than a
+config: ``report`` on damaged run folders, ``cache import`` of hostile archives, and a
+tiny run on a full disk (``ENOSPC`` simulated at the k-th write).
+
+Run it as a script to see everything it finds and the counts (mutations, tracebacks,
+silently wrong: a mutation that must be refused but was accepted, or the reverse):
+``python tests/robustness/fuzz_configs.py [SEED] [PER_CONFIG] [--commands]``.
 """
 
 from __future__ import annotations
@@ -29,7 +40,7 @@ import sys
 import types
 import typing
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +56,12 @@ class Mutation:
     path: str  # dotted key path ("" for file-level mutations)
     expect: str  # "refuse" | "accept" | "any"
     text: bytes  # the mutated file
+    #: more of the command line: overrides (``key=value``), ``--run-dir DIR``
+    args: list[str] = field(default_factory=list)
+    #: "validate" or "dry-run" to force the command; None: as ``run_one`` is told
+    command: str | None = None
+    #: a run folder to make for ``--run-dir {run_dir}`` with this ``run.json``
+    run_json: bytes | None = None
 
 
 @dataclass
@@ -242,6 +259,139 @@ OFFLINE_TASKS: dict[str, dict[str, list[str]]] = {
 }
 
 
+# -- the command line as users call it (issue 30) --------------------------------------------
+
+#: an anchor bomb: ten aliases of ten aliases, nine levels deep (10**10 values expanded)
+BOMB = "\n".join(
+    ["bomb0: &a0 [1, 1, 1, 1, 1, 1, 1, 1, 1, 1]"]
+    + [f"bomb{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 10)}]" for i in range(1, 10)]
+)
+#: the file systems of the kernel, which hold no run folder
+PSEUDO_RUN_DIRS = ("/proc/polymnesia-fuzz", "/sys/polymnesia-fuzz", "/dev/polymnesia-fuzz")
+DAMAGED_RUN_JSON = (b"[]", b"null", b"\xff\xfe{}", b"{", b'{"stages": []}')
+
+
+def _flow(value: Any) -> str:
+    """``value`` as a one-line YAML value for a ``key=value`` override."""
+    import yaml
+
+    text = yaml.safe_dump(value, default_flow_style=True, allow_unicode=True, width=10**6)
+    return text.strip().removesuffix("...").strip()
+
+
+def _data_languages(data: dict[str, Any]) -> set[str]:
+    """The languages the data stages of a (valid) config prepare; empty when it cannot tell."""
+    from polymnesia.experiments import EXPERIMENTS
+    from polymnesia.experiments.loading import resolve_config
+
+    try:
+        cfg = resolve_config(data)
+        specs = EXPERIMENTS.get(cfg.experiment).build(cfg)
+    except Exception:  # noqa: BLE001 - a config the fuzzer cannot build: no language mutation
+        return set()
+    return {lang for s in specs if s.kind == "prepare_data" for lang in s.params.languages}
+
+
+def _known_models(data: dict[str, Any]) -> bool:
+    """Whether every model of a config is a preset (known without a download)."""
+    return "name_or_path" not in str(data) and not data.get("instruct_model")
+
+
+def cli_mutations(
+    config: str, text: bytes, data: dict[str, Any], model: type[BaseModel], rng: random.Random
+) -> Iterator[Mutation]:
+    """The classes of issue 30 items 5-7, and values given on the command line."""
+    from polymnesia.harness.tasks import HARNESS_TASKS
+
+    def file(kind: str, path: str, expect: str, new: Any, **kw: Any) -> Mutation:
+        return Mutation(
+            config, kind, path, expect, new if isinstance(new, bytes) else _dump(new), **kw
+        )
+
+    def override(kind: str, path: str, expect: str, value: Any, **kw: Any) -> Mutation:
+        return Mutation(config, kind, path, expect, text, [f"{path}={_flow(value)}"], **kw)
+
+    # 5: YAML bounded before it is expanded
+    yield file("yaml_bomb", "", "refuse", text + b"\n" + BOMB.encode() + b"\n")
+    yield file("deep_nesting", "", "refuse", text + b"\ndeep: " + b"[" * 300 + b"]" * 300 + b"\n")
+    deep = f"deep={'[' * 300}{']' * 300}"
+    yield Mutation(config, "deep_nesting", "deep", "refuse", text, [deep])
+    # 6: seeds and floats out of range, as users type them
+    for value in (-1, 2**40):
+        yield override("seed_range", "seed", "refuse", value, command="dry-run")
+    leaves = [(p, v) for p, v in _leaves(data, []) if p]
+    for parts, old in leaves:
+        last = parts[-1]
+        if last in ("seed", "seeds") or last.endswith("_seed"):
+            bad = [0, -1] if isinstance(old, list) else -1
+            yield file("seed_range", ".".join(parts), "refuse", _set(data, parts, bad))
+    floats = [p for p, v in leaves if isinstance(v, float) and annotation_at(model, p) is float]
+    for parts in rng.sample(floats, min(2, len(floats))):
+        dotted = ".".join(parts)
+        if any(x.isdigit() for x in parts):
+            yield file("float_overflow", dotted, "refuse", _set(data, parts, 1e39))
+        else:
+            yield override("float_overflow", dotted, "refuse", 1e39)
+    # 7: refused by validate and --dry-run, not late
+    yield file("long_name", "name", "refuse", {**data, "name": "\N{GRINNING FACE}" * 70})
+    yield file(
+        "long_name", "name", "accept", {**data, "name": "\N{CJK UNIFIED IDEOGRAPH-540D}" * 60}
+    )
+    for run_dir in PSEUDO_RUN_DIRS:
+        yield Mutation(
+            config, "pseudo_run_dir", "", "refuse", text, ["--run-dir", run_dir], "dry-run"
+        )
+    for content in DAMAGED_RUN_JSON:
+        args = ["--run-dir", "{run_dir}"]
+        yield Mutation(config, "damaged_run_json", "", "refuse", text, args, "dry-run", content)
+    yield file("duplicate_top_key", "name", "refuse", text + b"\nname: again\n")
+    if "data" in data:
+        yield file("duplicate_top_key", "data", "refuse", text + b"\ndata:\n  source: udhr\n")
+    known = _known_models(data)
+    for parts, old in leaves:
+        if parts[-1] == "lora_rank" or (parts[-1] == "ranks" and isinstance(old, list)):
+            bad = [100000] if parts[-1] == "ranks" else 100000
+            # two_phase's mitigated pair may start from instruct_model (a Hub id: unknown here)
+            yield file(
+                "lora_rank", ".".join(parts), "refuse" if known else "any", _set(data, parts, bad)
+            )
+        if parts[-1] == "freezing" and isinstance(old, list):
+            for i in range(len(old)):
+                bad = _set(data, [*parts, str(i), "pattern"], "no_such_module_xyz")
+                path = ".".join([*parts, str(i), "pattern"])
+                yield file("freezing_pattern", path, "refuse" if known else "any", bad)
+        if parts[-1] == "sets" and isinstance(old, dict):
+            for name in old:
+                bad = _set(data, [*parts, name, "fields"], {"bogus_role": "x"})
+                yield file("unknown_fields", ".".join([*parts, name, "fields"]), "refuse", bad)
+    if data.get("experiment") == "active_forgetting":
+        yield override("unknown_fields", "instruct.fields", "refuse", {"bogus_role": "x"})
+        yield override("lora_rank", "instruct.lora_rank", "refuse" if known else "any", 100000)
+    label_only = (data.get("data") or {}).get("source", "bible") in ("bible", "udhr")
+    if isinstance(data.get("task"), dict) and "tasks" not in data:
+        task = data["task"]
+        expect = "refuse" if label_only and not task.get("data") else "any"
+        yield file("token_task", "task.kind", expect, _set(data, ["task", "kind"], "token"))
+    evaluation = data.get("evaluation")
+    if isinstance(evaluation, dict) and "multilingual" in evaluation:
+        langs = _data_languages(data)
+        absent = [e.name for e in HARNESS_TASKS if e.obj.lang not in langs]
+        if langs and absent:
+            bad = _set(data, ["evaluation", "multilingual"], [absent[0]])
+            yield file("harness_language", "evaluation.multilingual", "refuse", bad)
+    # values given on the command line rather than in the file
+    plain = [(p, v) for p, v in leaves if p != ["experiment"] and not any(x.isdigit() for x in p)]
+    for _ in range(6):
+        parts, old = rng.choice(plain)
+        kind, value = rng.choice(VALUE_MUTATIONS)
+        if kind == "empty_list":
+            continue
+        expect = _expect_value(kind, annotation_at(model, parts), parts)
+        yield override(
+            kind, ".".join(parts), expect, value, command=rng.choice(["validate", "dry-run"])
+        )
+
+
 def mutations(seed: int = 0, per_config: int = 30) -> Iterator[Mutation]:
     from polymnesia.config.loader import parse_yaml
     from polymnesia.experiments import EXPERIMENTS
@@ -256,17 +406,34 @@ def mutations(seed: int = 0, per_config: int = 30) -> Iterator[Mutation]:
         model = EXPERIMENTS.get(data["experiment"]).Config
         yield from structural_mutations(path.name, text, data, model, rng)
         yield from value_mutations(path.name, data, model, rng, per_config)
+        yield from cli_mutations(path.name, text, data, model, rng)
 
 
 # -- running --------------------------------------------------------------------------------
 
 
 def run_one(m: Mutation, folder: Path, dry_run: bool) -> Outcome:
-    from polymnesia.cli.main import main
-
     path = folder / m.config
     path.write_bytes(m.text)
-    argv = ["run", str(path), "--dry-run"] if dry_run else ["validate", str(path)]
+    if m.command is not None:
+        dry_run = m.command == "dry-run"
+    args = list(m.args)
+    if m.run_json is not None:
+        run_dir = folder / "damaged-run"
+        run_dir.mkdir(exist_ok=True)
+        (run_dir / "run.json").write_bytes(m.run_json)
+        args = [a.replace("{run_dir}", str(run_dir)) for a in args]
+    if dry_run:
+        argv = ["run", str(path), "--dry-run", *args]
+    else:  # validate takes overrides as --set KEY=VALUE
+        argv = ["validate", str(path), *(x for a in args for x in ("--set", a))]
+    return call(m, argv)
+
+
+def call(m: Mutation, argv: list[str]) -> Outcome:
+    """``polymnesia ARGV`` in this process, classified."""
+    from polymnesia.cli.main import main
+
     out, err = io.StringIO(), io.StringIO()
     try:
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
@@ -275,12 +442,127 @@ def run_one(m: Mutation, folder: Path, dry_run: bool) -> Outcome:
         return Outcome(
             m, "traceback", f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
         )
-    message = err.getvalue().strip()
+    lines = err.getvalue().strip().splitlines()
+    errors = [line for line in lines if line.startswith("polymnesia: error:")]
     if code == 0:
         return Outcome(m, "accepted", "")
-    if code == 2 and message.startswith("polymnesia: error:") and len(message.splitlines()) == 1:
-        return Outcome(m, "refused", message)
-    return Outcome(m, "traceback", f"exit {code}: {message[:300]}")
+    # warning lines of stages that ran may come first; the error is one line, the last
+    if code == 2 and errors == lines[-1:] and not any("Traceback" in x for x in lines):
+        return Outcome(m, "refused", errors[0])
+    return Outcome(m, "traceback", f"exit {code}: {' | '.join(lines)[:300]}")
+
+
+# -- commands beyond validate and the dry run ------------------------------------------------
+
+
+@contextlib.contextmanager
+def full_disk_after(k: int) -> Iterator[list[int]]:
+    """Every file opened for writing after the first ``k`` fails with ``ENOSPC``, as on a full
+    disk (``open``, ``Path.write_*``, ``os.fdopen`` of the atomic writes); yields the count."""
+    import builtins
+    import errno
+
+    real = io.open
+    count = [0]
+
+    def opener(file: Any, mode: str = "r", *args: Any, **kwargs: Any) -> Any:
+        if any(c in mode for c in "wax+"):
+            count[0] += 1
+            if count[0] > k:
+                raise OSError(errno.ENOSPC, "No space left on device", str(file))
+        return real(file, mode, *args, **kwargs)
+
+    builtins.open = io.open = opener  # type: ignore[assignment]
+    try:
+        yield count
+    finally:
+        builtins.open = io.open = real  # type: ignore[assignment]
+
+
+def _hostile_archives(folder: Path) -> dict[str, Path]:
+    import tarfile
+
+    def tar(name: str, members: list[tuple[str, bytes, bytes]]) -> Path:
+        path = folder / f"{name}.tar.gz"
+        with tarfile.open(path, "w:gz") as t:
+            for member, kind, data in members:
+                info = tarfile.TarInfo(member)
+                info.type, info.size = kind, len(data)
+                if kind == tarfile.SYMTYPE:
+                    info.linkname, info.size = "/etc/passwd", 0
+                t.addfile(info, io.BytesIO(data) if kind == tarfile.REGTYPE else None)
+        return path
+
+    (folder / "empty.tar.gz").write_bytes(b"")
+    (folder / "noise.tar.gz").write_bytes(
+        bytes(random.Random(1).randrange(256) for _ in range(512))
+    )
+    (folder / "a-folder.tar.gz").mkdir(exist_ok=True)
+    return {
+        "empty": folder / "empty.tar.gz",
+        "noise": folder / "noise.tar.gz",
+        "folder": folder / "a-folder.tar.gz",
+        "dot_dot": tar("dotdot", [("../evil.txt", tarfile.REGTYPE, b"x")]),
+        "absolute": tar("absolute", [("/tmp/polymnesia-evil.txt", tarfile.REGTYPE, b"x")]),
+        "symlink": tar("symlink", [("stages/k/f/link", tarfile.SYMTYPE, b"")]),
+        "unlisted": tar("unlisted", [("stages/k/f/zeros.bin", tarfile.REGTYPE, b"\0" * 4096)]),
+    }
+
+
+def command_cases(folder: Path, full_disk: tuple[int, ...] = (0, 3, 12, 40)) -> list[Outcome]:
+    """``report`` on damaged run folders, ``cache import`` of hostile archives and a tiny run
+    on a disk that fills after ``k`` writes for each ``k`` of ``full_disk``; every one must
+    be refused in one line. Uses the cache of ``$POLYMNESIA_CACHE`` (a run folder per case)."""
+    import os
+
+    import yaml
+    from cli_helpers import TINY_RUN
+
+    from polymnesia.experiments import load_config
+
+    quick = str(CONFIGS / "quickstart.yaml")
+    out: list[Outcome] = []
+    resolved = load_config(quick, TINY_RUN).model_dump(mode="json")
+    good = yaml.safe_dump(resolved, sort_keys=False).encode()
+    damaged = [(b, good) for b in DAMAGED_RUN_JSON] + [
+        (b'{"stages": {}}', b"\xff\xfe"),
+        (b'{"stages": {}}', good + b"\n" + BOMB.encode() + b"\n"),
+        (b'{"stages": {}}', b"[]"),
+    ]
+    for i, (run_json, config) in enumerate(damaged):
+        run_dir = folder / f"report-{i}"
+        run_dir.mkdir()
+        (run_dir / "run.json").write_bytes(run_json)
+        (run_dir / "config.yaml").write_bytes(config)
+        m = Mutation("quickstart.yaml", "damaged_run_folder", f"report-{i}", "refuse", b"")
+        out.append(call(m, ["report", str(run_dir)]))
+    for name, archive in _hostile_archives(folder).items():
+        m = Mutation("-", "hostile_archive", name, "refuse", b"")
+        out.append(call(m, ["cache", "import", str(archive)]))
+    cache = os.environ.get("POLYMNESIA_CACHE")
+    for k in full_disk:
+        os.environ["POLYMNESIA_CACHE"] = str(folder / f"cache-full-{k}")  # each fills anew
+        m = Mutation("quickstart.yaml", "full_disk", f"after {k} writes", "refuse", b"")
+        try:
+            with full_disk_after(k):
+                outcome = call(m, ["run", quick, *TINY_RUN, "--run-dir", str(folder / f"full-{k}")])
+        finally:
+            if cache is None:
+                os.environ.pop("POLYMNESIA_CACHE", None)
+            else:
+                os.environ["POLYMNESIA_CACHE"] = cache
+        if outcome.result == "refused" and "the disk is full" not in outcome.detail:
+            outcome = Outcome(m, "refused-other", outcome.detail)
+        out.append(outcome)
+    return out
+
+
+def silently_wrong(o: Outcome) -> bool:
+    """A mutation that must be refused but was accepted (or refused for another reason), or
+    one that must be accepted but was refused."""
+    return (o.mutation.expect == "refuse" and o.result not in ("refused", "traceback")) or (
+        o.mutation.expect == "accept" and o.result == "refused"
+    )
 
 
 def fuzz(folder: Path, seed: int = 0, per_config: int = 30) -> list[Outcome]:
@@ -292,16 +574,23 @@ def fuzz(folder: Path, seed: int = 0, per_config: int = 30) -> list[Outcome]:
 
 
 if __name__ == "__main__":
+    import os
     import tempfile
 
-    seed = int(sys.argv[1]) if len(sys.argv) > 1 else 0
-    per = int(sys.argv[2]) if len(sys.argv) > 2 else 30
+    numbers = [a for a in sys.argv[1:] if not a.startswith("--")]
+    seed = int(numbers[0]) if numbers else 0
+    per = int(numbers[1]) if len(numbers) > 1 else 30
     with tempfile.TemporaryDirectory() as tmp:
-        results = fuzz(Path(tmp), seed, per)
+        os.environ.setdefault("POLYMNESIA_CACHE", str(Path(tmp) / "cache"))
+        (Path(tmp) / "configs").mkdir()
+        results = fuzz(Path(tmp) / "configs", seed, per)
+        if "--commands" in sys.argv:
+            (Path(tmp) / "commands").mkdir()
+            results += command_cases(Path(tmp) / "commands")
     for o in results:
         m = o.mutation
         flag = "" if o.result != "accepted" or m.expect != "any" else "  <- review"
-        if o.result == "traceback" or (m.expect == "refuse" and o.result != "refused") or flag:
+        if o.result == "traceback" or silently_wrong(o) or flag:
             print(f"{o.result:9s} {m.config:28s} {m.kind:16s} {m.path:40s} {o.detail[:150]}{flag}")
     print(
         f"{len(results)} mutations: "
@@ -309,4 +598,7 @@ if __name__ == "__main__":
             f"{k} {sum(o.result == k for o in results)}"
             for k in ("refused", "accepted", "traceback")
         )
+        + f"; silently wrong {sum(silently_wrong(o) for o in results)}"
+        + "; through the command line (overrides, run folders, commands) "
+        + f"{sum(bool(o.mutation.args) or not o.mutation.text for o in results)}"
     )

@@ -20,6 +20,20 @@ REFUSED_BECAUSE = {
     "unsafe_name": "'name'",
     "source_option": "unknown key",
     "split_fractions": "split_fractions",
+    # the command line as users call it (fuzz_configs.cli_mutations, issue 30 items 5-7)
+    "yaml_bomb": "anchor bomb",
+    "deep_nesting": "nests more than",
+    "seed_range": "seeds must be",
+    "float_overflow": "overflows float32",
+    "long_name": "200 bytes",
+    "pseudo_run_dir": "holds no files",
+    "damaged_run_json": "damaged run.json",
+    "duplicate_top_key": "given twice",
+    "lora_rank": "LoRA rank",
+    "freezing_pattern": "matches no weight matrix",
+    "unknown_fields": "unknown role",
+    "token_task": "token",
+    "harness_language": "which the data does not prepare",
 }
 
 
@@ -59,3 +73,5 @@ def test_fuzzed_configs_give_no_traceback_and_refuse_generic_nonsense(isolated_c
             assert REFUSED_BECAUSE[o.mutation.kind] in o.detail, (o.mutation.kind, o.detail)
     kinds = Counter(o.mutation.kind for o in outcomes if o.mutation.expect == "refuse")
     assert {"inf", "duplicate_key", "non_utf8", "unsafe_name", "split_fractions"} <= set(kinds)
+    assert set(REFUSED_BECAUSE) - {"binary"} <= set(kinds)  # every class of the CLI's too
+    assert sum(bool(o.mutation.args) for o in outcomes) >= 100  # given on the command line
