@@ -299,8 +299,7 @@ def omp(
     0 where a row stopped early)."""
     d = dictionary.double()
     y = targets.double()
-    norms = d.norm(dim=1).clamp(min=1e-300)
-    unit = d / norms[:, None]
+    unit = (d / d.norm(dim=1).clamp(min=1e-300)[:, None]).float()  # for picking atoms only
     k = min(k, len(d))
     n = len(y)
     idx = torch.full((n, k), -1, dtype=torch.long)
@@ -310,13 +309,14 @@ def omp(
     for s in range(k):
         if not len(active):
             break
-        corr = (resid[active] @ unit.T).abs()
-        picked = idx[active, :s]
+        corr = (resid[active].float() @ unit.T).abs()
         if s:
-            corr.scatter_(1, picked, -1.0)
+            corr.scatter_(1, idx[active, :s], -1.0)
         idx[active, s] = corr.argmax(dim=1)
         atoms = d[idx[active, : s + 1]]  # [A, s+1, D]
-        sol = torch.linalg.lstsq(atoms.transpose(1, 2), y[active].unsqueeze(2)).solution
+        gram = atoms @ atoms.transpose(1, 2)  # least squares by the normal equations
+        rhs = atoms @ y[active].unsqueeze(2)
+        sol = torch.linalg.lstsq(gram, rhs).solution if s else rhs / gram
         coef[active, : s + 1] = sol.squeeze(2)
         resid[active] = y[active] - (atoms.transpose(1, 2) @ sol).squeeze(2)
         small = resid[active].norm(dim=1) <= tol * y[active].norm(dim=1).clamp(min=1e-300)
