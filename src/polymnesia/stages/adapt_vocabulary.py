@@ -9,9 +9,18 @@
    (:func:`polymnesia.tokenizers.expand.expand_tokenizer`).
 2. Record the vocabulary sizes and each language's fertility (tokens per word
    and per byte) under the base and the merged tokenizer, as scores.
-3. Resize the input embeddings and the LM head. New embedding rows are the
-   mean of the base rows (``init="mean"``, default), or the mean of the base
-   rows of the new token's base tokenization (``init="subtoken_mean"``).
+3. Resize the input embeddings and the LM head. The base vocabulary is
+   ``len(base tokenizer)``: a matrix padded past it (Qwen2, Phi-3, OLMo-2)
+   gives its padding rows to the new ids first and grows to the next multiple
+   it was padded to only when they do not fit. New rows come from a registered
+   initialisation (:mod:`polymnesia.models.new_tokens`, ``adapt.init``): the
+   mean of the base rows (``mean``, default), the mean of the base rows of the
+   new token's base tokenization (``subtoken_mean``), a multivariate normal
+   around the mean (``normal``), FOCUS (``focus``) and Orthogonal Matching
+   Pursuit (``omp``) over static embeddings learned here on the adapting
+   languages' text, or trans-tokenization (``align``: IBM Model 1 alignments
+   of verse-aligned text with the pretraining languages). Side data is kept in
+   the stage's entry (``static_embeddings.safetensors``, ``alignment_counts.npz``).
    The LM head: ``head="reinit"`` (default) replaces it, as the paper does
    ("the language modeling head of M is replaced to be of the appropriate
    size |V_merged|"): every row, old and new, is drawn afresh from
@@ -30,21 +39,33 @@ from __future__ import annotations
 import logging
 from typing import Any, Literal
 
+import scipy.sparse as sp
 import torch
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
+from safetensors.torch import save_file
 
 from polymnesia.config.base import StrictModel
-from polymnesia.data.prepared import read_texts
+from polymnesia.data.prepared import read_split, read_texts
 from polymnesia.data.sampling import sample_mixture
 from polymnesia.errors import ConfigError, PolymnesiaError
 from polymnesia.io import atomic_write_json
 from polymnesia.methods.frozen_rows import FrozenRows
 from polymnesia.models import count_parameters
 from polymnesia.models.io import load_model_and_tokenizer, save_model_and_tokenizer
+from polymnesia.models.new_tokens import (
+    INITS,
+    Alignment,
+    NewTokens,
+    StaticEmbeddings,
+    ibm1_alignment,
+    initialise,
+    static_embeddings,
+)
 from polymnesia.pipeline.stage import STAGES, Stage, StageContext
 from polymnesia.results import Score
 from polymnesia.stages.common import packed_mixture
 from polymnesia.tokenizers.bpe import train_bpe_mixture
+from polymnesia.tokenizers.encode import token_ids
 from polymnesia.tokenizers.expand import expand_tokenizer
 from polymnesia.tokenizers.fertility import fertility
 from polymnesia.tokenizers.merge import merge_tokenizers
@@ -63,7 +84,11 @@ class AdaptConfig(StrictModel):
     max_new_tokens: int | None = Field(
         None, gt=0, description="cap on tokens appended by the merge"
     )
-    init: Literal["mean", "subtoken_mean"] = Field("mean", description="initialisation of new rows")
+    init: str = Field(
+        "mean",
+        description="initialisation of new rows: a registered name (polymnesia ls inits): mean, "
+        "subtoken_mean, normal, focus, omp, align",
+    )
     head: Literal["reinit", "keep"] = Field(
         "reinit",
         description="LM head: reinit (paper 000: replaced, every row drawn afresh) or keep "
@@ -74,6 +99,13 @@ class AdaptConfig(StrictModel):
     )
     sample_texts: int = Field(8000, gt=0, description="texts drawn to train V^L")
     train: TrainConfig = Field(default_factory=TrainConfig)
+
+    @field_validator("init")
+    @classmethod
+    def _known_init(cls, v: str) -> str:
+        if v not in INITS:
+            raise ValueError(f"unknown init '{v}'; accepted: {', '.join(INITS.names())}")
+        return v
 
 
 class AdaptVocabularyParams(StrictModel):
@@ -101,6 +133,11 @@ class AdaptVocabularyParams(StrictModel):
             raise ValueError(
                 f"adapting languages {both} are also pretraining languages; remove them or set strict: false"
             )
+        if "alignment" in INITS.get(self.adapt.init).needs and not self.pretraining:
+            raise ValueError(
+                f"init '{self.adapt.init}' aligns the adapting languages' text with the base "
+                "model's languages, but no pretraining language is given"
+            )
         return self
 
 
@@ -115,6 +152,26 @@ def check_resizable(model: torch.nn.Module) -> None:
         )
 
 
+def padding_multiple(rows: int, n_base: int) -> int | None:
+    """The multiple a model pads its embedding matrix to, or None if it does not pad.
+
+    A matrix with more rows than the tokenizer has entries (Qwen2/2.5/3: 151,936 rows for
+    151,665 entries; Phi-3: 32,064 for 32,011; OLMo-2: 100,352 for 100,278) is padded: the
+    multiple is the largest power of two dividing the row count, at most 128.
+    """
+    if rows <= n_base:
+        return None
+    multiple = 1
+    while rows % (multiple * 2) == 0 and multiple < 128:
+        multiple *= 2
+    return multiple
+
+
+def new_ids(merged: Any, first_new_id: int) -> tuple[int, ...]:
+    """The merged tokenizer's ids from ``first_new_id`` on (the tokens the expansion added)."""
+    return tuple(sorted(i for i in merged.get_vocab().values() if i >= first_new_id))
+
+
 @torch.no_grad()
 def resize_and_init(
     model: torch.nn.Module,
@@ -125,38 +182,61 @@ def resize_and_init(
     *,
     head: str,
     seed: int = 0,
+    pad_to_multiple_of: int | None = None,
+    static: StaticEmbeddings | None = None,
+    alignment: Alignment | None = None,
 ) -> None:
-    """Resize embeddings and head to ``len(merged)``, initialise new rows, keep or replace the head.
+    """Give the new ids rows, initialise them, keep or replace the head.
 
-    See the module docstring (step 3) for ``init`` and ``head``; ``seed``
-    draws the replaced head (the same on every process).
+    The base vocabulary is ``len(base)``, not the embedding's row count: a padded matrix
+    (more rows than tokenizer entries) keeps its padding convention. New ids first reuse the
+    padding rows; the matrix grows only when they do not fit, to a multiple of
+    ``pad_to_multiple_of`` (default: the multiple the model padded to,
+    :func:`padding_multiple`; 1 for none). Old rows stay bit-identical and untouched padding
+    rows too. See the module docstring (step 3) for ``head``; ``init`` names an entry of
+    :data:`polymnesia.models.new_tokens.INITS`, ``static`` and ``alignment`` its side data;
+    ``seed`` draws the replaced head and random initialisations (the same on every process).
     """
     check_resizable(model)
-    emb_old = model.get_input_embeddings().weight.detach().clone()  # type: ignore[operator]
+    n_base = len(base)
+    emb_w = model.get_input_embeddings().weight  # type: ignore[operator]
+    rows = emb_w.shape[0]
+    if rows < n_base:
+        raise PolymnesiaError(
+            f"{type(model).__name__} has {rows} embedding rows for a tokenizer of {n_base} tokens"
+        )
+    emb_old = emb_w.detach()[:n_base].clone()
     out = model.get_output_embeddings()  # type: ignore[operator]
-    tied = out is not None and out.weight is model.get_input_embeddings().weight  # type: ignore[operator]
+    tied = out is not None and out.weight is emb_w
     if head == "reinit" and (out is None or tied):
         raise ConfigError(
             "head: reinit replaces the LM head, but this model's head is tied to its embeddings "
             "(or absent), whose old rows stay frozen; use head: keep for tied models"
         )
-    head_old = out.weight.detach().clone() if out is not None and not tied else None
-    try:
-        model.resize_token_embeddings(len(merged), mean_resizing=False)  # type: ignore[operator]
-    except (NotImplementedError, AttributeError, TypeError) as e:
-        raise PolymnesiaError(
-            f"cannot resize the embeddings of {type(model).__name__}: {str(e).splitlines()[0]}"
-        ) from None
-    n_base = emb_old.shape[0]
+    head_old = out.weight.detach()[:n_base].clone() if out is not None and not tied else None
+    ids = new_ids(merged, first_new_id)
+    needed = max(len(merged), ids[-1] + 1 if ids else 0)
+    multiple = pad_to_multiple_of if pad_to_multiple_of else padding_multiple(rows, n_base)
+    if needed > rows:
+        target = -(-needed // multiple) * multiple if multiple else needed
+        try:
+            model.resize_token_embeddings(target, mean_resizing=False)  # type: ignore[operator]
+        except (NotImplementedError, AttributeError, TypeError) as e:
+            raise PolymnesiaError(
+                f"cannot resize the embeddings of {type(model).__name__}: {str(e).splitlines()[0]}"
+            ) from None
+    tokens = NewTokens(base, merged, first_new_id, ids, static, alignment, seed)
     emb = model.get_input_embeddings().weight  # type: ignore[operator]
     emb[:n_base] = emb_old
-    _init_rows(emb, emb_old, merged, base, first_new_id, n_base, init)
+    index = torch.tensor(ids, dtype=torch.long)
+    emb[index] = initialise(init, emb_old, tokens)
     if head == "reinit":
         _reinit_head(model, seed)
     elif head_old is not None:
         w = model.get_output_embeddings().weight  # type: ignore[operator]
         w[:n_base] = head_old  # never let a resize re-initialise the old head rows
-        _init_rows(w, head_old, merged, base, first_new_id, n_base, init)
+        head_tokens = NewTokens(base, merged, first_new_id, ids, static, alignment, seed + 1)
+        w[index] = initialise(init, head_old, head_tokens)
 
 
 def _reinit_head(model: torch.nn.Module, seed: int) -> None:
@@ -170,18 +250,75 @@ def _reinit_head(model: torch.nn.Module, seed: int) -> None:
         torch.nn.init.zeros_(out.bias)
 
 
-def _init_rows(
-    w: torch.Tensor, old: torch.Tensor, merged: Any, base: Any, first: int, n_base: int, init: str
+#: side data of the initialisations that need it: static embeddings (focus, omp) of this many
+#: dimensions over a window of this many tokens each side; IBM Model 1 EM rounds and the verses
+#: per (pretraining, adapting) language pair it aligns (align)
+STATIC_DIM = 64
+STATIC_WINDOW = 4
+ALIGN_ROUNDS = 5
+ALIGN_MAX_VERSES = 4000
+
+
+def verse_pairs(
+    data: Any, sources: list[str], targets: list[str], limit: int = ALIGN_MAX_VERSES
+) -> list[tuple[str, str]]:
+    """(source text, target text) of train records sharing an aligned id, at most ``limit``
+    per language pair, in the target's order."""
+    pairs: list[tuple[str, str]] = []
+    for tgt in targets:
+        tgt_records = read_split(data, tgt, "train")
+        for src in sources:
+            by_id = {r["id"]: r["text"] for r in read_split(data, src, "train")}
+            found = [(by_id[r["id"]], r["text"]) for r in tgt_records if r["id"] in by_id]
+            pairs += found[:limit]
+    return pairs
+
+
+def side_data(
+    init: str, base: Any, merged: Any, data: Any, p: AdaptVocabularyParams
+) -> tuple[StaticEmbeddings | None, Alignment | None]:
+    """Static embeddings of the adapting languages and alignments with the pretraining
+    languages, for the initialisations that need them (one line when the data lacks them)."""
+    needs = INITS.get(init).needs
+    static = alignment = None
+    if "static" in needs:
+        texts = [t for lang in p.adapting for t in read_texts(data, lang, "train")]
+        if not texts:
+            raise ConfigError(
+                f"init '{init}' learns static embeddings on the adapting languages' text, but "
+                f"{', '.join(p.adapting)} have no train text"
+            )
+        static = static_embeddings(
+            token_ids(merged, texts), len(merged), dim=STATIC_DIM, window=STATIC_WINDOW, seed=p.seed
+        )
+        log.info("static embeddings: %d of %d tokens seen", int(static.known().sum()), len(merged))
+    if "alignment" in needs:
+        pairs = verse_pairs(data, p.pretraining, p.adapting)
+        if not pairs:
+            raise ConfigError(
+                f"init '{init}' needs parallel text, but no train record of {', '.join(p.adapting)} "
+                f"shares an aligned id with {', '.join(p.pretraining)}"
+            )
+        src = token_ids(base, [a for a, _ in pairs])
+        tgt = token_ids(merged, [b for _, b in pairs])
+        alignment = ibm1_alignment(
+            list(zip(src, tgt, strict=True)), len(base), len(merged), rounds=ALIGN_ROUNDS
+        )
+        log.info("alignments: %d verse pairs, %d links", len(pairs), alignment.counts.nnz)
+    return static, alignment
+
+
+def save_side_data(
+    out_dir: Any, static: StaticEmbeddings | None, alignment: Alignment | None
 ) -> None:
-    mean = old[: min(n_base, first)].mean(dim=0)
-    w[n_base:] = mean
-    if init != "subtoken_mean":
-        return
-    for tid in range(first, w.shape[0]):
-        text = merged.convert_tokens_to_string([merged.convert_ids_to_tokens(tid)])
-        pieces = base(text, add_special_tokens=False)["input_ids"]
-        if pieces:
-            w[tid] = old[pieces].mean(dim=0)
+    """Keep the side data in the stage's entry (cached with it) for inspection and reuse."""
+    if static is not None:
+        save_file(
+            {"vectors": static.vectors.contiguous(), "counts": static.counts.contiguous()},
+            str(out_dir / "static_embeddings.safetensors"),
+        )
+    if alignment is not None:
+        sp.save_npz(out_dir / "alignment_counts.npz", alignment.counts)
 
 
 def _own_byte_bpe(tokenizer: Any) -> bool:
@@ -247,7 +384,7 @@ def fertility_scores(
 )
 class AdaptVocabulary(Stage):
     role = "training"
-    version = "2"
+    version = "3"  # 3: padded embedding matrices (issue 26)
     distributed = True
     resumable = True
 
@@ -273,8 +410,17 @@ class AdaptVocabulary(Stage):
             merged, report = _expand_in_family(base, data, texts, p)
         if report.added == 0:
             raise ConfigError("the adapting vocabulary adds no new token to the base vocabulary")
+        static, alignment = side_data(p.adapt.init, base, merged, data, p)
         resize_and_init(
-            model, merged, base, report.first_new_id, p.adapt.init, head=p.adapt.head, seed=p.seed
+            model,
+            merged,
+            base,
+            report.first_new_id,
+            p.adapt.init,
+            head=p.adapt.head,
+            seed=p.seed,
+            static=static,
+            alignment=alignment,
         )
         blocks = packed_mixture(
             data,
@@ -319,6 +465,7 @@ class AdaptVocabulary(Stage):
         scores += fertility_scores({"base": base, "merged": merged}, ev, p.fertility_languages, p)
         if ctx.is_main_process:
             save_model_and_tokenizer(model, merged, ctx.out_dir / "model")
+            save_side_data(ctx.out_dir, static, alignment)
             atomic_write_json(
                 ctx.out_dir / "train_summary.json",
                 {
@@ -330,6 +477,7 @@ class AdaptVocabulary(Stage):
                     "parameters": count_parameters(model),
                     "trainable_rows": len(merged) - report.first_new_id,
                     "head": p.adapt.head,
+                    "init": p.adapt.init,
                 },
             )
         return scores

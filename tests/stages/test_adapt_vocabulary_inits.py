@@ -1,0 +1,103 @@
+"""adapt_vocabulary with every registered initialisation: side data from prepared text,
+embeddings and a kept head initialised the same way, tied models, one-line refusals."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+from pydantic import ValidationError
+
+from polymnesia.errors import ConfigError
+from polymnesia.models.new_tokens import INITS, NewTokens, initialise
+from polymnesia.stages.adapt_vocabulary import (
+    AdaptConfig,
+    AdaptVocabularyParams,
+    new_ids,
+    resize_and_init,
+    side_data,
+)
+from polymnesia.testing import tiny_model
+from polymnesia.tokenizers import merge_tokenizers, train_bpe
+
+EN = ["the cat sat on the mat", "a dog and a cat", "the sun is hot today", "the dog sat"]
+FR = ["le chat est sur le tapis", "un chien et un chat", "le soleil est chaud", "le chien est"]
+
+
+def write(data: Path, lang: str, texts: list[str]) -> None:
+    (data / lang).mkdir(parents=True, exist_ok=True)
+    with open(data / lang / "train.jsonl", "w", encoding="utf-8") as f:
+        for i, t in enumerate(texts):
+            rec = {"id": f"GEN.1.{i % len(EN)}.{i // len(EN)}", "lang": lang, "text": t}
+            f.write(json.dumps({**rec, "label": None, "meta": {}}) + "\n")
+
+
+@pytest.fixture(scope="module")
+def setup(tmp_path_factory):  # type: ignore[no-untyped-def]
+    data = tmp_path_factory.mktemp("data")
+    write(data, "en", EN * 15)
+    write(data, "fr", FR * 15)
+    base = train_bpe(EN * 15, 300)
+    merged, report = merge_tokenizers(base, train_bpe(FR * 15, 330))
+    return data, base, merged, report
+
+
+def params(init: str, **kw: object) -> AdaptVocabularyParams:
+    return AdaptVocabularyParams(
+        adapting=["fr"], pretraining=["en"], adapt=AdaptConfig(init=init), **kw
+    )  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("init", sorted(INITS.names()))
+@pytest.mark.parametrize("tied", [False, True])
+def test_every_init_through_the_stage(setup, init: str, tied: bool) -> None:  # type: ignore[no-untyped-def]
+    data, base, merged, report = setup
+    static, alignment = side_data(init, base, merged, data, params(init))
+    needs = INITS.get(init).needs
+    assert (static is not None) == ("static" in needs)
+    assert (alignment is not None) == ("alignment" in needs)
+    model = tiny_model("mistral", len(base), tie_word_embeddings=tied, pad_token_id=3)
+    emb0 = model.get_input_embeddings().weight.detach().clone()
+    head0 = model.lm_head.weight.detach().clone()
+    first = report.first_new_id
+    resize_and_init(
+        model, merged, base, first, init, head="keep", seed=4, static=static, alignment=alignment
+    )
+    emb = model.get_input_embeddings().weight.detach()
+    ids = list(new_ids(merged, first))
+    assert torch.equal(emb[:first], emb0[:first])
+    tokens = NewTokens(base, merged, first, tuple(ids), static, alignment, 4)
+    assert torch.equal(emb[ids], initialise(init, emb0, tokens))
+    if not tied:  # the head's new rows come from the head's old rows, the same way
+        head = model.lm_head.weight.detach()
+        assert torch.equal(head[:first], head0[:first])
+        head_tokens = NewTokens(base, merged, first, tuple(ids), static, alignment, 5)
+        assert torch.equal(head[ids], initialise(init, head0, head_tokens))
+    if init in ("focus", "omp", "align"):  # every new token seen in the text leaves the mean
+        seen = {t for x in merged(FR, add_special_tokens=False)["input_ids"] for t in x}
+        used = sorted(seen & set(ids))  # 11 of 26: the others are intermediate merges
+        assert len(used) >= 10
+        assert all(not torch.allclose(emb[i], emb0.mean(0)) for i in used)
+
+
+def test_unknown_init_and_align_without_pretraining_refused() -> None:
+    with pytest.raises(ValidationError, match="unknown init 'focu'; accepted: align, focus"):
+        AdaptConfig(init="focu")
+    with pytest.raises(ValidationError, match="no pretraining language is given"):
+        AdaptVocabularyParams(adapting=["fr"], adapt=AdaptConfig(init="align"))
+
+
+def test_missing_side_data_is_one_line(setup, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    _, base, merged, _ = setup
+    write(tmp_path, "en", EN)
+    write(tmp_path, "fr", [])
+    write(tmp_path, "de", ["ein Hund"])
+    with pytest.raises(ConfigError, match="fr have no train text") as e:
+        side_data("focus", base, merged, tmp_path, params("focus"))
+    assert "\n" not in str(e.value)
+    p = AdaptVocabularyParams(adapting=["de"], pretraining=["fr"], adapt=AdaptConfig(init="align"))
+    with pytest.raises(ConfigError, match="needs parallel text, but no train record of de") as e:
+        side_data("align", base, merged, tmp_path, p)
+    assert "\n" not in str(e.value)
