@@ -217,3 +217,18 @@ def test_jsonl_record_with_empty_text_is_refused_when_read(tmp_path, text):  # t
     path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     with pytest.raises(DataError, match=rf"{path} line 2: field 'text' is empty"):
         get_source("local", path=str(path)).languages()
+
+
+def test_lora_rank_is_checked_against_a_local_model_folder(isolated_cache, tmp_path, capsys):  # type: ignore[no-untyped-def]
+    from polymnesia.testing import tiny_model
+
+    folder = tmp_path / "model"
+    tiny_model("llama", 64, seed=0, hidden_size=32).save_pretrained(folder)
+    smoke = CONFIGS / "lifelong_smoke.yaml"
+    data = yaml.safe_load(smoke.read_text(encoding="utf-8"))
+    data["base"]["model"] = {"name_or_path": str(folder)}
+    data["ranks"] = [64]
+    err = refused(capsys, ["validate", config_with(tmp_path, smoke, **data)])
+    assert "ranks.0: LoRA rank 64 is larger than the width" in err
+    data["ranks"] = [4]
+    assert main(["validate", config_with(tmp_path, smoke, **data)]) == 0, capsys.readouterr()

@@ -234,6 +234,10 @@ def _check_model_settings(cfg: Any) -> None:
                 if plugin.get("name") == "layer_freezing" and plugin.get("pattern"):
                     key = f"{path}.plugins.{i}.pattern"
                     checks.append((key, models, None, None, plugin["pattern"]))
+    lora, ranks = getattr(cfg, "lora", None), getattr(cfg, "ranks", None)
+    if isinstance(lora, LoraConfig) and isinstance(ranks, list):  # lifelong's LoRA arms
+        for i, rank in enumerate(ranks):
+            checks.append((f"ranks.{i}", trained, rank, lora, None))
     m = getattr(cfg, "mitigation", None)
     if m is not None and getattr(cfg, "pairs", None):
         from polymnesia.experiments.two_phase.config import INSTRUCT
