@@ -23,8 +23,8 @@ nesting, seeds and floats out of range, a name too long in bytes, a ``--run-dir`
 twice at the top level, a LoRA rank above the model width, a token task on label-only
 data, unknown ``fields`` roles, a freezing pattern that matches no weight, and an lm-eval
 task in a language the data lacks. :func:`command_cases` adds what needs more than a
-config: ``report`` on damaged run folders, ``cache import`` of hostile archives, and a
-tiny run on a full disk (``ENOSPC`` simulated at the k-th write).
+config: ``report`` and ``compare`` on damaged run folders, ``cache import`` of hostile
+archives, and a tiny run on a full disk (``ENOSPC`` simulated at the k-th write).
 
 Run it as a script to see everything it finds and the counts (mutations, tracebacks,
 silently wrong: a mutation that must be refused but was accepted, or the reverse):
@@ -510,9 +510,9 @@ def _hostile_archives(folder: Path) -> dict[str, Path]:
 
 
 def command_cases(folder: Path, full_disk: tuple[int, ...] = (0, 3, 12, 40)) -> list[Outcome]:
-    """``report`` on damaged run folders, ``cache import`` of hostile archives and a tiny run
-    on a disk that fills after ``k`` writes for each ``k`` of ``full_disk``; every one must
-    be refused in one line. Uses the cache of ``$POLYMNESIA_CACHE`` (a run folder per case)."""
+    """``report`` and ``compare`` on damaged run folders, ``cache import`` of hostile archives
+    and a tiny run on a disk that fills after ``k`` writes for each ``k`` of ``full_disk``;
+    every one must be refused in one line. Uses the cache of ``$POLYMNESIA_CACHE`` (a run folder per case)."""
     import os
 
     import yaml
@@ -536,6 +536,8 @@ def command_cases(folder: Path, full_disk: tuple[int, ...] = (0, 3, 12, 40)) -> 
         (run_dir / "config.yaml").write_bytes(config)
         m = Mutation("quickstart.yaml", "damaged_run_folder", f"report-{i}", "refuse", b"")
         out.append(call(m, ["report", str(run_dir)]))
+        m = Mutation("quickstart.yaml", "damaged_run_folder", f"compare-{i}", "refuse", b"")
+        out.append(call(m, ["compare", str(run_dir), str(run_dir), "--out", str(folder / "cmp")]))
     for name, archive in _hostile_archives(folder).items():
         m = Mutation("-", "hostile_archive", name, "refuse", b"")
         out.append(call(m, ["cache", "import", str(archive)]))

@@ -65,6 +65,19 @@ def test_damaged_run_json_is_one_line(isolated_cache, tmp_path, capsys, content,
     assert "damaged run.json" in refused(capsys, argv)
 
 
+@pytest.mark.parametrize("content", [b"[]", b"null", b"\xff\xfe{}"])
+def test_compare_of_a_damaged_run_json_is_one_line(isolated_cache, tmp_path, capsys, content):  # type: ignore[no-untyped-def]
+    folders = []
+    for name, record in (("bad", content), ("good", b'{"stages": {}}')):
+        folder = tmp_path / name
+        folder.mkdir()
+        (folder / "config.yaml").write_bytes(Path(QUICK).read_bytes())
+        (folder / "run.json").write_bytes(record)
+        folders.append(str(folder))
+    err = refused(capsys, ["compare", *folders, "--out", str(tmp_path / "out")])
+    assert "bad has a damaged run.json" in err and "leave it out" in err
+
+
 def test_full_disk_in_a_stage_is_one_line(isolated_cache, tmp_path, capsys, monkeypatch):  # type: ignore[no-untyped-def]
     import polymnesia.stages.data as data_stage
 

@@ -10,7 +10,8 @@ stages before it trained), checked here against what is known without data or do
   local folder with a ``config.json``, built on the meta device: no memory, no weights).
 - :func:`check_run_dir_place`: a run folder is not under ``/proc``, ``/sys`` or ``/dev`` and
   its nearest existing folder is writable.
-- :func:`check_run_record`: a run folder's ``run.json``, when there is one, is a JSON object.
+- :func:`check_run_record`: a run folder's ``run.json``, when there is one, is a JSON object
+  (``run`` and ``compare``).
 """
 
 from __future__ import annotations
@@ -57,7 +58,7 @@ def check_run_dir_place(run_dir: Path) -> None:
         )
 
 
-def check_run_record(run_dir: Path) -> None:
+def check_run_record(run_dir: Path, advice: str = "") -> None:
     """One line when ``run_dir/run.json`` exists but is not a JSON object (``[]``, ``null``,
     not UTF-8, not JSON): a run folder's record is damaged, and the run would stop on it."""
     record = run_dir / "run.json"
@@ -78,10 +79,11 @@ def check_run_record(run_dir: Path) -> None:
         elif not isinstance(data.get("stages", {}), dict):
             why = "its 'stages' is not a JSON object"
     if why:
-        raise PolymnesiaError(
-            f"run folder {run_dir} has a damaged run.json ({why}); pass another --run-dir, "
-            f"or remove {run_dir} to run afresh (the stage cache keeps what was built)"
+        advice = advice or (
+            f"pass another --run-dir, or remove {run_dir} to run afresh (the stage cache "
+            "keeps what was built)"
         )
+        raise PolymnesiaError(f"run folder {run_dir} has a damaged run.json ({why}); {advice}")
 
 
 # -- settings a stage would refuse late ---------------------------------------------------

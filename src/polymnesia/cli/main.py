@@ -305,8 +305,12 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
+    from polymnesia.cli.checks import check_run_record
     from polymnesia.reports.compare import write_comparison
 
+    for run_dir in map(Path, args.run_dirs):
+        if run_dir.is_dir():
+            check_run_record(run_dir, "leave it out, or run its config again into a new folder")
     tables = [t for t in args.tables.split(",") if t] if args.tables else None
     if args.out is not None:
         out = Path(args.out)
