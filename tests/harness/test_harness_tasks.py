@@ -26,7 +26,9 @@ def test_shipped_yaml_equals_the_generator() -> None:
 
 def test_registry_has_every_family_and_language() -> None:
     n = sum(len(f.languages) for f in FAMILIES.values())
-    assert len(HARNESS_TASKS.names()) == n == 22 * 3 + 11
+    # genre, continue_mc, continue_gen, reference: 22; translate: 21 (not English);
+    # ifeval, title, quote: 11 (instruction templates)
+    assert len(HARNESS_TASKS.names()) == n == 22 * 4 + 21 + 11 * 3
     t = HARNESS_TASKS.get("poly_ifeval_ja")
     assert (t.family, t.lang, t.ability) == ("poly_ifeval", "ja", "MA")
     assert HARNESS_TASKS.get("poly_genre_en").ability == "EA"
@@ -34,19 +36,17 @@ def test_registry_has_every_family_and_language() -> None:
 
 
 def test_tags_expand_in_order_without_repeats() -> None:
-    assert tags()["poly_ea"] == [
+    ea = [
         "poly_continue_gen_en",
         "poly_continue_mc_en",
         "poly_genre_en",
         "poly_ifeval_en",
+        "poly_quote_en",
+        "poly_reference_en",
+        "poly_title_en",
     ]
-    assert expand(["poly_genre_fr", "poly_ea", "poly_genre_en", "mmlu"]) == [
-        "poly_genre_fr",
-        "poly_continue_gen_en",
-        "poly_continue_mc_en",
-        "poly_genre_en",
-        "poly_ifeval_en",
-    ]
+    assert tags()["poly_ea"] == ea
+    assert expand(["poly_genre_fr", "poly_ea", "poly_genre_en", "mmlu"]) == ["poly_genre_fr", *ea]
     assert all(not n.endswith("_en") for n in tags()["poly_ma"])
 
 

@@ -154,13 +154,80 @@ def ifeval_doc(
     }
 
 
+def _one_kind(kind: str) -> Builder:
+    """:func:`ifeval_doc` with every document of the IFEval kind ``kind`` (title, quote)."""
+
+    def build(
+        rec: Mapping[str, Any], i: int, pool: Sequence[Mapping[str, Any]], fmt: ChatFormat
+    ) -> Doc | None:
+        return ifeval_doc(rec, KINDS.index(kind), pool, fmt)
+
+    return build
+
+
+def _choices(
+    rec: Mapping[str, Any], i: int, right: str, others: Sequence[str], fmt: ChatFormat, tag: str
+) -> tuple[list[str], int]:
+    """``right`` and 3 of ``others`` (seeded by the verse and ``i``), shuffled, with the format's
+    end marker; and the index of ``right``."""
+    pool = list(dict.fromkeys(o for o in others if o != right))
+    if len(pool) < N_CHOICES - 1:
+        raise DataError("too few verses to draw multiple-choice distractors from")
+    rng = random.Random(f"{rec['id']}:{i}:{tag}")
+    choices = [*rng.sample(pool, N_CHOICES - 1), right]
+    rng.shuffle(choices)
+    return [c + fmt.end for c in choices], choices.index(right)
+
+
+def reference_doc(
+    rec: Mapping[str, Any], i: int, pool: Sequence[Mapping[str, Any]], fmt: ChatFormat
+) -> Doc | None:
+    """``BOOK.CHAPTER.VERSE`` of the verse among 4 references (3 of other verses of the pool),
+    asked as the dissimilar Phase 2 set asks it."""
+    from polymnesia.harness.instruction_sets import REFERENCE_INSTRUCTION
+
+    vid = str(rec["id"])
+    choices, gold = _choices(rec, i, vid, [str(r["id"]) for r in pool], fmt, "reference")
+    return {
+        "id": vid,
+        "prompt": fmt.prompt(REFERENCE_INSTRUCTION, rec["text"]),
+        "choices": choices,
+        "gold": gold,
+    }
+
+
+def translate_doc(
+    rec: Mapping[str, Any], i: int, pool: Sequence[Mapping[str, Any]], fmt: ChatFormat
+) -> Doc | None:
+    """The translation into the verse's language of its English version (``rec["en_text"]``)
+    among 4 verses in that language (3 other verses of the pool)."""
+    from polymnesia.data.languages import get_language
+    from polymnesia.harness.instruction_sets import TRANSLATE_INSTRUCTION
+
+    text = str(rec["text"])
+    choices, gold = _choices(rec, i, text, [str(r["text"]) for r in pool], fmt, "translate")
+    ins = TRANSLATE_INSTRUCTION.format(src="English", tgt=get_language(str(rec["lang"])).name)
+    return {
+        "id": rec["id"],
+        "prompt": fmt.prompt(ins, rec["en_text"]),
+        "choices": choices,
+        "gold": gold,
+    }
+
+
 Builder = Callable[[Mapping[str, Any], int, Sequence[Mapping[str, Any]], ChatFormat], Doc | None]
 BUILDERS: dict[str, Builder] = {
     "poly_genre": genre_doc,
     "poly_continue_mc": continue_mc_doc,
     "poly_continue_gen": continue_gen_doc,
     "poly_ifeval": ifeval_doc,
+    "poly_title": _one_kind("title"),
+    "poly_quote": _one_kind("quote"),
+    "poly_reference": reference_doc,
+    "poly_translate": translate_doc,
 }
+#: families whose documents also read the aligned English verse (``rec["en_text"]``)
+WITH_ENGLISH = ("poly_translate",)
 
 
 def family_docs(
@@ -176,15 +243,23 @@ def family_docs(
     in the chat format ``fmt`` (None: ChatML)."""
 
     build, fmt = BUILDERS[family], fmt or ChatFormat()
-    aligned = sample_aligned(data_dir, list(langs), split, None)
+    english = family in WITH_ENGLISH
+    aligned = sample_aligned(
+        data_dir, list(dict.fromkeys([*langs, "en"] if english else langs)), split, None
+    )
     count = len(aligned[langs[0]])
     order = list(range(count))
     random.Random(seed).shuffle(order)
     out: dict[str, list[Doc]] = {lang: [] for lang in langs}
+
+    def record(lang: str, k: int) -> Mapping[str, Any]:
+        rec = aligned[lang][k]
+        return {**rec, "en_text": aligned["en"][k]["text"]} if english else rec
+
     for k in order:
         if len(out[langs[0]]) >= n:
             break
-        docs = {lang: build(aligned[lang][k], len(out[lang]), aligned[lang], fmt) for lang in langs}
+        docs = {lang: build(record(lang, k), len(out[lang]), aligned[lang], fmt) for lang in langs}
         if all(d is not None for d in docs.values()):
             for lang, d in docs.items():
                 out[lang].append(d)  # type: ignore[arg-type]

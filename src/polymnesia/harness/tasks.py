@@ -22,6 +22,14 @@ Families (``LANG`` is an ISO 639-1 code of the Bible source):
 * ``poly_ifeval_LANG``: verifiable format instructions about a verse
   (:mod:`polymnesia.harness.ifeval`), scored by IFEval's own checkers:
   ``prompt_level_strict_acc`` etc. Stands in for IFEval.
+* ``poly_title_LANG``, ``poly_quote_LANG``: one IFEval kind each (a ``<<title>>``
+  before the verse; the verse in double quotes), the instructions Phase 1 of
+  paper 002's offline sets teaches, scored by the same checkers.
+* ``poly_reference_LANG``: which ``BOOK.CHAPTER.VERSE`` a verse in LANG is (the
+  reference lookup of the dissimilar Phase 2 set), multiple choice among 4
+  references (3 of other verses): ``acc``.
+* ``poly_translate_LANG`` (LANG other than English): the translation into LANG of an
+  English verse, multiple choice among 4 verses in LANG (3 of other verses): ``acc``.
 
 Tags: each family name (``poly_genre``...), ``poly_ea`` (the English tasks:
 English Ability, Table 1 of paper 002) and ``poly_ma`` (every other language:
@@ -105,6 +113,20 @@ def _metric(name: str, agg: str = "mean") -> str:
     return f"  - metric: {name}\n    aggregation: {agg}\n    higher_is_better: true\n"
 
 
+_IFEVAL_METRICS = (
+    "prompt_level_strict_acc",
+    "inst_level_strict_acc",
+    "prompt_level_loose_acc",
+    "inst_level_loose_acc",
+)
+_IFEVAL_TAIL = (
+    "process_results: !function utils.process_ifeval\nmetric_list:\n"
+    + _metric("prompt_level_strict_acc")
+    + _metric("inst_level_strict_acc", "!function utils.agg_inst_level_acc")
+    + _metric("prompt_level_loose_acc")
+    + _metric("inst_level_loose_acc", "!function utils.agg_inst_level_acc")
+)
+
 FAMILIES: dict[str, Family] = {
     f.name: f
     for f in (
@@ -139,21 +161,50 @@ FAMILIES: dict[str, Family] = {
         Family(
             "poly_ifeval",
             "verifiable format instructions about a verse, IFEval's checkers",
-            (
-                "prompt_level_strict_acc",
-                "inst_level_strict_acc",
-                "prompt_level_loose_acc",
-                "inst_level_loose_acc",
-            ),
+            _IFEVAL_METRICS,
             ("IFEval", "none (IFEval in LANG)"),
             INSTRUCTION_LANGUAGES,
             _GEN,
-            "process_results: !function utils.process_ifeval\nmetric_list:\n"
-            + _metric("prompt_level_strict_acc")
-            + _metric("inst_level_strict_acc", "!function utils.agg_inst_level_acc")
-            + _metric("prompt_level_loose_acc")
-            + _metric("inst_level_loose_acc", "!function utils.agg_inst_level_acc"),
+            _IFEVAL_TAIL,
             max_gen_toks=160,
+        ),
+        Family(
+            "poly_title",
+            "repeat a verse under a <<title>> (one IFEval kind), IFEval's checker",
+            _IFEVAL_METRICS,
+            ("IFEval (one instruction kind)", "none (IFEval in LANG)"),
+            INSTRUCTION_LANGUAGES,
+            _GEN,
+            _IFEVAL_TAIL,
+            max_gen_toks=160,
+        ),
+        Family(
+            "poly_quote",
+            "repeat a verse in double quotes (one IFEval kind), IFEval's checker",
+            _IFEVAL_METRICS,
+            ("IFEval (one instruction kind)", "none (IFEval in LANG)"),
+            INSTRUCTION_LANGUAGES,
+            _GEN,
+            _IFEVAL_TAIL,
+            max_gen_toks=160,
+        ),
+        Family(
+            "poly_reference",
+            "BOOK.CHAPTER.VERSE of a verse among 4 references (multiple choice)",
+            ("acc",),
+            ("none (knowledge lookup)", "none (knowledge lookup in LANG)"),
+            BIBLE_LANGUAGES,
+            _MC,
+            "metric_list:\n" + _metric("acc"),
+        ),
+        Family(
+            "poly_translate",
+            "the translation into LANG of an English verse among 4 (multiple choice)",
+            ("acc",),
+            ("none", "none (translation from English, multiple choice)"),
+            tuple(x for x in BIBLE_LANGUAGES if x != "en"),
+            _MC,
+            "metric_list:\n" + _metric("acc"),
         ),
     )
 }
@@ -166,6 +217,12 @@ class HarnessTask:
     name: str
     family: str
     lang: str
+
+    @property
+    def data_languages(self) -> tuple[str, ...]:
+        """The languages of the prepared data its documents read (``poly_translate``: the
+        English verse too)."""
+        return (self.lang, "en") if self.family == "poly_translate" else (self.lang,)
 
     @property
     def ability(self) -> str:
