@@ -74,8 +74,8 @@ def test_task_lang() -> None:
     assert task_lang("poly_ifeval_ja") == "ja"
     assert task_lang("mmlu_anatomy") == "en" and task_lang("hellaswag") == "en"
     assert task_lang("xquad_de") == "de" and task_lang("mlqa_en_en") == "en"
-    assert task_lang("xlsum_amharic_prompt_1") == "und"
-    assert task_lang("xlsum_amharic_prompt_1", {"xlsum_amharic_prompt_1": "am"}) == "am"
+    assert task_lang("xlsum_amharic_prompt_1") == "am" and task_lang("foo_bar") == "und"
+    assert task_lang("xlsum_amharic_prompt_1", {"xlsum_amharic_prompt_1": "ha"}) == "ha"
 
 
 @pytest.fixture(scope="module")

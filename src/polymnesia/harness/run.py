@@ -18,16 +18,17 @@ from __future__ import annotations
 import json
 import logging
 import math
+import re
 import sys
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from polymnesia.data.languages import LANGUAGES
 from polymnesia.errors import PolymnesiaError
+from polymnesia.harness.languages import AMBIGUOUS, task_language
 from polymnesia.harness.punkt import ensure_punkt
-from polymnesia.harness.tasks import HARNESS_TASKS, TASK_DIR, expand, is_shipped
+from polymnesia.harness.tasks import HARNESS_TASKS, TASK_DIR, expand, is_shipped, lm_eval_index
 from polymnesia.io import atomic_write_text
 from polymnesia.results import Score
 from polymnesia.runtime import is_terminal
@@ -209,18 +210,27 @@ def save_results(results: Mapping[str, Any], out_dir: Path) -> None:
 
 
 def task_lang(task: str, overrides: Mapping[str, str] | None = None) -> str:
-    """Language of a task: ``overrides``, the shipped table, a known online prefix, a trailing
-    language code (``xquad_de``), else ``und`` (undetermined)."""
+    """Language of a task: ``overrides``, the shipped table, a known English task by its full
+    name (``mmlu``), the language its name spells (:func:`polymnesia.harness.languages.task_language`:
+    ``belebele_fra_Latn``, ``include_base_44_french``, ``global_mmlu_full_fr_stem``; lm-eval's
+    task index decides a code that is also an English word), a known English family by prefix
+    (``mmlu_anatomy``), else ``und`` (undetermined)."""
 
     if overrides and task in overrides:
         return overrides[task]
     if task in HARNESS_TASKS:
         return HARNESS_TASKS.get(task).lang
-    for prefix, lang in ONLINE_TASK_LANGS.items():
-        if task == prefix or task.startswith(prefix + "_"):
-            return lang
-    last = task.rsplit("_", 1)[-1]
-    return last if last in LANGUAGES else "und"
+    if task in ONLINE_TASK_LANGS:
+        return ONLINE_TASK_LANGS[task]
+    lang = task_language(task)
+    if lang is None and any(t in AMBIGUOUS for t in re.split(r"[_\-.\s]+", task)):
+        lang = task_language(task, lm_eval_index())
+    if lang is not None:
+        return lang
+    for prefix, code in ONLINE_TASK_LANGS.items():
+        if task.startswith(prefix + "_"):
+            return code
+    return "und"
 
 
 def finite_number(x: Any) -> float | None:

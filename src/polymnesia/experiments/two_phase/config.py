@@ -13,6 +13,7 @@ from polymnesia.config.checks import check_regex
 from polymnesia.evaluation.config import PRECISION_HELP, InferencePrecision
 from polymnesia.experiments.base import ExperimentConfig
 from polymnesia.experiments.sections import BaseModelSection, DataConfig, TrainConfig
+from polymnesia.harness.suites import expand_suites, is_suite, parse_suite
 from polymnesia.harness.tasks import check_tasks, hub_offline
 from polymnesia.stages.drift import DriftConfig
 from polymnesia.stages.instruction_data import InstructionSetConfig
@@ -100,7 +101,10 @@ class HarnessEval(StrictModel):
         description="EA tasks (offline poly_*_en; online e.g. ifeval, mmlu, hellaswag)",
     )
     multilingual: list[str] = Field(
-        min_length=1, description="MA tasks (offline poly_*_LANG; online e.g. xquad_de, mlqa_*)"
+        min_length=1,
+        description="MA tasks (offline poly_*_LANG; online e.g. xquad_de, mlqa_*), or suites "
+        "SUITE@GROUP: a task family in every language of a group (base, phase2, sets, or "
+        "codes joined by '+'), e.g. poly_continue_mc@phase2, belebele@phase2",
     )
     limit: int | None = Field(60, gt=0, description="documents per task (null: all)")
     docs_per_task: int = Field(100, gt=0, description="offline tasks: documents written per task")
@@ -115,8 +119,20 @@ class HarnessEval(StrictModel):
 
     @model_validator(mode="after")
     def _tasks(self) -> HarnessEval:
-        check_tasks([*self.english, *self.multilingual], hub_offline(), verify_online=False)
+        names = [*self.english, *self.multilingual]
+        for n in filter(is_suite, names):
+            parse_suite(n)  # expanded by the protocol's config, which knows the groups
+        plain = [n for n in names if not is_suite(n)]
+        if plain:
+            check_tasks(plain, hub_offline(), verify_online=False)
         return self
+
+    def expanded(self, groups: dict[str, list[str]]) -> HarnessEval:
+        """The same section with every ``SUITE@GROUP`` replaced by its tasks, checked."""
+        english = expand_suites(self.english, groups)
+        multilingual = expand_suites(self.multilingual, groups)
+        check_tasks([*english, *multilingual], hub_offline(), verify_online=False)
+        return self.model_copy(update={"english": english, "multilingual": multilingual})
 
 
 class TwoPhaseConfig(ExperimentConfig):
@@ -170,6 +186,9 @@ class TwoPhaseConfig(ExperimentConfig):
         if len(set(keys)) < len(keys):
             raise ValueError("a pair is listed twice")
         self._fits_the_train_split()
+        if any(map(is_suite, [*self.evaluation.english, *self.evaluation.multilingual])):
+            # assigned past pydantic: validate_assignment would run this validator again
+            object.__setattr__(self, "evaluation", self.evaluation.expanded(self.language_groups()))
         m = self.mitigation
         if m is not None:
             if m.pair >= len(self.pairs):
@@ -191,6 +210,17 @@ class TwoPhaseConfig(ExperimentConfig):
             if len(set(names)) < len(names) or not all(_NAME.match(n) for n in names):
                 raise ValueError(f"mitigation arm names must be unique identifiers: {names}")
         return self
+
+    def language_groups(self) -> dict[str, list[str]]:
+        """The groups a task suite may name: ``base`` (pretraining languages), ``phase2``
+        (the Phase 2 sets' languages), ``sets`` (every instruction set's languages)."""
+        phase2 = [x for p in self.pairs for x in self.sets[p.phase2].languages]
+        every = [x for s in self.sets.values() for x in s.languages]
+        return {
+            "base": list(self.base.languages),
+            "phase2": list(dict.fromkeys(phase2)),
+            "sets": list(dict.fromkeys(every)),
+        }
 
     def _fits_the_train_split(self) -> None:
         """A Phase 2 set leaves out every verse of its Phase 1 sets, so together they need that
