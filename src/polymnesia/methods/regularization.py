@@ -1,0 +1,457 @@
+"""Regularisation baselines against forgetting: L2-SP, EWC (and online EWC), LwF distillation.
+
+Each pulls training towards the model it started from: in a sequential protocol
+(paper 004's ``lifelong``) that is the previous language's model, so these are the
+standard answers to "sequential fine-tuning forgets".
+
+* ``l2sp`` (Xuhong et al. 2018): ``alpha/2 ||theta_S - theta_S^0||^2`` on the shared body
+  (``theta^0``: the weights training starts from) plus ``beta/2 ||theta_H||^2`` on the head
+  (or, with ``anchor_head``, the head pulled to its start with ``alpha`` like the body).
+* ``ewc`` (Kirkpatrick et al. 2017): ``lambda/2 sum_i F_i (theta_i - theta*_i)^2`` with
+  ``theta*`` the starting weights and ``F`` the diagonal empirical Fisher of the previous
+  task's data at ``theta*`` (:func:`diagonal_fisher`). Online EWC (Schwarz et al. 2018)
+  keeps one running Fisher ``F*_t = gamma F*_{t-1} + F_t`` (:func:`online_fisher`);
+  ``gamma = 1`` sums the tasks' Fishers at the latest anchor.
+* ``distill`` (Li & Hoiem 2017, LwF): ``CE + lambda T^2 KL(softmax(z_0/T) || softmax(z/T))``
+  with ``z_0`` the outputs of the starting model (a frozen copy) on the current batch.
+
+The quadratic penalties are not put in the loss: their gradient is added exactly,
+``grad += strength * w * (theta - theta_0)``, in ``before_optimizer_step`` (before clipping,
+as the gradient of a penalty in the loss would be), element by element. So they cost one
+fused multiply-add per parameter, and under FSDP2 each process adds it to the shard it holds
+(``sharded_engines = ("fsdp2",)``). The anchor is taken in ``param_groups``, before a
+checkpoint is resumed, so a resumed run pulls towards the same point; with a strength of 0
+nothing is touched (bit-identical to plain training).
+
+Distillation needs the student's logits in the loss, so it is a step function and a plugin in
+one object (as :class:`~polymnesia.training.multilingual_step.MultilingualStep`): pass it as
+``step_fn=`` and in ``plugins=``. Listed only as a plugin it refuses to train.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from pydantic import Field
+
+from polymnesia.config.base import StrictModel
+from polymnesia.errors import ConfigError, PolymnesiaError
+from polymnesia.models.anatomy import split_body_head
+from polymnesia.training.fsdp import local, local_rows
+from polymnesia.training.plugins import PLUGINS, LoopState, TrainingPlugin
+
+#: where a stage keeps the (running) Fisher of the task it trained, next to ``model/``
+FISHER_FILE = "fisher.safetensors"
+
+Tensors = dict[str, torch.Tensor]
+
+
+# --- pure functions -------------------------------------------------------------------
+
+
+def quadratic_penalty(
+    params: Iterable[torch.Tensor],
+    anchors: Iterable[torch.Tensor],
+    weights: Iterable[torch.Tensor | float],
+    strength: float,
+) -> torch.Tensor:
+    """``strength/2 * sum_i w_i (theta_i - a_i)^2`` (L2-SP: ``w = 1``; EWC: ``w = F``)."""
+    total = torch.zeros(())
+    for p, a, w in zip(params, anchors, weights, strict=True):
+        total = total + (w * (p - a) ** 2).sum()
+    return strength / 2 * total
+
+
+@torch.no_grad()
+def add_penalty_grad_(
+    params: Iterable[torch.nn.Parameter],
+    anchors: Iterable[torch.Tensor],
+    weights: Iterable[torch.Tensor | float],
+    strength: float,
+) -> None:
+    """``grad += strength * w * (theta - a)``: the gradient of :func:`quadratic_penalty`,
+    added in place on this process's shard of each parameter (the whole tensor when it is not
+    sharded). ``anchors`` and ``weights`` are shaped like the local shards."""
+    for p, a, w in zip(params, anchors, weights, strict=True):
+        theta = local(p.detach())
+        diff = (theta - a).mul_(strength)
+        if not isinstance(w, float) or w != 1.0:
+            diff.mul_(w)
+        if p.grad is None:
+            p.grad = torch.zeros_like(p)
+        local(p.grad).add_(diff.to(p.grad.dtype))
+
+
+def diagonal_fisher(
+    model: torch.nn.Module,
+    batches: Iterable[Mapping[str, torch.Tensor]],
+    loss_fn: Callable[[torch.nn.Module, Mapping[str, torch.Tensor]], torch.Tensor] | None = None,
+) -> Tensors:
+    """The diagonal empirical Fisher ``F = 1/N sum_b (d loss_b / d theta)^2`` over ``batches``,
+    by parameter name (trainable parameters only). Batches of one example give the per-example
+    empirical Fisher of EWC; larger batches the cheaper per-batch estimate (the square of the
+    batch's mean gradient). ``loss_fn(model, batch)`` defaults to the model's own ``loss``.
+    Computed in eval mode (no dropout); the model's ``.grad`` are not touched."""
+    named = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
+    if not named:
+        raise PolymnesiaError("the Fisher estimate needs a model with trainable parameters")
+    fn = loss_fn or (lambda m, b: m(**b).loss)
+    sums = [torch.zeros_like(p, dtype=torch.float32) for _, p in named]
+    was_training, n = model.training, 0
+    model.eval()
+    try:
+        with torch.enable_grad():
+            for batch in batches:
+                loss = fn(model, batch)
+                grads = torch.autograd.grad(loss, [p for _, p in named], allow_unused=True)
+                for s, g in zip(sums, grads, strict=True):
+                    if g is not None:
+                        s.add_(g.detach().float() ** 2)
+                n += 1
+    finally:
+        model.train(was_training)
+    if n == 0:
+        raise PolymnesiaError("the Fisher estimate got no data: give it at least one batch")
+    return {name: s / n for (name, _), s in zip(named, sums, strict=True)}
+
+
+def online_fisher(
+    previous: Mapping[str, torch.Tensor] | None, new: Tensors, gamma: float
+) -> Tensors:
+    """Online EWC's running Fisher ``F*_t = gamma F*_{t-1} + F_t`` (Schwarz et al. 2018, eq. 8);
+    a parameter missing from ``previous`` starts from ``F_t``."""
+    if previous is None:
+        return {k: v.clone() for k, v in new.items()}
+    out = {}
+    for k, v in new.items():
+        prev = previous.get(k)
+        if prev is not None and prev.shape != v.shape:
+            raise ConfigError(
+                f"online EWC: the previous Fisher of {k} has shape {tuple(prev.shape)}, "
+                f"the parameter {tuple(v.shape)}"
+            )
+        out[k] = v + gamma * prev.to(v) if prev is not None else v.clone()
+    return out
+
+
+def save_fisher(path: Path, fisher: Mapping[str, torch.Tensor]) -> None:
+    from safetensors.torch import save
+
+    from polymnesia.io import atomic_write_bytes
+
+    atomic_write_bytes(path, save({k: v.detach().cpu().contiguous() for k, v in fisher.items()}))
+
+
+def load_fisher(path: Path) -> Tensors:
+    from safetensors.torch import load_file
+
+    if not path.is_file():
+        raise ConfigError(f"ewc: no Fisher estimate at {path}; the previous stage computes it")
+    return dict(load_file(str(path)))
+
+
+def distillation_loss(
+    student: torch.Tensor,
+    teacher: torch.Tensor,
+    temperature: float,
+    mask: torch.Tensor | None = None,
+) -> torch.Tensor:
+    """``T^2 * KL(softmax(teacher/T) || softmax(student/T))`` summed over classes, mean over
+    examples (the rows of ``(B, C)`` logits) or over the positions where ``mask`` is 1
+    (``(B, L, C)`` logits). ``T^2`` keeps the gradient's scale independent of ``T`` (Hinton
+    et al. 2015), as LwF does."""
+    t = temperature
+    log_p = F.log_softmax(student.float() / t, dim=-1)
+    log_q = F.log_softmax(teacher.float() / t, dim=-1)
+    kl = (log_q.exp() * (log_q - log_p)).sum(-1)
+    if mask is not None and kl.ndim == mask.ndim:
+        m = mask.to(kl.dtype)
+        return t * t * (kl * m).sum() / m.sum().clamp_min(1)
+    return t * t * kl.mean()
+
+
+# --- anchored plugins -------------------------------------------------------------------
+
+
+def _local_anchor(full: torch.Tensor, p: torch.nn.Parameter) -> torch.Tensor:
+    """The rows of ``full`` (a whole tensor) that this process holds of ``p`` (maybe sharded)."""
+    rows, start = local_rows(p.detach())
+    if rows.shape == full.shape:
+        return full.to(device=rows.device, dtype=torch.float32)
+    return full[start : start + rows.shape[0]].to(device=rows.device, dtype=torch.float32)
+
+
+class _Anchored(TrainingPlugin):
+    """Keeps ``theta^0`` (the weights training starts from) and adds a quadratic pull to it."""
+
+    sharded_engines = ("fsdp2",)
+    strength = 0.0
+
+    def __init__(self) -> None:
+        self._full: Tensors = {}
+        self._terms: list[tuple[torch.nn.Parameter, torch.Tensor, torch.Tensor | float]] = []
+        self._scale: float = 0.0
+
+    def _pulled(self, model: torch.nn.Module) -> list[str]:
+        """Names of the parameters to pull (called on the whole model, before sharding)."""
+        return [n for n, p in model.named_parameters() if p.requires_grad]
+
+    def _weight(self, name: str, p: torch.nn.Parameter) -> torch.Tensor | float:
+        return 1.0
+
+    def param_groups(
+        self, model: torch.nn.Module, groups: list[dict[str, Any]]
+    ) -> list[dict[str, Any]]:
+        if self.strength:
+            params = dict(model.named_parameters())
+            self._full = {n: params[n].detach().float().clone() for n in self._pulled(model)}
+        return groups
+
+    def setup(self, state: LoopState) -> None:
+        self._terms = []
+        for name, p in state.unwrapped.named_parameters():
+            if name in self._full and p.requires_grad:
+                self._terms.append((p, _local_anchor(self._full[name], p), self._weight(name, p)))
+        self._full = {}
+
+    def before_optimizer_step(self, state: LoopState) -> None:
+        if self.strength and self._terms:
+            ps, anchors, weights = zip(*self._terms, strict=True)
+            add_penalty_grad_(ps, anchors, weights, self.strength)
+
+    def penalty(self) -> torch.Tensor:
+        """The penalty's current value (for logging and tests)."""
+        if not self._terms:
+            return torch.zeros(())
+        ps, anchors, weights = zip(*self._terms, strict=True)
+        with torch.no_grad():
+            return quadratic_penalty(
+                [local(p.detach()).float() for p in ps], anchors, weights, self.strength
+            )
+
+
+class L2SPOptions(StrictModel):
+    """Options of the ``l2sp`` plugin (Xuhong et al. 2018)."""
+
+    alpha: float = Field(0.01, ge=0, description="pull of the body to its starting weights")
+    beta: float = Field(0.0, ge=0, description="L2 (towards 0) on the head's parameters")
+    anchor_head: bool = Field(
+        False, description="pull the head to its starting weights with alpha too (a carried head)"
+    )
+
+
+@PLUGINS.register(
+    "l2sp",
+    "L2-SP: pull the weights towards those training started from, alpha/2 ||theta - theta_0||^2",
+)
+class L2SP(_Anchored):
+    name = "l2sp"
+    Options = L2SPOptions
+
+    def __init__(self, alpha: float = 0.01, beta: float = 0.0, anchor_head: bool = False) -> None:
+        super().__init__()
+        for key, v in (("alpha", alpha), ("beta", beta)):
+            if isinstance(v, bool) or not isinstance(v, int | float) or v < 0:
+                raise ConfigError(f"l2sp {key} must be a number >= 0, got {v!r}")
+        self.alpha, self.beta, self.anchor_head = float(alpha), float(beta), anchor_head
+        self.strength = self.alpha
+        self._head: list[str] = []
+        self._head_params: list[torch.nn.Parameter] = []
+
+    def _split(self, model: torch.nn.Module) -> tuple[list[str], list[str]]:
+        try:
+            body, head = split_body_head(model, "l2sp")
+        except PolymnesiaError:  # no separable head: everything is body
+            return [n for n, p in model.named_parameters() if p.requires_grad], []
+        return [n for n, _ in body], [n for n, _ in head]
+
+    def _pulled(self, model: torch.nn.Module) -> list[str]:
+        body, head = self._split(model)
+        return body + head if self.anchor_head else body
+
+    def param_groups(
+        self, model: torch.nn.Module, groups: list[dict[str, Any]]
+    ) -> list[dict[str, Any]]:
+        if self.beta and not self.anchor_head:
+            self._head = self._split(model)[1]
+        return super().param_groups(model, groups)
+
+    def setup(self, state: LoopState) -> None:
+        super().setup(state)
+        head = set(self._head)
+        self._head_params = [
+            p for n, p in state.unwrapped.named_parameters() if n in head and p.requires_grad
+        ]
+
+    def before_optimizer_step(self, state: LoopState) -> None:
+        super().before_optimizer_step(state)
+        if self.beta and self._head_params:  # beta/2 ||theta_H||^2: grad += beta * theta_H
+            zeros = [torch.zeros((), device=local(p).device) for p in self._head_params]
+            add_penalty_grad_(self._head_params, zeros, [1.0] * len(zeros), self.beta)
+
+
+class EWCOptions(StrictModel):
+    """Options of the ``ewc`` plugin (Kirkpatrick et al. 2017; online: Schwarz et al. 2018)."""
+
+    lam: float = Field(100.0, ge=0, description="lambda: strength of the Fisher-weighted pull")
+    gamma: float = Field(
+        1.0, ge=0, le=1, description="online EWC: decay of the running Fisher (1: sum of tasks)"
+    )
+    fisher: str | None = Field(
+        None,
+        description="stage input whose folder holds the previous task's (running) Fisher; "
+        "null: no previous task, plain training",
+    )
+    fisher_examples: int = Field(256, gt=0, description="examples the Fisher is estimated on")
+    fisher_batch_size: int = Field(
+        1, gt=0, description="1: per-example empirical Fisher; more: per-batch (cheaper)"
+    )
+
+
+@PLUGINS.register(
+    "ewc",
+    "EWC / online EWC: Fisher-weighted pull to the starting weights, lambda/2 sum F (theta-theta*)^2",
+)
+class EWC(_Anchored):
+    name = "ewc"
+    Options = EWCOptions
+    input_options = ("fisher",)
+
+    def __init__(
+        self,
+        lam: float = 100.0,
+        gamma: float = 1.0,
+        fisher: str | Path | Mapping[str, torch.Tensor] | None = None,
+        fisher_examples: int = 256,
+        fisher_batch_size: int = 1,
+    ) -> None:
+        super().__init__()
+        if isinstance(lam, bool) or not isinstance(lam, int | float) or lam < 0:
+            raise ConfigError(f"ewc lam must be a number >= 0, got {lam!r}")
+        if not 0 <= gamma <= 1:
+            raise ConfigError(f"ewc gamma must be in [0, 1], got {gamma!r}")
+        self.lam, self.gamma = float(lam), float(gamma)
+        self.fisher_examples, self.fisher_batch_size = fisher_examples, fisher_batch_size
+        if isinstance(fisher, str | Path):  # a stage's model folder: the Fisher sits beside it
+            folder = Path(fisher)
+            path = folder / FISHER_FILE
+            fisher = load_fisher(path if path.is_file() else folder.parent / FISHER_FILE)
+        self.fisher: Tensors | None = dict(fisher) if fisher is not None else None
+        self.strength = self.lam if self.fisher is not None else 0.0
+
+    def _pulled(self, model: torch.nn.Module) -> list[str]:
+        assert self.fisher is not None
+        out = []
+        for n, p in model.named_parameters():
+            f = self.fisher.get(n)
+            if f is None or not p.requires_grad:
+                continue
+            if f.shape != p.shape:
+                raise ConfigError(
+                    f"ewc: the Fisher of {n} has shape {tuple(f.shape)}, the parameter "
+                    f"{tuple(p.shape)}: it was estimated on another model"
+                )
+            out.append(n)
+        return out
+
+    def param_groups(
+        self, model: torch.nn.Module, groups: list[dict[str, Any]]
+    ) -> list[dict[str, Any]]:
+        groups = super().param_groups(model, groups)
+        self._fisher_full = {n: self.fisher[n] for n in self._full} if self.fisher else {}
+        return groups
+
+    def _weight(self, name: str, p: torch.nn.Parameter) -> torch.Tensor | float:
+        return _local_anchor(self._fisher_full[name], p)
+
+    def setup(self, state: LoopState) -> None:
+        super().setup(state)
+        self._fisher_full = {}
+
+
+# --- distillation (LwF) -----------------------------------------------------------------
+
+
+class DistillOptions(StrictModel):
+    """Options of the ``distill`` step function (Li & Hoiem 2017)."""
+
+    weight: float = Field(1.0, ge=0, description="lambda_o: weight of the distillation term")
+    temperature: float = Field(2.0, gt=0, description="T: softmax temperature (LwF: 2)")
+
+
+@PLUGINS.register(
+    "distill",
+    "LwF: KL at temperature T to the starting model's outputs (a step function: pass it as step_fn)",
+)
+class Distill(TrainingPlugin):
+    """Step function (``step_fn=``) and plugin (``plugins=[...]``) in one object.
+
+    The teacher is a frozen copy of the model as training starts (taken in ``param_groups``,
+    before a resume), run in eval mode without gradients on each micro-batch: one extra
+    forward pass. The student's loss is its own (``outputs.loss``) plus
+    ``weight * distillation_loss(outputs.logits, teacher_logits, T, attention_mask)``.
+    With ``weight`` 0 it is :func:`~polymnesia.training.loop.standard_step`.
+    """
+
+    name = "distill"
+    Options = DistillOptions
+
+    def __init__(self, weight: float = 1.0, temperature: float = 2.0) -> None:
+        if isinstance(weight, bool) or not isinstance(weight, int | float) or weight < 0:
+            raise ConfigError(f"distill weight must be a number >= 0, got {weight!r}")
+        if (
+            isinstance(temperature, bool)
+            or not isinstance(temperature, int | float)
+            or temperature <= 0
+        ):
+            raise ConfigError(f"distill temperature must be a number > 0, got {temperature!r}")
+        self.weight, self.temperature = float(weight), float(temperature)
+        self.teacher: torch.nn.Module | None = None
+        self._called = False
+
+    def param_groups(
+        self, model: torch.nn.Module, groups: list[dict[str, Any]]
+    ) -> list[dict[str, Any]]:
+        if self.weight:
+            self.teacher = copy.deepcopy(model).eval().requires_grad_(False)
+        return groups
+
+    def before_optimizer_step(self, state: LoopState) -> None:
+        if not self._called:
+            raise PolymnesiaError(
+                "training plugin 'distill' computes the loss: pass it as the step function "
+                "too (step_fn=); this stage does not, so it cannot distil"
+            )
+        self._called = False
+
+    def __call__(
+        self, state: LoopState, micro_batches: list[dict[str, torch.Tensor]]
+    ) -> torch.Tensor:
+        from polymnesia.training.loop import no_sync, standard_step
+
+        self._called = True
+        if self.teacher is None:
+            return standard_step(state, micro_batches)
+        acc = state.accelerator
+        total = torch.zeros((), device=acc.device)
+        n = len(micro_batches)
+        for i, batch in enumerate(micro_batches):
+            sync = contextlib.nullcontext() if i == n - 1 else no_sync(state)
+            with sync, acc.autocast():
+                out = state.model(**batch)
+                with torch.no_grad():
+                    inputs = {k: v for k, v in batch.items() if k != "labels"}
+                    target = self.teacher(**inputs).logits
+                kd = distillation_loss(
+                    out.logits, target, self.temperature, batch.get("attention_mask")
+                )
+                loss = (out.loss + self.weight * kd) / n
+            acc.backward(loss)
+            total += loss.detach()
+        return total

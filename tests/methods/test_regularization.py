@@ -1,0 +1,272 @@
+"""Regularisation baselines: L2-SP, EWC / online EWC, LwF distillation (golden values)."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+from methods_helpers import run, tiny_model
+
+from polymnesia.errors import ConfigError, PolymnesiaError
+from polymnesia.methods.regularization import (
+    EWC,
+    FISHER_FILE,
+    L2SP,
+    Distill,
+    add_penalty_grad_,
+    diagonal_fisher,
+    distillation_loss,
+    load_fisher,
+    online_fisher,
+    quadratic_penalty,
+    save_fisher,
+)
+from polymnesia.training.plugins import LoopState, TrainingPlugin, build_plugins
+from polymnesia.training.plugins import validate_plugin_spec as validate
+
+
+def test_penalty_gradient_equals_autograd_of_the_penalty() -> None:
+    g = torch.Generator().manual_seed(0)
+    theta = [torch.randn(3, 2, generator=g), torch.randn(4, generator=g)]
+    anchors = [torch.randn(3, 2, generator=g), torch.randn(4, generator=g)]
+    weights: list[Any] = [torch.rand(3, 2, generator=g), 1.0]
+    leaves = [t.clone().requires_grad_() for t in theta]
+    quadratic_penalty(leaves, anchors, weights, 0.7).backward()
+    params = [torch.nn.Parameter(t.clone()) for t in theta]
+    params[0].grad = torch.ones(3, 2)  # added to an existing gradient
+    add_penalty_grad_(params, anchors, weights, 0.7)
+    assert torch.allclose(params[0].grad, 1 + leaves[0].grad, atol=1e-6)
+    assert params[1].grad is not None  # a missing gradient is created
+    assert torch.allclose(params[1].grad, leaves[1].grad, atol=1e-6)
+
+
+def test_quadratic_penalty_hand_value() -> None:
+    # 3/2 * (2 * (1 - 0)^2 + 1 * (3 - 1)^2) = 3/2 * 6 = 9
+    p = quadratic_penalty(
+        [torch.tensor([1.0, 3.0])], [torch.tensor([0.0, 1.0])], [torch.tensor([2.0, 1.0])], 3.0
+    )
+    assert float(p) == 9.0
+
+
+def _linear() -> torch.nn.Linear:
+    lin = torch.nn.Linear(2, 1, bias=False)
+    with torch.no_grad():
+        lin.weight.copy_(torch.tensor([[1.0, 2.0]]))
+    return lin
+
+
+def _half_squared_error(model: torch.nn.Module, batch: Any) -> torch.Tensor:
+    return 0.5 * ((model(batch["x"]).squeeze(-1) - batch["t"]) ** 2).mean()
+
+
+def test_fisher_of_a_tiny_linear_model_is_the_hand_value() -> None:
+    # w = (1, 2); example 1: x = (1, 0), t = 0 -> residual 1, gradient (1, 0);
+    # example 2: x = (1, 1), t = 1 -> residual 2, gradient (2, 2)
+    xs, ts = torch.tensor([[1.0, 0.0], [1.0, 1.0]]), torch.tensor([0.0, 1.0])
+    per_example = [{"x": xs[i : i + 1], "t": ts[i : i + 1]} for i in range(2)]
+    f = diagonal_fisher(_linear(), per_example, _half_squared_error)
+    assert f["weight"].tolist() == [[2.5, 2.0]]  # ((1, 0)^2 + (2, 2)^2) / 2
+    per_batch = diagonal_fisher(_linear(), [{"x": xs, "t": ts}], _half_squared_error)
+    assert per_batch["weight"].tolist() == [[2.25, 1.0]]  # ((1 + 2) / 2, (0 + 2) / 2)^2
+
+
+def test_fisher_needs_data_and_leaves_grads_alone() -> None:
+    lin = _linear()
+    with pytest.raises(PolymnesiaError, match="no data"):
+        diagonal_fisher(lin, [], _half_squared_error)
+    diagonal_fisher(lin, [{"x": torch.ones(1, 2), "t": torch.zeros(1)}], _half_squared_error)
+    assert lin.weight.grad is None
+
+
+def test_online_fisher_decays_the_running_estimate(tmp_path: Path) -> None:
+    prev = {"a": torch.tensor([2.0, 4.0])}
+    new = {"a": torch.tensor([1.0, 1.0]), "b": torch.tensor([3.0])}
+    out = online_fisher(prev, new, 0.5)
+    assert out["a"].tolist() == [2.0, 3.0] and out["b"].tolist() == [3.0]
+    assert online_fisher(None, new, 0.5)["a"].tolist() == [1.0, 1.0]
+    save_fisher(tmp_path / FISHER_FILE, out)
+    assert load_fisher(tmp_path / FISHER_FILE)["a"].tolist() == [2.0, 3.0]
+
+
+class _Grads(TrainingPlugin):
+    """Records every parameter's gradient (a clone) at before_optimizer_step."""
+
+    def __init__(self) -> None:
+        self.seen: list[dict[str, torch.Tensor]] = []
+        self.weights: list[dict[str, torch.Tensor]] = []
+
+    def before_optimizer_step(self, state: LoopState) -> None:
+        m = state.unwrapped
+        self.seen.append({n: p.grad.clone() for n, p in m.named_parameters() if p.grad is not None})
+        self.weights.append({n: p.detach().clone() for n, p in m.named_parameters()})
+
+
+def _added_gradient(plugin: TrainingPlugin, tmp_path: Path, steps: int = 3) -> tuple[Any, Any, Any]:
+    model = tiny_model()
+    start = {n: p.detach().clone() for n, p in model.named_parameters()}
+    before, after = _Grads(), _Grads()
+    run(model, steps, tmp_path, [before, plugin, after])
+    return start, before, after
+
+
+def test_l2sp_adds_exactly_the_penalty_gradient(tmp_path: Path) -> None:
+    plugin = L2SP(alpha=0.5)
+    start, before, after = _added_gradient(plugin, tmp_path)
+    theta = after.weights[-1]  # step 3: the weights moved away from the start
+    pulled = [n for n in theta if "lm_head" not in n]
+    leaves = [theta[n].clone().requires_grad_() for n in pulled]
+    quadratic_penalty(leaves, [start[n] for n in pulled], [1.0] * len(pulled), 0.5).backward()
+    moved = 0
+    for n, leaf in zip(pulled, leaves, strict=True):
+        added = after.seen[-1][n] - before.seen[-1][n]
+        assert torch.allclose(added, leaf.grad, atol=1e-6), n
+        moved += int(leaf.grad.abs().max() > 0)
+    assert moved > 0
+    assert torch.equal(after.seen[-1]["lm_head.weight"], before.seen[-1]["lm_head.weight"])
+    assert float(plugin.penalty()) > 0
+
+
+def test_l2sp_anchor_head_and_beta(tmp_path: Path) -> None:
+    _, before, after = _added_gradient(L2SP(alpha=0.5, anchor_head=True), tmp_path / "a")
+    assert not torch.equal(after.seen[-1]["lm_head.weight"], before.seen[-1]["lm_head.weight"])
+    _, before, after = _added_gradient(L2SP(alpha=0.0, beta=0.25), tmp_path / "b")
+    w = after.weights[-1]["lm_head.weight"]
+    added = after.seen[-1]["lm_head.weight"] - before.seen[-1]["lm_head.weight"]
+    assert torch.allclose(added, 0.25 * w, atol=1e-6)  # d/dw beta/2 ||w||^2
+
+
+def _train_weights(
+    tmp_path: Path, plugins: list[Any], steps: int = 4, **kw: Any
+) -> dict[str, torch.Tensor]:
+    model = tiny_model()
+    run(model, steps, tmp_path, plugins, **kw)
+    return {n: p.detach().clone() for n, p in model.named_parameters()}
+
+
+def test_l2sp_with_alpha_zero_is_plain_training_bit_for_bit(tmp_path: Path) -> None:
+    plain = _train_weights(tmp_path / "plain", [], weight_decay=0.1)
+    zero = _train_weights(tmp_path / "zero", [L2SP(alpha=0.0)], weight_decay=0.1)
+    pulled = _train_weights(tmp_path / "pulled", [L2SP(alpha=1e-3)], weight_decay=0.1)
+    assert all(torch.equal(plain[n], zero[n]) for n in plain)
+    assert any(not torch.equal(plain[n], pulled[n]) for n in plain)
+
+
+def test_a_strong_pull_keeps_the_weights_near_the_start(tmp_path: Path) -> None:
+    start = {n: p.detach().clone() for n, p in tiny_model().named_parameters()}
+
+    def drift(w: dict[str, torch.Tensor]) -> float:
+        return sum(float((w[n] - start[n]).norm() ** 2) for n in w if "lm_head" not in n)
+
+    plain = _train_weights(tmp_path / "plain", [], steps=6, lr=1e-3)
+    strong = _train_weights(tmp_path / "strong", [L2SP(alpha=50.0)], steps=6, lr=1e-3)
+    assert drift(strong) < drift(plain)
+
+
+def test_ewc_adds_the_fisher_weighted_gradient(tmp_path: Path) -> None:
+    model = tiny_model()
+    g = torch.Generator().manual_seed(1)
+    fisher = {
+        n: torch.rand(p.shape, generator=g) for n, p in model.named_parameters() if "layers.0" in n
+    }
+    plugin = EWC(lam=3.0, fisher=fisher)
+    start, before, after = _added_gradient(plugin, tmp_path)
+    theta = after.weights[-1]
+    for n, p in theta.items():
+        added = after.seen[-1][n] - before.seen[-1][n]
+        expected = 3.0 * fisher[n] * (p - start[n]) if n in fisher else torch.zeros_like(p)
+        assert torch.allclose(added, expected, atol=1e-6), n
+
+
+def test_ewc_without_a_previous_task_is_plain_training(tmp_path: Path) -> None:
+    plain = _train_weights(tmp_path / "plain", [])
+    ewc = _train_weights(tmp_path / "ewc", [EWC(lam=1e6)])
+    assert all(torch.equal(plain[n], ewc[n]) for n in plain)
+
+
+def test_ewc_reads_the_fisher_beside_a_stage_model_folder(tmp_path: Path) -> None:
+    save_fisher(tmp_path / FISHER_FILE, {"w": torch.ones(2)})
+    assert EWC(fisher=str(tmp_path / "model")).fisher is not None
+    with pytest.raises(ConfigError, match="no Fisher estimate"):
+        EWC(fisher=str(tmp_path / "elsewhere" / "model"))
+
+
+def test_ewc_refuses_a_fisher_of_another_model(tmp_path: Path) -> None:
+    model = tiny_model()
+    name, p = next(iter(model.named_parameters()))
+    with pytest.raises(ConfigError, match="another model"):
+        run(model, 1, tmp_path, [EWC(fisher={name: torch.ones(p.shape[0] + 1)})])
+
+
+def test_distillation_loss_hand_value() -> None:
+    # teacher (ln 3, 0) -> q = (3/4, 1/4); student (0, 0) -> p = (1/2, 1/2)
+    teacher, student = torch.tensor([[math.log(3.0), 0.0]]), torch.zeros(1, 2)
+    kl = 0.75 * math.log(0.75 / 0.5) + 0.25 * math.log(0.25 / 0.5)
+    assert float(distillation_loss(student, teacher, 1.0)) == pytest.approx(kl, abs=1e-7)
+    # at temperature T, logits scaled by T give the same distributions: T^2 * kl
+    assert float(distillation_loss(student * 2, teacher * 2, 2.0)) == pytest.approx(
+        4 * kl, abs=1e-6
+    )
+    # (B, L, C) logits: masked positions do not count
+    s3, t3 = torch.zeros(1, 2, 2), torch.stack([teacher[0], torch.tensor([9.0, -9.0])])[None]
+    assert float(distillation_loss(s3, t3, 1.0, torch.tensor([[1, 0]]))) == pytest.approx(
+        kl, abs=1e-7
+    )
+    assert float(distillation_loss(teacher, teacher, 3.0)) == 0.0
+
+
+def test_distill_with_weight_zero_is_plain_training_bit_for_bit(tmp_path: Path) -> None:
+    plain = _train_weights(tmp_path / "plain", [])
+    model = tiny_model()
+    d = Distill(weight=0.0)
+    from methods_helpers import random_data, train_cfg
+
+    from polymnesia.training.loop import train
+
+    train(model, random_data(), train_cfg(4), tmp_path / "d", seed=0, plugins=[d], step_fn=d)
+    assert all(torch.equal(plain[n], p.detach()) for n, p in model.named_parameters())
+
+
+def test_distill_keeps_the_outputs_near_the_starting_model(tmp_path: Path) -> None:
+    from methods_helpers import random_data, train_cfg
+
+    from polymnesia.training.loop import train
+
+    batch = random_data(n=8, seed=5).collate(list(range(8)))
+    start = tiny_model().eval()
+    with torch.no_grad():
+        z0 = start(input_ids=batch["input_ids"]).logits
+
+    def shift(weight: float, out: Path) -> float:
+        model = tiny_model()
+        d = Distill(weight=weight, temperature=2.0)
+        train(model, random_data(), train_cfg(6, lr=3e-3), out, seed=0, plugins=[d], step_fn=d)
+        with torch.no_grad():
+            z = model.eval()(input_ids=batch["input_ids"]).logits
+        return float(distillation_loss(z, z0, 1.0))
+
+    assert shift(20.0, tmp_path / "kd") < shift(0.0, tmp_path / "plain")
+
+
+def test_distill_listed_only_as_a_plugin_refuses(tmp_path: Path) -> None:
+    with pytest.raises(PolymnesiaError, match="step function"):
+        run(tiny_model(), 1, tmp_path, [Distill()])
+
+
+def test_config_entries_are_validated_and_built() -> None:
+    spec = validate({"name": "l2sp", "alpha": 0.1})
+    assert spec == {"name": "l2sp", "alpha": 0.1, "beta": 0.0, "anchor_head": False}
+    assert validate({"name": "ewc"})["lam"] == 100.0
+    assert validate({"name": "distill", "temperature": 1.5})["weight"] == 1.0
+    with pytest.raises(ValueError, match="plugin l2sp: alpha"):
+        validate({"name": "l2sp", "alpha": -1})
+    with pytest.raises(ValueError, match="plugin distill: temperature"):
+        validate({"name": "distill", "temperature": 0})
+    with pytest.raises(ValueError, match="plugin ewc: gamma"):
+        validate({"name": "ewc", "gamma": 2})
+    (plugin,) = build_plugins([validate({"name": "l2sp", "alpha": 0.2})])
+    assert isinstance(plugin, L2SP) and plugin.alpha == 0.2
+    with pytest.raises(PolymnesiaError, match="stage input 'prev'"):
+        build_plugins([validate({"name": "ewc", "fisher": "prev"})], {})
