@@ -121,6 +121,7 @@ CASES: dict[str, Callable[[], dict[str, Any]]] = {
         "active_forgetting", reset_every=2, reset_head=True, replay_schedule=True
     ),
     "early_stopping": _early_stopping,
+    "l2sp": _plugins("l2sp", alpha=0.5, anchor_head=True),
     "lora": _lora,
     "uniform": lambda: _multilingual("uniform"),
     "pcgrad": lambda: _multilingual("pcgrad"),

@@ -76,6 +76,7 @@ CASES = [
     "frozen_rows",
     "active_forgetting",
     "early_stopping",
+    "l2sp",
     "lora",
     "uniform",
     "pcgrad",
