@@ -484,8 +484,8 @@ def plan(shape: ModelShape, setup: Setup, *, label: str = "") -> MemoryPlan:
     phases = {
         "backward start": (
             grads_before,
-            acts + held + max(chunk, workspace),
-            always + forward_only,
+            acts + held,
+            always + forward_only + max(chunk, workspace),
         ),
         "backward end": (grads, 0, always + backward_only + workspace),
         "optimizer step": (grads, 0, always + step_temp),
