@@ -43,6 +43,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from polymnesia.config.base import NOT_FINGERPRINTED
+from polymnesia.data.sources.local import input_files
 from polymnesia.errors import PolymnesiaError
 from polymnesia.io import sha256_file
 
@@ -70,8 +71,6 @@ def _files_of(kind: str, value: str) -> tuple[Path, list[Path]]:
     """(the input's root, the files it stands for)."""
     path = Path(value).expanduser()
     if kind == "local_source":
-        from polymnesia.data.sources.local import input_files
-
         return path, input_files(path)
     if path.is_file():
         return path, [path]

@@ -42,6 +42,7 @@ import torch
 
 from polymnesia.errors import PolymnesiaError
 from polymnesia.io import atomic_write_json, sha256_file
+from polymnesia.training.fsdp import local
 from polymnesia.training.state_io import load_tree, save_tree
 
 FORMAT = 1
@@ -64,8 +65,6 @@ def checkpoints(ckpt_dir: Path) -> list[tuple[int, Path]]:
 
 def params_finite(model: torch.nn.Module) -> bool:
     """Every parameter finite (this process's shards of a sharded model)."""
-    from polymnesia.training.fsdp import local
-
     return all(bool(torch.isfinite(local(p.detach())).all()) for p in model.parameters())
 
 

@@ -20,6 +20,7 @@ from typing import Any
 import torch
 
 from polymnesia.errors import ConfigError
+from polymnesia.training import fsdp
 
 SHARDED = ("fsdp2", "fsdp", "deepspeed")
 #: engines that hold every parameter whole in each process
@@ -39,8 +40,6 @@ def engine_name(acc: Any) -> str:
 def resolve(acc: Any, cfg: Any) -> str:
     """The engine this run trains under: the launcher's (``single``/``ddp``/``fsdp``/
     ``deepspeed``), or ``fsdp2`` where the config or ``POLYMNESIA_ENGINE`` asks for it."""
-    from polymnesia.training import fsdp
-
     launched = engine_name(acc)
     want = fsdp.requested(cfg.engine)
     if want == "fsdp2":

@@ -41,7 +41,13 @@ from typing import Any
 import torch
 
 from polymnesia.errors import DataError, PolymnesiaError
-from polymnesia.gradients import Combiner, InfeasibleQP, assign_flat_grad, flatten_grads
+from polymnesia.gradients import (
+    Combiner,
+    InfeasibleQP,
+    assign_flat_grad,
+    flatten_grads,
+    sharded_rows,
+)
 from polymnesia.models.anatomy import not_applicable, split_body_head
 from polymnesia.training import fsdp
 from polymnesia.training.plugins import LoopState, TrainingPlugin
@@ -169,8 +175,6 @@ class MultilingualStep(TrainingPlugin):
     ) -> torch.Tensor:
         """The step under FSDP2: rows of local gradient shards, combined without gathering."""
         import torch.distributed as dist
-
-        from polymnesia.gradients import sharded_rows
 
         acc, model = state.accelerator, state.model
         if getattr(self.combiner, "sizes", None) is not None:
