@@ -128,3 +128,17 @@ def test_report_of_a_malformed_config_is_one_line(tmp_path, capsys, content, exp
 def test_report_of_a_missing_folder_is_one_line(tmp_path, capsys):  # type: ignore[no-untyped-def]
     assert main(["report", str(tmp_path / "nope")]) == 2
     assert "does not exist" in _one_line(capsys)
+
+
+def test_an_error_naming_a_file_descriptor_does_not_show_it_as_a_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from polymnesia.pipeline import run_dir as rd
+
+    def fail(*a: object) -> None:
+        raise OSError(5, "Input/output error", 3)  # a library's error about descriptor 3
+
+    monkeypatch.setattr(rd, "_prepare", fail)
+    with pytest.raises(PolymnesiaError) as e:
+        rd.prepare_run_dir(tmp_path / "run", {"name": "x"})
+    assert "(3)" not in str(e.value) and "Input/output error" in str(e.value)

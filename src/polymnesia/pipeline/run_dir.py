@@ -55,9 +55,16 @@ def prepare_run_dir(run_dir: Path, config: Any, *, extra: dict[str, Any] | None 
     except OSError as e:
         raise PolymnesiaError(
             f"cannot use run folder {run_dir}: {e.strerror or e.__class__.__name__}"
-            f"{f' ({e.filename})' if e.filename and str(e.filename) != str(run_dir) else ''}; "
+            f"{_where(e.filename, run_dir)}; "
             "pass a writable --run-dir"
         ) from None
+
+
+def _where(filename: object, run_dir: Path) -> str:
+    """`` (PATH)`` when an error names a path other than the run folder (not a descriptor)."""
+    if isinstance(filename, str | os.PathLike) and str(filename) != str(run_dir):
+        return f" ({filename})"
+    return ""
 
 
 def check_run_dir(run_dir: Path, config: Any) -> None:
