@@ -22,6 +22,11 @@ resampling code path serves every metric:
   Statistical Significance in NLP", ACL).
 * :func:`seed_interval` and :func:`paired_seed_test`: Student-t intervals and
   the paired t-test over seeds, where a protocol runs several.
+* :func:`hierarchical_bootstrap_ci` and :func:`paired_hierarchical_bootstrap`:
+  training seeds and test items resampled together (a two-stage bootstrap:
+  seeds with replacement, then each drawn seed's items with replacement;
+  Davison & Hinkley 1997, *Bootstrap Methods and their Application*, sec. 3.8),
+  so an interval covers both the model's training randomness and the test set.
 
 Every function is seeded (``numpy.random.default_rng(seed)``), so a report
 rebuilt from the same items prints the same intervals.
@@ -460,3 +465,119 @@ def combine_independent(intervals: Sequence[Interval], level: float = DEFAULT_LE
     half = float(stats.norm.ppf((1 + level) / 2) * math.sqrt(sum(s * s for s in se)) / len(se))
     method = f"normal approximation from {len(intervals)} independent intervals"
     return Interval(est, est - half, est + half, n, level, method)
+
+
+# ------------------------------------------------------------ seeds and items
+
+PerSeed = Sequence[ItemStatistic | Sequence[ItemStatistic]]
+
+
+def _seeds(per_seed: PerSeed, what: str) -> list[list[ItemStatistic]]:
+    seeds = [_strata(s) for s in per_seed]
+    if not seeds:
+        raise PolymnesiaError(f"{what}: need at least one seed")
+    shape = [s.n for s in seeds[0]]
+    if any([s.n for s in x] != shape for x in seeds):
+        raise PolymnesiaError(
+            f"{what}: every seed must be scored on the same items (languages and counts); "
+            f"got {[[s.n for s in x] for x in seeds]}"
+        )
+    return seeds
+
+
+def _two_stage(
+    seeds: list[list[ItemStatistic]],
+    other: list[list[ItemStatistic]] | None,
+    n_resamples: int,
+    rng: np.random.Generator,
+) -> np.ndarray:
+    """Replicates of the mean over seeds (of the mean over strata) of ``a`` (minus ``b``):
+    seeds drawn with replacement, then each drawn seed's items with replacement (the same
+    items for both arms of a pair)."""
+    k = len(seeds)
+    draws = rng.integers(0, k, size=(n_resamples, k))
+    reps = np.zeros(n_resamples)
+    for j in range(k):  # position j of every replicate: seed draws[:, j]
+        for s in range(k):
+            rows = np.nonzero(draws[:, j] == s)[0]
+            if not rows.size:
+                continue
+            for t, stat in enumerate(seeds[s]):
+                idx = resample_indices(rng, stat.n, rows.size)
+                value = stat.replicates(idx)
+                if other is not None:
+                    value = value - other[s][t].replicates(idx)
+                reps[rows] += value / len(seeds[s])
+    return reps / k
+
+
+def hierarchical_bootstrap_ci(
+    per_seed: PerSeed,
+    *,
+    n_resamples: int = DEFAULT_RESAMPLES,
+    level: float = DEFAULT_LEVEL,
+    seed: int = 0,
+) -> Interval:
+    """Interval of the mean over training seeds of a score, seeds and items resampled.
+
+    ``per_seed`` holds, for each training seed, the score's :class:`ItemStatistic` (or one
+    per language: the score is then the mean over languages) on the same test items. Each
+    replicate draws ``k`` seeds with replacement and, for each drawn seed, its items with
+    replacement, and averages. With one seed it is the item bootstrap
+    (:func:`stratified_bootstrap_ci`), and says so.
+    """
+    _check(n_resamples, level)
+    seeds = _seeds(per_seed, "hierarchical bootstrap")
+    estimate = float(np.mean([np.mean([s.value() for s in x]) for x in seeds]))
+    if len(seeds) == 1:
+        iv = stratified_bootstrap_ci(seeds[0], n_resamples=n_resamples, level=level, seed=seed)
+        return Interval(iv.estimate, iv.low, iv.high, iv.n, level, f"one seed: {iv.method}")
+    reps = _two_stage(seeds, None, n_resamples, np.random.default_rng(seed))
+    lo, hi = percentile_interval(reps, level)
+    n = sum(s.n for s in seeds[0])
+    method = (
+        f"two-stage bootstrap over {len(seeds)} training seeds and {n} items "
+        f"({n_resamples} resamples)"
+    )
+    return Interval(estimate, lo, hi, n, level, method)
+
+
+def paired_hierarchical_bootstrap(
+    a: PerSeed,
+    b: PerSeed,
+    *,
+    n_resamples: int = DEFAULT_RESAMPLES,
+    level: float = DEFAULT_LEVEL,
+    seed: int = 0,
+) -> PairedTest:
+    """``mean_seeds(score(a)) - mean_seeds(score(b))`` with seeds and items resampled.
+
+    Seed ``i`` of ``a`` is paired with seed ``i`` of ``b`` (the same training seed of two
+    arms), and within a pair both arms share each item resample. The interval and the
+    two-sided p-value are read from the replicated differences as in
+    :func:`paired_bootstrap`; with one seed it is :func:`paired_bootstrap` and says so.
+    """
+    _check(n_resamples, level)
+    sa, sb = _seeds(a, "arm a"), _seeds(b, "arm b")
+    if len(sa) != len(sb) or [s.n for s in sa[0]] != [s.n for s in sb[0]]:
+        raise PolymnesiaError(
+            f"paired seeds and items must match: {len(sa)} vs {len(sb)} seeds, "
+            f"{[s.n for s in sa[0]]} vs {[s.n for s in sb[0]]} items"
+        )
+    if len(sa) == 1:
+        t = paired_bootstrap(sa[0], sb[0], n_resamples=n_resamples, level=level, seed=seed)
+        return PairedTest(t.effect, t.low, t.high, t.p_value, t.n, f"one seed: {t.method}",
+                          level, n_resamples)  # fmt: skip
+    diffs = _two_stage(sa, sb, n_resamples, np.random.default_rng(seed))
+    effect = float(
+        np.mean([np.mean([x.value() - y.value() for x, y in zip(p, q, strict=True)])
+                 for p, q in zip(sa, sb, strict=True)])
+    )  # fmt: skip
+    lo, hi = percentile_interval(diffs, level)
+    p = min(1.0, 2 * min(float(np.mean(diffs <= 0)), float(np.mean(diffs >= 0))))
+    n = sum(s.n for s in sa[0])
+    method = (
+        f"paired two-stage bootstrap over {len(sa)} training seeds and {n} items "
+        f"({n_resamples} resamples)"
+    )
+    return PairedTest(effect, lo, hi, p, n, method, level, n_resamples)
