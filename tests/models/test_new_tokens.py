@@ -22,6 +22,7 @@ from polymnesia.models.new_tokens import (
     normal_init,
     omp,
     sparsemax,
+    sparsemax_topk,
     static_embeddings,
 )
 
@@ -122,6 +123,13 @@ def test_sparsemax() -> None:
     assert torch.allclose(sparsemax(torch.tensor([0.5, 0.3, -1.0])), torch.tensor([0.6, 0.4, 0.0]))
     p = sparsemax(torch.randn(50, 30, generator=torch.Generator().manual_seed(0)))
     assert torch.allclose(p.sum(1), torch.ones(50)) and (p >= 0).all()
+
+
+def test_sparsemax_from_the_top_entries_is_exact() -> None:
+    gen = torch.Generator().manual_seed(0)
+    z = torch.cat([torch.randn(20, 600, generator=gen), torch.zeros(3, 600)])  # big supports
+    z[:10] *= 30  # small supports
+    assert torch.allclose(sparsemax_topk(z, 16), sparsemax(z), atol=1e-12)
 
 
 def static(vectors: list[list[float]], counts: list[int]) -> StaticEmbeddings:

@@ -265,6 +265,21 @@ def sparsemax(z: torch.Tensor) -> torch.Tensor:
     return (z - tau).clamp(min=0)
 
 
+def sparsemax_topk(z: torch.Tensor, k: int = 256) -> torch.Tensor:
+    """:func:`sparsemax` of each row computed from its ``k`` largest entries: exact whenever
+    the support is smaller than ``k`` (the entries left out are then below the threshold);
+    rows whose support fills all ``k`` are redone in full."""
+    if k >= z.shape[-1]:
+        return sparsemax(z)
+    top, idx = z.topk(k, dim=-1)
+    p_top = sparsemax(top)
+    out = torch.zeros_like(z).scatter_(-1, idx, p_top)
+    full = p_top[..., -1] > 0
+    if full.any():
+        out[full] = sparsemax(z[full])
+    return out
+
+
 def focus_weights(
     targets: torch.Tensor, dictionary: torch.Tensor, *, chunk: int = 1024
 ) -> torch.Tensor:
@@ -272,7 +287,7 @@ def focus_weights(
     to the old tokens' static vectors (rows sum to one)."""
     t = torch.nn.functional.normalize(targets.double(), dim=1)
     d = torch.nn.functional.normalize(dictionary.double(), dim=1)
-    out = [sparsemax(t[i : i + chunk] @ d.T) for i in range(0, len(t), chunk)]
+    out = [sparsemax_topk(t[i : i + chunk] @ d.T) for i in range(0, len(t), chunk)]
     return torch.cat(out) if out else torch.zeros((0, len(d)), dtype=torch.float64)
 
 
@@ -285,7 +300,7 @@ def focus_init(old: torch.Tensor, tokens: NewTokens) -> torch.Tensor:
     overlap, pos, ids = _overlap_and_targets(tokens)
     if len(overlap) and len(pos):
         w = focus_weights(tokens.static.vectors[ids], tokens.static.vectors[overlap])
-        rows[pos] = w @ old[overlap].double()
+        rows[pos] = w.to(old.device) @ old[overlap].double()
     return rows
 
 
@@ -335,10 +350,11 @@ def omp_init(
     overlap, pos, ids = _overlap_and_targets(tokens)
     if len(overlap) and len(pos):
         dic = tokens.static.vectors[overlap]
-        ref = old[overlap].double()
+        ref = old[overlap].double().cpu()
         for i in range(0, len(pos), chunk):
             sel, c = omp(dic, tokens.static.vectors[ids[i : i + chunk]], k)
-            rows[pos[i : i + chunk]] = (c.unsqueeze(2) * ref[sel.clamp(min=0)]).sum(dim=1)
+            mixed = (c.unsqueeze(2) * ref[sel.clamp(min=0)]).sum(dim=1)
+            rows[pos[i : i + chunk]] = mixed.to(rows.device)
     return rows
 
 
@@ -403,15 +419,13 @@ def align_init(old: torch.Tensor, tokens: NewTokens) -> torch.Tensor:
     rows = mean_init(old, tokens).double()
     mat = tokens.alignment.counts
     n_ref = tokens.n_ref
-    ref = old[:n_ref].double()
-    for i, tid in enumerate(tokens.ids):
-        if tid >= mat.shape[0]:
-            continue
-        r = mat.getrow(tid)
-        keep = r.indices < n_ref
-        cols, vals = r.indices[keep], r.data[keep]
-        total = vals.sum()
-        if total > 0:
-            w = torch.from_numpy(vals / total)
-            rows[i] = w @ ref[torch.from_numpy(cols.astype(np.int64))]
+    ids = np.asarray(tokens.ids, dtype=np.int64)
+    inside = np.flatnonzero(ids < mat.shape[0])
+    sub = sp.csr_matrix(mat[ids[inside]][:, :n_ref])  # counts over the reference rows only
+    total = np.asarray(sub.sum(axis=1)).ravel()
+    has = total > 0
+    weights = sp.diags(np.where(has, 1.0 / np.where(has, total, 1.0), 0.0)) @ sub
+    mixed = torch.from_numpy(np.asarray(weights @ old[:n_ref].double().cpu().numpy()))
+    keep = torch.from_numpy(inside[has])
+    rows[keep] = mixed[torch.from_numpy(has)].to(rows.device)
     return rows
