@@ -111,6 +111,13 @@ class HarnessEval(StrictModel):
     num_fewshot: int | None = Field(0, ge=0, description="the paper evaluates zero-shot")
     batch_size: int = Field(8, gt=0)
     max_gen_toks: int | None = Field(48, gt=0, description="cap on generated tokens")
+    ea_margin: float = Field(
+        0.05,
+        ge=0,
+        le=1,
+        description="non-inferiority margin of 'Phase 2 on a similar set keeps English "
+        "ability': EA (0-1) may fall by at most this much (docs/two_phase.md)",
+    )
     precision: InferencePrecision = Field(
         "no",
         description="every model-running evaluation stage (harness, drift, hidden-state DES) "

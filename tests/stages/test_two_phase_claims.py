@@ -1,0 +1,102 @@
+"""Paper 002's claims judged with the right test (issue 29, item 2): non-inferiority with the
+config's margin for "a similar Phase 2 keeps English ability", mitigations judged only where
+plain CFT loses English ability, and Holm's correction over the block."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from polymnesia.experiments.loading import load_config
+from polymnesia.experiments.two_phase.report import claims
+from polymnesia.experiments.two_phase.roles import (
+    cft_stage,
+    evaluated_models,
+    mix_stage,
+    p1_stage,
+)
+from polymnesia.metrics.uncertainty import PairedTest
+from polymnesia.reports.claims import claims_markdown
+
+ROOT = Path(__file__).resolve().parents[2]
+SHIPPED = ROOT / "configs" / "two_phase.yaml"
+SMOKE = ROOT / "configs" / "two_phase_smoke.yaml"
+
+
+class FakeEvidence:
+    """Every model evaluated; EA/MA differences from a table of (effect, low, high, p)."""
+
+    def __init__(self, diffs: dict[tuple[str, str, str], tuple[float, float, float, float]]):
+        self.diffs = diffs
+
+    def has(self, stage: str) -> bool:
+        return True
+
+    def difference(self, a: str, b: str, which: str) -> PairedTest:
+        e, lo, hi, p = self.diffs.get((a, b, which), (0.0, -0.05, 0.05, 1.0))
+        return PairedTest(e, lo, hi, p, 300, "paired bootstrap over documents (1000 resamples)")
+
+
+def _setup(path: Path) -> tuple[object, dict[str, str]]:
+    cfg = load_config(path, [])
+    arms = {k: v for k, v in evaluated_models(cfg).items() if k.startswith("mit_")}
+    return cfg, arms
+
+
+def test_shipped_configs_mitigate_the_pair_that_loses_english_ability() -> None:
+    for path in (SHIPPED, SMOKE):
+        cfg = load_config(path, [])
+        pair = cfg.pairs[cfg.mitigation.pair]
+        assert cfg.sets[pair.phase2].kind == "phase2_dissimilar", path.name
+        pool = cfg.sets[cfg.mitigation.pool]
+        assert pool.kind == "english_counterpart" and pool.of == pair.phase2, path.name
+        assert cfg.evaluation.ea_margin == 0.05
+
+
+def test_similar_keeps_english_ability_is_a_non_inferiority_test() -> None:
+    cfg, arms = _setup(SHIPPED)
+    similar = cfg.pairs[0]
+    p1, p2 = p1_stage(similar.phase1), cft_stage(similar)
+    # the documented run: -0.010 [-0.057, +0.037]; within a margin of 0.1 it holds
+    ev = FakeEvidence({(p2, p1, "EA"): (-0.010, -0.030, 0.010, 0.3)})
+    keep = next(c for c in claims(cfg, ev, arms) if "similar set keeps" in c.statement)
+    assert keep.margin == 0.05 and keep.verdict == "holds"  # a superiority test: inconclusive
+    assert "within the margin of 0.05" in keep.statement
+    assert "margin -0.050" in claims_markdown([keep])
+    ev = FakeEvidence({(p2, p1, "EA"): (-0.010, -0.057, 0.037, 0.7)})
+    keep = next(c for c in claims(cfg, ev, arms) if "similar set keeps" in c.statement)
+    assert keep.verdict == "inconclusive"  # the interval reaches past -0.05
+
+
+def test_mitigations_are_not_applicable_where_plain_cft_loses_nothing() -> None:
+    cfg, arms = _setup(SHIPPED)
+    pair = cfg.pairs[cfg.mitigation.pair]
+    p1, plain = p1_stage(pair.phase1), cft_stage(pair)
+    gr = next(k for k, v in arms.items() if v == "GR_10")
+    ev = FakeEvidence(
+        {(p1, plain, "EA"): (0.0, 0, 0, 1), (plain, p1, "EA"): (-0.01, -0.04, 0.02, 0.5),
+         (gr, plain, "EA"): (0.1, 0.05, 0.15, 0.0)}  # fmt: skip
+    )
+    found = claims(cfg, ev, arms)
+    keeps = [c for c in found if "better than plain CFT" in c.statement]
+    assert keeps and all(c.verdict == "not applicable" for c in keeps)
+    assert keeps[0].reason.startswith("plain CFT on english -> dissimilar lost no English ability")
+    assert "-0.010 [-0.040, +0.020]" in keeps[0].reason
+    lora_ma = next(c for c in found if c.statement.startswith("LoRA gains less"))
+    assert lora_ma.testable  # about MA, not about mitigating a loss
+    # where plain CFT loses English ability, the same claims are tested
+    ev.diffs[(plain, p1, "EA")] = (-0.25, -0.31, -0.18, 0.0)
+    found = claims(cfg, ev, arms)
+    gr_claim = next(c for c in found if c.statement.startswith("GR_10 keeps"))
+    assert gr_claim.verdict == "holds" and gr_claim.correction == "holm"
+
+
+def test_the_block_is_corrected_with_holm() -> None:
+    cfg, arms = _setup(SHIPPED)
+    similar = cfg.pairs[0]
+    ev = FakeEvidence(
+        {(cft_stage(similar), mix_stage(similar), "combined"): (0.03, 0.002, 0.06, 0.04)}
+    )
+    found = claims(cfg, ev, arms)
+    mix = next(c for c in found if c.statement.startswith("CFT beats the mixture (english -> similar"))
+    assert mix.p_adjusted is not None and mix.p_adjusted > 0.05  # 0.04 times the family
+    assert mix.verdict == "inconclusive"  # significant alone, not after Holm
