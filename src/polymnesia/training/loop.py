@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import math
+import os
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -25,7 +26,7 @@ import torch
 from polymnesia.errors import PolymnesiaError, TrainingDiverged
 from polymnesia.io import append_jsonl, atomic_write_json, read_jsonl, write_jsonl_atomic
 from polymnesia.runtime import use_cpu, use_precision
-from polymnesia.training import checkpoint, fsdp, health
+from polymnesia.training import checkpoint, fsdp, health, memory
 from polymnesia.training.config import TrainConfig, check_precision
 from polymnesia.training.data import IndexStream, TrainData
 from polymnesia.training.engines import UNSHARDED, check_engine, resolve
@@ -184,6 +185,30 @@ def no_sync(state: LoopState) -> contextlib.AbstractContextManager[None]:
     if fsdp.is_sharded(state.model):
         return fsdp.no_sync(state.model)
     return state.accelerator.no_sync(state.model)  # type: ignore[no-any-return]
+
+
+def check_memory(
+    model: torch.nn.Module, data: TrainData, cfg: TrainConfig, engine: str, acc: Any, label: str
+) -> None:
+    """Refuse, in one line naming what would make it fit, a stage whose estimated peak memory
+    per device (:mod:`polymnesia.training.memory`) exceeds what this process has. Models the
+    planner cannot read (no transformers config it knows) are not checked."""
+    device = torch.device(acc.device)
+    try:
+        width = int(data.collate(list(range(min(len(data), 8))))["input_ids"].shape[-1])
+        plan = memory.plan_for_model(
+            model,
+            cfg,
+            seq_len=width,
+            engine=engine,
+            devices=acc.num_processes,
+            device_type=device.type,
+            label=label,
+        )
+    except Exception:  # an estimate that cannot be made is no reason to stop
+        return
+    local = int(os.environ.get("LOCAL_WORLD_SIZE", "1"))
+    memory.check_fits(plan, memory.device_bytes(device, local if device.type == "cpu" else 1))
 
 
 def _checkpoints(ckpt_dir: Path) -> list[tuple[int, Path]]:
@@ -433,12 +458,14 @@ def train(
         # plugins choose and freeze parameters on the whole model; the groups are carried
         # over to the sharded parameters by name
         named = fsdp.groups_by_name(model, _param_groups(model, cfg, plugins))
+        check_memory(model, data, cfg, engine, acc, tracker_name)
         fsdp.ensure_process_group(torch.device(acc.device))
         gatherer = fsdp.Gatherer(model)
         fsdp.shard(model, cfg, torch.device(acc.device))
         groups = fsdp.groups_from_names(model, named)
     optimizer, scheduler = _optimizer(model, cfg, plugins, torch.device(acc.device), groups)
     if engine != "fsdp2":
+        check_memory(model, data, cfg, engine, acc, tracker_name)
         model, optimizer = acc.prepare(model, optimizer)
     if cfg.compile:
         acc.unwrap_model(model).compile()  # in place: state_dict keys are unchanged
