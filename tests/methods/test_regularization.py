@@ -270,3 +270,16 @@ def test_config_entries_are_validated_and_built() -> None:
     assert isinstance(plugin, L2SP) and plugin.alpha == 0.2
     with pytest.raises(PolymnesiaError, match="stage input 'prev'"):
         build_plugins([validate({"name": "ewc", "fisher": "prev"})], {})
+
+
+def test_sharded_engines_accept_the_penalties_and_refuse_distillation() -> None:
+    from polymnesia.training.engines import check_engine
+    from polymnesia.training.loop import standard_step
+
+    model, d = tiny_model(), Distill()
+    check_engine("fsdp2", [L2SP(), EWC()], standard_step, model, standard_step=standard_step)
+    with pytest.raises(ConfigError, match="'distill'.*fsdp2"):
+        check_engine("fsdp2", [d], d, model, standard_step=standard_step)
+    for engine in ("fsdp", "deepspeed"):
+        with pytest.raises(ConfigError, match="'l2sp'"):
+            check_engine(engine, [L2SP()], standard_step, model, standard_step=standard_step)

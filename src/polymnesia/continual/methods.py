@@ -1,4 +1,5 @@
-"""The five training methods of paper 004 (section 3.1, eqs. 1-6), registered by name.
+"""The five training methods of paper 004 (section 3.1, eqs. 1-6), and the standard forgetting
+baselines, registered by name.
 
 Each method says how the models of a run are trained, which decides how many
 trainable parameters it has (Table 1) and how its accuracy matrix R is filled:
@@ -16,6 +17,12 @@ trainable parameters it has (Table 1) and how its accuracy matrix R is filled:
 * ``nonshared_lora`` (eq. 6): a fresh adapter ``Delta_theta_l`` per language on
   the frozen base; at test time each language uses its own adapter.
 
+The baselines ``l2sp``, ``ewc`` (online) and ``lwf`` train as VANILLA does, language
+after language with all parameters updated, with their regularisation
+(:mod:`polymnesia.methods.regularization`) pulling each step towards the model of the
+step before; their first step has no previous model and trains as VANILLA's (L2-SP
+pulls it towards the base).
+
 Departure: MONO and NON-SHARED LoRA do not depend on the order, so their
 per-language models are trained once and R is composed per order
 (:func:`polymnesia.continual.matrix.compose_independent`): a learned language
@@ -26,9 +33,11 @@ language learned last (its zero-shot transfer), so CFT is defined for them too.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
+from polymnesia.continual.config import Hyper
 from polymnesia.registry import Registry
+from polymnesia.training.plugins import validate_plugin_spec
 
 Schedule = Literal["joint", "independent", "sequential"]
 
@@ -46,6 +55,9 @@ class Method:
     paper_lr: float
     paper_max_epochs: int
     paper_patience: int
+    #: a forgetting baseline's training plugin (``l2sp``, ``ewc``, ``distill``): added to
+    #: every step of the arm with its defaults unless the arm's ``plugins`` configure it
+    baseline: str | None = None
 
     def uses_lora(self, rank: int | None) -> bool:
         return self.lora if self.lora is not None else rank is not None
@@ -81,9 +93,48 @@ _register(
 )
 
 
+# the standard forgetting baselines (issue 27; docs/baselines.md): VANILLA's schedule with a
+# pull towards the previous step's model; full fine-tuning with VANILLA's paper defaults
+_register(
+    Method("l2sp", "L2-SP", "Xuhong et al. 2018", "sequential", False, 5e-5, 50, 5, "l2sp"),
+    "VANILLA plus an L2 pull towards the previous step's weights (L2-SP, Xuhong et al. 2018)",
+)
+_register(
+    Method("ewc", "EWC", "Kirkpatrick et al. 2017", "sequential", False, 5e-5, 50, 5, "ewc"),
+    "VANILLA plus online EWC: a Fisher-weighted pull to the previous step's weights "
+    "(Kirkpatrick et al. 2017, Schwarz et al. 2018)",
+)
+_register(
+    Method("lwf", "LwF", "Li & Hoiem 2017", "sequential", False, 5e-5, 50, 5, "distill"),
+    "VANILLA plus distillation (KL at temperature T) to the previous step's outputs "
+    "(LwF, Li & Hoiem 2017)",
+)
+
+
 def get_method(name: str) -> Method:
     """The registered method, or a one-line error naming the ones that exist."""
     return METHODS.get(name)
+
+
+def with_baseline(method: str, hyper: Hyper, has_prev: bool) -> Hyper:
+    """``hyper`` of one step of ``method`` with its baseline's plugin entry (for the stage's
+    fingerprint): the arm's own entry of that plugin if it lists one, else the defaults.
+    ``ewc`` reads the Fisher of the previous step (input ``prev``); ``distill`` needs a
+    previous model as teacher, so a first step trains without it; ``l2sp`` anchors the
+    classification head only when it was carried over from a previous step (unless set)."""
+    name = get_method(method).baseline
+    if name is None:
+        return hyper
+    own = next((dict(s) for s in hyper.plugins if s["name"] == name), None)
+    others = [s for s in hyper.plugins if s["name"] != name]
+    spec: dict[str, Any] = own if own is not None else {"name": name}
+    if name == "distill" and not has_prev:
+        return hyper.model_copy(update={"plugins": others})
+    if name == "ewc":
+        spec["fisher"] = "prev" if has_prev else None
+    if name == "l2sp" and own is None:
+        spec["anchor_head"] = has_prev
+    return hyper.model_copy(update={"plugins": [*others, validate_plugin_spec(spec)]})
 
 
 def arm_label(method: str, rank: int | None) -> str:

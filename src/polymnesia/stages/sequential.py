@@ -36,6 +36,14 @@ from polymnesia.evaluation.inference import place_for_inference
 from polymnesia.io import atomic_dir, atomic_write_json
 from polymnesia.items import ITEMS_FILE, BootstrapConfig, ItemSet, score_with_items, write_items
 from polymnesia.methods.early_stopping import EarlyStopping
+from polymnesia.methods.regularization import (
+    EWC,
+    FISHER_FILE,
+    Distill,
+    diagonal_fisher,
+    online_fisher,
+    save_fisher,
+)
 from polymnesia.models.io import save_model_and_tokenizer
 from polymnesia.models.lora import LoraConfig, add_adapter, load_adapter, trainable_parameters
 from polymnesia.pipeline.stage import STAGES, Stage, StageContext
@@ -161,16 +169,23 @@ def _train(
         weight_decay=0.0, log_every=spe, checkpoint_every=steps, progress_bar=False,
     )  # fmt: skip
     t0 = time.time()
+    plugins = build_plugins(h.plugins, ctx.inputs)
+    # LwF's distillation makes the loss: it is the step function as well as a plugin
+    distill = [q for q in plugins if isinstance(q, Distill)]
+    data = ClassificationData(train_ex, tok.pad_token_id)
     model, result = train(
         model,
-        ClassificationData(train_ex, tok.pad_token_id),
+        data,
         cfg,
         ctx.out_dir,
         seed=p.seed,
-        plugins=[stopper, *build_plugins(h.plugins, ctx.inputs)],
+        plugins=[stopper, *plugins],
         tracker_name=ctx.spec.name,
+        **({"step_fn": distill[0]} if distill else {}),  # type: ignore[arg-type]
     )
     stopper.restore_best(model)
+    for ewc in (q for q in plugins if isinstance(q, EWC)):
+        _fisher(ctx, model, data, ewc)
     shutil.rmtree(ctx.out_dir / "checkpoints", ignore_errors=True)
     return model, {
         **stopper.summary(),
@@ -181,6 +196,21 @@ def _train(
         "train_examples_seen": result.steps * batch,
         "train_loss": result.final_loss,
     }
+
+
+def _fisher(ctx: StageContext, model: torch.nn.Module, data: ClassificationData, ewc: EWC) -> None:
+    """EWC: the diagonal empirical Fisher of this step's training data at its final weights,
+    folded into the previous step's running Fisher (online EWC, ``gamma``), for the next
+    step (``fisher.safetensors`` beside ``model/``)."""
+    n = min(len(data), ewc.fisher_examples)
+    size = ewc.fisher_batch_size
+    device = next(model.parameters()).device
+    batches = (
+        {k: v.to(device) for k, v in data.collate(range(i, min(i + size, n))).items()}
+        for i in range(0, n, size)
+    )
+    fisher = online_fisher(ewc.fisher, diagonal_fisher(model, batches), ewc.gamma)
+    save_fisher(ctx.out_dir / FISHER_FILE, fisher)
 
 
 def _save(ctx: StageContext, p: StepParams, model: torch.nn.Module, tok: Any) -> None:

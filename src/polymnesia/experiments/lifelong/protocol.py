@@ -14,7 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from polymnesia.continual.config import OrderConfig
-from polymnesia.continual.methods import get_method
+from polymnesia.continual.methods import get_method, with_baseline
 from polymnesia.experiments.base import EXPERIMENTS, Experiment, ExperimentConfig
 from polymnesia.experiments.lifelong.config import LifelongConfig
 from polymnesia.experiments.lifelong.keys import arm_key
@@ -41,7 +41,7 @@ def _step(
     **kw: object,
 ) -> StageSpec:
     params = StepParams(
-        method=method, rank=rank, lora=cfg.lora, hyper=cfg.hyper(method, rank), task=cfg.task,
+        method=method, rank=rank, lora=cfg.lora, hyper=with_baseline(method, cfg.hyper(method, rank), "prev" in inputs), task=cfg.task,
         task_pivot=cfg.task_pivot, slot_field=cfg.slot_field, languages=cfg.languages, train_per_lang=cfg.train_per_lang,
         eval_per_lang=cfg.eval_per_lang, eval_batch_size=cfg.eval_batch_size, eval_precision=cfg.eval_precision, bootstrap=cfg.bootstrap, seed=cfg.seed, **kw,  # type: ignore[arg-type]
     )  # fmt: skip
