@@ -42,8 +42,10 @@ from pydantic import Field
 
 from polymnesia.config.base import StrictModel
 from polymnesia.errors import ConfigError, PolymnesiaError
+from polymnesia.io import atomic_write_bytes
 from polymnesia.models.anatomy import split_body_head
 from polymnesia.training.fsdp import local, local_rows
+from polymnesia.training.loop import no_sync, standard_step
 from polymnesia.training.plugins import PLUGINS, LoopState, TrainingPlugin
 
 #: where a stage keeps the (running) Fisher of the task it trained, next to ``model/``
@@ -142,8 +144,6 @@ def online_fisher(
 
 def save_fisher(path: Path, fisher: Mapping[str, torch.Tensor]) -> None:
     from safetensors.torch import save
-
-    from polymnesia.io import atomic_write_bytes
 
     atomic_write_bytes(path, save({k: v.detach().cpu().contiguous() for k, v in fisher.items()}))
 
@@ -433,8 +433,6 @@ class Distill(TrainingPlugin):
     def __call__(
         self, state: LoopState, micro_batches: list[dict[str, torch.Tensor]]
     ) -> torch.Tensor:
-        from polymnesia.training.loop import no_sync, standard_step
-
         self._called = True
         if self.teacher is None:
             return standard_step(state, micro_batches)
