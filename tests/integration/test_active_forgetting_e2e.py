@@ -69,7 +69,9 @@ def test_smoke_run_produces_all_tables(isolated_cache: Path, tmp_path: Path) -> 
     # three-verdict claims with effect, CI and n; baselines; the translation floor
     with open(run_dir / "results" / "claims.csv", encoding="utf-8") as f:
         claims = list(csv.DictReader(f))
-    assert len(claims) == 9 and {c["Verdict"].split()[-1] for c in claims} <= set(VERDICTS)
+    assert len(claims) == 9 and {
+        c["Verdict"].split(":")[0].split(" ", 1)[-1] for c in claims
+    } <= set(VERDICTS)
     assert all(c["n"] and "[" in c["Effect [95% CI]"] for c in claims)
     assert "does not hold" not in report and "of 9 claims hold" in report
     for name in ("genre_baselines", "translation_floor"):

@@ -8,6 +8,7 @@ import numpy as np
 
 from polymnesia.experiments.active_forgetting.claims import (
     floor_claims,
+    genre_learned,
     learned_table,
     paper_claims,
 )
@@ -119,3 +120,16 @@ def test_figure3_drawn_for_two_sizes(tmp_path: Path) -> None:
     figure3(rep, tmp_path, scores("small", 10, 0.0) + scores("large", 100, 0.1), GROUPS)
     assert (tmp_path / "plots" / "figure3_scale.png").stat().st_size > 0
     assert any(s.kind == "image" for s in rep.sections)
+
+
+def test_genre_claims_on_an_arm_that_did_not_learn_are_not_testable() -> None:
+    """Issue 29: a claim resting on an arm below twice chance (and twice majority) is not
+    testable; the language-modelling claims do not rest on the genre task."""
+    sc, items = evidence()
+    ok = genre_learned(sc, items, ["Baseline", "BA", "AFA"], BOOT)
+    assert ok["Baseline"] is False and ok["AFA"] is True  # always the majority genre; 2/3 right
+    found = {c.statement: c for c in paper_claims(sc, items, GROUPS, "bits_per_byte", BOOT, ok=ok)}
+    base = found["AFA has higher genre accuracy than Baseline"]
+    assert base.verdict == "not testable" and base.reason == "arm Baseline did not learn"
+    lower = found["AFA has lower bits_per_byte than Baseline (all languages)"]
+    assert lower.verdict == "holds"  # not a genre claim

@@ -40,7 +40,7 @@ from __future__ import annotations
 import html
 import math
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Literal
 
@@ -223,6 +223,12 @@ def not_testable(claim: Claim, arms: Sequence[str]) -> Claim:
         return claim
     names = " and ".join(arms)
     return replace(claim, not_testable=f"arm{'s' if len(arms) > 1 else ''} {names} did not learn")
+
+
+def rests_on(claim: Claim, arms: Sequence[str], ok: Mapping[str, bool]) -> Claim:
+    """``claim`` as not testable when an arm it compares is ``False`` in ``ok`` (arm -> learned?,
+    :func:`learned_arms_of`); an arm ``ok`` does not name is not checked."""
+    return not_testable(claim, [a for a in dict.fromkeys(arms) if not ok.get(a, True)])
 
 
 def not_applicable(claim: Claim, reason: str) -> Claim:
@@ -465,6 +471,18 @@ def learned_floor(base: Baselines, metric: str) -> float:
 def learned(score: float, base: Baselines, metric: str) -> bool:
     """Whether ``score`` reaches :func:`learned_floor` (NaN: no)."""
     return math.isfinite(score) and score >= learned_floor(base, metric)
+
+
+def learned_arms_of(
+    rows: Sequence[tuple[str, str, str, Interval, Baselines]], scope: str | None = None
+) -> dict[str, bool]:
+    """``{model: learned?}`` from :func:`baseline_table`'s rows (of ``scope`` when given): an arm
+    learned when every one of its rows reaches :func:`learned_floor`."""
+    out: dict[str, bool] = {}
+    for model, where, metric, iv, base in rows:
+        if scope is None or where == scope:
+            out[model] = out.get(model, True) and learned(iv.estimate, base, metric)
+    return out
 
 
 def baseline_table(

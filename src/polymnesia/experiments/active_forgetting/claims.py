@@ -26,7 +26,7 @@ Paper 000 (Aggarwal et al. 2024):
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -41,6 +41,8 @@ from polymnesia.reports.claims import (
     baseline_table,
     claim_from_test,
     claims_table,
+    learned_arms_of,
+    rests_on,
 )
 from polymnesia.reports.evidence import arm_difference, arm_score, item_baselines
 from polymnesia.reports.table_core import Table
@@ -75,8 +77,11 @@ def paper_claims(
     headline: str,
     cfg: BootstrapConfig,
     size: str | None = None,
+    ok: Mapping[str, bool] | None = None,
 ) -> list[Claim]:
-    """The claims of paper 000 on this run's scores and items (one model size, ``size``)."""
+    """The claims of paper 000 on this run's scores and items (one model size, ``size``).
+    ``ok`` (:func:`genre_learned`) sets a genre-accuracy claim aside as not testable when an
+    arm it compares did not learn the task."""
     at = {} if size is None else {"size": size}
     tag = f" ({size})" if size is not None else ""
     out: list[Claim] = []
@@ -87,15 +92,14 @@ def paper_claims(
         if not any(s.metric == metric and s.task == task and s.model in (a, b) for s in scores):
             return
         test = _diff(scores, items, metric, task, a, b, cfg, **at, **w)
-        out.append(
-            claim_from_test(
-                statement + tag,
-                sign,
-                test,
-                effect_label=f"{metric}: {a} − {b}",
-                source=f"{SOURCE}, {src}",
-            )
+        c = claim_from_test(
+            statement + tag,
+            sign,
+            test,
+            effect_label=f"{metric}: {a} − {b}",
+            source=f"{SOURCE}, {src}",
         )
+        out.append(rests_on(c, [a, b], ok or {}) if task == "genre" else c)
 
     for other in ("Baseline", "BA"):
         add(
@@ -139,10 +143,41 @@ def learned_table(
     interval is a stratified bootstrap over the scope's verses, the baselines
     those of the pooled gold genres of the same verses.
     """
+    rows = learned_rows(scores, items, arms, cfg, size)
+    if not rows:
+        return None
+    return baseline_table(
+        rows,
+        name="genre_baselines",
+        title="Did the task models learn? Zero-shot genre classification against chance and majority",
+    )
+
+
+def genre_learned(
+    scores: Sequence[Score],
+    items: Sequence[ItemSet],
+    arms: Sequence[str],
+    cfg: BootstrapConfig,
+    size: str | None = None,
+) -> dict[str, bool]:
+    """``{arm: learned?}``: zero-shot genre accuracy over all languages at the learned floor
+    (:func:`~polymnesia.reports.claims.learned_floor`); the genre claims rest on it."""
+    rows = [r for r in learned_rows(scores, items, arms, cfg, size) if r[2] == "accuracy"]
+    return learned_arms_of(rows, scope="all")
+
+
+def learned_rows(
+    scores: Sequence[Score],
+    items: Sequence[ItemSet],
+    arms: Sequence[str],
+    cfg: BootstrapConfig,
+    size: str | None = None,
+) -> list[tuple[str, str, str, Any, Baselines]]:
+    """The rows of :func:`learned_table`: ``(arm, scope, metric, interval, baselines)``."""
     at: dict[str, Any] = {} if size is None else {"size": size}
     genre = select_items(items, task="genre", **at)
     if not genre:
-        return None
+        return []
     chosen = [s for s in scores if s.task == "genre"]
     scopes = [("en", ["en"])] if any(s.lang == "en" for s in genre) else []
     scopes.append(("all", sorted({s.lang for s in genre})))
@@ -159,13 +194,7 @@ def learned_table(
                 except DataError:
                     continue
                 rows.append((arm, scope, metric, iv, base))
-    if not rows:
-        return None
-    return baseline_table(
-        rows,
-        name="genre_baselines",
-        title="Did the task models learn? Zero-shot genre classification against chance and majority",
-    )
+    return rows
 
 
 def floor_claims(

@@ -11,6 +11,7 @@ from typing import Any
 from polymnesia.experiments.active_forgetting.claims import (
     floor_claims,
     floor_table,
+    genre_learned,
     learned_table,
     paper_claims,
 )
@@ -21,7 +22,7 @@ from polymnesia.experiments.reporting import (
     training_curves,
 )
 from polymnesia.items import ItemSet, group_intervals, run_items, select_items
-from polymnesia.reports.claims import claims_table
+from polymnesia.reports.claims import claims_table, correct
 from polymnesia.reports.plots import line_plot
 from polymnesia.reports.render import Report
 from polymnesia.reports.tables import (
@@ -266,14 +267,10 @@ def write_report(cfg: Any, run_dir: Path) -> Path:
     size_labels = [s for s in dict.fromkeys(s.size for s in scores if s.task == "lm")]
     found = []
     for size in size_labels:
-        found += paper_claims(
-            scores,
-            items,
-            groups,
-            cfg.evaluate.headline,
-            boot,
-            size if len(size_labels) > 1 else None,
-        )
+        one = size if len(size_labels) > 1 else None
+        ok = genre_learned(scores, items, ARMS, boot, one)
+        found += paper_claims(scores, items, groups, cfg.evaluate.headline, boot, one, ok)
+    found = correct(found)
     rep.claims(found)
     write_table(results, claims_table(found))
     rep.heading("Did the models learn the tasks?", 2)

@@ -30,7 +30,7 @@ from polymnesia.reports.claims import (
     claim_from_test,
     learned,
     not_applicable,
-    not_testable,
+    rests_on,
 )
 from polymnesia.reports.table_core import Table
 
@@ -49,11 +49,6 @@ def learned_arms(arms: Sequence[Arm], ev: Evidence | None, metric: str) -> dict[
         return {}
     base = mean_baselines(ev.baselines)
     return {a.label: learned(learned_score(a.Rs), base, metric) for a in arms}
-
-
-def _rests_on(claim: Claim, arms: Sequence[str], ok: Mapping[str, bool]) -> Claim:
-    """``claim`` as not testable when an arm it compares did not learn."""
-    return not_testable(claim, [a for a in arms if not ok.get(a, True)])
 
 
 #: why NON-SHARED LoRA's "forgets less" is not tested (docs/lifelong.md)
@@ -78,7 +73,7 @@ def method_claims(
     others = [a for a in arms if a is not multi]
     if multi is not None and others:
         d = m[multi.label]["final"] - best_of([m[a.label]["final"] for a in others])
-        out.append(_rests_on(
+        out.append(rests_on(
             _claim("MULTI has the best final score of all methods", +1, d, "final(MULTI) − best other",
                    f"{SOURCE} Table 1: 75.03% vs at most 74.19%"), [multi.label], ok))  # fmt: skip
     vanilla = next((a for a in arms if a.method == "vanilla"), None)
@@ -87,7 +82,7 @@ def method_claims(
     v = m[vanilla.label]
     V = vanilla.label
     out.append(
-        _rests_on(
+        rests_on(
             _claim(
                 "VANILLA forgets: CBT < 0", -1, v["cbt"], "CBT(VANILLA)", f"{SOURCE} Table 2: -0.08"
             ),
@@ -103,13 +98,13 @@ def method_claims(
             d = m[a.label][key] - v[key]
             c = _claim(f"{a.label} {what}", -1, d, f"{key.upper()}({a.label}) − {key.upper()}(VANILLA)",
                        f"{SOURCE} Table 2: {paper}")  # fmt: skip
-            out.append(_rests_on(c, [a.label, V], ok))
+            out.append(rests_on(c, [a.label, V], ok))
     for a in (a for a in arms if a.method == "nonshared_lora"):
         forgets = _claim(f"{a.label} forgets less than VANILLA (higher CBT)", +1,
                          m[a.label]["cbt"] - v["cbt"], f"CBT({a.label}) − CBT(VANILLA)",
                          f"{SOURCE} Figure 2: \"greater resilience to forgetting\"")  # fmt: skip
         out.append(not_applicable(forgets, NONSHARED_CANNOT_FORGET))
-        out.append(_rests_on(
+        out.append(rests_on(
             _claim(f"{a.label} ends with a higher final score than VANILLA", +1,
                    m[a.label]["final"] - v["final"], f"final({a.label}) − final(VANILLA)",
                    f"{SOURCE} Table 1: 72.14-73.16% vs 66.16%"), [a.label, V], ok))  # fmt: skip
@@ -141,7 +136,7 @@ def script_claims(
         _claim(f"Latin scripts are stronger donors than non-Latin ones ({arm.label}, mean MFT)", -1,
                mft, "MFT(non-Latin) − MFT(Latin)", f"{SOURCE} section 5.2, Figure 6"),
     ]  # fmt: skip
-    return [_rests_on(c, [arm.label], ok or {}) for c in found]
+    return [rests_on(c, [arm.label], ok or {}) for c in found]
 
 
 def baselines(
