@@ -94,6 +94,22 @@ def _early_stopping() -> dict[str, Any]:
     return {"plugins": [es], "after": es.restore_best}
 
 
+def _eval_during_training() -> dict[str, Any]:
+    """The loop's evaluation every 2 steps: the likelihood scorer on an uneven number of
+    texts (every process must make the same forward passes under FSDP2)."""
+    from polymnesia.evaluation.likelihood import default_runtime, sequence_nll
+
+    seqs = [list(range(3, 3 + n)) for n in (5, 9, 12, 7, 11)]
+
+    def evaluate(model: torch.nn.Module) -> dict[str, float]:
+        rt = default_runtime(model)  # as the likelihood scorers split texts over processes
+        nll, count = sequence_nll(model, rt.shard(seqs), pad_id=0, batch_size=2)
+        total = rt.sum([sum(nll), float(sum(count))])
+        return {"val_nll": round(total[0] / total[1], 6)}
+
+    return {"eval_fn": evaluate, "cfg": {"eval_every": 2}}
+
+
 def _plugins(name: str, **options: Any) -> Callable[[], dict[str, Any]]:
     def make() -> dict[str, Any]:
         from polymnesia.training.plugins import PLUGINS
@@ -106,6 +122,7 @@ def _plugins(name: str, **options: Any) -> Callable[[], dict[str, Any]]:
 CASES: dict[str, Callable[[], dict[str, Any]]] = {
     "plain": lambda: {"cfg": {"grad_accum": 2, "weight_decay": 0.1}},
     "tied": lambda: {"model": tiny_model(tied=True)},
+    "eval_during_training": _eval_during_training,
     "checkpointing": lambda: {"cfg": {"gradient_checkpointing": True}},
     "bf16": lambda: {"cfg": {"mixed_precision": "bf16"}},
     "offload": lambda: {"cfg": {"fsdp2_offload": True}},
@@ -141,7 +158,7 @@ def run_case(name: str, out: Path, engine: str) -> None:
     if engine != "fsdp2":
         kw.pop("fsdp2_offload", None)
     cfg = train_cfg(STEPS, **kw)
-    extra = {k: spec[k] for k in ("step_fn",) if k in spec}
+    extra = {k: spec[k] for k in ("step_fn", "eval_fn") if k in spec}
     folder = out / name
     if name == "resume":  # stopped after a checkpoint at a seeded random step, then resumed
         at = random.Random(0).choice([3, 5])

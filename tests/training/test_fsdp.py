@@ -69,6 +69,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 CASES = [
     "plain",
     "tied",
+    "eval_during_training",
     "checkpointing",
     "offload",
     "layer_freezing_random",
@@ -114,6 +115,15 @@ def test_fsdp2_combines_sharded_gradients_with_the_one_process_weights(
     assert len(one) == len(two) == 6 and all(w is not None for w in one)
     for a, b in zip(one, two, strict=True):
         assert a == pytest.approx(b, abs=1e-6)
+
+
+@pytest.mark.integration
+def test_fsdp2_evaluation_inside_training_scores_every_text(runs: dict[str, Path]) -> None:
+    lines = (runs["fsdp2"] / "eval_during_training" / "metrics.jsonl").read_text().splitlines()
+    ref = (runs["one"] / "eval_during_training" / "metrics.jsonl").read_text().splitlines()
+    got = [json.loads(x)["val_nll"] for x in lines if "val_nll" in x]
+    want = [json.loads(x)["val_nll"] for x in ref if "val_nll" in x]
+    assert len(got) == 3 and got == pytest.approx(want, rel=1e-5)
 
 
 @pytest.mark.integration

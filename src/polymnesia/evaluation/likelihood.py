@@ -17,6 +17,7 @@ from typing import Any
 
 import torch
 import torch.nn.functional as F
+from torch.distributed.fsdp import FSDPModule
 
 from polymnesia.metrics.lm import exp_or_inf
 from polymnesia.runtime import Runtime, logit_chunk_rows
@@ -107,7 +108,10 @@ def _token_nll(
     get_decoder = getattr(model, "get_decoder", None)
     head = get_head() if callable(get_head) else None
     softcap = getattr(getattr(model, "config", None), "final_logit_softcapping", None)
-    if callable(get_decoder) and isinstance(head, torch.nn.Linear) and not softcap:
+    # a model sharded by FSDP2 gathers its root's weights (embeddings, head) only in its own
+    # forward pass: the body and the head are not called apart from it
+    chunked = not isinstance(model, FSDPModule)
+    if chunked and callable(get_decoder) and isinstance(head, torch.nn.Linear) and not softcap:
         # right padding: under the causal mask no real token attends to a later pad, so the
         # padding mask changes nothing that is scored and attention takes its fast causal path;
         # no key/value cache is built for a single pass
@@ -201,10 +205,14 @@ def sequence_nll(
 
 
 def default_runtime(model: torch.nn.Module) -> Runtime:
-    """The model's device, sharded over the processes of an initialised process group."""
+    """The model's device, sharded over the processes of an initialised process group; not
+    for a model sharded by FSDP2 (an evaluation inside its training): its forward passes
+    are collectives every process makes together, so each process scores every text."""
     import torch.distributed as dist
 
     device = next(model.parameters()).device
+    if isinstance(model, FSDPModule):
+        return Runtime(device=device)
     if dist.is_available() and dist.is_initialized():
         return Runtime(device=device, rank=dist.get_rank(), world=dist.get_world_size())
     return Runtime(device=device)
