@@ -245,3 +245,21 @@ def test_lora_rank_is_checked_against_a_local_model_folder(isolated_cache, tmp_p
     assert "ranks.0: LoRA rank 64 is larger than the width" in err
     data["ranks"] = [4]
     assert main(["validate", config_with(tmp_path, smoke, **data)]) == 0, capsys.readouterr()
+
+
+def test_a_translation_task_needs_english_in_the_data_too() -> None:
+    from types import SimpleNamespace
+
+    from polymnesia.cli.checks import _check_harness_languages
+    from polymnesia.errors import ConfigError
+
+    def specs(languages: list[str]) -> list[SimpleNamespace]:
+        data = SimpleNamespace(name="data", kind="data", inputs={},
+                               params=SimpleNamespace(languages=languages))  # fmt: skip
+        harness = SimpleNamespace(name="h", kind="evaluate_harness", inputs={"data": "data"},
+                                  params=SimpleNamespace(tasks=["poly_translate_de"]))  # fmt: skip
+        return [data, harness]
+
+    _check_harness_languages(specs(["de", "en"]))
+    with pytest.raises(ConfigError, match="poly_translate_de reads language 'en'"):
+        _check_harness_languages(specs(["de"]))

@@ -135,13 +135,12 @@ def _check_harness_languages(specs: list[Any]) -> None:
         languages = getattr(getattr(data, "params", None), "languages", None)
         if not isinstance(languages, list):
             continue
-        missing = [
-            t for t in expand(spec.params.tasks) if HARNESS_TASKS.get(t).lang not in languages
-        ]
+        need = {t: HARNESS_TASKS.get(t).data_languages for t in expand(spec.params.tasks)}
+        missing = [t for t, langs in need.items() if any(x not in languages for x in langs)]
         if missing:
-            lang = HARNESS_TASKS.get(missing[0]).lang
+            lang = next(x for x in need[missing[0]] if x not in languages)
             raise ConfigError(
-                f"lm-eval task {missing[0]} is in language '{lang}', which the data does not "
+                f"lm-eval task {missing[0]} reads language '{lang}', which the data does not "
                 f"prepare (languages: {', '.join(languages)}); add '{lang}' to the data "
                 "languages or pick a task in one of them"
             )
