@@ -111,3 +111,57 @@ def test_merging_real_model_state_dicts_round_trips() -> None:
     assert all(torch.allclose(back[k], m1[k], atol=1e-6) for k in m0)
     model = tiny_model()
     model.load_state_dict(ties(m0, [m1], density=0.3))
+
+
+def _folder(tmp_path, name: str, seed: int, **kw):  # type: ignore[no-untyped-def]
+    from methods_helpers import tiny_model
+
+    model = tiny_model(seed=seed, **kw)
+    folder = tmp_path / name
+    model.save_pretrained(folder, safe_serialization=True)
+    (folder / "tokenizer.json").write_text('{"v": 1}')
+    return folder, model.state_dict()
+
+
+@pytest.mark.parametrize("shard_bytes", [2**30, 2_000])
+def test_merge_folders_streams_the_same_merge(tmp_path, shard_bytes: int) -> None:  # type: ignore[no-untyped-def]
+    from transformers import AutoModelForCausalLM
+
+    from polymnesia.methods.merging import merge_folders
+
+    (a, sa), (b, sb), (c, sc) = (_folder(tmp_path, n, s) for n, s in (("a", 0), ("b", 1), ("c", 2)))
+    cases = [
+        ("average", {"weights": [3, 1]}, None, average([sa, sb], [3, 1])),
+        ("task_arithmetic", {"lam": 0.5}, a, task_arithmetic(sa, [sb, sc], 0.5)),
+        ("ties", {"density": 0.3}, a, ties(sa, [sb, sc], density=0.3)),
+    ]
+    for method, kw, base, want in cases:
+        out = tmp_path / f"out_{method}"
+        tuned = [a, b] if base is None else [b, c]
+        merge_folders(out, tuned, method, base=base, shard_bytes=shard_bytes, **kw)
+        assert (out / "model.safetensors.index.json").is_file() == (shard_bytes < 2**30)
+        assert (out / "config.json").is_file() and (out / "tokenizer.json").is_file()
+        got = AutoModelForCausalLM.from_pretrained(str(out)).state_dict()
+        for k, v in want.items():
+            assert torch.allclose(got[k], v, atol=1e-6), (method, k)
+
+
+def test_merge_folders_refuses_other_architectures_and_tokenizers(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from polymnesia.methods.merging import merge_folders
+
+    a, _ = _folder(tmp_path, "a", 0)
+    wide, _ = _folder(tmp_path, "wide", 1, intermediate_size=24)
+    with pytest.raises(ConfigError, match="shape"):
+        merge_folders(tmp_path / "o1", [a, wide], "average")
+    deep, _ = _folder(tmp_path, "deep", 1, num_hidden_layers=3)
+    with pytest.raises(ConfigError, match="other tensors"):
+        merge_folders(tmp_path / "o1", [a, deep], "average")
+    other, _ = _folder(tmp_path, "other", 1)
+    (other / "tokenizer.json").write_text('{"v": 2}')
+    with pytest.raises(ConfigError, match="tokenizer.json differs"):
+        merge_folders(tmp_path / "o2", [a, other], "average")
+    with pytest.raises(ConfigError, match="needs a base"):
+        merge_folders(tmp_path / "o3", [a, other], "ties")
+    with pytest.raises(ConfigError, match="unknown method"):
+        merge_folders(tmp_path / "o4", [a, other], "slerp")
+    assert not (tmp_path / "o1").exists() and not (tmp_path / "o2").exists()

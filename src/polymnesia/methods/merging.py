@@ -17,6 +17,9 @@ can stream tensors from safetensors files in bounded memory).
   ``tau_m = sum_{i: sign(tau_hat_i) = gamma} tau_hat_i / |{i: ...}|``; then
   ``theta_0 + lambda tau_m``.
 
+:func:`merge_folders` merges Hugging Face model folders (safetensors) one tensor at a time,
+so the memory it needs is one tensor per model plus one output shard, whatever the model's size.
+
 Tensors that are not floating point (integer buffers, position ids) are taken from the base
 (the first model for :func:`average`), after checking they agree. Models with other tensor
 names or shapes are refused in one line. Arithmetic is float32 (float64 stays float64); the
@@ -25,12 +28,16 @@ result has each tensor's original dtype.
 
 from __future__ import annotations
 
+import json
 import math
+import shutil
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 
 import torch
 
 from polymnesia.errors import ConfigError
+from polymnesia.io import atomic_dir
 
 State = Mapping[str, torch.Tensor]
 
@@ -194,3 +201,147 @@ def ties(
         else:
             out[k] = _same([base[k], *ts], k)
     return out
+
+
+# --- model folders, streamed ------------------------------------------------------------
+
+#: the files of a model folder that are not weights, copied from the base (or first) model
+WEIGHT_SUFFIXES = (".safetensors", ".safetensors.index.json", ".bin", ".bin.index.json")
+#: files whose bytes must agree between merged models (same tokenizer)
+TOKENIZER_FILES = ("tokenizer.json", "vocab.json", "merges.txt", "tokenizer.model", "vocab.txt")
+
+
+def _weight_index(folder: Path) -> dict[str, Path]:
+    """Tensor name -> the safetensors file holding it (one file or a sharded index)."""
+    index = folder / "model.safetensors.index.json"
+    if index.is_file():
+        mapping = json.loads(index.read_text(encoding="utf-8"))["weight_map"]
+        return {k: folder / v for k, v in mapping.items()}
+    single = folder / "model.safetensors"
+    if not single.is_file():
+        raise ConfigError(f"merge: {folder} holds no model.safetensors (or its index)")
+    from safetensors import safe_open
+
+    with safe_open(str(single), "pt") as f:
+        return dict.fromkeys(f.keys(), single)
+
+
+def _check_tokenizers(folders: Sequence[Path]) -> None:
+    for name in TOKENIZER_FILES:
+        present = [f / name for f in folders if (f / name).is_file()]
+        if 0 < len(present) < len(folders) or len({p.read_bytes() for p in present}) > 1:
+            raise ConfigError(
+                f"merge: {name} differs between {folders[0]} and the other models: "
+                "models with one tokenizer only"
+            )
+
+
+class _Reader:
+    """Opens each safetensors file of a folder once; reads one tensor at a time."""
+
+    def __init__(self, folder: Path) -> None:
+        from safetensors import safe_open
+
+        self.index = _weight_index(folder)
+        self.handles = {p: safe_open(str(p), "pt") for p in set(self.index.values())}
+
+    def shape(self, name: str) -> tuple[int, ...]:
+        return tuple(self.handles[self.index[name]].get_slice(name).get_shape())
+
+    def get(self, name: str) -> torch.Tensor:
+        return self.handles[self.index[name]].get_tensor(name)
+
+
+def merge_folders(
+    out: Path,
+    tuned: Sequence[Path],
+    method: str,
+    *,
+    base: Path | None = None,
+    weights: Sequence[float] | None = None,
+    lam: float = 1.0,
+    density: float = 0.2,
+    shard_bytes: int = 2**30,
+) -> Path:
+    """Merge the model folders ``tuned`` (against ``base`` for ``task_arithmetic`` and
+    ``ties``) into the HF folder ``out``, one tensor at a time: memory holds one tensor per
+    model plus at most ``shard_bytes`` of merged output. Config and tokenizer files are
+    copied from ``base`` (else the first model); other architectures or tokenizers are one
+    line before anything is read."""
+    if method not in MERGES:
+        raise ConfigError(f"merge: unknown method {method!r}; accepted: {', '.join(MERGES)}")
+    if method == "average" and base is not None:
+        raise ConfigError("merge: average takes no base model")
+    if method != "average" and base is None:
+        raise ConfigError(f"merge: {method} needs a base model (the task vectors' origin)")
+    folders = [*([base] if base is not None else []), *tuned]
+    if len(tuned) < (2 if method == "average" else 1):
+        raise ConfigError(f"merge: {method} needs more models, got {len(tuned)}")
+    _check_tokenizers(folders)
+    readers = [_Reader(f) for f in folders]
+    names = list(readers[0].index)
+    for i, r in enumerate(readers[1:], start=1):
+        if set(r.index) != set(names):
+            extra = sorted(set(r.index) ^ set(names))[:3]
+            raise ConfigError(
+                f"merge: {folders[i]} has other tensors than {folders[0]} ({', '.join(extra)}): "
+                "models of one architecture only"
+            )
+        for k in names:
+            if r.shape(k) != readers[0].shape(k):
+                raise ConfigError(
+                    f"merge: {k} has shape {r.shape(k)} in {folders[i]} and "
+                    f"{readers[0].shape(k)} in {folders[0]} (another architecture or vocabulary)"
+                )
+    w = _weights(weights, len(tuned)) if method == "average" else []
+    from safetensors.torch import save_file
+
+    with atomic_dir(out) as tmp:
+        shards: list[dict[str, torch.Tensor]] = [{}]
+        size = 0
+        files: list[str] = []
+
+        def flush() -> None:
+            name = f"model-{len(files) + 1:05d}.safetensors"
+            save_file(shards[-1], str(tmp / name), metadata={"format": "pt"})
+            files.append(name)
+            shards[-1] = {}
+
+        for k in names:
+            ts = [r.get(k) for r in readers]
+            if not ts[0].is_floating_point():
+                merged = _same(ts, k)
+            elif method == "average":
+                merged = average_tensor(ts, w)
+            elif method == "task_arithmetic":
+                merged = task_arithmetic_tensor(ts[0], ts[1:], lam)
+            else:
+                merged = ties_tensor(ts[0], ts[1:], density, lam)
+            nbytes = merged.numel() * merged.element_size()
+            if shards[-1] and size + nbytes > shard_bytes:
+                flush()
+                size = 0
+            shards[-1][k] = merged.contiguous()
+            size += nbytes
+        flush()
+        if len(files) == 1:
+            (tmp / files[0]).rename(tmp / "model.safetensors")
+        else:
+            index = {k: f for f in files for k in _keys(tmp / f)}
+            (tmp / "model.safetensors.index.json").write_text(
+                json.dumps({"metadata": {}, "weight_map": index}, indent=1), encoding="utf-8"
+            )
+        for f in folders[0].iterdir():
+            if f.is_file() and not f.name.endswith(WEIGHT_SUFFIXES):
+                shutil.copy2(f, tmp / f.name)
+    return out
+
+
+def _keys(path: Path) -> list[str]:
+    from safetensors import safe_open
+
+    with safe_open(str(path), "pt") as f:
+        return list(f.keys())
+
+
+MERGES = ("average", "task_arithmetic", "ties")
