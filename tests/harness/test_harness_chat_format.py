@@ -137,6 +137,9 @@ def test_model_task_yamls_expand_tags_and_quote_markers() -> None:
         "poly_continue_mc_en.yaml",
         "poly_genre_en.yaml",
         "poly_ifeval_en.yaml",
+        "poly_quote_en.yaml",
+        "poly_reference_en.yaml",
+        "poly_title_en.yaml",
     ]
     assert 'until: ["a\\"b"]' in files["poly_continue_gen_en.yaml"]
     assert "until: []" in model_task_yamls(["poly_ifeval_en"], "")["poly_ifeval_en.yaml"]

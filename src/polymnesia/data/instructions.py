@@ -138,3 +138,12 @@ def hf_instructions(
             rec["instruction"], rec["input"] = rec["input"], ""
         out.append(check_record(rec, f"{i} of '{name}'"))
     return out
+
+
+#: the verse-reference lookup task (two_phase EA/MA, poly_reference)
+REFERENCE_INSTRUCTION = (
+    "Which book, chapter and verse of the Bible is this? "
+    "Answer with three numbers as BOOK.CHAPTER.VERSE (Genesis is book 1)."
+)
+#: the translation task (poly_translate)
+TRANSLATE_INSTRUCTION = "Translate this verse from {src} into {tgt}."

@@ -33,7 +33,14 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from polymnesia.data.instructions import CONTINUE_INSTRUCTION, genre_instruction, genre_name
+from polymnesia.data.instructions import (
+    CONTINUE_INSTRUCTION,
+    REFERENCE_INSTRUCTION,
+    TRANSLATE_INSTRUCTION,
+    genre_instruction,
+    genre_name,
+)
+from polymnesia.data.languages import get_language
 from polymnesia.data.sources.bible import BIBLE_GENRES
 from polymnesia.errors import DataError
 from polymnesia.evaluation.generation import chat_prompt, sample_aligned
@@ -184,7 +191,6 @@ def reference_doc(
 ) -> Doc | None:
     """``BOOK.CHAPTER.VERSE`` of the verse among 4 references (3 of other verses of the pool),
     asked as the dissimilar Phase 2 set asks it."""
-    from polymnesia.harness.instruction_sets import REFERENCE_INSTRUCTION
 
     vid = str(rec["id"])
     choices, gold = _choices(rec, i, vid, [str(r["id"]) for r in pool], fmt, "reference")
@@ -201,8 +207,6 @@ def translate_doc(
 ) -> Doc | None:
     """The translation into the verse's language of its English version (``rec["en_text"]``)
     among 4 verses in that language (3 other verses of the pool)."""
-    from polymnesia.data.languages import get_language
-    from polymnesia.harness.instruction_sets import TRANSLATE_INSTRUCTION
 
     text = str(rec["text"])
     choices, gold = _choices(rec, i, text, [str(r["text"]) for r in pool], fmt, "translate")

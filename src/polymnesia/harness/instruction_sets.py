@@ -43,6 +43,8 @@ from typing import Any
 
 from polymnesia.data.instructions import (
     CONTINUE_INSTRUCTION,
+    REFERENCE_INSTRUCTION,
+    TRANSLATE_INSTRUCTION,
     InstructionRecord,
     genre_instruction,
     genre_name,
@@ -58,11 +60,6 @@ from polymnesia.io import atomic_write_text, read_jsonl_strict
 
 PHASE1_KINDS: tuple[str, ...] = (*KINDS, "genre")
 DISSIMILAR_KINDS: tuple[str, ...] = ("reference", "translate", "continue")
-REFERENCE_INSTRUCTION = (
-    "Which book, chapter and verse of the Bible is this? "
-    "Answer with three numbers as BOOK.CHAPTER.VERSE (Genesis is book 1)."
-)
-TRANSLATE_INSTRUCTION = "Translate this verse from {src} into {tgt}."
 
 
 @dataclass(frozen=True)

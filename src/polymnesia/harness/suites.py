@@ -19,12 +19,15 @@ one line naming the languages it has.
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from polymnesia.data.languages import get_language
 from polymnesia.errors import ConfigError
 from polymnesia.harness.languages import task_language
-from polymnesia.harness.tasks import FAMILIES, HARNESS_TASKS
+from polymnesia.harness.tasks import FAMILIES, HARNESS_TASKS, lm_eval_index
+from polymnesia.items import group_intervals
+from polymnesia.reports.tables import group_table
 
 SEPARATOR = "@"
 #: ISO 15924 code of each script name of polymnesia's language table (the usual script)
@@ -106,8 +109,6 @@ def expand_suites(
             out.update(dict.fromkeys(f"{suite}_{x}" for x in langs))
             continue
         if index is None:
-            from polymnesia.harness.tasks import lm_eval_index
-
             index = lm_eval_index
         known = frozenset(index())
         tasks = {x: suite_task(suite, x, known) for x in langs}
@@ -135,13 +136,9 @@ def suite_group_table(
     scores (tasks ``SUITE_*``, one per language), each group mean with a bootstrap interval
     over the suite's documents (:func:`polymnesia.items.group_intervals` on the ``docs``
     item sets of :mod:`polymnesia.harness.items`)."""
-    from polymnesia.items import group_intervals
-    from polymnesia.reports.tables import group_table
 
     def mine(task: str | None) -> bool:
         return bool(task) and (task == suite or str(task).startswith(suite + "_"))
-
-    from dataclasses import replace
 
     # one row per model: the suite's tasks (one per language) count as one task
     chosen = [
