@@ -126,6 +126,21 @@ def stat(items: dict[str, Any], lang: str) -> Any:
     return ratio_statistic(items[lang]["nll"], items[lang]["bytes"], scale=1 / math.log(2))
 
 
+def train_config(
+    args: argparse.Namespace, steps: int, lr: float, eval_every: int | None = None
+) -> TrainConfig:
+    return TrainConfig(
+        steps=steps,
+        batch_size=args.batch,
+        block_size=args.block,
+        lr=lr,
+        eval_every=eval_every,
+        progress_bar=False,
+        checkpoint_at_end=False,
+        checkpoint_every=10**6,
+    )
+
+
 def quality(args: argparse.Namespace) -> dict[str, Any]:
     torch.set_num_threads(args.threads)
     langs = [*args.pretraining, *args.adapting]
@@ -156,15 +171,7 @@ def quality(args: argparse.Namespace) -> dict[str, Any]:
         for base_name in args.bases:
             model = model_for(tok, args.preset, args.seed)
             plugins = [ActiveForgetting(reset_every=args.reset_every)] if base_name == "af" else []
-            cfg = TrainConfig(
-                steps=args.pretrain_steps,
-                batch_size=args.batch,
-                block_size=args.block,
-                lr=args.lr,
-                progress_bar=False,
-                checkpoint_at_end=False,
-                checkpoint_every=10**6,
-            )
+            cfg = train_config(args, args.pretrain_steps, args.lr)
             t = time.perf_counter()
             model, _ = train(
                 model,
@@ -199,16 +206,7 @@ def quality(args: argparse.Namespace) -> dict[str, Any]:
                     curve[step] = bpb_items(model, merged, tests)
                     return {}
 
-                acfg = TrainConfig(
-                    steps=args.adapt_steps,
-                    batch_size=args.batch,
-                    block_size=args.block,
-                    lr=args.adapt_lr,
-                    eval_every=args.eval_every,
-                    progress_bar=False,
-                    checkpoint_at_end=False,
-                    checkpoint_every=10**6,
-                )
+                acfg = train_config(args, args.adapt_steps, args.adapt_lr, args.eval_every)
                 plugin = FrozenRows(first_trainable_row=report.first_new_id)
                 train(
                     m,
