@@ -53,6 +53,7 @@ from polymnesia.metrics.uncertainty import (
 )
 from polymnesia.models import ModelConfig
 from polymnesia.models.new_tokens import INITS, Alignment, NewTokens, StaticEmbeddings, initialise
+from polymnesia.reports.plots import line_plot
 from polymnesia.stages.adapt_vocabulary import (
     AdaptConfig,
     AdaptVocabularyParams,
@@ -266,6 +267,35 @@ def summarise(results: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def figures(results: dict[str, Any], folder: Path) -> list[Path]:
+    """One figure per base: the adapting group's bpb against adaptation steps, a line per init."""
+    langs = results["config"]["adapting"]
+    runs = results["runs"]
+    out = []
+    for base in dict.fromkeys(name.split("/")[0] for name in runs):
+        series = {}
+        for name, r in runs.items():
+            if name.startswith(base + "/"):
+                steps = sorted(int(k) for k in r["curve"])
+                ys = [
+                    stratified_bootstrap_ci(
+                        [stat(r["curve"][str(k)], lang) for lang in langs]
+                    ).estimate
+                    for k in steps
+                ]
+                series[name.split("/")[1]] = ([float(k) for k in steps], ys)
+        out.append(
+            line_plot(
+                series,
+                folder / f"bpb_{base}.png",
+                xlabel="adaptation steps",
+                ylabel="bits per byte (adapting languages)",
+                title=f"new-token initialisations, {base} base",
+            )
+        )
+    return out
+
+
 def verdict(low: float, high: float, lower_is_claim: bool = True) -> str:
     """holds when the 95% interval of the effect lies on the claim's side of 0, contradicted
     when it lies on the other side, inconclusive when it straddles 0."""
@@ -423,11 +453,14 @@ def main() -> None:
     ap.add_argument("--dim", type=int, default=512)
     ap.add_argument("--out", type=Path)
     ap.add_argument("--summarise", type=Path, help="print the tables of a saved --out file")
+    ap.add_argument("--figures", type=Path, help="folder for a bpb-against-steps figure per base")
     args = ap.parse_args()
     if args.summarise:
         saved = json.loads(args.summarise.read_text(encoding="utf-8"))
         print(summarise(saved))
         print(claims(saved))
+        if args.figures:
+            figures(saved, args.figures)
         return
     if "mean" not in args.inits:
         args.inits = ["mean", *args.inits]
@@ -440,6 +473,8 @@ def main() -> None:
     if not args.speed:
         print(summarise(results))
         print(claims(results))
+        if args.figures:
+            figures(results, args.figures)
     else:
         print(json.dumps(results["seconds"], indent=1))
 
