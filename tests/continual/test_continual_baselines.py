@@ -26,8 +26,14 @@ def test_baselines_are_sequential_full_fine_tuning_arms() -> None:
         assert arm_label(name, 4) == label  # no LoRA rank in the label
 
 
+def test_merge_is_vanilla_averaged_with_the_previous_step() -> None:
+    m = get_method("merge")
+    assert (m.schedule, m.lora, m.baseline, m.merge_new) == ("sequential", False, None, 0.5)
+    assert all(get_method(n).merge_new is None for n in ("vanilla", "l2sp", "ewc", "lwf"))
+
+
 def test_paper_methods_keep_their_hyper_unchanged() -> None:
-    for name in ("multi", "mono", "vanilla", "shared_lora", "nonshared_lora"):
+    for name in ("multi", "mono", "vanilla", "shared_lora", "nonshared_lora", "merge"):
         assert with_baseline(name, HYPER, True) is HYPER
 
 
@@ -60,7 +66,7 @@ def test_the_arms_own_entry_sets_the_hyperparameters() -> None:
 def graphs() -> tuple[dict, dict]:
     plain = load_config(str(SMOKE))
     extra = load_config(
-        str(SMOKE), ["methods=[multi,mono,vanilla,shared_lora,nonshared_lora,l2sp,ewc,lwf]"]
+        str(SMOKE), ["methods=[multi,mono,vanilla,shared_lora,nonshared_lora,l2sp,ewc,lwf,merge]"]
     )
     return (
         {s.name: s for s in Lifelong.build(plain)},
@@ -76,7 +82,7 @@ def test_new_arms_leave_the_paper_arms_stages_unchanged(graphs: tuple[dict, dict
 
 def test_new_arms_are_chains_of_steps_with_their_plugins(graphs: tuple[dict, dict]) -> None:
     _, extra = graphs
-    for arm in ("l2sp", "ewc", "lwf"):
+    for arm in ("l2sp", "ewc", "lwf", "merge"):
         for order in ("resource", "shuffle1", "destructive"):
             first, second = extra[f"{arm}_{order}_0"], extra[f"{arm}_{order}_1"]
             assert "prev" not in first.inputs and second.inputs["prev"] == f"{arm}_{order}_0"

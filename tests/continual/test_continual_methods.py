@@ -6,7 +6,12 @@ from polymnesia.errors import PolymnesiaError
 
 def test_five_methods_with_equations() -> None:
     paper = {"multi", "mono", "vanilla", "shared_lora", "nonshared_lora"}
-    assert set(METHODS.names()) == paper | {"l2sp", "ewc", "lwf"}  # + the baselines (issue 27)
+    assert set(METHODS.names()) == paper | {
+        "l2sp",
+        "ewc",
+        "lwf",
+        "merge",
+    }  # + the baselines (issue 27)
     assert all(get_method(m).baseline is None for m in paper)
     assert get_method("shared_lora").equation == "eq. 5"
     assert get_method("nonshared_lora").schedule == "independent"

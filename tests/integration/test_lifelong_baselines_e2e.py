@@ -1,4 +1,4 @@
-"""The forgetting baselines (L2-SP, EWC, LwF) as lifelong arms, end to end through the CLI."""
+"""The forgetting baselines (L2-SP, EWC, LwF, MERGE) as lifelong arms, end to end through the CLI."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from polymnesia.results import read_scores
 
 pytestmark = pytest.mark.integration
 CONFIG = str(Path(__file__).resolve().parents[2] / "configs" / "lifelong_smoke.yaml")
-ARMS = ["methods=[vanilla,l2sp,ewc,lwf]", "orders=[{name: resource, kind: resource}]"]
+ARMS = ["methods=[vanilla,l2sp,ewc,lwf,merge]", "orders=[{name: resource, kind: resource}]"]
 
 
 def _step_scores(run: Path, label: str, step: int) -> dict[str, float]:
@@ -35,15 +35,22 @@ def test_baseline_arms_run_beside_vanilla_without_changing_it(
     vanilla = [k for k in got if json.loads(k)[0] == "VANILLA"]
     assert len(vanilla) >= 9 and compare(want, got, subset=True) == []
     labels = {s.model for s in read_scores(run / "results" / "scores.jsonl")}
-    assert {"VANILLA", "L2-SP", "EWC", "LwF"} <= labels
+    assert {"VANILLA", "L2-SP", "EWC", "LwF", "MERGE"} <= labels
     stages = run / "stages"
-    for arm in ("l2sp", "ewc", "lwf"):
+    for arm in ("l2sp", "ewc", "lwf", "merge"):
         mat = json.loads((stages / f"{arm}_resource_2" / "matrix.json").read_text())
         assert len(mat["rows"]) == 3
     # EWC's running Fisher is written by every step and read by the next
     assert all((stages / f"ewc_resource_{k}" / "fisher.safetensors").is_file() for k in range(3))
     # a first step has no previous model: EWC and LwF train it exactly as VANILLA does
-    for label in ("EWC", "LwF"):
+    for label in ("EWC", "LwF", "MERGE"):
         assert _step_scores(run, label, 0) == _step_scores(run, "VANILLA", 0)
+    # MERGE averages each later step's trained weights with the previous step's
+    summary = json.loads((stages / "merge_resource_1" / "step_summary.json").read_text())
+    assert summary["merged_with_previous"] == 0.5
+    assert "merged_with_previous" not in json.loads(
+        (stages / "merge_resource_0" / "step_summary.json").read_text()
+    )
     report = (run / "report.md").read_text()
-    assert "| EWC |" in report and "| LwF |" in report and "| L2-SP |" in report
+    for label in ("EWC", "LwF", "L2-SP", "MERGE"):
+        assert f"| {label} |" in report

@@ -17,7 +17,10 @@ trainable parameters it has (Table 1) and how its accuracy matrix R is filled:
 * ``nonshared_lora`` (eq. 6): a fresh adapter ``Delta_theta_l`` per language on
   the frozen base; at test time each language uses its own adapter.
 
-The baselines ``l2sp``, ``ewc`` (online) and ``lwf`` train as VANILLA does, language
+``merge`` trains each step as VANILLA does and then averages the trained weights with
+the previous step's (the model it started from), half and half: the merged model is the
+step's model, scored and carried on. The baselines ``l2sp``, ``ewc`` (online) and ``lwf``
+train as VANILLA does, language
 after language with all parameters updated, with their regularisation
 (:mod:`polymnesia.methods.regularization`) pulling each step towards the model of the
 step before; their first step has no previous model and trains as VANILLA's (L2-SP
@@ -58,6 +61,9 @@ class Method:
     #: a forgetting baseline's training plugin (``l2sp``, ``ewc``, ``distill``): added to
     #: every step of the arm with its defaults unless the arm's ``plugins`` configure it
     baseline: str | None = None
+    #: weight of the newly trained model when each step's model is averaged with the
+    #: previous step's (weight averaging, ``polymnesia.methods.merging.average``); None: no merge
+    merge_new: float | None = None
 
     def uses_lora(self, rank: int | None) -> bool:
         return self.lora if self.lora is not None else rank is not None
@@ -93,6 +99,10 @@ _register(
 )
 
 
+_register(
+    Method("merge", "MERGE", "weight averaging", "sequential", False, 5e-5, 50, 5, None, 0.5),
+    "VANILLA, then each step's model averaged with the previous step's (weights 1/2, 1/2)",
+)
 # the standard forgetting baselines (issue 27; docs/baselines.md): VANILLA's schedule with a
 # pull towards the previous step's model; full fine-tuning with VANILLA's paper defaults
 _register(

@@ -36,6 +36,7 @@ from polymnesia.evaluation.inference import place_for_inference
 from polymnesia.io import atomic_dir, atomic_write_json
 from polymnesia.items import ITEMS_FILE, BootstrapConfig, ItemSet, score_with_items, write_items
 from polymnesia.methods.early_stopping import EarlyStopping
+from polymnesia.methods.merging import average
 from polymnesia.methods.regularization import (
     EWC,
     FISHER_FILE,
@@ -213,6 +214,11 @@ def _fisher(ctx: StageContext, model: torch.nn.Module, data: ClassificationData,
     save_fisher(ctx.out_dir / FISHER_FILE, fisher)
 
 
+def _start_state(model: torch.nn.Module) -> dict[str, torch.Tensor]:
+    """A copy of ``model``'s weights on the CPU (MERGE: the step's start, then its result)."""
+    return {k: v.detach().to("cpu", copy=True) for k, v in model.state_dict().items()}
+
+
 def _save(ctx: StageContext, p: StepParams, model: torch.nn.Module, tok: Any) -> None:
     if get_method(p.method).uses_lora(p.rank):
         with atomic_dir(ctx.out_dir / "adapter") as tmp:
@@ -301,8 +307,16 @@ class SequentialStep(Stage):
         model, tok = _build_model(ctx, p, n_labels)
         info: dict[str, Any] = {"trainable": trainable_parameters(model)}
         if not p.evaluate_only:
+            merge_new = get_method(p.method).merge_new
+            start = _start_state(model) if merge_new is not None and "prev" in ctx.inputs else None
             model, summary = _train(ctx, p, model, tok, trained)
             info.update(summary)
+            if start is not None and merge_new is not None:
+                # MERGE: the trained weights averaged with the previous step's
+                model.load_state_dict(
+                    average([start, _start_state(model)], [1 - merge_new, merge_new])
+                )
+                info["merged_with_previous"] = merge_new
             _save(ctx, p, model, tok)
         test = _examples(ctx, p, tok, p.languages, "test", p.eval_per_lang)
         # the trained model is saved above, so it may be cast for scoring
