@@ -101,3 +101,21 @@ def test_missing_side_data_is_one_line(setup, tmp_path: Path) -> None:  # type: 
     with pytest.raises(ConfigError, match="needs parallel text, but no train record of de") as e:
         side_data("align", base, merged, tmp_path, p)
     assert "\n" not in str(e.value)
+
+
+def test_side_data_is_kept_in_the_entry(setup, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    import scipy.sparse as sp
+    from safetensors.torch import load_file
+
+    from polymnesia.stages.adapt_vocabulary import save_side_data
+
+    data, base, merged, _ = setup
+    static, _ = side_data("focus", base, merged, data, params("focus"))
+    _, alignment = side_data("align", base, merged, data, params("align"))
+    assert static is not None and alignment is not None
+    save_side_data(tmp_path, static, alignment)
+    saved = load_file(str(tmp_path / "static_embeddings.safetensors"))
+    assert torch.equal(saved["vectors"], static.vectors)
+    assert torch.equal(saved["counts"], static.counts)
+    counts = sp.load_npz(tmp_path / "alignment_counts.npz")
+    assert (counts != alignment.counts).nnz == 0
