@@ -404,7 +404,7 @@ def build_parser() -> argparse.ArgumentParser:
     cmp.set_defaults(fn=cmd_compare)
     cache_cli.add_parser(sub)
     env_cli.add_parser(sub)
-    plan_cli.add_parser(sub)
+    plan_cli.add_parser(sub, build_specs)
     return p
 
 

@@ -18,6 +18,7 @@ import argparse
 import math
 import os
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -68,7 +69,9 @@ def _positive(text: str) -> int:
     return n
 
 
-def add_parser(sub: Any) -> None:
+def add_parser(sub: Any, build_specs: Callable[[Any, Any, str], list[Any]]) -> None:
+    """The ``plan`` subcommand; ``build_specs`` is ``run``'s (polymnesia.cli.main), so a plan
+    reads a config exactly as ``polymnesia run --dry-run`` does."""
     p = sub.add_parser(
         "plan",
         help="estimate the peak memory per device of each training stage of a config",
@@ -103,16 +106,15 @@ def add_parser(sub: Any) -> None:
         default="cuda",
         help="what the stages run on (framework overhead, chunk size, AdamW kernel)",
     )
-    p.set_defaults(fn=cmd_plan)
+    p.set_defaults(fn=cmd_plan, build_specs=build_specs)
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
-    from polymnesia.cli.main import build_specs
     from polymnesia.experiments import EXPERIMENTS, load_config
     from polymnesia.training.memory import gib
 
     cfg = load_config(args.config, args.overrides)
-    specs = build_specs(EXPERIMENTS.get(cfg.experiment), cfg, args.config)
+    specs = args.build_specs(EXPERIMENTS.get(cfg.experiment), cfg, args.config)
     plans = stage_plans(
         specs,
         devices=args.devices,

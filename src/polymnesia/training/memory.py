@@ -74,6 +74,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from polymnesia.errors import ConfigError
+from polymnesia.models.presets import PRESETS
 
 Precision = Literal["fp32", "bf16-mixed", "bf16"]
 Engine = Literal["single", "ddp", "fsdp2"]
@@ -168,8 +169,6 @@ class ModelShape:
     ) -> ModelShape:
         """A polymnesia preset (``polymnesia ls presets``) with its vocabulary; ``dims``
         overrides the preset's dimensions (``hidden_size=...``; None keeps the preset's)."""
-        from polymnesia.models.presets import PRESETS
-
         p = PRESETS.get(preset)
         d = {k: getattr(p, k) for k in p.__dataclass_fields__}
         d.update({k: v for k, v in dims.items() if v is not None})
