@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -34,7 +35,8 @@ def test_parameters_of_a_tiny_decoder_by_hand() -> None:
     assert dataclasses.replace(TINY, tied_embeddings=True).total_params == 1352 - 80
 
 
-def test_the_formula_counts_what_transformers_builds() -> None:
+def _tiny_mistral() -> Any:
+    """TINY as transformers builds it."""
     from transformers import MistralConfig, MistralForCausalLM
 
     conf = MistralConfig(
@@ -46,26 +48,19 @@ def test_the_formula_counts_what_transformers_builds() -> None:
         intermediate_size=16,
         tie_word_embeddings=False,
     )
-    model = MistralForCausalLM(conf)
-    assert ModelShape.from_hf_config(conf).total_params == TINY.total_params
+    return MistralForCausalLM(conf)
+
+
+def test_the_formula_counts_what_transformers_builds() -> None:
+    model = _tiny_mistral()
+    assert ModelShape.from_hf_config(model.config).total_params == TINY.total_params
     assert sum(p.numel() for p in model.parameters()) == TINY.total_params
 
 
 def test_a_live_model_is_planned_from_its_config_and_requires_grad() -> None:
-    from transformers import MistralConfig, MistralForCausalLM
-
     from polymnesia.training.config import TrainConfig
 
-    conf = MistralConfig(
-        vocab_size=10,
-        hidden_size=8,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        num_key_value_heads=1,
-        intermediate_size=16,
-        tie_word_embeddings=False,
-    )
-    model = MistralForCausalLM(conf)
+    model = _tiny_mistral()
     cfg = TrainConfig(batch_size=8, grad_accum=2)
     p = plan_for_model(model, cfg, seq_len=4, engine="ddp", devices=2, device_type="cpu")
     assert p.trainable == TINY.total_params and p.setup.micro_batch == 2
