@@ -1,7 +1,9 @@
 """Every training method on a tiny Mistral, for the FSDP2 equality tests (test_fsdp.py).
 
 Run as ``python fsdp_cases.py OUT ENGINE CASE...`` in one process (engine ``auto``) or under
-``torch.distributed.run --nproc_per_node 2`` (engine ``fsdp2``). Each case trains from the
+``torch.distributed.run --nproc_per_node 2`` (engine ``fsdp2``). With
+``FSDP_CASES_KILL_AT=N`` every process is SIGKILLed as it is about to write checkpoint N
+(case ``killed``: the plain case, killed, then launched again to resume). Each case trains from the
 same seed on the same data and global batch and leaves, in ``OUT/CASE/``, the trained
 weights (``weights.safetensors``, written by the first process) and the loop's
 ``metrics.jsonl``. Case ``resume`` is interrupted after a checkpoint at a seeded random
@@ -149,9 +151,28 @@ CASES: dict[str, Callable[[], dict[str, Any]]] = {
 }
 
 
+def kill_at_checkpoint(step: int) -> None:
+    """SIGKILL this process as the loop is about to write checkpoint ``step`` (every process
+    of the run reaches it), as tests/faults.py does for one process."""
+    import signal
+
+    from polymnesia.training import checkpoint
+
+    real = checkpoint.save
+
+    def save(acc: Any, ckpt_dir: Any, at: int, *args: Any, **kwargs: Any) -> None:
+        if at == step:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os.kill(os.getpid(), signal.SIGKILL)
+        real(acc, ckpt_dir, at, *args, **kwargs)
+
+    checkpoint.save = save  # type: ignore[assignment]
+
+
 def run_case(name: str, out: Path, engine: str) -> None:
     torch.manual_seed(0)
-    spec = CASES["plain" if name == "resume" else name]()
+    spec = CASES["plain" if name in ("resume", "killed") else name]()
     model = spec.get("model") or tiny_model()
     data = spec.get("data") or random_data()
     kw = {"engine": engine, "checkpoint_every": 2, **spec.get("cfg", {})}
@@ -187,7 +208,9 @@ def run_case(name: str, out: Path, engine: str) -> None:
 
 if __name__ == "__main__":
     out, engine, names = Path(sys.argv[1]), sys.argv[2], sys.argv[3:]
-    for name in names or [*CASES, "resume"]:
+    if os.environ.get("FSDP_CASES_KILL_AT"):  # case "killed": a real kill, then a relaunch
+        kill_at_checkpoint(int(os.environ["FSDP_CASES_KILL_AT"]))
+    for name in names or [*CASES, "resume"]:  # "killed" only when named
         run_case(name, out, engine)
     from polymnesia.runtime import shutdown
 

@@ -165,6 +165,35 @@ def test_fsdp2_run_interrupted_after_a_checkpoint_resumes_bit_identically(
     assert not (ckpt / "model.safetensors").exists()  # no process ever held the whole model
 
 
+@pytest.mark.integration
+def test_fsdp2_run_killed_at_a_random_checkpoint_resumes_bit_identically(
+    runs: dict[str, Path], tmp_path: Path
+) -> None:
+    """SIGKILL on both processes as checkpoint N is about to be written (N drawn from a
+    seeded generator), then a new launch: the same weights and losses as the run that was
+    never killed."""
+    import random
+
+    at = random.Random(1).choice([4, 6])
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    env.pop("POLYMNESIA_ENGINE", None)
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2"]
+    cmd += [SCRIPT, str(tmp_path), "fsdp2", "killed"]
+    killed = subprocess.run(
+        cmd, env={**env, "FSDP_CASES_KILL_AT": str(at)}, capture_output=True, text=True,
+        timeout=600,
+    )  # fmt: skip
+    assert killed.returncode != 0 and not (tmp_path / "killed" / "weights.safetensors").exists()
+    steps = [p.name for p in (tmp_path / "killed" / "checkpoints").iterdir()]
+    assert steps == [f"step_{at - 2:07d}"], steps  # the last checkpoint before the kill
+    resumed = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    plain, again = _load(runs["fsdp2"] / "plain"), _load(tmp_path / "killed")
+    for k in plain:
+        assert torch.equal(plain[k], again[k]), k
+    assert _losses(runs["fsdp2"] / "plain") == _losses(tmp_path / "killed")
+
+
 def test_engine_options_are_checked_when_read() -> None:
     assert TrainConfig(engine="fsdp2", fsdp2_offload=True).engine == "fsdp2"
     with pytest.raises(ValueError, match="fsdp2_offload needs engine"):
