@@ -381,7 +381,8 @@ def build_parser() -> argparse.ArgumentParser:
     ls.add_argument(
         "what",
         nargs="?",
-        help="experiments, stages, sources, languages, metrics, presets, combiners, plugins, methods, tasks",
+        help="experiments, stages, sources, languages, metrics, presets, combiners, plugins, "
+        "methods, tasks, inits",
     )
     ls.set_defaults(fn=cmd_ls)
     d = sub.add_parser("data", help="fetch a corpus into the cache or describe it")
