@@ -6,6 +6,7 @@ Tables (:mod:`polymnesia.reports.tables`) and the report builder
 Scores come from :mod:`polymnesia.results`. See docs/reports.md.
 """
 
+from polymnesia.reports.frame import load_runs
 from polymnesia.reports.render import Report, table_html
 from polymnesia.reports.tables import (
     Estimate,
@@ -24,6 +25,7 @@ __all__ = [
     "Report",
     "Table",
     "group_table",
+    "load_runs",
     "language_table",
     "matrix_table",
     "seed_table",

@@ -1,0 +1,47 @@
+"""load_runs: run folders' scores as one pandas DataFrame."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from polymnesia.errors import DataError
+from polymnesia.reports import load_runs
+from polymnesia.results import Score, write_scores
+
+
+def _run(folder: Path, experiment: str, scores: list[Score]) -> Path:
+    (folder / "results").mkdir(parents=True)
+    (folder / "run.json").write_text(json.dumps({"experiment": experiment, "name": "cfg"}))
+    write_scores(folder / "results" / "scores.jsonl", scores)
+    return folder
+
+
+def test_two_runs_become_one_frame_with_intervals_and_extras(tmp_path: Path) -> None:
+    a = _run(tmp_path / "a", "lifelong", [
+        Score("MULTI", "fr", "macro_f1", 0.5, task="genre", seed=0, ci_low=0.4, ci_high=0.6, n=80),
+        Score("MULTI", "de", "macro_f1", 0.3, task="genre", seed=0, extra={"order": 2}),
+    ])  # fmt: skip
+    b = _run(tmp_path / "b", "lifelong", [Score("VANILLA", "fr", "macro_f1", 0.25, seed=1)])
+    df = load_runs(a, b)
+    assert list(df.columns[:7]) == ["run", "experiment", "name", "model", "lang", "metric", "value"]
+    assert len(df) == 3 and set(df.run) == {"a", "b"} and set(df.experiment) == {"lifelong"}
+    first = df[(df.run == "a") & (df.lang == "fr")].iloc[0]
+    assert (first.value, first.ci_low, first.ci_high, first.n) == (0.5, 0.4, 0.6, 80)
+    assert df[df.lang == "de"]["extra.order"].iloc[0] == 2
+    assert df.groupby("run").value.mean().round(3).to_dict() == {"a": 0.4, "b": 0.25}
+    assert len(load_runs(a, b, metrics=["bits_per_byte"])) == 0
+
+
+def test_a_folder_that_is_not_a_run_is_one_line(tmp_path: Path) -> None:
+    with pytest.raises(DataError, match="not a polymnesia run folder"):
+        load_runs(tmp_path)
+    a = _run(tmp_path / "x" / "run", "two_phase", [Score("m", "en", "acc", 1.0)])
+    b = _run(tmp_path / "y" / "run", "two_phase", [Score("m", "en", "acc", 1.0)])
+    with pytest.raises(DataError, match="same name"):
+        load_runs(a, b)
+    (a / "results" / "scores.jsonl").write_text('{"broken\n{"model": "m"}\n')
+    with pytest.raises(DataError):
+        load_runs(a)
