@@ -73,8 +73,11 @@ def test_mitigations_are_not_applicable_where_plain_cft_loses_nothing() -> None:
     p1, plain = p1_stage(pair.phase1), cft_stage(pair)
     gr = next(k for k, v in arms.items() if v == "GR_10")
     ev = FakeEvidence(
-        {(p1, plain, "EA"): (0.0, 0, 0, 1), (plain, p1, "EA"): (-0.01, -0.04, 0.02, 0.5),
-         (gr, plain, "EA"): (0.1, 0.05, 0.15, 0.0)}  # fmt: skip
+        {
+            (p1, plain, "EA"): (0.0, 0, 0, 1),
+            (plain, p1, "EA"): (-0.01, -0.04, 0.02, 0.5),
+            (gr, plain, "EA"): (0.1, 0.05, 0.15, 0.0),
+        }  # fmt: skip
     )
     found = claims(cfg, ev, arms)
     keeps = [c for c in found if "better than plain CFT" in c.statement]
@@ -97,6 +100,8 @@ def test_the_block_is_corrected_with_holm() -> None:
         {(cft_stage(similar), mix_stage(similar), "combined"): (0.03, 0.002, 0.06, 0.04)}
     )
     found = claims(cfg, ev, arms)
-    mix = next(c for c in found if c.statement.startswith("CFT beats the mixture (english -> similar"))
+    mix = next(
+        c for c in found if c.statement.startswith("CFT beats the mixture (english -> similar")
+    )
     assert mix.p_adjusted is not None and mix.p_adjusted > 0.05  # 0.04 times the family
     assert mix.verdict == "inconclusive"  # significant alone, not after Holm
