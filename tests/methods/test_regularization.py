@@ -43,6 +43,26 @@ def test_penalty_gradient_equals_autograd_of_the_penalty() -> None:
     assert torch.allclose(params[1].grad, leaves[1].grad, atol=1e-6)
 
 
+@pytest.mark.parametrize("kind", ["ones", "scalars", "tensors"])
+def test_fused_penalty_gradient_equals_autograd(kind: str) -> None:
+    """Matching shapes and dtypes take the torch._foreach path: the same gradient."""
+    g = torch.Generator().manual_seed(1)
+    theta = [torch.randn(3, 2, generator=g), torch.randn(5, generator=g)]
+    anchors = [torch.randn(3, 2, generator=g), torch.randn(5, generator=g)]
+    weights: list[Any] = {
+        "ones": [1.0, 1.0],
+        "scalars": [2.0, 0.5],
+        "tensors": [torch.rand(3, 2, generator=g), torch.rand(5, generator=g)],
+    }[kind]
+    leaves = [t.clone().requires_grad_() for t in theta]
+    quadratic_penalty(leaves, anchors, weights, 0.3).backward()
+    params = [torch.nn.Parameter(t.clone()) for t in theta]
+    params[1].grad = torch.full((5,), 2.0)
+    add_penalty_grad_(params, anchors, weights, 0.3)
+    assert torch.allclose(params[0].grad, leaves[0].grad, atol=1e-6)
+    assert torch.allclose(params[1].grad, 2 + leaves[1].grad, atol=1e-6)
+
+
 def test_quadratic_penalty_hand_value() -> None:
     # 3/2 * (2 * (1 - 0)^2 + 1 * (3 - 1)^2) = 3/2 * 6 = 9
     p = quadratic_penalty(

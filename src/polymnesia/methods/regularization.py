@@ -79,15 +79,33 @@ def add_penalty_grad_(
 ) -> None:
     """``grad += strength * w * (theta - a)``: the gradient of :func:`quadratic_penalty`,
     added in place on this process's shard of each parameter (the whole tensor when it is not
-    sharded). ``anchors`` and ``weights`` are shaped like the local shards."""
-    for p, a, w in zip(params, anchors, weights, strict=True):
-        theta = local(p.detach())
+    sharded). ``anchors`` and ``weights`` are shaped like the local shards (or broadcast to
+    them). Where every tensor has the anchor's shape, dtype and device this runs as a few
+    fused ``torch._foreach_*`` kernels instead of one Python step per parameter."""
+    ps, anchors, weights = list(params), list(anchors), list(weights)
+    for p in ps:
+        if p.grad is None:
+            p.grad = torch.zeros_like(p)
+    thetas = [local(p.detach()) for p in ps]
+    grads = [local(p.grad) for p in ps]  # type: ignore[arg-type]
+    tensor_w = [w for w in weights if isinstance(w, torch.Tensor)]
+    fused = all(
+        t.shape == a.shape and t.dtype == a.dtype == g.dtype and t.device == a.device
+        for t, a, g in zip(thetas, anchors, grads, strict=True)
+    ) and (not tensor_w or len(tensor_w) == len(weights))
+    if fused and thetas:
+        diffs = torch._foreach_sub(thetas, anchors)
+        if tensor_w:
+            torch._foreach_mul_(diffs, tensor_w)
+        elif any(w != 1.0 for w in weights):
+            torch._foreach_mul_(diffs, [float(w) for w in weights])  # type: ignore[arg-type]
+        torch._foreach_add_(grads, diffs, alpha=strength)
+        return
+    for theta, g, a, w in zip(thetas, grads, anchors, weights, strict=True):
         diff = (theta - a).mul_(strength)
         if not isinstance(w, float) or w != 1.0:
             diff.mul_(w)
-        if p.grad is None:
-            p.grad = torch.zeros_like(p)
-        local(p.grad).add_(diff.to(p.grad.dtype))
+        g.add_(diff.to(g.dtype))
 
 
 def diagonal_fisher(

@@ -1,0 +1,98 @@
+"""Step time of the forgetting baselines against plain training (issue 27's speed goals).
+
+Same tiny Mistral (``tiny`` preset), same packed UDHR blocks, same global batch and
+optimizer; the arms alternate for ``--rounds`` rounds. Each arm's figure is its median step
+time after step ``--skip`` (timed by a loop plugin: setup and warm-up left out), and the
+script prints each baseline's median ratio to plain training over the rounds:
+
+* ``l2sp``: the exact gradient of alpha/2 ||theta - theta_0||^2 added per step;
+* ``ewc``: the same with a Fisher weight per entry (a random Fisher);
+* ``distill``: one extra forward pass of the frozen starting model per micro-batch.
+
+Goals: l2sp and ewc <= 1.15x plain; distill at most one extra forward pass of the previous
+model (about 1.33x plain, a forward being about a third of forward + backward).
+
+    python benchmarks/regularization.py [--rounds 3] [--steps 30] [--skip 5] [--batch 8]
+        [--block 128] [--preset tiny] [--vocab 2000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import torch
+from _common import tiny_model, udhr_blocks
+
+from polymnesia.methods.regularization import EWC, L2SP, Distill
+from polymnesia.training.config import TrainConfig
+from polymnesia.training.data import PackedLMData
+from polymnesia.training.loop import train
+from polymnesia.training.plugins import LoopState, TrainingPlugin
+
+ARMS = ("plain", "l2sp", "ewc", "distill")
+
+
+class Stamps(TrainingPlugin):
+    name = "stamps"
+
+    def __init__(self) -> None:
+        self.t: list[float] = []
+
+    def after_optimizer_step(self, state: LoopState) -> None:
+        self.t.append(time.perf_counter())
+
+
+def step_time(arm: str, blocks: torch.Tensor, a: argparse.Namespace) -> float:
+    model = tiny_model(a.vocab, a.preset)
+    kw: dict[str, Any] = {}
+    plugins: list[TrainingPlugin] = []
+    if arm == "l2sp":
+        plugins = [L2SP(alpha=0.01)]
+    elif arm == "ewc":
+        g = torch.Generator().manual_seed(0)
+        fisher = {n: torch.rand(p.shape, generator=g) for n, p in model.named_parameters()}
+        plugins = [EWC(lam=100.0, fisher=fisher)]
+    elif arm == "distill":
+        d = Distill(weight=1.0, temperature=2.0)
+        plugins, kw = [d], {"step_fn": d}
+    stamps = Stamps()
+    cfg = TrainConfig(
+        steps=a.steps, batch_size=a.batch, block_size=a.block, lr=1e-3, warmup_ratio=0.0,
+        log_every=a.steps, checkpoint_every=10**6, checkpoint_at_end=False, progress_bar=False,
+    )  # fmt: skip
+    with tempfile.TemporaryDirectory() as out:
+        train(model, PackedLMData(blocks), cfg, Path(out), plugins=[*plugins, stamps], **kw)
+    t = stamps.t
+    return statistics.median(b - c for c, b in zip(t[a.skip - 1 : -1], t[a.skip :], strict=True))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--steps", type=int, default=30)
+    ap.add_argument("--skip", type=int, default=5)
+    ap.add_argument("--batch", type=int, default=8)
+    ap.add_argument("--block", type=int, default=128)
+    ap.add_argument("--preset", default="tiny")
+    ap.add_argument("--vocab", type=int, default=2000)
+    a = ap.parse_args()
+    _, blocks = udhr_blocks(a.block, a.vocab)
+    ratios: dict[str, list[float]] = {arm: [] for arm in ARMS[1:]}
+    for r in range(a.rounds):
+        times = {arm: step_time(arm, blocks, a) for arm in ARMS}
+        for arm in ARMS[1:]:
+            ratios[arm].append(times[arm] / times["plain"])
+        print(f"round {r}: " + ", ".join(f"{k} {v * 1000:.1f} ms" for k, v in times.items()))
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    print(f"{a.preset} preset, {device}, batch {a.batch} x {a.block} tokens, {a.rounds} rounds")
+    for arm, rs in ratios.items():
+        print(f"{arm}: {statistics.median(rs):.3f}x plain (range {min(rs):.3f}-{max(rs):.3f})")
+
+
+if __name__ == "__main__":
+    main()
