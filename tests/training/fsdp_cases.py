@@ -141,6 +141,14 @@ CASES: dict[str, Callable[[], dict[str, Any]]] = {
     ),
     "early_stopping": _early_stopping,
     "l2sp": _plugins("l2sp", alpha=0.5, anchor_head=True),
+    "ewc": lambda: _plugins(  # a Fisher that differs by position: each shard must get its own
+        "ewc",
+        lam=2.0,
+        fisher={
+            n: (torch.arange(p.numel()) % 7 / 7).reshape(p.shape)
+            for n, p in tiny_model().named_parameters()
+        },
+    )(),
     "lora": _lora,
     "uniform": lambda: _multilingual("uniform"),
     "pcgrad": lambda: _multilingual("pcgrad"),

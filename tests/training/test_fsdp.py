@@ -78,6 +78,7 @@ CASES = [
     "active_forgetting",
     "early_stopping",
     "l2sp",
+    "ewc",
     "lora",
     "uniform",
     "pcgrad",
