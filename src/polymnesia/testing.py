@@ -258,7 +258,7 @@ def tiny_model(
         head = "causal_lm" if ARCHITECTURES[arch][1] == "decoder" else "masked_lm"
     cls = _model_class(config, head)
     torch.manual_seed(seed)
-    return cls(config)  # type: ignore[no-any-return]
+    return cls(config)
 
 
 def special_ids(tokenizer: Any) -> dict[str, int | None]:

@@ -289,7 +289,7 @@ def _check_training(precision: str) -> str:
         checkpoint_every=10**6,
         checkpoint_at_end=False,
         progress_bar=False,
-        mixed_precision=precision,  # type: ignore[arg-type]
+        mixed_precision=precision,
     )
     with tempfile.TemporaryDirectory() as d:
         start = time.perf_counter()

@@ -193,7 +193,7 @@ def answer_logprobs(
     picked = logp[:, :-1].gather(-1, targets.unsqueeze(-1)).squeeze(-1)
     picked = picked * mask[:, len(head) + 1 :].to(device)
     first_tok = last[torch.tensor([t[0] for t in tails], device=device)]
-    return (first_tok + picked.sum(-1)).tolist()  # type: ignore[no-any-return]
+    return (first_tok + picked.sum(-1)).tolist()
 
 
 def answer_logprobs_many(

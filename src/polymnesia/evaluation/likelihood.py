@@ -69,7 +69,7 @@ def head_nll(
 
 def encode_for_scoring(
     tokenizer, texts: Sequence[str], max_length: int
-) -> tuple[list[list[int]], list[int]]:  # type: ignore[no-untyped-def]
+) -> tuple[list[list[int]], list[int]]:
     """Token ids with BOS prepended, and the UTF-8 byte count each covers."""
     enc = token_ids(tokenizer, texts)
     bos = [tokenizer.bos_token_id] if tokenizer.bos_token_id is not None else []

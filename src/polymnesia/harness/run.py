@@ -87,7 +87,7 @@ def _lm_class(hflm: Any, *, quiet: bool) -> Any:
     if not quiet:
         return hflm
 
-    class QuietHFLM(hflm):  # type: ignore[misc,valid-type]
+    class QuietHFLM(hflm):
         def loglikelihood(self, requests: Any, disable_tqdm: bool = False) -> Any:
             return super().loglikelihood(requests, disable_tqdm=True)
 

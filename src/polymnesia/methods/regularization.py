@@ -98,7 +98,7 @@ def add_penalty_grad_(
         if tensor_w:
             torch._foreach_mul_(diffs, tensor_w)
         elif any(w != 1.0 for w in weights):
-            torch._foreach_mul_(diffs, [float(w) for w in weights])  # type: ignore[arg-type]
+            torch._foreach_mul_(diffs, [float(w) for w in weights])
         torch._foreach_add_(grads, diffs, alpha=strength)
         return
     for theta, g, a, w in zip(thetas, grads, anchors, weights, strict=True):

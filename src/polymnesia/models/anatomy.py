@@ -105,7 +105,7 @@ def input_embeddings(model: torch.nn.Module, method: str) -> Any:
         raise not_applicable(
             method, model, "it has no input embedding matrix (get_input_embeddings)"
         )
-    return emb  # type: ignore[no-any-return]
+    return emb
 
 
 def output_embeddings(model: torch.nn.Module) -> Any:

@@ -246,7 +246,7 @@ def _load(
     if not local and (str(name_or_path).startswith((".", "/")) or str(name_or_path).count("/") > 1):
         raise PolymnesiaError(f"model folder not found: {name_or_path}")
     try:
-        return auto.from_pretrained(  # type: ignore[no-any-return]
+        return auto.from_pretrained(
             str(name_or_path),
             trust_remote_code=remote_code(trust_remote_code, f"model '{name_or_path}'"),
             use_safetensors=True if local else None,

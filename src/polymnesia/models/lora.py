@@ -92,7 +92,7 @@ def add_adapter(model: torch.nn.Module, rank: int, cfg: LoraConfig, kind: str) -
         target_modules=target_modules(model, cfg),
     )
     with _peft_reads_a_deprecated_flag():
-        return get_peft_model(model, pcfg)  # type: ignore[arg-type]
+        return get_peft_model(model, pcfg)
 
 
 def load_adapter(model: torch.nn.Module, folder: Path) -> Any:

@@ -59,7 +59,7 @@ def packed_mixture(
     return pack_documents([bos + list(x) for x in ids], block_size, tokenizer.eos_token_id)
 
 
-def validation_eval_fn(data_dir: Path, tokenizer: Any, languages: list[str], per_lang: int = 16):  # type: ignore[no-untyped-def]
+def validation_eval_fn(data_dir: Path, tokenizer: Any, languages: list[str], per_lang: int = 16):
     """An eval_fn for the loop: mean validation loss and bits per byte over ``languages``."""
     texts = [t for lang in languages for t in read_texts(data_dir, lang, "validation", per_lang)]
 

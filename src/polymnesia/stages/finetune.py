@@ -131,7 +131,7 @@ def sample_by_id(records: list[dict[str, Any]], n: int | None, seed: int) -> lis
     return sorted(records, key=key)[:n]
 
 
-def _examples(data_dir, lang, split, task, tok, cap=None, seed=0):  # type: ignore[no-untyped-def]
+def _examples(data_dir, lang, split, task, tok, cap=None, seed=0):
     """Examples of one language and split: sampled verses (the cap counts verses), then the
     constructed task if one is named, then model inputs."""
     recs = task_records(sample_by_id(read_split(data_dir, lang, split), cap, seed), task, seed)
@@ -166,7 +166,7 @@ class FinetuneTask(Stage):
             s.extra.update({"stopped_at": stop.get("stop_step")})
         return scores
 
-    def _load(self, ctx: StageContext):  # type: ignore[no-untyped-def]
+    def _load(self, ctx: StageContext):
 
         p: FinetuneParams = ctx.params
         recs = [r for lang in p.sources for r in read_split(ctx.input("data"), lang, "train")]
@@ -186,7 +186,7 @@ class FinetuneTask(Stage):
         self.tag_names = names
         return model, tok, n
 
-    def _train(self, ctx: StageContext, model, tok):  # type: ignore[no-untyped-def]
+    def _train(self, ctx: StageContext, model, tok):
 
         p: FinetuneParams = ctx.params
         sets = []
@@ -228,7 +228,7 @@ class FinetuneTask(Stage):
 
     def _task_scores(
         self, ctx: StageContext, model, tok, n_labels: int
-    ) -> tuple[list[Score], list[ItemSet]]:  # type: ignore[no-untyped-def]
+    ) -> tuple[list[Score], list[ItemSet]]:
 
         p: FinetuneParams = ctx.params
         roles = {**{t: "target" for t in p.targets}, **{s: "source" for s in p.sources}}
@@ -285,7 +285,7 @@ class FinetuneTask(Stage):
                 out.append(score)
         return out, sets
 
-    def _lm_scores(self, ctx: StageContext, model, tok) -> tuple[list[Score], list[ItemSet]]:  # type: ignore[no-untyped-def]
+    def _lm_scores(self, ctx: StageContext, model, tok) -> tuple[list[Score], list[ItemSet]]:
         """The pre-training loss of held-out text under the fine-tuned body with the base
         model's pre-training head (:mod:`polymnesia.evaluation.pretraining`): ``lm_loss``
         for a decoder, ``mlm_loss`` for an encoder; group ``forgetting``, task the fine-tuned

@@ -109,7 +109,7 @@ def stage_records(folders: list[Path]) -> list[InstructionRecord]:
     return out
 
 
-def load_records(p: InstructParams, data_dir: object) -> list:  # type: ignore[type-arg]
+def load_records(p: InstructParams, data_dir: object) -> list:
     """The instruction records of ``p`` (Bible-derived from ``data_dir``, or a Hub dataset)."""
     i = p.instruct
     if i.source == "hf":

@@ -409,7 +409,7 @@ def _gold_token_labels(ex: dict[str, Any]) -> list[int]:
     return [int(x) for x in ex["labels"] if int(x) != -100]
 
 
-def _score(preds, gold_ex, kind, metric, model, tag_names, accuracy, macro_f1, span_f1) -> float:  # type: ignore[no-untyped-def]
+def _score(preds, gold_ex, kind, metric, model, tag_names, accuracy, macro_f1, span_f1) -> float:
     if kind == "sequence":
         gold = [int(e["labels"]) for e in gold_ex]
         if metric == "macro_f1":

@@ -117,7 +117,7 @@ def _json(tokenizer: Any) -> dict[str, Any]:
         raise PolymnesiaError(
             f"{type(tokenizer).__name__} is not a fast tokenizer; expansion needs tokenizer.json"
         )
-    return json.loads(backend.to_str())  # type: ignore[no-any-return]
+    return json.loads(backend.to_str())
 
 
 def _specials(data: dict[str, Any]) -> list[str]:
@@ -142,7 +142,7 @@ def train_byte_bpe_like(
         show_progress=False,
     )
     backend.train_from_iterator(list(texts), trainer)
-    return json.loads(backend.to_str())  # type: ignore[no-any-return]
+    return json.loads(backend.to_str())
 
 
 def train_sentencepiece_like(

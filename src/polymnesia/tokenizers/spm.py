@@ -121,7 +121,7 @@ def model_type_of(model: bytes) -> ModelType:
     kind = spec_settings(model).get("model_type", "unigram")
     if kind not in ("bpe", "unigram"):
         raise PolymnesiaError(f"SentencePiece model type {kind!r} is not supported (bpe, unigram)")
-    return kind  # type: ignore[no-any-return]
+    return kind
 
 
 def pieces(model: bytes) -> list[tuple[str, float, str]]:

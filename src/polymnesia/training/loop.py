@@ -184,7 +184,7 @@ def no_sync(state: LoopState) -> contextlib.AbstractContextManager[None]:
     """Accumulate this micro-batch's gradients without synchronising them (DDP or FSDP2)."""
     if fsdp.is_sharded(state.model):
         return fsdp.no_sync(state.model)
-    return state.accelerator.no_sync(state.model)  # type: ignore[no-any-return]
+    return state.accelerator.no_sync(state.model)
 
 
 def check_memory(

@@ -69,7 +69,7 @@ def _pass_through(hidden: torch.Tensor) -> torch.Tensor:
 def head_passes_through(head: torch.nn.Module) -> Iterator[None]:
     """While inside, ``head(x)`` returns ``x``: the model's forward pass returns its final
     hidden states as ``logits``."""
-    head.forward = _pass_through  # type: ignore[method-assign]
+    head.forward = _pass_through
     try:
         yield
     finally:
@@ -86,7 +86,7 @@ def causal_lm_loss(
     :func:`linear_cross_entropy` when ``head`` is given (:func:`chunked_head`), else the
     model's own ``loss``."""
     if head is None or "labels" not in batch:
-        return model(**batch).loss  # type: ignore[no-any-return]
+        return model(**batch).loss
     inputs = {k: v for k, v in batch.items() if k != "labels"}
     with head_passes_through(head):
         hidden = model(**inputs).logits  # (B, L, H): the final hidden states
@@ -112,12 +112,12 @@ def linear_cross_entropy(
     ``(N,)``. Under autocast the head's products run in the autocast dtype, as the model's
     head would; the softmax, the loss and the weight's gradient sums are float32.
     """
-    return _LinearCrossEntropy.apply(hidden, weight, bias, targets, rows)  # type: ignore[no-any-return]
+    return _LinearCrossEntropy.apply(hidden, weight, bias, targets, rows)
 
 
 class _LinearCrossEntropy(torch.autograd.Function):
     @staticmethod
-    def forward(  # type: ignore[override]
+    def forward(
         ctx: Any,
         hidden: torch.Tensor,
         weight: torch.Tensor,
@@ -169,7 +169,7 @@ class _LinearCrossEntropy(torch.autograd.Function):
         return total / count
 
     @staticmethod
-    def backward(ctx: Any, grad_out: torch.Tensor) -> tuple[Any, ...]:  # type: ignore[override]
+    def backward(ctx: Any, grad_out: torch.Tensor) -> tuple[Any, ...]:
         # the kept gradients are scaled in place (no second copy of a vocabulary-sized
         # gradient): one backward pass per forward, as in training
         grad_h, grad_w, grad_b, count = ctx.saved_tensors

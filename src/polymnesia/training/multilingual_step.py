@@ -214,7 +214,7 @@ class MultilingualStep(TrainingPlugin):
         with sharded_rows(process_sum):
             return self._apply(state, grads, shared, head, head_sum, losses)
 
-    def _apply(self, state, grads, shared, head, head_sum, losses):  # type: ignore[no-untyped-def]
+    def _apply(self, state, grads, shared, head, head_sum, losses):
         try:
             direction = self.combiner(grads, languages=self.languages)
         except InfeasibleQP as e:
@@ -258,7 +258,7 @@ class MultilingualStep(TrainingPlugin):
             self.combiner.load_state_dict(state["combiner"])
 
 
-def _all_reduce_mean(acc, grads, head_sum, losses):  # type: ignore[no-untyped-def]
+def _all_reduce_mean(acc, grads, head_sum, losses):
     """Mean over processes of each language row, the head gradients and the losses."""
     import torch.distributed as dist
 

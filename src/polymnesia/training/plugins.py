@@ -45,7 +45,7 @@ class LoopState:
 
     @property
     def unwrapped(self) -> torch.nn.Module:
-        return self.accelerator.unwrap_model(self.model)  # type: ignore[no-any-return]
+        return self.accelerator.unwrap_model(self.model)
 
 
 class TrainingPlugin:

@@ -101,7 +101,7 @@ def _check_option_types(cls: type[Source], options: Mapping[str, Any], key: str)
         for p in params
         if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)
     }
-    model = create_model(  # type: ignore[call-overload]
+    model = create_model(
         f"{cls.__name__}Options",
         __config__=ConfigDict(extra="allow", allow_inf_nan=False, arbitrary_types_allowed=True),
         **fields,

@@ -141,7 +141,7 @@ def analysis_tables(
         finals = final_scores(arm.Rs, orders)
         row: list[Any] = [arm.label]
         for by in ("script", "resource", "family"):
-            names = group_means(finals, by)  # type: ignore[arg-type]
+            names = group_means(finals, by)
             row.append("; ".join(f"{g} {_pct_text(_group(arm, orders, by, g, ev))}" for g in names))
         by_group.append(row)
     tables = [
