@@ -23,7 +23,6 @@ import statistics
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
 
 import torch
 from _common import tiny_model, udhr_blocks
@@ -49,7 +48,6 @@ class Stamps(TrainingPlugin):
 
 def step_time(arm: str, blocks: torch.Tensor, a: argparse.Namespace) -> float:
     model = tiny_model(a.vocab, a.preset)
-    kw: dict[str, Any] = {}
     plugins: list[TrainingPlugin] = []
     if arm == "l2sp":
         plugins = [L2SP(alpha=0.01)]
@@ -58,15 +56,14 @@ def step_time(arm: str, blocks: torch.Tensor, a: argparse.Namespace) -> float:
         fisher = {n: torch.rand(p.shape, generator=g) for n, p in model.named_parameters()}
         plugins = [EWC(lam=100.0, fisher=fisher)]
     elif arm == "distill":
-        d = Distill(weight=1.0, temperature=2.0)
-        plugins, kw = [d], {"step_fn": d}
+        plugins = [Distill(weight=1.0, temperature=2.0)]
     stamps = Stamps()
     cfg = TrainConfig(
         steps=a.steps, batch_size=a.batch, block_size=a.block, lr=1e-3, warmup_ratio=0.0,
         log_every=a.steps, checkpoint_every=10**6, checkpoint_at_end=False, progress_bar=False,
     )  # fmt: skip
     with tempfile.TemporaryDirectory() as out:
-        train(model, PackedLMData(blocks), cfg, Path(out), plugins=[*plugins, stamps], **kw)
+        train(model, PackedLMData(blocks), cfg, Path(out), plugins=[*plugins, stamps])
     t = stamps.t
     return statistics.median(b - c for c, b in zip(t[a.skip - 1 : -1], t[a.skip :], strict=True))
 

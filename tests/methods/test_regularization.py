@@ -245,7 +245,7 @@ def test_distill_with_weight_zero_is_plain_training_bit_for_bit(tmp_path: Path) 
 
     from polymnesia.training.loop import train
 
-    train(model, random_data(), train_cfg(4), tmp_path / "d", seed=0, plugins=[d], step_fn=d)
+    train(model, random_data(), train_cfg(4), tmp_path / "d", seed=0, plugins=[d])
     assert all(torch.equal(plain[n], p.detach()) for n, p in model.named_parameters())
 
 
@@ -262,7 +262,7 @@ def test_distill_keeps_the_outputs_near_the_starting_model(tmp_path: Path) -> No
     def shift(weight: float, out: Path) -> float:
         model = tiny_model()
         d = Distill(weight=weight, temperature=2.0)
-        train(model, random_data(), train_cfg(6, lr=3e-3), out, seed=0, plugins=[d], step_fn=d)
+        train(model, random_data(), train_cfg(6, lr=3e-3), out, seed=0, plugins=[d])
         with torch.no_grad():
             z = model.eval()(input_ids=batch["input_ids"]).logits
         return float(distillation_loss(z, z0, 1.0))
@@ -270,9 +270,51 @@ def test_distill_keeps_the_outputs_near_the_starting_model(tmp_path: Path) -> No
     assert shift(20.0, tmp_path / "kd") < shift(0.0, tmp_path / "plain")
 
 
-def test_distill_listed_only_as_a_plugin_refuses(tmp_path: Path) -> None:
-    with pytest.raises(PolymnesiaError, match="step function"):
-        run(tiny_model(), 1, tmp_path, [Distill()])
+def test_distill_term_is_the_kl_to_the_starting_model_on_each_micro_batch(tmp_path: Path) -> None:
+    """The loop's first step adds exactly weight * KL(teacher || student) to the model's own
+    loss: at step 1 the student is the teacher, so the KL is 0 and the loss is plain; the
+    term read from the hook on the student's outputs equals the pure function's value."""
+    from methods_helpers import random_data, train_cfg
+
+    from polymnesia.training.loop import train
+
+    seen: list[tuple[float, float]] = []
+
+    class Spy(Distill):
+        def loss_term(self, state: LoopState, batch: Any, outputs: Any) -> torch.Tensor:
+            term = super().loss_term(state, batch, outputs)
+            assert self.teacher is not None
+            with torch.no_grad():
+                inputs = {k: v for k, v in batch.items() if k != "labels"}
+                z0 = self.teacher(**inputs).logits
+            mask = batch.get("attention_mask")
+            ref = self.weight * distillation_loss(outputs.logits, z0, self.temperature, mask)
+            seen.append((float(term.detach()), float(ref)))
+            return term
+
+    train(tiny_model(), random_data(), train_cfg(3, lr=3e-3), tmp_path, plugins=[Spy(weight=2.0)])
+    assert len(seen) == 3 and seen[0][0] == pytest.approx(0.0, abs=1e-6)
+    assert all(t == pytest.approx(r, rel=1e-5, abs=1e-7) for t, r in seen)
+    assert seen[-1][0] > 1e-6  # the student moved away from the teacher
+
+
+def test_a_loss_term_with_another_step_function_is_refused(tmp_path: Path) -> None:
+    from methods_helpers import random_data, train_cfg
+
+    from polymnesia.training.loop import standard_step, train
+
+    def own_step(state: LoopState, batches: Any) -> torch.Tensor:
+        return standard_step(state, batches)
+
+    with pytest.raises(PolymnesiaError, match="'distill' adds a term.*'own_step'"):
+        train(
+            tiny_model(),
+            random_data(),
+            train_cfg(1),
+            tmp_path,
+            plugins=[Distill()],
+            step_fn=own_step,
+        )
 
 
 def test_config_entries_are_validated_and_built() -> None:
@@ -298,8 +340,8 @@ def test_sharded_engines_accept_the_penalties_and_refuse_distillation() -> None:
 
     model, d = tiny_model(), Distill()
     check_engine("fsdp2", [L2SP(), EWC()], standard_step, model, standard_step=standard_step)
-    with pytest.raises(ConfigError, match="'distill'.*fsdp2"):
-        check_engine("fsdp2", [d], d, model, standard_step=standard_step)
+    with pytest.raises(ConfigError, match="'distill' is refused under fsdp2: its teacher"):
+        check_engine("fsdp2", [d], standard_step, model, standard_step=standard_step)
     for engine in ("fsdp", "deepspeed"):
         with pytest.raises(ConfigError, match="'l2sp'"):
             check_engine(engine, [L2SP()], standard_step, model, standard_step=standard_step)

@@ -23,14 +23,13 @@ fused multiply-add per parameter, and under FSDP2 each process adds it to the sh
 checkpoint is resumed, so a resumed run pulls towards the same point; with a strength of 0
 nothing is touched (bit-identical to plain training).
 
-Distillation needs the student's logits in the loss, so it is a step function and a plugin in
-one object (as :class:`~polymnesia.training.multilingual_step.MultilingualStep`): pass it as
-``step_fn=`` and in ``plugins=``. Listed only as a plugin it refuses to train.
+Distillation needs the student's logits: it is a loss term of the one training loop
+(``adds_loss``), added to each micro-batch's loss by the standard step. Sharded engines refuse
+it (its teacher is a whole copy of the model in every process).
 """
 
 from __future__ import annotations
 
-import contextlib
 import copy
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
@@ -45,7 +44,6 @@ from polymnesia.errors import ConfigError, PolymnesiaError
 from polymnesia.io import atomic_write_bytes
 from polymnesia.models.anatomy import split_body_head
 from polymnesia.training.fsdp import local, local_rows
-from polymnesia.training.loop import no_sync, standard_step
 from polymnesia.training.plugins import PLUGINS, LoopState, TrainingPlugin
 
 #: where a stage keeps the (running) Fisher of the task it trained, next to ``model/``
@@ -405,20 +403,24 @@ class DistillOptions(StrictModel):
 
 @PLUGINS.register(
     "distill",
-    "LwF: KL at temperature T to the starting model's outputs (a step function: pass it as step_fn)",
+    "LwF: KL at temperature T to the starting model's outputs, added to the loss of each batch",
 )
 class Distill(TrainingPlugin):
-    """Step function (``step_fn=``) and plugin (``plugins=[...]``) in one object.
+    """A loss term of the one training loop (``adds_loss``; :func:`~polymnesia.training.loop.micro_batch_loss`).
 
     The teacher is a frozen copy of the model as training starts (taken in ``param_groups``,
     before a resume), run in eval mode without gradients on each micro-batch: one extra
-    forward pass. The student's loss is its own (``outputs.loss``) plus
-    ``weight * distillation_loss(outputs.logits, teacher_logits, T, attention_mask)``.
-    With ``weight`` 0 it is :func:`~polymnesia.training.loop.standard_step`.
+    forward pass. The term is ``weight * distillation_loss(outputs.logits, teacher_logits, T,
+    attention_mask)``, added to the model's own loss. With ``weight`` 0 it adds nothing (plain
+    training, bit for bit).
     """
 
     name = "distill"
     Options = DistillOptions
+    sharded_refusal = (
+        "its teacher is a whole, unsharded copy of the model in every process, which would "
+        "undo the sharding's memory saving"
+    )
 
     def __init__(self, weight: float = 1.0, temperature: float = 2.0) -> None:
         if isinstance(weight, bool) or not isinstance(weight, int | float) or weight < 0:
@@ -430,8 +432,8 @@ class Distill(TrainingPlugin):
         ):
             raise ConfigError(f"distill temperature must be a number > 0, got {temperature!r}")
         self.weight, self.temperature = float(weight), float(temperature)
+        self.adds_loss = self.weight > 0
         self.teacher: torch.nn.Module | None = None
-        self._called = False
 
     def param_groups(
         self, model: torch.nn.Module, groups: list[dict[str, Any]]
@@ -440,34 +442,14 @@ class Distill(TrainingPlugin):
             self.teacher = copy.deepcopy(model).eval().requires_grad_(False)
         return groups
 
-    def before_optimizer_step(self, state: LoopState) -> None:
-        if not self._called:
-            raise PolymnesiaError(
-                "training plugin 'distill' computes the loss: pass it as the step function "
-                "too (step_fn=); this stage does not, so it cannot distil"
-            )
-        self._called = False
-
-    def __call__(
-        self, state: LoopState, micro_batches: list[dict[str, torch.Tensor]]
+    def loss_term(
+        self, state: LoopState, batch: dict[str, torch.Tensor], outputs: Any
     ) -> torch.Tensor:
-        self._called = True
         if self.teacher is None:
-            return standard_step(state, micro_batches)
-        acc = state.accelerator
-        total = torch.zeros((), device=acc.device)
-        n = len(micro_batches)
-        for i, batch in enumerate(micro_batches):
-            sync = contextlib.nullcontext() if i == n - 1 else no_sync(state)
-            with sync, acc.autocast():
-                out = state.model(**batch)
-                with torch.no_grad():
-                    inputs = {k: v for k, v in batch.items() if k != "labels"}
-                    target = self.teacher(**inputs).logits
-                kd = distillation_loss(
-                    out.logits, target, self.temperature, batch.get("attention_mask")
-                )
-                loss = (out.loss + self.weight * kd) / n
-            acc.backward(loss)
-            total += loss.detach()
-        return total
+            raise PolymnesiaError("distill: no teacher; the loop builds it in param_groups")
+        with torch.no_grad():
+            target = self.teacher(**{k: v for k, v in batch.items() if k != "labels"}).logits
+        kd = distillation_loss(
+            outputs.logits, target, self.temperature, batch.get("attention_mask")
+        )
+        return self.weight * kd

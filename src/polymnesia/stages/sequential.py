@@ -40,7 +40,6 @@ from polymnesia.methods.merging import average
 from polymnesia.methods.regularization import (
     EWC,
     FISHER_FILE,
-    Distill,
     diagonal_fisher,
     online_fisher,
     save_fisher,
@@ -171,8 +170,6 @@ def _train(
     )  # fmt: skip
     t0 = time.time()
     plugins = build_plugins(h.plugins, ctx.inputs)
-    # LwF's distillation makes the loss: it is the step function as well as a plugin
-    distill = [q for q in plugins if isinstance(q, Distill)]
     data = ClassificationData(train_ex, tok.pad_token_id)
     model, result = train(
         model,
@@ -182,7 +179,6 @@ def _train(
         seed=p.seed,
         plugins=[stopper, *plugins],
         tracker_name=ctx.spec.name,
-        **({"step_fn": distill[0]} if distill else {}),  # type: ignore[arg-type]
     )
     stopper.restore_best(model)
     for ewc in (q for q in plugins if isinstance(q, EWC)):

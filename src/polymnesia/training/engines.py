@@ -76,6 +76,12 @@ def check_engine(
     for p in plugins:
         if engine not in getattr(p, "sharded_engines", ()):
             name = getattr(p, "name", type(p).__name__)
+            why = getattr(p, "sharded_refusal", None)
+            if why:
+                raise ConfigError(
+                    f"training plugin '{name}' is refused under {engine}: {why}; run it with "
+                    "DDP or one process"
+                )
             raise ConfigError(
                 f"training plugin '{name}' edits parameters or gradients directly and is not "
                 f"verified under {engine} (sharded parameters); run it with DDP or one process"

@@ -165,16 +165,28 @@ def default_param_groups(model: torch.nn.Module, cfg: TrainConfig) -> list[dict[
     return [g for g in groups if g["params"]]
 
 
+def micro_batch_loss(state: LoopState, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+    """One micro-batch's training loss: the model's own (in chunks of positions when
+    ``state.lm_head`` is set), plus each ``state.loss_terms`` plugin's term on its outputs."""
+    if not state.loss_terms:
+        return causal_lm_loss(state.model, batch, state.lm_head)
+    out = state.model(**batch)
+    loss = out.loss
+    for p in state.loss_terms:
+        loss = loss + p.loss_term(state, batch, out)
+    return loss
+
+
 def standard_step(state: LoopState, micro_batches: list[dict[str, torch.Tensor]]) -> torch.Tensor:
-    """Forward/backward each micro-batch (gradients synchronised on the last one); a decoder's
-    loss is made in chunks of positions when ``state.lm_head`` is set."""
+    """Forward/backward each micro-batch (gradients synchronised on the last one), with
+    :func:`micro_batch_loss`."""
     acc = state.accelerator
     total = torch.zeros((), device=acc.device)
     n = len(micro_batches)
     for i, batch in enumerate(micro_batches):
         sync = contextlib.nullcontext() if i == n - 1 else no_sync(state)
         with sync, acc.autocast():
-            loss = causal_lm_loss(state.model, batch, state.lm_head) / n
+            loss = micro_batch_loss(state, batch) / n
         acc.backward(loss)
         total += loss.detach()
     return total
@@ -451,6 +463,13 @@ def train(
         )
     engine = resolve(acc, cfg)
     check_engine(engine, plugins, step_fn, model, standard_step=standard_step)
+    loss_terms = [p for p in plugins if p.adds_loss]
+    if loss_terms and step_fn is not standard_step:
+        name = getattr(step_fn, "__name__", None) or type(step_fn).__name__
+        raise PolymnesiaError(
+            f"training plugin '{loss_terms[0].name}' adds a term to the loss, which only the "
+            f"standard step makes; step function '{name}' makes its own: drop one of them"
+        )
     set_seed(seed)
     _prepare_model(model, cfg, engine, acc.device)
     gatherer, groups = None, None
@@ -489,7 +508,9 @@ def train(
         accelerator=acc,
         total_steps=cfg.steps,
         step=counters.step,
-        lm_head=_loss_head(acc.unwrap_model(model), cfg, engine),
+        # a loss term reads the outputs' logits, which the chunked loss never makes
+        lm_head=None if loss_terms else _loss_head(acc.unwrap_model(model), cfg, engine),
+        loss_terms=loss_terms,
     )
     for p in plugins:
         p.setup(state)

@@ -3,7 +3,9 @@
 A method (embedding resets, frozen rows, layer freezing, replay, ...) plugs in
 as a :class:`TrainingPlugin` rather than as a copy of the loop. The loop calls,
 in order: ``param_groups`` (before the optimizer is built), ``setup`` (after
-``accelerator.prepare``), then per optimizer step ``before_optimizer_step``
+``accelerator.prepare``), then per micro-batch ``loss_term`` (for a plugin that
+``adds_loss``: a term added to the loss, from the batch and the model's outputs),
+and per optimizer step ``before_optimizer_step``
 (gradients are final: mask or edit them) and ``after_optimizer_step`` (weights
 are updated: reset or restore them). ``state_dict``/``load_state_dict`` put the
 plugin's state in every checkpoint so a resumed run continues exactly.
@@ -42,6 +44,8 @@ class LoopState:
     #: the LM head the training loss is made with in chunks (train.chunked_loss;
     #: :mod:`polymnesia.training.loss`), or None: the model's own loss
     lm_head: torch.nn.Linear | None = None
+    #: plugins whose :meth:`TrainingPlugin.loss_term` the step adds to each micro-batch's loss
+    loss_terms: list[TrainingPlugin] = field(default_factory=list)
 
     @property
     def unwrapped(self) -> torch.nn.Module:
@@ -66,6 +70,11 @@ class TrainingPlugin:
     #: sharded engines ("fsdp", "deepspeed") this plugin is verified under; the others refuse
     #: it before training (:mod:`polymnesia.training.engines`)
     sharded_engines: ClassVar[tuple[str, ...]] = ()
+    #: why the sharded engines refuse this plugin, where the generic reason (it edits
+    #: parameters or gradients directly) is not the one
+    sharded_refusal: ClassVar[str | None] = None
+    #: whether :meth:`loss_term` adds to the training loss (an instance may turn it off)
+    adds_loss: bool = False
 
     @classmethod
     def check_train(cls, options: dict[str, Any], train: Any) -> None:
@@ -79,6 +88,14 @@ class TrainingPlugin:
 
     def setup(self, state: LoopState) -> None:
         """Called once after the model and optimizer are prepared (and after a resume)."""
+
+    def loss_term(
+        self, state: LoopState, batch: dict[str, torch.Tensor], outputs: Any
+    ) -> torch.Tensor:
+        """A term added to one micro-batch's loss (where ``adds_loss``): ``outputs`` are the
+        model's outputs on ``batch`` (``outputs.loss``, ``outputs.logits``), under the same
+        autocast; the step scales the sum for gradient accumulation."""
+        raise NotImplementedError(f"plugin {self.name} sets adds_loss but has no loss_term")
 
     def before_optimizer_step(self, state: LoopState) -> None:
         """Gradients are complete (accumulated, reduced, clipped)."""
