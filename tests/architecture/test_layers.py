@@ -6,7 +6,7 @@ Layers, top to bottom (docs/architecture.md); a module may import its own layer 
     experiments
     stages, testing
     methods, continual, tasks, evaluation, harness, training, reports
-    models, tokenizers, gradients, layers, metrics, items, data, pipeline
+    models, tokenizers, gradients, layers, metrics, items, data, instructions, pipeline
     results, config, io, registry, registry_imports, paths, errors, runtime, trust
 """
 
@@ -23,7 +23,17 @@ TIERS = [
     {"experiments"},
     {"stages", "testing"},
     {"methods", "continual", "tasks", "evaluation", "harness", "training", "reports"},
-    {"models", "tokenizers", "gradients", "layers", "metrics", "items", "data", "pipeline"},
+    {
+        "models",
+        "tokenizers",
+        "gradients",
+        "layers",
+        "metrics",
+        "items",
+        "data",
+        "instructions",
+        "pipeline",
+    },
     {
         "results",
         "config",

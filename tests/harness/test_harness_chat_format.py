@@ -11,12 +11,12 @@ import pytest
 from harness_helpers import make_prepared, verse
 
 from polymnesia import testing
-from polymnesia.data.instructions import CONTINUE_INSTRUCTION, genre_instruction, genre_name
 from polymnesia.data.sources.bible import BIBLE_GENRES
 from polymnesia.errors import PolymnesiaError
 from polymnesia.evaluation.generation import chat_prompt
 from polymnesia.harness.docs import halves, write_task_data
 from polymnesia.harness.tasks import CHATML_STOP, TASK_DIR, model_task_yamls
+from polymnesia.instructions.records import CONTINUE_INSTRUCTION, genre_instruction, genre_name
 from polymnesia.io import read_jsonl
 from polymnesia.tokenizers.chat import SYSTEM_PROMPT, render_chatml, sft_messages
 from polymnesia.tokenizers.special import IM_END

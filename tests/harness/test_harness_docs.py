@@ -10,7 +10,7 @@ from harness_helpers import make_prepared, verse
 from polymnesia.data.sources.bible import BIBLE_GENRES
 from polymnesia.errors import DataError
 from polymnesia.harness.docs import halves, load_docs, write_task_data
-from polymnesia.harness.ifeval import check_following
+from polymnesia.instructions.ifeval import check_following
 from polymnesia.io import read_jsonl
 from polymnesia.tokenizers.bpe import IM_END
 

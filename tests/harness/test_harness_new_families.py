@@ -12,8 +12,8 @@ from harness_helpers import make_prepared, verse
 
 from polymnesia.experiments.loading import load_config
 from polymnesia.harness.docs import write_task_data
-from polymnesia.harness.ifeval import KINDS, check_following
 from polymnesia.harness.tasks import HARNESS_TASKS
+from polymnesia.instructions.ifeval import KINDS, check_following
 from polymnesia.io import read_jsonl
 from polymnesia.tokenizers.bpe import IM_END
 
@@ -78,7 +78,7 @@ def test_abilities_have_three_tasks_that_phase2_does_not_train(name: str) -> Non
     """EA and MA each average >= 3 offline task families; no MA task is one the similar set
     trains in that language (it trained exactly the old MA task, genre in fr/de, so "similar
     keeps MA" held by construction), and most MA families are trained by no Phase 2 set."""
-    from polymnesia.harness.instruction_sets import DISSIMILAR_KINDS, PHASE1_KINDS
+    from polymnesia.instructions.sets import DISSIMILAR_KINDS, PHASE1_KINDS
 
     cfg = load_config(ROOT / "configs" / name)
     e = cfg.evaluation

@@ -8,10 +8,11 @@ from pathlib import Path
 import pytest
 from harness_helpers import make_prepared, verse
 
-from polymnesia.data.instruction_sources import PRESETS, load_instruction_dataset
 from polymnesia.errors import DataError
-from polymnesia.harness.ifeval import check_following
-from polymnesia.harness.instruction_sets import (
+from polymnesia.instructions.hub import PRESETS, load_instruction_dataset
+from polymnesia.instructions.ifeval import check_following
+from polymnesia.instructions.replay import mix_replay
+from polymnesia.instructions.sets import (
     DISSIMILAR_KINDS,
     PHASE1_KINDS,
     english_counterpart,
@@ -22,7 +23,6 @@ from polymnesia.harness.instruction_sets import (
     verse_overlap,
     write_instruction_set,
 )
-from polymnesia.methods.replay import mix_replay
 
 
 @pytest.fixture(scope="module")
@@ -153,5 +153,5 @@ def test_loader_language_filter(tmp_path: Path) -> None:
 
 
 def test_loader_offline_hub_is_one_line() -> None:
-    with pytest.raises(DataError, match="unreachable|cannot load instruction dataset"):
+    with pytest.raises(DataError, match="unreachable|cannot load Hugging Face dataset"):
         load_instruction_dataset("tatsu-lab/alpaca")

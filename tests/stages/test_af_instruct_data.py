@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import pytest
 
-from polymnesia.data.instructions import (
+from polymnesia.errors import DataError
+from polymnesia.instructions.hub import hf_instructions
+from polymnesia.instructions.records import (
     CONTINUE_INSTRUCTION,
     bible_instructions,
     check_record,
     genre_instruction,
-    hf_instructions,
     split_verse,
 )
-from polymnesia.errors import DataError
 
 VERSES = [
     {

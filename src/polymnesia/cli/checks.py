@@ -103,7 +103,7 @@ def check_settings(cfg: Any, specs: list[Any], source: str) -> None:
 
 def _check_fields(cfg: Any) -> None:
     from polymnesia.config.base import submodels
-    from polymnesia.data.instruction_sources import ROLES
+    from polymnesia.instructions.hub import ROLES
     from polymnesia.stages.instruct import InstructConfig
     from polymnesia.stages.instruction_data import InstructionSetConfig
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import random
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -20,3 +22,19 @@ def read_split(data_dir: Path, lang: str, split: str) -> list[dict[str, Any]]:
 def read_texts(data_dir: Path, lang: str, split: str, limit: int | None = None) -> list[str]:
     texts = [r["text"] for r in read_split(data_dir, lang, split)]
     return texts[:limit] if limit else texts
+
+
+def sample_aligned(
+    data_dir: Any, langs: Sequence[str], split: str, n: int | None, seed: int = 0
+) -> dict[str, list[dict[str, Any]]]:
+    """Records of ``split`` whose aligned id exists in every language of ``langs``.
+
+    The same ``n`` ids (drawn with ``seed`` from the common ids, in id order
+    otherwise books would be over-represented) for every language, so scores
+    compare languages on translations of the same verses.
+    """
+    by_lang = {lang: {r["id"]: r for r in read_split(data_dir, lang, split)} for lang in langs}
+    common = sorted(set.intersection(*(set(v) for v in by_lang.values())))
+    if n is not None and n < len(common):
+        common = sorted(random.Random(seed).sample(common, n))
+    return {lang: [by_lang[lang][i] for i in common] for lang in langs}

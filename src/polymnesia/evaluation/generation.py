@@ -27,7 +27,6 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from polymnesia.data.prepared import read_split
 from polymnesia.errors import PolymnesiaError
 from polymnesia.runtime import Runtime
 from polymnesia.tokenizers.chat import (
@@ -209,21 +208,3 @@ def answer_logprobs_many(
     tails = answer_tails(tokenizer, answers)
     mine = [answer_logprobs(model, tokenizer, p, answers, tails) for p in rt.shard(prompts)]
     return rt.gather(mine, len(prompts))
-
-
-def sample_aligned(
-    data_dir: Any, langs: Sequence[str], split: str, n: int | None, seed: int = 0
-) -> dict[str, list[dict[str, Any]]]:
-    """Records of ``split`` whose aligned id exists in every language of ``langs``.
-
-    The same ``n`` ids (drawn with ``seed`` from the common ids, in id order
-    otherwise books would be over-represented) for every language, so scores
-    compare languages on translations of the same verses.
-    """
-    import random
-
-    by_lang = {lang: {r["id"]: r for r in read_split(data_dir, lang, split)} for lang in langs}
-    common = sorted(set.intersection(*(set(v) for v in by_lang.values())))
-    if n is not None and n < len(common):
-        common = sorted(random.Random(seed).sample(common, n))
-    return {lang: [by_lang[lang][i] for i in common] for lang in langs}

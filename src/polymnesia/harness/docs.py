@@ -33,38 +33,27 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from polymnesia.data.instructions import (
+from polymnesia.data.languages import get_language
+from polymnesia.data.prepared import sample_aligned
+from polymnesia.data.sources.bible import BIBLE_GENRES
+from polymnesia.errors import DataError
+from polymnesia.evaluation.generation import chat_prompt
+from polymnesia.harness.tasks import HARNESS_TASKS, expand, model_task_yamls
+from polymnesia.instructions.ifeval import KINDS, item_passes, verifiable_item
+from polymnesia.instructions.punkt import ensure_punkt
+from polymnesia.instructions.records import (
     CONTINUE_INSTRUCTION,
     REFERENCE_INSTRUCTION,
     TRANSLATE_INSTRUCTION,
     genre_instruction,
     genre_name,
+    halves,
 )
-from polymnesia.data.languages import get_language
-from polymnesia.data.sources.bible import BIBLE_GENRES
-from polymnesia.errors import DataError
-from polymnesia.evaluation.generation import chat_prompt, sample_aligned
-from polymnesia.harness.ifeval import KINDS, item_passes, verifiable_item
-from polymnesia.harness.punkt import ensure_punkt
-from polymnesia.harness.tasks import HARNESS_TASKS, expand, model_task_yamls
 from polymnesia.io import atomic_write_text, read_jsonl_strict
 from polymnesia.tokenizers.chat import turn_end
 
 N_CHOICES = 4
 Doc = dict[str, Any]
-
-
-def halves(text: str) -> tuple[str, str] | None:
-    """First and second half of a verse: by words (at least 6), else by characters for
-    unspaced scripts (no whitespace, at least 12 characters), else None."""
-    words = text.split()
-    if len(words) >= 6:
-        mid = len(words) // 2
-        return " ".join(words[:mid]), " ".join(words[mid:])
-    if len(words) == 1 and len(text) >= 12:
-        mid = len(text) // 2
-        return text[:mid], text[mid:]
-    return None
 
 
 @dataclass(frozen=True)

@@ -27,8 +27,8 @@ from typing import Any
 
 from polymnesia.errors import PolymnesiaError
 from polymnesia.harness.languages import AMBIGUOUS, task_language
-from polymnesia.harness.punkt import ensure_punkt
 from polymnesia.harness.tasks import HARNESS_TASKS, TASK_DIR, expand, is_shipped, lm_eval_index
+from polymnesia.instructions.punkt import ensure_punkt
 from polymnesia.io import atomic_write_text
 from polymnesia.results import Score
 from polymnesia.runtime import is_terminal

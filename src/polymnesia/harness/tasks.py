@@ -20,7 +20,7 @@ Families (``LANG`` is an ISO 639-1 code of the Bible source):
   0-100) against the real one. Stands in for the generative XLSum / MLQA /
   XQuAD (Multilingual Ability) and AlpacaEval (free generation).
 * ``poly_ifeval_LANG``: verifiable format instructions about a verse
-  (:mod:`polymnesia.harness.ifeval`), scored by IFEval's own checkers:
+  (:mod:`polymnesia.instructions.ifeval`), scored by IFEval's own checkers:
   ``prompt_level_strict_acc`` etc. Stands in for IFEval.
 * ``poly_title_LANG``, ``poly_quote_LANG``: one IFEval kind each (a ``<<title>>``
   before the verse; the verse in double quotes), the instructions Phase 1 of
@@ -49,7 +49,7 @@ from pathlib import Path
 
 from polymnesia.data.sources.bible import DEFAULT_EDITIONS
 from polymnesia.errors import PolymnesiaError
-from polymnesia.harness.ifeval import INSTRUCTION_LANGUAGES
+from polymnesia.instructions.ifeval import INSTRUCTION_LANGUAGES
 from polymnesia.registry import Registry
 
 TASK_DIR = Path(__file__).parent / "lm_eval_tasks"

@@ -29,7 +29,8 @@ from __future__ import annotations
 from pydantic import Field, field_validator
 
 from polymnesia.data.languages import get_language
-from polymnesia.evaluation.generation import chat_prompt, greedy_generate, sample_aligned
+from polymnesia.data.prepared import sample_aligned
+from polymnesia.evaluation.generation import chat_prompt, greedy_generate
 from polymnesia.items import (
     ITEMS_FILE,
     ItemSet,

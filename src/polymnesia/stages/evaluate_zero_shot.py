@@ -2,7 +2,7 @@
 
 The downstream task that works offline (replacing the paper's six benchmarks):
 after English-only instruction tuning, the model is asked the English genre
-question of :mod:`polymnesia.data.instructions` about a test verse in language
+question of :mod:`polymnesia.instructions.records` about a test verse in language
 X, and answers by likelihood: each of the 9 genre names is scored as the
 assistant's reply (summed log-probability of the name and ``<|im_end|>``),
 and the best-scoring one is the prediction. ``scoring`` chooses the score
@@ -25,10 +25,11 @@ from typing import Literal
 
 from pydantic import Field
 
-from polymnesia.data.instructions import genre_instruction, genre_name
+from polymnesia.data.prepared import sample_aligned
 from polymnesia.data.sources.bible import BIBLE_GENRES
 from polymnesia.evaluation.calibration import answer_prior, score_answers
-from polymnesia.evaluation.generation import answer_logprobs_many, chat_prompt, sample_aligned
+from polymnesia.evaluation.generation import answer_logprobs_many, chat_prompt
+from polymnesia.instructions.records import genre_instruction, genre_name
 from polymnesia.items import (
     ITEMS_FILE,
     ItemSet,

@@ -4,7 +4,7 @@ Alpaca-style records (instruction, input, output) are rendered with ChatML
 and the system prompt of the paper's appendix C
 (:func:`polymnesia.tokenizers.chat.build_sft_example`); the loss counts the
 response tokens only. Data: ``source: bible`` derives records offline from the
-English Bible (:mod:`polymnesia.data.instructions`, data card written next to
+English Bible (:mod:`polymnesia.instructions.records`, data card written next to
 the model), ``source: hf`` reads a Hub dataset (OpenOrca, Alpaca) with a field
 mapping. All parameters are trained (full fine-tuning, as in Table 5).
 """
@@ -18,17 +18,17 @@ from typing import Any, Literal
 from pydantic import Field, field_validator
 
 from polymnesia.config.base import StrictModel
-from polymnesia.data.instructions import (
+from polymnesia.data.prepared import read_split
+from polymnesia.data.sources.bible import BIBLE_GENRES
+from polymnesia.errors import ConfigError, DataError, unknown
+from polymnesia.instructions.hub import hf_instructions
+from polymnesia.instructions.records import (
     DATA_CARD,
     TASKS,
     InstructionRecord,
     bible_instructions,
     check_record,
-    hf_instructions,
 )
-from polymnesia.data.prepared import read_split
-from polymnesia.data.sources.bible import BIBLE_GENRES
-from polymnesia.errors import ConfigError, DataError, unknown
 from polymnesia.io import atomic_write_json, atomic_write_text, read_jsonl_strict
 from polymnesia.models.io import load_model_and_tokenizer, save_model_and_tokenizer
 from polymnesia.models.lora import LoraConfig, add_adapter

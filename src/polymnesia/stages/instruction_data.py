@@ -3,10 +3,10 @@
 It writes ``records.jsonl`` and ``DATA_CARD.md`` that the
 ``instruct`` stage trains on (its ``records`` option) and that ``replay_data``
 and ``dataset_similarity`` read. Offline sets are built from the prepared Bible
-split (input ``data``) by :mod:`polymnesia.harness.instruction_sets`; they hold
+split (input ``data``) by :mod:`polymnesia.instructions.sets`; they hold
 only instructions whose answers are checked automatically. ``kind: hf`` maps the
 fields of any HF instruction dataset (Alpaca, MultiAlpaca, OpenOrca, Aya presets
-in :mod:`polymnesia.data.instruction_sources`). Verses used by the sets given as
+in :mod:`polymnesia.instructions.hub`). Verses used by the sets given as
 ``exclude`` inputs (``exclude_0``, ...) are left out, so a Phase 2 set shares no
 verse with Phase 1 (the paper's Phase 2 has no access to the Phase 1 data).
 """
@@ -19,9 +19,9 @@ from pydantic import Field, model_validator
 
 from polymnesia.config.base import StrictModel
 from polymnesia.data.config import check_languages
-from polymnesia.data.instruction_sources import PRESETS, load_instruction_dataset
 from polymnesia.errors import DataError
-from polymnesia.harness.instruction_sets import (
+from polymnesia.instructions.hub import PRESETS, load_instruction_dataset
+from polymnesia.instructions.sets import (
     DISSIMILAR_KINDS,
     PHASE1_KINDS,
     InstructionSet,

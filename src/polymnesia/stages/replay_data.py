@@ -9,7 +9,7 @@ may not see) and, for generative replay, ``model`` (the Phase 1 model).
   instructions (greedy, ChatML) and those answers are replayed.
 
 ``share`` of ``len(phase 2)`` pool records are drawn without replacement and
-shuffled in (:func:`polymnesia.methods.replay.mix_replay`); for generative
+shuffled in (:func:`polymnesia.instructions.replay.mix_replay`); for generative
 replay only as many instructions as needed (plus a margin for empty answers)
 are answered. Writes ``records.jsonl`` (with ``replay: true|false``) and a
 data card, as an instruction-data stage does.
@@ -17,16 +17,24 @@ data card, as an instruction-data stage does.
 
 from __future__ import annotations
 
-from typing import Literal
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal
 
+import torch
 from pydantic import Field
 
 from polymnesia.config.base import StrictModel
 from polymnesia.errors import DataError
 from polymnesia.evaluation.config import PRECISION_HELP, InferencePrecision
+from polymnesia.evaluation.generation import chat_prompt, greedy_generate
 from polymnesia.evaluation.inference import load_for_inference
+from polymnesia.instructions.replay import (
+    answered_records,
+    check_instructions,
+    mix_replay,
+    replay_size,
+)
 from polymnesia.io import atomic_write_text, read_jsonl_strict, write_jsonl_atomic
-from polymnesia.methods.replay import generative_replay, mix_replay, replay_size
 from polymnesia.pipeline.stage import STAGES, Stage, StageContext
 from polymnesia.results import Score
 
@@ -52,6 +60,26 @@ class ReplayDataParams(StrictModel):
 
 def _fields(rec: dict[str, object]) -> dict[str, str]:
     return {k: str(rec.get(k, "")) for k in ("instruction", "input", "output")}
+
+
+def generative_replay(
+    model: torch.nn.Module,
+    tokenizer: Any,
+    instructions: Sequence[Mapping[str, str]],
+    *,
+    max_new_tokens: int = 128,
+    batch_size: int = 8,
+    drop_empty: bool = True,
+) -> list[dict[str, str]]:
+    """The Phase 1 model's greedy answers to English instructions (GR's replay pool):
+    ChatML prompts, :func:`greedy_generate`, then
+    :func:`polymnesia.instructions.replay.answered_records`."""
+    check_instructions(instructions)
+    prompts = [chat_prompt(r["instruction"], r.get("input", ""), tokenizer) for r in instructions]
+    answers = greedy_generate(
+        model, tokenizer, prompts, max_new_tokens=max_new_tokens, batch_size=batch_size
+    )
+    return answered_records(instructions, answers, drop_empty=drop_empty)
 
 
 @STAGES.register("replay_data", "mix English or generative replay into Phase 2 records (paper 002)")

@@ -46,11 +46,23 @@ def _unreachable(exc: BaseException) -> bool:
     return isinstance(exc, ConnectionError | TimeoutError) or bool(names & offline)
 
 
-def load_hf(name: str, config: str | None, split: str, trust_remote_code: bool) -> Any:
-    """``datasets.load_dataset`` with the Hub's failures turned into one-line errors."""
+def load_hf(
+    name: str,
+    config: str | None,
+    split: str,
+    trust_remote_code: bool,
+    data_files: str | list[str] | None = None,
+) -> Any:
+    """``datasets.load_dataset`` with the Hub's failures turned into one-line errors.
+
+    The one Hub loader: data sources and instruction datasets
+    (:mod:`polymnesia.instructions.hub`) both read through it.
+    """
     import datasets
 
     kwargs: dict[str, Any] = {"split": split}
+    if data_files is not None:
+        kwargs["data_files"] = data_files
     if remote_code(trust_remote_code, f"Hugging Face dataset '{name}' (data.options)"):
         kwargs["trust_remote_code"] = True
     what = f"'{name}'" + (f" (config '{config}')" if config else "")

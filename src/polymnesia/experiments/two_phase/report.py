@@ -28,7 +28,7 @@ from polymnesia.experiments.two_phase.roles import (
     mix_stage,
     p1_stage,
 )
-from polymnesia.harness.instruction_sets import read_instruction_set
+from polymnesia.instructions.sets import read_instruction_set
 from polymnesia.metrics.uncertainty import PairedTest
 from polymnesia.reports.claims import (
     Claim,

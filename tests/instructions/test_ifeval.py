@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from polymnesia.errors import DataError
-from polymnesia.harness.ifeval import (
+from polymnesia.instructions.ifeval import (
     INSTRUCTION_LANGUAGES,
     KINDS,
     TEMPLATES,
@@ -75,7 +75,7 @@ def test_punkt_offline_without_download(tmp_path: Path) -> None:
         "import nltk\n"
         "def no(*a, **k): raise SystemExit('download attempted')\n"
         "nltk.download = no\n"
-        "from polymnesia.harness.punkt import ensure_punkt\n"
+        "from polymnesia.instructions.punkt import ensure_punkt\n"
         "ensure_punkt()\n"
         "from lm_eval.tasks.ifeval import instructions_util as u\n"
         "print(u.count_sentences('Mr. Smith went to Washington. He arrived at 3 p.m. today. "

@@ -1,12 +1,15 @@
 """Online instruction datasets by field mapping (paper 002: Alpaca, MultiAlpaca, OpenOrca; Aya).
 
 :func:`load_instruction_dataset` reads any Hugging Face instruction dataset
-(by name, through ``datasets.load_dataset``), a local JSONL file, or an
+(by name, through the one Hub loader :func:`polymnesia.data.sources.hf.load_hf`:
+one line when the Hub is unreachable), a local JSONL file, or an
 already loaded ``datasets.Dataset`` / list of dicts, and maps its columns to
 ``instruction`` / ``input`` / ``output`` (and optionally ``lang``). A mapped
 column the data does not have is one line naming it and the columns it has,
 before any row is read. :data:`PRESETS` holds the configurations of the
 paper's datasets (see docs/two_phase.md for how to use them).
+:func:`hf_instructions` is the same reader for paper 000's ``instruct`` stage
+(``source: hf``, OpenOrca), returning records without their language.
 """
 
 from __future__ import annotations
@@ -16,9 +19,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from polymnesia.data.instructions import InstructionRecord, check_record
-from polymnesia.data.sources.hf import OFFLINE_HINT, _unreachable
+from polymnesia.data.sources.hf import load_hf
 from polymnesia.errors import DataError, unknown
+from polymnesia.instructions.records import InstructionRecord, check_record
 from polymnesia.io import read_jsonl
 
 ROLES = ("instruction", "input", "output", "lang")
@@ -115,23 +118,6 @@ def map_rows(
     return out
 
 
-def _load(src: InstructionSource) -> Any:
-    import datasets
-
-    what = f"'{src.name}'" + (f" (config '{src.config}')" if src.config else "")
-    try:
-        return datasets.load_dataset(
-            src.name, src.config, split=src.split, data_files=src.data_files
-        )
-    except Exception as e:
-        if _unreachable(e):
-            raise DataError(
-                f"the Hugging Face Hub is unreachable for dataset {what}; {OFFLINE_HINT}"
-            ) from None
-        first = (str(e).strip().splitlines() or [type(e).__name__])[0]
-        raise DataError(f"cannot load instruction dataset {what}: {first}") from None
-
-
 def load_instruction_dataset(
     source: str | Path | Any,
     *,
@@ -165,8 +151,28 @@ def load_instruction_dataset(
         data: Any = read_jsonl(Path(source))
         where = f"instruction file {source}"
     elif isinstance(source, str):
-        data = _load(InstructionSource(source, m, config, split, data_files))
+        data = load_hf(source, config, split, False, data_files)
         where = f"instruction dataset '{source}'"
     else:
         data, where = source, "instruction dataset"
     return map_rows(data, _columns(data), m, where=where, limit=limit, languages=languages)
+
+
+def hf_instructions(
+    name: str,
+    *,
+    config: str | None = None,
+    split: str = "train",
+    fields: Mapping[str, str] | None = None,
+    limit: int | None = None,
+) -> list[InstructionRecord]:
+    """Records of a Hub dataset; ``fields`` maps instruction/input/output to its columns
+    (unmapped roles keep their own name).
+
+    OpenOrca: ``{"instruction": "system_prompt", "input": "question", "output": "response"}``
+    (an empty system prompt falls back to the question alone); Alpaca: the identity.
+    """
+
+    m = {"instruction": "instruction", "input": "input", "output": "output", **(fields or {})}
+    rows = load_instruction_dataset(name, fields=m, config=config, split=split, limit=limit)
+    return [rec for rec, _ in rows]

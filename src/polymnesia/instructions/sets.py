@@ -6,7 +6,7 @@ in Phase 2 that is either *similar* (MultiAlpaca: Alpaca's seed tasks asked in
 Offline, the verse-aligned Bible lets us set that similarity on purpose:
 
 * :func:`phase1_english`: English instructions of the kinds ``PHASE1_KINDS``:
-  the five verifiable format instructions of :mod:`polymnesia.harness.ifeval`
+  the five verifiable format instructions of :mod:`polymnesia.instructions.ifeval`
   (quote, no_comma, title, end_phrase, bullets; checked by lm-eval's IFEval
   checkers) and the genre question (exact answer among 9);
 * :func:`phase2_similar`: the same kinds asked *in other languages* about
@@ -22,7 +22,7 @@ Offline, the verse-aligned Bible lets us set that similarity on purpose:
 * :func:`english_counterpart`: the English version of each Phase 2 record
   (same verse, same kind, English instruction and answer): the pool of English
   replay ER_10 (original answers) and the instructions answered by the Phase 1
-  model for generative replay GR_5/GR_10 (:mod:`polymnesia.methods.replay`).
+  model for generative replay GR_5/GR_10 (:mod:`polymnesia.instructions.replay`).
 
 Every record says how it is checked (``check``: ``ifeval``, ``exact`` or
 ``chrf``) and, for ``ifeval``, its IFEval instruction ids and arguments; a
@@ -41,21 +41,25 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from polymnesia.data.instructions import (
+from polymnesia.data.languages import get_language
+from polymnesia.data.prepared import read_split, sample_aligned
+from polymnesia.data.sources.bible import BIBLE_GENRES
+from polymnesia.errors import DataError
+from polymnesia.instructions.ifeval import (
+    INSTRUCTION_LANGUAGES,
+    KINDS,
+    item_passes,
+    verifiable_item,
+)
+from polymnesia.instructions.records import (
     CONTINUE_INSTRUCTION,
     REFERENCE_INSTRUCTION,
     TRANSLATE_INSTRUCTION,
     InstructionRecord,
     genre_instruction,
     genre_name,
+    halves,
 )
-from polymnesia.data.languages import get_language
-from polymnesia.data.prepared import read_split
-from polymnesia.data.sources.bible import BIBLE_GENRES
-from polymnesia.errors import DataError
-from polymnesia.evaluation.generation import sample_aligned
-from polymnesia.harness.docs import halves
-from polymnesia.harness.ifeval import INSTRUCTION_LANGUAGES, KINDS, item_passes, verifiable_item
 from polymnesia.io import atomic_write_text, read_jsonl_strict
 
 PHASE1_KINDS: tuple[str, ...] = (*KINDS, "genre")
@@ -111,10 +115,6 @@ class InstructionSet:
 # -- building records --------------------------------------------------------------------
 
 
-def _halves(text: str) -> tuple[str, str] | None:
-    return halves(text)
-
-
 def _lang_name(code: str) -> str:
     return get_language(code).name
 
@@ -147,7 +147,7 @@ def make_record(
     if kind == "reference":
         return TwoPhaseRecord(REFERENCE_INSTRUCTION, text, vid, lang, kind, vid, "exact")
     if kind == "continue":
-        h = _halves(text)
+        h = halves(text)
         if h is None:
             return None
         return TwoPhaseRecord(CONTINUE_INSTRUCTION, h[0], h[1], lang, kind, vid, "exact")
@@ -345,7 +345,7 @@ def data_card(s: InstructionSet, title: str, split: str) -> str:
     langs = ", ".join(f"{k} ({v})" for k, v in c["lang"].items())
     return (
         f"# {title}: `{s.name}`\n\n"
-        f"{len(s.records)} instruction records made by `polymnesia.harness.instruction_sets` from the "
+        f"{len(s.records)} instruction records made by `polymnesia.instructions.sets` from the "
         f"*{split}* split of the verse-aligned Bible (`prepare_data` stage); nothing is written "
         "by hand or by a model beyond the instruction templates.\n\n"
         f"Languages: {langs}.\n\nKinds:\n{kinds}\n\n"

@@ -22,7 +22,7 @@ es, id, ja, ko, pt, ru, vi (MultiAlpaca's eleventh, Thai, is not in the Bible).
 The checkers are language-independent for these kinds (they look at quotes,
 commas, ``<<>>``, the ending and bullet lines), so the same ids score every
 language. IFEval's own checkers are used, not re-implemented:
-:func:`check_following` imports them after :func:`polymnesia.harness.punkt.ensure_punkt`.
+:func:`check_following` imports them after :func:`polymnesia.instructions.punkt.ensure_punkt`.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from polymnesia.errors import DataError
-from polymnesia.harness.punkt import ensure_punkt
+from polymnesia.instructions.punkt import ensure_punkt
 
 KINDS = ("quote", "no_comma", "title", "end_phrase", "bullets")
 END_PHRASE = "Amen."

@@ -1,4 +1,5 @@
-"""Replay (paper 002, sec. 5.1): deterministic mixing shares; generative replay from a model."""
+"""Replay (paper 002, sec. 5.1): deterministic mixing shares; generative replay from a model
+(the model runs in the replay_data stage; the data module pairs its answers)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,8 @@ import pytest
 import torch
 
 from polymnesia.errors import ConfigError, DataError
-from polymnesia.methods.replay import generative_replay, mix_replay, replay_size
+from polymnesia.instructions.replay import answered_records, mix_replay, replay_size
+from polymnesia.stages.replay_data import generative_replay
 from polymnesia.tokenizers.bpe import IM_END
 
 P2 = [f"ml{i}" for i in range(100)]
@@ -88,3 +90,17 @@ def test_generative_replay_drops_empty_answers(tok_model) -> None:  # type: igno
         handle.remove()
     with pytest.raises(DataError, match="record 0 has no 'instruction'"):
         generative_replay(model, tok, [{"input": "x"}])
+
+
+def test_answered_records_pairs_and_drops_empty() -> None:
+    recs = [{"instruction": "A", "input": "x", "output": "old"}, {"instruction": "B"}]
+    assert answered_records(recs, ["new", ""]) == [
+        {"instruction": "A", "input": "x", "output": "new"}
+    ]
+    assert answered_records(recs, ["new", ""], drop_empty=False)[1] == {
+        "instruction": "B",
+        "input": "",
+        "output": "",
+    }
+    with pytest.raises(DataError, match="1 answers for 2 instructions"):
+        answered_records(recs, ["new"])

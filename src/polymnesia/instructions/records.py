@@ -1,12 +1,12 @@
-"""Instruction data for English-only instruction tuning (paper 000 uses OpenOrca).
+"""Instruction records and the instruction templates every instruction task shares.
 
-Records are Alpaca-style ``{"instruction", "input", "output"}``. Two origins:
-
-* :func:`bible_instructions` derives records offline from the English Bible
-  verses of the prepared data (see :data:`DATA_CARD`);
-* :func:`hf_instructions` reads any Hub instruction dataset (OpenOrca, Alpaca,
-  ...) by name with a field mapping, through the ``hf`` source's loader
-  (one-line error when the Hub is unreachable).
+Records are Alpaca-style ``{"instruction", "input", "output"}``
+(:class:`InstructionRecord`). :func:`bible_instructions` derives paper 000's
+English records offline from the Bible verses of the prepared data (see
+:data:`DATA_CARD`); Hub datasets (OpenOrca, Alpaca, ...) are read by
+:mod:`polymnesia.instructions.hub`. The templates (the genre question, verse
+continuation, reference lookup, translation) are shared by instruction tuning,
+the zero-shot evaluation and the offline lm-eval tasks.
 """
 
 from __future__ import annotations
@@ -16,7 +16,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from polymnesia.data.sources.hf import load_hf
 from polymnesia.errors import DataError
 
 #: the genre question, shared by instruction tuning and the zero-shot evaluation
@@ -26,7 +25,7 @@ TASKS = ("genre", "continue")
 
 DATA_CARD = """# Bible instruction data (English, derived offline)
 
-Made by `polymnesia.data.instructions.bible_instructions` from the *train*
+Made by `polymnesia.instructions.records.bible_instructions` from the *train*
 split of the English Bible prepared by the `prepare_data` stage (World English
 Bible, public domain). Nothing is written by hand or by a model:
 
@@ -77,6 +76,19 @@ def check_record(rec: Mapping[str, Any], where: str) -> InstructionRecord:
     return InstructionRecord(ins, str(inp), out)
 
 
+def halves(text: str) -> tuple[str, str] | None:
+    """First and second half of a verse: by words (at least 6), else by characters for
+    unspaced scripts (no whitespace, at least 12 characters), else None."""
+    words = text.split()
+    if len(words) >= 6:
+        mid = len(words) // 2
+        return " ".join(words[:mid]), " ".join(words[mid:])
+    if len(words) == 1 and len(text) >= 12:
+        mid = len(text) // 2
+        return text[:mid], text[mid:]
+    return None
+
+
 def split_verse(text: str) -> tuple[str, str] | None:
     """First and second half of a verse's words, or None for verses under 6 words."""
     words = text.split()
@@ -111,33 +123,6 @@ def bible_instructions(
             out.append(InstructionRecord(CONTINUE_INSTRUCTION, halves[0], halves[1]))
     random.Random(seed).shuffle(out)
     return out[:limit] if limit else out
-
-
-def hf_instructions(
-    name: str,
-    *,
-    config: str | None = None,
-    split: str = "train",
-    fields: Mapping[str, str] | None = None,
-    limit: int | None = None,
-) -> list[InstructionRecord]:
-    """Records of a Hub dataset; ``fields`` maps instruction/input/output to its columns.
-
-    OpenOrca: ``{"instruction": "system_prompt", "input": "question", "output": "response"}``
-    (an empty system prompt falls back to the question alone); Alpaca: the identity.
-    """
-
-    m = {"instruction": "instruction", "input": "input", "output": "output", **(fields or {})}
-    ds = load_hf(name, config, split, False)
-    out: list[InstructionRecord] = []
-    for i, row in enumerate(ds):
-        if limit and len(out) >= limit:
-            break
-        rec = {k: row.get(col) for k, col in m.items()}
-        if not (rec.get("instruction") or "").strip() and rec.get("input"):
-            rec["instruction"], rec["input"] = rec["input"], ""
-        out.append(check_record(rec, f"{i} of '{name}'"))
-    return out
 
 
 #: the verse-reference lookup task (two_phase EA/MA, poly_reference)

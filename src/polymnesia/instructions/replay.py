@@ -7,8 +7,11 @@ dataset":
 * **English replay** (ER_10): the English counterpart of the Phase 2 data
   with its *original* responses -- :func:`mix_replay` with that pool;
 * **generative replay** (GR_5, GR_10): the same English instructions answered
-  by the *Phase 1 model* (:func:`generative_replay`, greedy, ChatML prompts
-  as in :mod:`polymnesia.evaluation.generation`), then :func:`mix_replay`.
+  by the *Phase 1 model*, then :func:`mix_replay`. The ``replay_data`` stage
+  runs the model (greedy, ChatML prompts, :mod:`polymnesia.evaluation.generation`);
+  this module only checks the instructions (:func:`check_instructions`) and
+  pairs them with the answers (:func:`answered_records`), so the data code
+  never runs a model.
 
 Replay is a change of the training *data*, not of the loop: the mixed
 records go through the usual SFT example builder. Everything is
@@ -23,13 +26,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import Generic, TypeVar
 
 import numpy as np
-import torch
 
 from polymnesia.errors import ConfigError, DataError
-from polymnesia.evaluation.generation import chat_prompt, greedy_generate
 
 T = TypeVar("T")
 
@@ -73,29 +74,26 @@ def mix_replay(
     return ReplayMix(records, flags)
 
 
-def generative_replay(
-    model: torch.nn.Module,
-    tokenizer: Any,
-    instructions: Sequence[Mapping[str, str]],
-    *,
-    max_new_tokens: int = 128,
-    batch_size: int = 8,
-    drop_empty: bool = True,
-) -> list[dict[str, str]]:
-    """The Phase 1 model's greedy answers to English instructions (GR's replay pool).
-
-    ``instructions``: Alpaca-style records (``instruction``, optional ``input``;
-    an ``output`` is ignored and replaced). Answers that come out empty are
-    dropped with ``drop_empty`` (they would teach the model to stop at once).
-    """
-
+def check_instructions(instructions: Sequence[Mapping[str, str]]) -> None:
+    """One line naming the first record without an instruction (generative replay asks them)."""
     for i, rec in enumerate(instructions):
         if not str(rec.get("instruction", "")).strip():
             raise DataError(f"generative replay: record {i} has no 'instruction'")
-    prompts = [chat_prompt(r["instruction"], r.get("input", ""), tokenizer) for r in instructions]
-    answers = greedy_generate(
-        model, tokenizer, prompts, max_new_tokens=max_new_tokens, batch_size=batch_size
-    )
+
+
+def answered_records(
+    instructions: Sequence[Mapping[str, str]], answers: Sequence[str], *, drop_empty: bool = True
+) -> list[dict[str, str]]:
+    """The instructions with the Phase 1 model's ``answers`` as outputs (GR's replay pool).
+
+    ``instructions``: Alpaca-style records (``instruction``, optional ``input``;
+    an ``output`` is ignored and replaced). Answers that came out empty are
+    dropped with ``drop_empty`` (they would teach the model to stop at once).
+    """
+    if len(answers) != len(instructions):
+        raise DataError(
+            f"generative replay: {len(answers)} answers for {len(instructions)} instructions"
+        )
     out = [
         {"instruction": r["instruction"], "input": r.get("input", ""), "output": a}
         for r, a in zip(instructions, answers, strict=True)
