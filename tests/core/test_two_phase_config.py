@@ -23,7 +23,8 @@ CONFIG = str(Path(__file__).resolve().parents[2] / "configs" / "two_phase_smoke.
         ("sets.similar.languages=[]", "needs 'languages'"),
         ("sets.english.tasks=[summarise]", "unknown task kinds"),
         ("evaluation.english=[mmlu]", "offline"),
-        ("mitigation.freezing=[{name: X, strategy: random}]", "exactly one of top_k or pct"),
+        ("mitigation.freezing=[{name: X, strategy: random, top_k: 1, pct: 5}]", "not both"),
+        ("mitigation.freezing=[{name: X, strategy: random, top_k: 0}]", "greater than 0"),
         (
             "mitigation.freezing=[{name: X, strategy: random, top_k: 9}]",
             "top_k 9 is more layers than the model has (3 decoder layers)",

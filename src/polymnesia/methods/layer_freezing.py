@@ -24,7 +24,8 @@ works the same way);
 * ``random``: seeded random scores.
 
 then ``pct`` (default 50) or ``top_k`` layers per weight type (``by: type``)
-or whole decoder layers (``by: layer``); ``freeze: selected`` (paper 002) or
+or whole decoder layers (``by: layer``; the default for ``random``, paper 002's
+LF_H1 "random set of 10 layers"; ``type`` for the other strategies); ``freeze: selected`` (paper 002) or
 ``unselected`` (Spectrum's own use). ``pattern`` restricts the candidates,
 e.g. ``self_attn\\.(q|k|v)_proj`` for LF_H2's "Key, Query, and Value".
 Embeddings and the LM head are never frozen by a strategy (as in Spectrum).
@@ -55,11 +56,19 @@ class LayerFreezingConfig(StrictModel):
         None, description="how layers are scored: random (LF_H1), most_changed (LF_H2), spectrum"
     )
     pct: float | None = Field(
-        None, ge=0, le=100, description="percent of layers per weight type (default 50)"
+        None,
+        gt=0,
+        le=100,
+        description="percent of layers per weight type (default 50 when top_k is not given)",
     )
-    top_k: int | None = Field(None, ge=0, description="a fixed number of layers instead of pct")
-    by: Literal["type", "layer"] = Field(
-        "type", description="rank matrices per weight type, or whole decoder layers"
+    top_k: int | None = Field(
+        None, gt=0, description="a fixed number of layers instead of pct (paper 002: 10)"
+    )
+    by: Literal["type", "layer"] | None = Field(
+        None,
+        description="rank matrices per weight type, or whole decoder layers; default: layer "
+        "for random (LF_H1's random set of layers), type otherwise (LF_H2's separate choice "
+        "for Key, Query and Value; Spectrum per module)",
     )
     freeze: Literal["selected", "unselected"] = Field(
         "selected", description="freeze the selected layers (paper 002) or the others (Spectrum)"
@@ -83,6 +92,15 @@ class LayerFreezingConfig(StrictModel):
     def _regex(cls, v: str | None) -> str | None:
         return check_regex(v)
 
+    @model_validator(mode="before")
+    @classmethod
+    def _default_by(cls, data: Any) -> Any:
+        """``by`` left out: ``layer`` for ``random``, ``type`` otherwise (filled in, so the
+        plugin's spec and fingerprint always name it)."""
+        if isinstance(data, dict) and data.get("by") is None:
+            data = {**data, "by": "layer" if data.get("strategy") == "random" else "type"}
+        return data
+
     @model_validator(mode="after")
     def _check(self) -> LayerFreezingConfig:
         if (self.params is None) == (self.strategy is None):
@@ -94,6 +112,16 @@ class LayerFreezingConfig(StrictModel):
         if self.pct is not None and self.top_k is not None:
             raise ValueError("give pct or top_k, not both")
         return self
+
+    def check_depth(self, layers: int) -> None:
+        """Refuse a ``top_k`` beyond a model of ``layers`` decoder layers (known before any
+        training for a preset model), in one line."""
+        if self.top_k is not None and self.top_k > layers:
+            per = "decoder layers" if self.by == "layer" else "per weight type"
+            raise ValueError(
+                f"top_k {self.top_k} is more layers than the model has ({layers} {per}); "
+                f"accepted: 1..{layers} (or pct)"
+            )
 
 
 def layer_scores(cfg: LayerFreezingConfig, model: torch.nn.Module) -> dict[str, float]:
@@ -126,7 +154,7 @@ def resolve_frozen(cfg: LayerFreezingConfig, model: torch.nn.Module) -> list[str
     if not scores:
         raise ConfigError(f"layer_freezing found no weight matrix matching pattern {cfg.pattern!r}")
     pct = 50.0 if cfg.pct is None and cfg.top_k is None else cfg.pct
-    chosen = select(scores, pct=pct, top_k=cfg.top_k, by=cfg.by)
+    chosen = select(scores, pct=pct, top_k=cfg.top_k, by=cfg.by or "type")
     return sorted(frozen_names(names, chosen, cfg.freeze))
 
 

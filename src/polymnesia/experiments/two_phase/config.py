@@ -4,17 +4,17 @@ dataset mixture, an optional off-the-shelf Phase 1 model, mitigations, evaluatio
 from __future__ import annotations
 
 import re
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
 from polymnesia.config.base import StrictModel
-from polymnesia.config.checks import check_regex
 from polymnesia.evaluation.config import PRECISION_HELP, InferencePrecision
 from polymnesia.experiments.base import ExperimentConfig
 from polymnesia.experiments.sections import BaseModelSection, DataConfig, TrainConfig
 from polymnesia.harness.suites import expand_suites, is_suite, parse_suite
 from polymnesia.harness.tasks import check_tasks, hub_offline
+from polymnesia.methods.layer_freezing import LayerFreezing, LayerFreezingConfig
 from polymnesia.stages.drift import DriftConfig
 from polymnesia.stages.instruction_data import InstructionSetConfig
 from polymnesia.stages.replay_data import ReplayConfig
@@ -35,43 +35,45 @@ class PairConfig(StrictModel):
         return f"{self.phase1}__{self.phase2}"
 
 
-class FreezingArm(StrictModel):
-    """A layer-freezing arm of Table 5 (LF_H1 random, LF_H2 most changed, Spectrum)."""
+#: the models a freezing arm's input options (``before``, ``after``, ``source``) may name:
+#: ``base``, the pretrained base model (the Phase 1 model is the one being trained)
+ARM_MODELS = ("base",)
 
-    name: str
-    strategy: Literal["random", "most_changed", "spectrum"]
-    top_k: int | None = Field(None, gt=0, description="layers per weight type (paper: 10)")
-    pct: float | None = Field(
-        None, gt=0, le=100, description="percent per weight type (Spectrum: 50)"
-    )
-    pattern: str | None = Field(
-        None, description="regex of candidate matrices (LF_H2: the attention q/k/v projections)"
-    )
-    by: Literal["type", "layer"] | None = Field(
-        None,
-        description="layer: whole decoder layers (LF_H1's 'random set of 10 layers'); type: "
-        "per weight type (LF_H2's separate choice for Key, Query and Value; Spectrum per "
-        "module); default: layer for random, type otherwise",
-    )
-    seed: int = 0
 
-    @field_validator("pattern")
+class FreezingArm(LayerFreezingConfig):
+    """A layer-freezing arm of Table 5 (LF_H1 random, LF_H2 most changed, Spectrum): the
+    ``layer_freezing`` plugin's own options (``polymnesia ls plugins``; every rule is the
+    plugin's) and a name. ``most_changed`` measures the change from ``before: base`` (the
+    base model) to the Phase 1 model unless ``before`` says otherwise."""
+
+    name: str = Field(description="the arm's name in tables (mit_NAME stages)")
+
+    @model_validator(mode="before")
     @classmethod
-    def _regex(cls, v: str | None) -> str | None:
-        return check_regex(v)
-
-    @property
-    def selection(self) -> Literal["type", "layer"]:
-        """What the layer_freezing plugin ranks (its ``by``)."""
-        if self.by is not None:
-            return self.by
-        return "layer" if self.strategy == "random" else "type"
+    def _before_is_base(cls, data: Any) -> Any:
+        if isinstance(data, dict) and data.get("strategy") == "most_changed":
+            data = {"before": "base", **data}
+        return data
 
     @model_validator(mode="after")
-    def _one_size(self) -> FreezingArm:
-        if (self.top_k is None) == (self.pct is None):
-            raise ValueError(f"freezing arm {self.name}: give exactly one of top_k or pct")
+    def _inputs(self) -> FreezingArm:
+        for key in LayerFreezing.input_options:
+            value = getattr(self, key)
+            if value is not None and value not in ARM_MODELS:
+                raise ValueError(
+                    f"freezing arm {self.name}: {key} names {value!r}; accepted: "
+                    f"{', '.join(ARM_MODELS)}"
+                )
         return self
+
+    def plugin(self) -> dict[str, Any]:
+        """The arm's ``layer_freezing`` plugin entry (every option but the name)."""
+        return {"name": "layer_freezing", **self.model_dump(exclude={"name"}, exclude_none=True)}
+
+    def models(self) -> list[str]:
+        """The models (of :data:`ARM_MODELS`) the plugin reads as stage inputs."""
+        named = (getattr(self, key) for key in LayerFreezing.input_options)
+        return list(dict.fromkeys(v for v in named if v is not None))
 
 
 class ReplayArm(ReplayConfig):
@@ -207,12 +209,10 @@ class TwoPhaseConfig(ExperimentConfig):
             if self.base.model.name_or_path is None:  # a preset: its depth is known now
                 layers = self.base.model.dims()["num_hidden_layers"]
                 for f in m.freezing:
-                    if f.top_k is not None and f.top_k > layers:
-                        per = "decoder layers" if f.selection == "layer" else "per weight type"
-                        raise ValueError(
-                            f"freezing arm {f.name}: top_k {f.top_k} is more layers than the model has "
-                            f"({layers} {per}); accepted: 1..{layers} (or pct)"
-                        )
+                    try:
+                        f.check_depth(layers)
+                    except ValueError as e:
+                        raise ValueError(f"freezing arm {f.name}: {e}") from None
             names = [*(a.name for a in m.replay), *(f.name for f in m.freezing)]
             if len(set(names)) < len(names) or not all(_NAME.match(n) for n in names):
                 raise ValueError(f"mitigation arm names must be unique identifiers: {names}")

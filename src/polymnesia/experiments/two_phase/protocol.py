@@ -18,7 +18,6 @@ similarity (Tables 3-4) and a drift stage the change of English representations
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from polymnesia.experiments.base import EXPERIMENTS, Experiment, ExperimentConfig
 from polymnesia.experiments.shared import DATA, PRETRAIN, base_stages
@@ -121,24 +120,8 @@ def _mitigation_stages(cfg: TwoPhaseConfig) -> list[StageSpec]:
         specs.append(StageSpec(f"replay_{arm.name}", "replay_data", params, inputs))
         specs.append(_tune(cfg, f"mit_{arm.name}", p1, [f"replay_{arm.name}"], cfg.phase2))
     for f in m.freezing:
-        plugin: dict[str, Any] = {
-            "name": "layer_freezing",
-            "strategy": f.strategy,
-            "by": f.selection,
-            "seed": f.seed,
-        }
-        plugin.update(
-            {
-                k: v
-                for k, v in (("top_k", f.top_k), ("pct", f.pct), ("pattern", f.pattern))
-                if v is not None
-            }
-        )
-        extra = {}
-        if f.strategy == "most_changed":
-            plugin["before"] = "base"  # changed most from the base to the Phase 1 model
-            extra = {"base": PRETRAIN}
-        train = cfg.phase2.with_plugins(plugin)
+        extra = {name: PRETRAIN for name in f.models()}  # base: the pretrained model
+        train = cfg.phase2.with_plugins(f.plugin())
         specs.append(_tune(cfg, f"mit_{f.name}", p1, [p2], train, extra_inputs=extra))
     if m.lora_rank is not None:
         specs.append(_tune(cfg, "mit_LoRA", p1, [p2], cfg.phase2, lora_rank=m.lora_rank))
