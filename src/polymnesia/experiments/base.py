@@ -10,7 +10,7 @@ from abc import ABC, abstractmethod
 from pathlib import Path
 from typing import ClassVar
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from polymnesia.config.base import StrictModel
 from polymnesia.pipeline.stage import StageSpec
@@ -24,6 +24,24 @@ class ExperimentConfig(StrictModel):
     name: str = Field(description="a short name; the default run folder is runs/NAME-HASH")
     description: str = ""
     seed: int = Field(0, description="seed for model initialisation, data order and sampling")
+    seeds: list[int] | None = Field(
+        None,
+        description="training seeds, each a full run of the protocol (stages the seed does not "
+        "reach are shared); replaces seed; intervals then cover seeds and test items",
+    )
+    seed_noise_band: float | None = Field(
+        None,
+        ge=0,
+        description="with one seed, a claim whose effect lies within this band of its boundary "
+        "is 'within seed noise', not contradicted (default: the protocol's measured band)",
+    )
+
+    @field_validator("seeds")
+    @classmethod
+    def _distinct_seeds(cls, v: list[int] | None) -> list[int] | None:
+        if v is not None and (not v or len(set(v)) != len(v)):
+            raise ValueError(f"seeds must be a non-empty list of distinct seeds, got {v}")
+        return v
 
 
 class Experiment(ABC):

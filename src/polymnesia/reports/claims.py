@@ -15,6 +15,12 @@ A **non-inferiority** claim ("Phase 2 keeps English ability") carries a
 it holds when the interval lies on the paper's side of that boundary and is
 contradicted when it lies wholly beyond it.
 
+**Within seed noise**: a one-seed run's intervals cover test items only. A
+claim that carries its protocol's ``seed_band`` (how far effects move with the
+training seed alone, :mod:`polymnesia.experiments.seeds`) and would be
+contradicted by an effect within that band of its boundary gets this verdict
+instead: another seed could flip it.
+
 Two verdicts set a claim aside before any test: **not applicable** (the
 premise fails in this run, e.g. a mitigation of a loss that plain training
 did not show; ``not_applicable`` gives the reason) and **not testable** (an
@@ -53,9 +59,11 @@ from polymnesia.metrics.stats import CORRECTIONS, Correction, adjust_p
 from polymnesia.metrics.uncertainty import Interval, PairedTest
 from polymnesia.reports.table_core import Estimate, Table, to_markdown
 
-Verdict = Literal["holds", "contradicted", "inconclusive", "not applicable", "not testable"]
+Verdict = Literal[
+    "holds", "contradicted", "within seed noise", "inconclusive", "not applicable", "not testable"
+]  # fmt: skip
 VERDICTS: tuple[Verdict, ...] = (
-    "holds", "contradicted", "inconclusive", "not applicable", "not testable"
+    "holds", "contradicted", "within seed noise", "inconclusive", "not applicable", "not testable"
 )  # fmt: skip
 ALPHA = 0.05
 #: the multiplicity correction every claims block applies (metrics/stats.py)
@@ -139,6 +147,7 @@ class Claim:
     not_testable: str = ""
     p_adjusted: float | None = None
     correction: str = ""
+    seed_band: float | None = None
 
     @property
     def testable(self) -> bool:
@@ -151,10 +160,15 @@ class Claim:
             return "not testable"
         if self.not_applicable:
             return "not applicable"
-        return judge(
+        verdict = judge(
             self.expected_sign, self.effect, self.low, self.high, self.test_p(),
             margin=self.margin, p_adjusted=self.p_adjusted,
         )  # fmt: skip
+        if verdict == "contradicted" and self.seed_band is not None:
+            bound = -self.expected_sign * self.margin if self.margin is not None else 0.0
+            if abs(self.effect - bound) <= self.seed_band:
+                return "within seed noise"
+        return verdict
 
     @property
     def reason(self) -> str:
@@ -273,6 +287,7 @@ def claim_from_interval(
 _BADGE = {
     "holds": "✔ holds",
     "contradicted": "✘ contradicted",
+    "within seed noise": "≈ within seed noise",
     "inconclusive": "? inconclusive",
     "not applicable": "– not applicable",
     "not testable": "⊘ not testable",
@@ -297,12 +312,23 @@ def verdict_summary(claims: Sequence[Claim]) -> str:
     method = next((c.correction for c in claims if c.correction), CORRECTION)
     text = (
         f"{counts['holds']} of {len(claims)} claims hold{'s' if counts['holds'] == 1 else ''}, "
-        f"{counts['contradicted']} contradicted, {counts['inconclusive']} inconclusive"
+        f"{counts['contradicted']} contradicted, "
+        + (
+            f"{counts['within seed noise']} within seed noise, "
+            if counts["within seed noise"]
+            else ""
+        )
+        + f"{counts['inconclusive']} inconclusive"
         + "".join(f", {a}" for a in aside)
         + " at this run's size (holds / contradicted: the effect's interval excludes the boundary, "
         "zero or a non-inferiority margin, and the adjusted p is below "
         f"{ALPHA:g}; inconclusive: not both)."
     )
+    if counts["within seed noise"]:
+        text += (
+            " Within seed noise: the test contradicts the claim, but by less than the protocol's "
+            "seed-noise band, and this run has one training seed."
+        )
     if family:
         text += (
             f" p-values are adjusted with {CORRECTIONS[method]} over the {family} tested "

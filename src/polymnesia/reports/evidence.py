@@ -4,7 +4,11 @@ A report has score records (``results/scores.jsonl``) and, where the stages
 kept them, item sets (:func:`polymnesia.items.run_items`). These helpers pick
 the right test for what the run has:
 
-* several seeds shared by both arms: the paired t-test over seeds
+* several seeds shared by both arms, with item sets of both arms for every
+  seed: the paired two-stage bootstrap over seeds and items
+  (:func:`~polymnesia.metrics.uncertainty.paired_hierarchical_bootstrap`), so
+  the interval covers training randomness and the test set together;
+* several seeds without item sets: the paired t-test over seeds
   (:func:`~polymnesia.metrics.uncertainty.paired_seed_test`), each seed's
   score first averaged over the selected languages;
 * one seed and item sets for both arms: the paired bootstrap over items
@@ -27,7 +31,9 @@ from polymnesia.metrics.uncertainty import (
     Interval,
     PairedTest,
     combine_independent,
+    hierarchical_bootstrap_ci,
     paired_bootstrap,
+    paired_hierarchical_bootstrap,
     paired_permutation_test,
     paired_seed_test,
     seed_interval,
@@ -64,6 +70,16 @@ def arm_difference(
     sa, sb = _seed_means(scores, metric, a, **where), _seed_means(scores, metric, b, **where)
     common = [k for k in sa if k in sb]
     if len(common) >= 2:
+        per_seed_pairs = [_item_pairs(items, a, b, seed=k, **where) for k in common]
+        if all(per_seed_pairs) and len({len(p) for p in per_seed_pairs}) == 1:
+            cfg = cfg or BootstrapConfig()
+            return paired_hierarchical_bootstrap(
+                [[x.statistic(metric) for x, _ in p] for p in per_seed_pairs],
+                [[y.statistic(metric) for _, y in p] for p in per_seed_pairs],
+                n_resamples=cfg.n_resamples,
+                level=cfg.level,
+                seed=cfg.seed,
+            )
         return paired_seed_test([sa[k] for k in common], [sb[k] for k in common])
     pairs = _item_pairs(items, a, b, **where)
     if pairs:
@@ -115,13 +131,22 @@ def arm_score(
 ) -> Interval:
     """A model's mean ``metric`` over the selected languages, with its interval.
 
-    Several seeds: t-interval over seeds; else a stratified bootstrap over the
-    item sets; else the records' own intervals combined; else no interval.
+    Several seeds: the two-stage bootstrap over seeds and items where every seed has item
+    sets in the same languages, else the t-interval over seeds; one seed: a stratified
+    bootstrap over the item sets; else the records' own intervals combined; else no interval.
     """
     cfg = cfg or BootstrapConfig()
     chosen = filter_scores(scores, metric=metric, model=model, **where)
     seeds = per_seed(chosen)
     if len(seeds) >= 2:
+        per = [select_items(items, model=model, seed=k, **where) for k in seeds]
+        if all(per) and len({tuple(sorted(s.lang for s in p)) for p in per}) == 1:
+            return hierarchical_bootstrap_ci(
+                [[s.statistic(metric) for s in sorted(p, key=lambda s: s.lang)] for p in per],
+                n_resamples=cfg.n_resamples,
+                level=cfg.level,
+                seed=cfg.seed,
+            )
         return seed_interval(list(seeds.values()), cfg.level)
     sets = select_items(items, model=model, **where)
     if sets:

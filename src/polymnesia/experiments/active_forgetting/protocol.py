@@ -32,6 +32,7 @@ from pathlib import Path
 from polymnesia.experiments.active_forgetting.config import ActiveForgettingConfig
 from polymnesia.experiments.active_forgetting.report import write_report
 from polymnesia.experiments.base import EXPERIMENTS, Experiment, ExperimentConfig
+from polymnesia.experiments.seeds import fan_out
 from polymnesia.experiments.shared import (
     data_stage,
     evaluate_lm_stage,
@@ -157,6 +158,11 @@ class ActiveForgetting(Experiment):
     @classmethod
     def build(cls, cfg: ExperimentConfig) -> list[StageSpec]:
         assert isinstance(cfg, ActiveForgettingConfig)
+        return fan_out(cfg, cls.build_one)
+
+    @classmethod
+    def build_one(cls, cfg: ActiveForgettingConfig) -> list[StageSpec]:
+        """The stages of one training seed (``cfg.seed``)."""
         specs = [data_stage(cfg.data, cfg.groups.all()), tokenizer_stage(cfg.base(), cfg.seed)]
         for size in cfg.size_list():
             specs += _size_stages(cfg, size)

@@ -13,6 +13,7 @@ from pathlib import Path
 from polymnesia.experiments.base import EXPERIMENTS, Experiment, ExperimentConfig
 from polymnesia.experiments.language_modeling.config import LanguageModelingConfig
 from polymnesia.experiments.language_modeling.report import write_report
+from polymnesia.experiments.seeds import fan_out
 from polymnesia.experiments.shared import PRETRAIN, base_stages, evaluate_lm_stage
 from polymnesia.pipeline.stage import StageSpec
 
@@ -27,6 +28,11 @@ class LanguageModeling(Experiment):
     @classmethod
     def build(cls, cfg: ExperimentConfig) -> list[StageSpec]:
         assert isinstance(cfg, LanguageModelingConfig)
+        return fan_out(cfg, cls.build_one)
+
+    @classmethod
+    def build_one(cls, cfg: LanguageModelingConfig) -> list[StageSpec]:
+        """The stages of one training seed (``cfg.seed``)."""
         return [
             *base_stages(cfg.base(), cfg.data, cfg.groups.all(), cfg.seed),
             evaluate_lm_stage("evaluate", cfg.label, PRETRAIN, cfg.groups.group_of(), cfg.evaluate),

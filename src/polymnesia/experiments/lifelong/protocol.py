@@ -19,6 +19,7 @@ from polymnesia.experiments.base import EXPERIMENTS, Experiment, ExperimentConfi
 from polymnesia.experiments.lifelong.config import LifelongConfig
 from polymnesia.experiments.lifelong.keys import arm_key
 from polymnesia.experiments.lifelong.report import build_report
+from polymnesia.experiments.seeds import fan_out
 from polymnesia.experiments.shared import DATA, PRETRAIN, base_stages
 from polymnesia.pipeline.stage import StageSpec
 from polymnesia.stages.sequential import StepParams
@@ -68,6 +69,11 @@ class Lifelong(Experiment):
     @classmethod
     def build(cls, cfg: ExperimentConfig) -> list[StageSpec]:
         assert isinstance(cfg, LifelongConfig)
+        return fan_out(cfg, cls.build_one)
+
+    @classmethod
+    def build_one(cls, cfg: LifelongConfig) -> list[StageSpec]:
+        """The stages of one training seed (``cfg.seed``)."""
         specs = [
             *base_stages(cfg.base, cfg.data, data_languages(cfg), cfg.seed),
             _step(cfg, "untrained", "vanilla", None, {}, evaluate_only=True, train_languages=[]),

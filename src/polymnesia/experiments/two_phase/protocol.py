@@ -20,6 +20,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from polymnesia.experiments.base import EXPERIMENTS, Experiment, ExperimentConfig
+from polymnesia.experiments.seeds import fan_out
 from polymnesia.experiments.shared import DATA, PRETRAIN, base_stages
 from polymnesia.experiments.two_phase.config import INSTRUCT, PairConfig, TwoPhaseConfig
 from polymnesia.experiments.two_phase.report import write_report
@@ -197,6 +198,11 @@ class TwoPhase(Experiment):
     @classmethod
     def build(cls, cfg: ExperimentConfig) -> list[StageSpec]:
         assert isinstance(cfg, TwoPhaseConfig)
+        return fan_out(cfg, cls.build_one)
+
+    @classmethod
+    def build_one(cls, cfg: TwoPhaseConfig) -> list[StageSpec]:
+        """The stages of one training seed (``cfg.seed``)."""
         return [
             *base_stages(cfg.base, cfg.data, data_languages(cfg), cfg.seed),
             *_set_stages(cfg),

@@ -1,0 +1,229 @@
+"""Training seeds: one pipeline per seed, stages shared where the seed does not reach them.
+
+A protocol's config takes ``seeds: [..]`` (:class:`~polymnesia.experiments.base.ExperimentConfig`).
+:func:`fan_out` builds the protocol once per seed (the config with ``seed`` set to it). The
+first seed's stages keep their names and specs, so a one-seed run has exactly the stages and
+fingerprints it had before seeds existed. Every later seed's stage whose fingerprint equals a
+first-seed stage's (data preparation: it takes no seed) is that stage, shared; any other is
+added as ``NAME.seedS``. The cache then computes each distinct stage once.
+
+Stages do not all tag their score records and item sets with the seed they ran with, so
+:func:`seeded_scores` and :func:`seeded_items` read a run's stages one by one and tag what
+each wrote with the seed its stage belongs to (a stage shared by every seed gives its records
+to each seed). With one seed they return the run's records as they are.
+
+With several seeds, intervals and paired tests resample seeds and test items together (the
+two-stage bootstrap of :mod:`polymnesia.metrics.uncertainty`, chosen in
+:mod:`polymnesia.reports.evidence`). With one seed they cover the test items only, and a
+claim whose effect lies within the protocol's *seed-noise band* (:data:`SEED_NOISE_BANDS`,
+measured with 3 seeds at laptop scale; docs/<protocol>.md, "Seed noise") is not called
+contradicted (:func:`with_seed_band`, verdict "within seed noise").
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import TypeVar
+
+from polymnesia.errors import ConfigError, DataError
+from polymnesia.experiments.base import ExperimentConfig
+from polymnesia.items import ITEMS_FILE, ItemSet, read_items
+from polymnesia.pipeline.stage import StageSpec
+from polymnesia.reports.claims import Claim
+from polymnesia.results import Score, read_scores
+
+C = TypeVar("C", bound=ExperimentConfig)
+
+#: the name of a later seed's own copy of stage NAME is NAME + SEED_TAG + seed
+SEED_TAG = ".seed"
+
+
+@dataclass(frozen=True)
+class SeedBand:
+    """A protocol's seed-noise band: how far a claim's effect moves with the training seed alone.
+
+    ``band`` is twice the largest standard deviation over ``n_seeds`` training seeds of any of
+    the protocol's claim effects (so a one-seed effect within ``±band`` of the claim's
+    boundary can be seed noise), measured on ``config`` at ``commit``.
+    """
+
+    band: float
+    n_seeds: int
+    config: str
+    commit: str
+    date: str
+
+
+#: measured seed-noise bands (docs/<protocol>.md, "Seed noise"); a protocol missing here has
+#: no measured band, and a config's ``seed_noise_band`` sets or overrides one
+SEED_NOISE_BANDS: dict[str, SeedBand] = {}
+
+
+def seed_list(cfg: ExperimentConfig) -> list[int]:
+    """The training seeds of a run: ``seeds`` when given, else ``[seed]``."""
+    return list(cfg.seeds) if cfg.seeds else [cfg.seed]
+
+
+def seed_stage_name(name: str, seed: int) -> str:
+    """The name of a later seed's copy of stage ``name``."""
+    return f"{name}{SEED_TAG}{seed}"
+
+
+def _fingerprints(specs: Sequence[StageSpec], known: dict[str, str]) -> list[str]:
+    """Each spec's cache fingerprint (upstreams looked up in ``known``, which this fills)."""
+    out = []
+    for spec in specs:
+        missing = [up for up in spec.inputs.values() if up not in known]
+        if missing:
+            raise ConfigError(
+                f"stage '{spec.name}' reads {missing} before they are built; "
+                "a protocol lists a stage after the stages it reads"
+            )
+        fp = spec.fingerprint({up: known[up] for up in spec.inputs.values()})
+        known[spec.name] = fp
+        out.append(fp)
+    return out
+
+
+def fan_out(cfg: C, build_one: Callable[[C], list[StageSpec]]) -> list[StageSpec]:
+    """The stages of ``build_one`` for every seed of ``cfg`` (see the module docstring).
+
+    With one seed (the default) this is ``build_one(cfg)`` with ``seed`` set to that seed.
+    """
+    seeds = seed_list(cfg)
+    first = build_one(cfg.model_copy(update={"seed": seeds[0]}))
+    if len(seeds) == 1:
+        return first
+    shared = {fp: spec.name for spec, fp in zip(first, _fingerprints(first, {}), strict=True)}
+    out = list(first)
+    for seed in seeds[1:]:
+        specs = build_one(cfg.model_copy(update={"seed": seed}))
+        known: dict[str, str] = {}
+        renamed: dict[str, str] = {}
+        for spec, fp in zip(specs, _fingerprints(specs, known), strict=True):
+            if fp in shared:
+                renamed[spec.name] = shared[fp]
+                continue
+            name = seed_stage_name(spec.name, seed)
+            renamed[spec.name] = name
+            inputs = {role: renamed[up] for role, up in spec.inputs.items()}
+            out.append(replace(spec, name=name, inputs=inputs))
+    return out
+
+
+def stage_seeds(stage_names: Sequence[str], seeds: Sequence[int]) -> dict[str, list[int]]:
+    """Which seeds each stage of a fanned-out run belongs to: ``NAME.seedS`` to seed S; a
+    first-seed stage ``NAME`` to the first seed and to every later seed that has no
+    ``NAME.seedS`` of its own (a stage the seed does not reach is shared)."""
+    if not seeds:
+        raise ConfigError("need at least one seed")
+    names = set(stage_names)
+    tags = {seed_stage_name("", s): s for s in seeds[1:]}
+    out: dict[str, list[int]] = {}
+    for name in stage_names:
+        own = next((s for tag, s in tags.items() if name.endswith(tag)), None)
+        if own is not None and name[: -len(seed_stage_name("", own))] in names:
+            out[name] = [own]
+        else:
+            out[name] = [seeds[0], *(s for s in seeds[1:] if seed_stage_name(name, s) not in names)]
+    return out
+
+
+def _run_stages(run_dir: Path) -> list[str]:
+    try:
+        record = json.loads((run_dir / "run.json").read_text(encoding="utf-8"))
+        return list(record["stages"])
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError):
+        raise DataError(f"{run_dir}/run.json is missing or damaged; run the experiment") from None
+
+
+def seeded_scores(run_dir: Path, seeds: Sequence[int]) -> list[Score]:
+    """The run's score records, each tagged with the training seed of the stage that wrote it.
+
+    One seed: ``results/scores.jsonl`` as it is. Several: every stage's own records, a record
+    without a seed given its stage's seed (once per seed for a stage shared by all seeds)."""
+    if len(seeds) < 2:
+        return read_scores(run_dir / "results" / "scores.jsonl")
+    out: list[Score] = []
+    for name, owners in stage_seeds(_run_stages(run_dir), seeds).items():
+        path = run_dir / "stages" / name / "scores.jsonl"
+        if not path.exists():
+            continue
+        for rec in read_scores(path):
+            out += [rec] if rec.seed is not None else [replace(rec, seed=s) for s in owners]
+    return out
+
+
+def seeded_items(run_dir: Path, seeds: Sequence[int]) -> list[ItemSet]:
+    """The run's item sets, tagged with their stage's seed as :func:`seeded_scores` tags records.
+
+    One seed: every stage's item sets as :func:`polymnesia.items.run_items` reads them."""
+    stages = run_dir / "stages"
+    if len(seeds) < 2:
+        if not stages.is_dir():
+            return []
+        return [s for link in sorted(stages.iterdir()) for s in read_items(link / ITEMS_FILE)]
+    out: list[ItemSet] = []
+    for name, owners in stage_seeds(_run_stages(run_dir), seeds).items():
+        for item_set in read_items(stages / name / ITEMS_FILE):
+            if item_set.seed is not None:
+                out.append(item_set)
+            else:
+                out += [replace(item_set, seed=s) for s in owners]
+    return out
+
+
+def seed_band(cfg: ExperimentConfig) -> float | None:
+    """The seed-noise band that applies to ``cfg``'s claims: the config's ``seed_noise_band``,
+    else the protocol's measured one, else None."""
+    if cfg.seed_noise_band is not None:
+        return cfg.seed_noise_band
+    measured = SEED_NOISE_BANDS.get(cfg.experiment)
+    return measured.band if measured else None
+
+
+def with_seed_band(claims: Sequence[Claim], cfg: ExperimentConfig) -> list[Claim]:
+    """The claims carrying the seed-noise band when the run has one seed (with several, the
+    intervals cover the seeds themselves and no band applies)."""
+    band = seed_band(cfg)
+    if band is None or len(seed_list(cfg)) > 1:
+        return list(claims)
+    return [replace(c, seed_band=band) for c in claims]
+
+
+def variance_note(cfg: ExperimentConfig) -> str:
+    """One paragraph: which sources of variance the report's intervals cover."""
+    seeds = seed_list(cfg)
+    if len(seeds) > 1:
+        return (
+            f"Intervals and paired tests cover training seeds and test items: {len(seeds)} "
+            f"training seeds ({', '.join(map(str, seeds))}), resampled together with each "
+            "seed's test items (a two-stage bootstrap; a table cell over seeds shows the "
+            "Student-t interval over seeds)."
+        )
+    text = (
+        f"Intervals cover test items only: this run has one training seed ({seeds[0]}), so "
+        "they leave out how much a result moves with the seed."
+    )
+    band = seed_band(cfg)
+    if band is None:
+        return text + " No seed-noise band is measured for this protocol."
+    measured = SEED_NOISE_BANDS.get(cfg.experiment)
+    source = (
+        "the config's seed_noise_band"
+        if cfg.seed_noise_band is not None or measured is None
+        else f"measured with {measured.n_seeds} seeds on {measured.config} at commit "
+        f"{measured.commit[:7]} ({measured.date})"
+    )
+    return text + (
+        f" Seed-noise band: ±{_fmt(band)} ({source}); a claim whose effect lies within it of "
+        "its boundary is reported as within seed noise, never as contradicted."
+    )
+
+
+def _fmt(x: float) -> str:
+    return f"{x:.3g}" if math.isfinite(x) else "–"

@@ -1,0 +1,153 @@
+"""Training seeds: one pipeline per seed with shared stages, records tagged by seed, the seed-noise band."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from polymnesia.errors import ConfigError
+from polymnesia.experiments.base import EXPERIMENTS
+from polymnesia.experiments.loading import load_config
+from polymnesia.experiments.seeds import (
+    _fingerprints,
+    fan_out,
+    seed_list,
+    seeded_items,
+    seeded_scores,
+    stage_seeds,
+    variance_note,
+    with_seed_band,
+)
+from polymnesia.items import ItemSet, write_items
+from polymnesia.pipeline.stage import StageSpec
+from polymnesia.reports.claims import Claim, verdict_summary
+from polymnesia.reports.evidence import arm_difference, arm_score
+from polymnesia.results import Score, write_scores
+
+QUICKSTART = "configs/quickstart.yaml"
+
+
+def _build(overrides: list[str]) -> tuple[Any, list[StageSpec]]:
+    cfg = load_config(QUICKSTART, overrides)
+    return cfg, EXPERIMENTS.get(cfg.experiment).build(cfg)
+
+
+def test_one_seed_keeps_every_stage_name_and_fingerprint() -> None:
+    cfg, specs = _build([])
+    assert seed_list(cfg) == [0]
+    plain = EXPERIMENTS.get(cfg.experiment).build_one(cfg)  # type: ignore[attr-defined]
+    assert [s.name for s in specs] == [s.name for s in plain]
+    assert _fingerprints(specs, {}) == _fingerprints(plain, {})
+    # seeds: [0] is the same run as the default
+    _, same = _build(["seeds=[0]"])
+    assert _fingerprints(same, {}) == _fingerprints(specs, {})
+
+
+def test_three_seeds_share_the_data_stage_and_copy_the_rest() -> None:
+    _, one = _build([])
+    _, three = _build(["seeds=[0,1,2]"])
+    names = [s.name for s in three]
+    assert names[: len(one)] == [s.name for s in one]
+    assert "data.seed1" not in names  # data preparation takes no seed
+    assert {"tokenizer.seed1", "pretrain.seed1", "evaluate.seed2"} <= set(names)
+    by_name = {s.name: s for s in three}
+    assert by_name["pretrain.seed2"].inputs == {"data": "data", "tokenizer": "tokenizer.seed2"}
+    assert by_name["pretrain.seed2"].params.seed == 2
+    # a later seed's copies are the stages a one-seed run with that seed builds: one cache entry
+    _, solo = _build(["seed=1"])
+    fps = dict(zip(names, _fingerprints(three, {}), strict=True))
+    solo_fps = dict(zip([s.name for s in solo], _fingerprints(solo, {}), strict=True))
+    assert fps["evaluate.seed1"] == solo_fps["evaluate"]
+    assert fps["data"] == solo_fps["data"]
+
+
+def test_seeds_are_checked_in_one_line() -> None:
+    for bad in ("seeds=[]", "seeds=[1,1]"):
+        with pytest.raises(ConfigError, match="distinct seeds"):
+            load_config(QUICKSTART, [bad])
+
+
+def test_stage_seeds_names_the_owner_of_each_stage() -> None:
+    names = ["data", "pretrain", "eval", "pretrain.seed1", "eval.seed1", "pretrain.seed2"]
+    got = stage_seeds(names, [0, 1, 2])
+    assert got["data"] == [0, 1, 2]
+    assert got["pretrain"] == [0]
+    assert got["eval"] == [0, 2]  # seed 2 has no eval of its own, so it shares seed 0's
+    assert got["pretrain.seed1"] == [1] and got["eval.seed1"] == [1]
+
+
+def _run(tmp_path: Path, stages: dict[str, list[Score]], items: dict[str, list[ItemSet]]) -> Path:
+    run = tmp_path / "run"
+    for name in stages:
+        (run / "stages" / name).mkdir(parents=True)
+        write_scores(run / "stages" / name / "scores.jsonl", stages[name])
+        if name in items:
+            write_items(run / "stages" / name / "items.jsonl", items[name])
+    (run / "results").mkdir()
+    write_scores(run / "results" / "scores.jsonl", [s for v in stages.values() for s in v])
+    (run / "run.json").write_text(json.dumps({"stages": {n: {} for n in stages}}))
+    return run
+
+
+def _items(model: str, p: float, seed: int, n: int = 60) -> ItemSet:
+    correct = (np.random.default_rng(seed).random(n) < p).astype(float).tolist()
+    return ItemSet(model, "fr", "values", list(range(n)), {"values": correct}, task="t")
+
+
+def test_seeded_scores_and_items_carry_their_stage_seed(tmp_path: Path) -> None:
+    s = lambda m, v: Score(m, "fr", "accuracy", v, task="t")  # noqa: E731
+    run = _run(
+        tmp_path,
+        {"base": [s("chance", 0.5)], "eval": [s("A", 0.8)], "eval.seed1": [s("A", 0.7)]},
+        {"eval": [_items("A", 0.8, 0)], "eval.seed1": [_items("A", 0.7, 1)]},
+    )
+    one = seeded_scores(run, [0])
+    assert [r.seed for r in one] == [None, None, None]  # one seed: the merged file as it is
+    got = sorted((r.model, r.value, r.seed) for r in seeded_scores(run, [0, 1]))
+    assert got == [("A", 0.7, 1), ("A", 0.8, 0), ("chance", 0.5, 0), ("chance", 0.5, 1)]
+    assert sorted(i.seed for i in seeded_items(run, [0, 1])) == [0, 1]  # type: ignore[type-var]
+    assert [i.seed for i in seeded_items(run, [0])] == [None, None]
+
+
+def test_several_seeds_resample_seeds_and_items_together(tmp_path: Path) -> None:
+    s = lambda m, v, k: Score(m, "fr", "accuracy", v, task="t", seed=k)  # noqa: E731
+    scores = [s("A", 0.8, 0), s("A", 0.7, 1), s("B", 0.5, 0), s("B", 0.52, 1)]
+    items = [_items("A", 0.8, 0), _items("A", 0.7, 1), _items("B", 0.5, 2), _items("B", 0.5, 3)]
+    items = [
+        ItemSet(i.model, i.lang, i.kind, i.ids, i.columns, task="t", seed=k)
+        for i, k in zip(items, [0, 1, 0, 1], strict=True)
+    ]
+    test = arm_difference(scores, items, "accuracy", "A", "B")
+    assert test.method.startswith("paired two-stage bootstrap over 2 training seeds and 60 items")
+    iv = arm_score(scores, items, "accuracy", "A")
+    assert "two-stage bootstrap over 2 training seeds" in iv.method
+    # without item sets, several seeds fall back to the t-test over seeds
+    assert "t-test" in arm_difference(scores, [], "accuracy", "A", "B").method
+
+
+def _contradicted(effect: float) -> Claim:
+    return Claim("A beats B", +1, effect, effect - 0.005, effect + 0.005, 100, "paired bootstrap")
+
+
+def test_within_seed_noise_only_for_a_contradiction_inside_the_band() -> None:
+    cfg = load_config(QUICKSTART, ["seed_noise_band=0.02"])
+    near, far = with_seed_band([_contradicted(-0.015), _contradicted(-0.05)], cfg)
+    assert near.verdict == "within seed noise" and far.verdict == "contradicted"
+    assert "1 within seed noise" in verdict_summary([near, far])
+    holds = with_seed_band([_contradicted(+0.015)], cfg)[0]
+    assert holds.verdict == "holds"  # the band only softens a contradiction
+    # with several seeds the intervals cover the seeds: no band
+    seeded = load_config(QUICKSTART, ["seed_noise_band=0.02", "seeds=[0,1]"])
+    assert with_seed_band([_contradicted(-0.015)], seeded)[0].verdict == "contradicted"
+    assert "training seeds and test items" in variance_note(seeded)
+    assert "±0.02" in variance_note(cfg) and "test items only" in variance_note(cfg)
+
+
+def test_fan_out_refuses_a_stage_listed_before_its_input() -> None:
+    cfg, specs = _build(["seeds=[0,1]"])
+    with pytest.raises(ConfigError, match="before they are built"):
+        fan_out(cfg, lambda c: list(reversed(EXPERIMENTS.get(c.experiment).build_one(c))))  # type: ignore[attr-defined]
