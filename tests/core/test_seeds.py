@@ -66,8 +66,8 @@ def test_three_seeds_share_the_data_stage_and_copy_the_rest() -> None:
 
 
 def test_seeds_are_checked_in_one_line() -> None:
-    for bad in ("seeds=[]", "seeds=[1,1]"):
-        with pytest.raises(ConfigError, match="distinct seeds"):
+    for bad, why in (("seeds=[]", "must not be empty"), ("seeds=[1,1]", "listed twice")):
+        with pytest.raises(ConfigError, match=why):
             load_config(QUICKSTART, [bad])
 
 

@@ -39,8 +39,11 @@ class ExperimentConfig(StrictModel):
     @field_validator("seeds")
     @classmethod
     def _distinct_seeds(cls, v: list[int] | None) -> list[int] | None:
-        if v is not None and (not v or len(set(v)) != len(v)):
-            raise ValueError(f"seeds must be a non-empty list of distinct seeds, got {v}")
+        if v is not None and not v:
+            raise ValueError("seeds must not be empty (leave it out for one seed)")
+        for i, seed in enumerate(v or []):
+            if seed in (v or [])[:i]:
+                raise ValueError(f"seed {seed!r} is listed twice in seeds")
         return v
 
 
