@@ -4,8 +4,10 @@ A :class:`~polymnesia.results.Score` is one number per (model, language,
 metric); the :class:`ItemSet` behind it keeps one row per test item, as
 columns, so a report can bootstrap a group mean or compare two arms item by
 item. An evaluation stage writes its item sets to ``items.jsonl`` in its cache
-entry (one JSON line per model x language), reachable from a run folder as
-``RUN_DIR/stages/NAME/items.jsonl``; :func:`run_items` reads them all.
+entry (one JSON line per model x language); the runner merges every stage's sets into
+the run folder's ``RUN_DIR/results/items.jsonl``, each tagged with its ``stage``
+(:func:`merge_run_items`), and :func:`run_items` reads them from there, so a report needs
+the run folder alone.
 
 Kinds and their columns (``ids`` aligns items across arms):
 
@@ -56,6 +58,8 @@ from polymnesia.metrics.uncertainty import (
 from polymnesia.results import Score, with_interval
 
 ITEMS_FILE = "items.jsonl"
+#: the run folder's merged item sets, relative to the run folder
+RUN_ITEMS = Path("results") / ITEMS_FILE
 KINDS = ("lm", "label", "token", "values", "stats", "docs")
 _IDENTITY = ("model", "lang", "task", "group", "size", "seed", "step", "setting")
 
@@ -89,6 +93,8 @@ class ItemSet:
     setting: str | None = None
     n_labels: int | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    #: the stage that wrote these items (set when a run folder merges its stages' items)
+    stage: str | None = None
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -183,19 +189,26 @@ def read_items(path: str | os.PathLike[str]) -> list[ItemSet]:
     return [item_set_from_dict(r, f"{path} line {i + 1}") for i, r in enumerate(records)]
 
 
-def run_items(run_dir: str | os.PathLike[str]) -> list[ItemSet]:
-    """Every item set of a run: ``RUN_DIR/stages/*/items.jsonl`` (stages in name order).
+def merge_run_items(run_dir: str | os.PathLike[str], stage_entries: Mapping[str, Path]) -> None:
+    """Write ``RUN_DIR/results/items.jsonl``: the item sets of every stage's complete entry
+    (``{stage name: entry folder}``, in pipeline order), each tagged with its stage."""
+    lines: list[dict[str, Any]] = []
+    advice = "run the experiment again: the damaged entry is rebuilt"
+    for name, entry in stage_entries.items():
+        for rec in read_jsonl_strict(Path(entry) / ITEMS_FILE, missing_ok=True, advice=advice):
+            lines.append({**rec, "stage": name})
+    write_jsonl_atomic(Path(run_dir) / RUN_ITEMS, lines)
 
-    A stage link whose cache entry was removed is skipped: the report then
-    shows the intervals stored in the score records and no paired tests.
+
+def run_items(run_dir: str | os.PathLike[str], *, stage: str | None = None) -> list[ItemSet]:
+    """Every item set of a run (``RUN_DIR/results/items.jsonl``), or those of one ``stage``.
+
+    A run folder written before the runner merged items has none: the report then shows
+    the intervals stored in the score records and no paired tests (``polymnesia run`` on
+    the same config reuses every stage and writes the merged items).
     """
-    stages = Path(run_dir) / "stages"
-    if not stages.is_dir():
-        return []
-    out: list[ItemSet] = []
-    for link in sorted(stages.iterdir()):
-        out += read_items(link / ITEMS_FILE)
-    return out
+    sets = read_items(Path(run_dir) / RUN_ITEMS)
+    return sets if stage is None else [s for s in sets if s.stage == stage]
 
 
 def select_items(sets: Iterable[ItemSet], **equals: Any) -> list[ItemSet]:

@@ -23,6 +23,7 @@ import math
 import os
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields, replace
+from pathlib import Path
 from typing import Any, Protocol
 
 from polymnesia.errors import ConfigError, DataError, PolymnesiaError
@@ -265,3 +266,60 @@ def ordered(values: Iterable[Any], order: Collection[Any] | None) -> list[Any]:
         return values
     first = [v for v in order if v in values]
     return first + [v for v in values if v not in first]
+
+
+# -- the run folder's record of each stage ----------------------------------------------
+
+#: ``RUN_DIR/results/stages.jsonl``: one record per stage of the run, written by the runner
+STAGES_FILE = "stages.jsonl"
+#: the small files a stage may leave for its report, copied into its stage record by the
+#: runner, so a report reads the run folder alone (never a stage's cache entry)
+REPORT_FILES = ("train_health.json", "step_summary.json", "tsne.json", "DATA_CARD.md")
+
+
+@dataclass(frozen=True)
+class StageRecord:
+    """What a report may know of one stage: its name, the seconds its build took (``None``:
+    not recorded) and the contents of its :data:`REPORT_FILES` that exist (JSON files
+    parsed, Markdown as text)."""
+
+    stage: str
+    seconds: float | None = None
+    files: dict[str, Any] = field(default_factory=dict)
+
+
+def stage_record(stage: str, entry: str | os.PathLike[str], seconds: float | None) -> StageRecord:
+    """The record of the stage whose complete cache entry is ``entry`` (read by the runner)."""
+    files: dict[str, Any] = {}
+    for name in REPORT_FILES:
+        path = Path(entry) / name
+        if not path.is_file():
+            continue
+        text = path.read_text(encoding="utf-8")
+        try:
+            files[name] = json.loads(text) if name.endswith(".json") else text
+        except json.JSONDecodeError:
+            raise DataError(
+                f"{path} is not valid JSON; run the experiment again: the damaged entry is rebuilt"
+            ) from None
+    return StageRecord(stage, seconds, files)
+
+
+def write_stage_records(path: str | os.PathLike[str], records: Iterable[StageRecord]) -> None:
+    atomic_write_text(
+        path,
+        "".join(json.dumps(asdict(r), ensure_ascii=False, sort_keys=True) + "\n" for r in records),
+    )
+
+
+def read_stage_records(path: str | os.PathLike[str]) -> dict[str, StageRecord]:
+    """``{stage: record}`` of a ``stages.jsonl`` (read strictly; a missing file gives ``{}``:
+    a run folder written before stage records existed)."""
+    out = {}
+    for i, rec in enumerate(read_jsonl_strict(path, missing_ok=True)):
+        try:
+            r = StageRecord(**rec)
+        except TypeError as e:
+            raise DataError(f"{path} line {i + 1}: {e}") from None
+        out[r.stage] = r
+    return out

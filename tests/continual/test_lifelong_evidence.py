@@ -13,6 +13,7 @@ from polymnesia.experiments.lifelong.claims import baselines, method_claims
 from polymnesia.experiments.lifelong.evidence import attach_evidence, metric_replicates
 from polymnesia.experiments.lifelong.results import Arm
 from polymnesia.items import ItemSet, write_items
+from polymnesia.pipeline.run_dir import merge_stage_outputs
 
 SMOKE = Path(__file__).resolve().parents[2] / "configs" / "lifelong_smoke.yaml"
 ORDER = ["en", "fr"]
@@ -37,7 +38,7 @@ def _cfg(tmp_path: Path) -> Any:
 
 
 def _run(tmp_path: Path) -> Path:
-    run = tmp_path / "run"
+    run, entries = tmp_path / "run", {}
     for (model, step), preds in PRED.items():
         name = "untrained" if model == "untrained" else f"vanilla_o_{step}"
         sets = [
@@ -53,8 +54,10 @@ def _run(tmp_path: Path) -> Path:
             )  # fmt: skip
             for lang, p in preds.items()
         ]
-        (run / "stages" / name).mkdir(parents=True)
-        write_items(run / "stages" / name / "items.jsonl", sets)
+        entries[name] = tmp_path / "cache" / name
+        entries[name].mkdir(parents=True)
+        write_items(entries[name] / "items.jsonl", sets)
+    merge_stage_outputs(run, entries)  # the runner: the run folder's results/items.jsonl
     return run
 
 

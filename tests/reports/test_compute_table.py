@@ -1,19 +1,22 @@
 """Every report says where the compute went: seconds by stage role and kind, from the markers
-of the run's cache entries, and evaluation's share of training."""
+of the run's cache entries (copied into the run's stage records by the runner), and
+evaluation's share of training."""
 
 from __future__ import annotations
 
 import csv
 import json
+import shutil
 from pathlib import Path
 
 from polymnesia.experiments.reporting import compute_table, stage_times
 from polymnesia.pipeline.integrity import write_marker
+from polymnesia.pipeline.run_dir import merge_stage_outputs
 from polymnesia.reports.render import Report
 
 
 def _run(tmp: Path, stages: dict[str, tuple[str, str, float | None]]) -> Path:
-    run, record = tmp / "run", {}
+    run, record, entries = tmp / "run", {}, {}
     for name, (kind, status, seconds) in stages.items():
         entry = tmp / "cache" / kind / name
         entry.mkdir(parents=True)
@@ -21,8 +24,10 @@ def _run(tmp: Path, stages: dict[str, tuple[str, str, float | None]]) -> Path:
         if seconds is not None:
             write_marker(entry, {"fingerprint": name, "seconds": seconds})
         record[name] = {"kind": kind, "status": status, "entry": str(entry)}
+        entries[name] = entry
     run.mkdir()
     (run / "run.json").write_text(json.dumps({"stages": record}))
+    merge_stage_outputs(run, entries)
     return run
 
 
@@ -80,18 +85,17 @@ def test_every_built_in_stage_declares_its_role() -> None:
 def test_scoring_inside_a_sequential_step_counts_as_evaluation(tmp_path: Path) -> None:
     # lifelong: each sequential step trains, then scores its model on every language inside
     # the same stage; its step_summary.json says how long the scoring took (issue 29)
-    run = _run(
-        tmp_path,
-        {
-            "pretrain": ("pretrain", "run", 50.0),
-            "vanilla_o1_0": ("sequential_step", "run", 30.0),
-            "vanilla_o1_1": ("sequential_step", "run", 20.0),
-        },
-    )
+    stages = {
+        "pretrain": ("pretrain", "run", 50.0),
+        "vanilla_o1_0": ("sequential_step", "run", 30.0),
+        "vanilla_o1_1": ("sequential_step", "run", 20.0),
+    }
+    run = _run(tmp_path, stages)
     for name, inner in (("vanilla_o1_0", 12.0), ("vanilla_o1_1", 8.0)):
         (tmp_path / "cache" / "sequential_step" / name / "step_summary.json").write_text(
             json.dumps({"trained": ["en"], "train_seconds": 1.0, "eval_seconds": inner})
         )
+    merge_stage_outputs(run, {n: tmp_path / "cache" / k / n for n, (k, _, _) in stages.items()})
     rows = {r["stage"]: r for r in stage_times(run)}
     assert rows["vanilla_o1_0"]["eval_seconds"] == 12.0 and rows["pretrain"]["eval_seconds"] is None
     rep = Report("r")
@@ -101,3 +105,12 @@ def test_scoring_inside_a_sequential_step_counts_as_evaluation(tmp_path: Path) -
     assert "| evaluation | sequential_step (scoring inside) | 2 | 2 | 20.0 | 20.0 |" in text
     assert "took 20 s, 0.25x the training stages' 80 s" in text
     assert "Evaluation stages took 0 s" not in text
+
+
+def test_the_run_folder_alone_gives_the_times(tmp_path: Path) -> None:
+    # the cache entries removed after the run: the stage records in the run folder still
+    # hold every build's seconds, so the table is the same
+    run = _run(tmp_path, {"pretrain": ("pretrain", "run", 50.0), "lm": ("evaluate_lm", "run", 5.0)})
+    before = stage_times(run)
+    shutil.rmtree(tmp_path / "cache")
+    assert stage_times(run) == before and before[0]["seconds"] == 50.0

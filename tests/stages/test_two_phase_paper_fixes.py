@@ -4,7 +4,6 @@ and EA and MA are each measured on at least three tasks that Phase 2 does not tr
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +14,7 @@ from polymnesia.experiments.loading import load_config
 from polymnesia.experiments.shared import PRETRAIN
 from polymnesia.experiments.two_phase.figures import MIN_LAYERS, figures, layer_curves
 from polymnesia.reports.render import Report
-from polymnesia.results import Score
+from polymnesia.results import Score, StageRecord
 
 ROOT = Path(__file__).resolve().parents[2]
 SMOKE = ROOT / "configs" / "two_phase_smoke.yaml"
@@ -119,13 +118,13 @@ class _NoEvidence:
 @pytest.mark.parametrize(("layers", "drawn"), [(2, False), (3, True)])
 def test_figures_need_three_layers_or_say_why(tmp_path: Path, layers: int, drawn: bool) -> None:
     cfg = load_config(SMOKE)
+    records = {}  # the drift stages' t-SNE points, as the run folder's stage records keep them
     for pair in cfg.pairs:
-        folder = tmp_path / "stages" / f"drift_{pair.key}"
-        folder.mkdir(parents=True)
         pts = {m: [[float(i), float(i)] for i in range(layers)] for m in ("P1", "P2")}
-        (folder / "tsne.json").write_text(json.dumps(pts))
+        name = f"drift_{pair.key}"
+        records[name] = StageRecord(name, 1.0, {"tsne.json": pts})
     rep = Report("t")
-    figures(cfg, rep, tmp_path, _NoEvidence(), _drift(layers), {})
+    figures(cfg, rep, tmp_path, _NoEvidence(), _drift(layers), {}, records)
     text = "\n".join(str(s.payload) for s in rep.sections)
     assert (tmp_path / "figures" / "fig2_layer_drift.png").is_file() == drawn
     assert (tmp_path / "figures" / "fig1_tsne_english__similar.png").is_file() == drawn

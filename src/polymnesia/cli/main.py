@@ -277,30 +277,9 @@ def format_source_info(info: dict[str, Any]) -> str:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from polymnesia.experiments import EXPERIMENTS, load_run_config
-    from polymnesia.io import check_jsonl
-    from polymnesia.pipeline.run_dir import missing_stages
+    from polymnesia.experiments.reporting import rebuild_report
 
-    run_dir = Path(args.run_dir)
-    cfg = load_run_config(run_dir)
-    exp = EXPERIMENTS.get(cfg.experiment)
-    names = [s.name for s in build_specs(exp, cfg, str(run_dir / "config.yaml"))]
-    missing = missing_stages(run_dir, names)
-    if missing:
-        shown = ", ".join(missing[:10]) + (", ..." if len(missing) > 10 else "")
-        raise PolymnesiaError(
-            f"{run_dir} is incomplete: {len(missing)} of {len(names)} stages have not finished "
-            f"({shown}); finish it with `polymnesia run {run_dir / 'config.yaml'} --run-dir {run_dir}`"
-        )
-    scores = run_dir / "results" / "scores.jsonl"
-    if not scores.exists():
-        raise PolymnesiaError(
-            f"{run_dir} has no results/scores.jsonl yet; run the experiment first"
-        )
-    check_jsonl(scores)
-    if (run_dir / "metrics.jsonl").exists():
-        check_jsonl(run_dir / "metrics.jsonl")
-    print(exp.report(cfg, run_dir))
+    print(rebuild_report(Path(args.run_dir)))
     return 0
 
 

@@ -1,4 +1,5 @@
-"""Report pieces shared by experiments: the paper-000 tables and the training curves."""
+"""Report pieces shared by experiments: the paper-000 tables, the training curves, the
+run's health and compute, and :func:`rebuild_report` (``polymnesia report RUN_DIR``)."""
 
 from __future__ import annotations
 
@@ -8,15 +9,18 @@ from pathlib import Path
 from typing import Any
 
 from polymnesia.data.languages import get_language
-from polymnesia.io import read_jsonl_strict
-from polymnesia.items import BootstrapConfig, ItemSet, group_intervals
-from polymnesia.pipeline.integrity import read_marker
+from polymnesia.errors import PolymnesiaError
+from polymnesia.experiments.base import EXPERIMENTS
+from polymnesia.experiments.loading import load_run_config
+from polymnesia.io import check_jsonl, read_jsonl_strict
+from polymnesia.items import RUN_ITEMS, BootstrapConfig, ItemSet, group_intervals
+from polymnesia.pipeline.run_dir import missing_stages
 from polymnesia.pipeline.stage import ROLES, STAGES
 from polymnesia.reports.plots import bar_by_language, line_plot
 from polymnesia.reports.render import Report
 from polymnesia.reports.table_core import Table
 from polymnesia.reports.tables import group_table, language_table, write_table
-from polymnesia.results import Score
+from polymnesia.results import STAGES_FILE, Score, StageRecord, read_stage_records
 
 METRIC_TITLES = {"bits_per_byte": "Bits per byte", "perplexity": "Token perplexity"}
 
@@ -100,13 +104,14 @@ def lm_bar_plot(
 
 def run_health(report: Report, run_dir: Path) -> None:
     """Say which training stages diverged or sat at chance (``train_health.json``, written by
-    the loop) and whether the run trusted remote code (``run.json``); nothing when all is well."""
+    the loop and kept in the run's stage records) and whether the run trusted remote code
+    (``run.json``); nothing when all is well."""
     lines = []
-    stages = run_dir / "stages"
-    for health in sorted(stages.glob("*/train_health.json")) if stages.is_dir() else []:
-        rec = json.loads(health.read_text(encoding="utf-8"))
-        for warning in rec.get("warnings", []):
-            lines.append(f"{health.parent.name}: {warning}")
+    records = read_stage_records(run_dir / "results" / STAGES_FILE)
+    for name in sorted(records):
+        health = records[name].files.get("train_health.json")
+        for warning in health.get("warnings", []) if isinstance(health, dict) else []:
+            lines.append(f"{name}: {warning}")
     run = run_dir / "run.json"
     if run.is_file() and json.loads(run.read_text(encoding="utf-8")).get("trust_remote_code"):
         lines.append(
@@ -121,38 +126,32 @@ def run_health(report: Report, run_dir: Path) -> None:
 INNER_EVAL_FILE = "step_summary.json"
 
 
-def _inner_eval_seconds(entry: Path, role: str) -> float | None:
+def _inner_eval_seconds(record: StageRecord | None, role: str) -> float | None:
     """Seconds a non-evaluation stage spent scoring its own model (None: not recorded)."""
-    if role == "evaluation":
+    if role == "evaluation" or record is None:
         return None
-    try:
-        rec = json.loads((entry / INNER_EVAL_FILE).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
+    rec = record.files.get(INNER_EVAL_FILE)
     v = rec.get("eval_seconds") if isinstance(rec, dict) else None
     return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0 else None
 
 
 def stage_times(run_dir: Path) -> list[dict[str, Any]]:
     """Per stage of the run (``run.json``): name, kind, role (``Stage.role``), whether this run
-    built it or reused it, the seconds its build took (its cache entry's marker) and, for a
+    built it or reused it, the seconds its build took (the run's stage records) and, for a
     stage that scores its own model inside it, the seconds that scoring took (``eval_seconds``,
     from :data:`INNER_EVAL_FILE`)."""
     path = run_dir / "run.json"
     if not path.is_file():
         return []
     stages = json.loads(path.read_text(encoding="utf-8")).get("stages", {})
+    records = read_stage_records(run_dir / "results" / STAGES_FILE)
     rows = []
     for name, rec in stages.items():
         kind = str(rec.get("kind", ""))
-        entry = Path(rec["entry"]) if rec.get("entry") else None
-        marker = read_marker(entry) if entry is not None else None
-        seconds = (marker or {}).get("seconds")
+        record = records.get(name)
         role = STAGES.get(kind).role if kind in STAGES else "other"
-        total = float(seconds) if isinstance(seconds, (int, float)) else None
-        inner = (
-            _inner_eval_seconds(entry, role) if entry is not None and total is not None else None
-        )
+        total = record.seconds if record is not None else None
+        inner = _inner_eval_seconds(record, role) if total is not None else None
         rows.append(
             {
                 "stage": name,
@@ -280,3 +279,33 @@ def training_curves(report: Report, run_dir: Path) -> None:
             title="Training loss",
         )
         report.image(rel, "Training loss of each training stage.")
+
+
+def rebuild_report(run_dir: Path) -> Path:
+    """Write the report of a finished run folder again (``polymnesia report RUN_DIR``); returns
+    ``report.md``.
+
+    A report reads the run folder alone: its config, ``run.json``, ``metrics.jsonl`` and the
+    records under ``results/`` (scores, items, stage records), never a stage's cache entry,
+    so a copy of the folder rebuilds the same report after the cache is deleted. An
+    unfinished run, or one whose results are missing or damaged, is refused in one line.
+    """
+    cfg = load_run_config(run_dir)
+    exp = EXPERIMENTS.get(cfg.experiment)
+    names = [s.name for s in exp.build(cfg)]
+    missing = missing_stages(run_dir, names)
+    if missing:
+        shown = ", ".join(missing[:10]) + (", ..." if len(missing) > 10 else "")
+        raise PolymnesiaError(
+            f"{run_dir} is incomplete: {len(missing)} of {len(names)} stages have not finished "
+            f"({shown}); finish it with `polymnesia run {run_dir / 'config.yaml'} --run-dir {run_dir}`"
+        )
+    results = run_dir / "results"
+    if not (results / "scores.jsonl").exists():
+        raise PolymnesiaError(f"{run_dir} has no results/scores.jsonl yet; run the experiment first")
+    for path in (results / "scores.jsonl", results / RUN_ITEMS.name, results / STAGES_FILE):
+        if path.exists():
+            check_jsonl(path)
+    if (run_dir / "metrics.jsonl").exists():
+        check_jsonl(run_dir / "metrics.jsonl")
+    return Path(exp.report(cfg, run_dir))

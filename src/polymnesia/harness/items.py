@@ -8,6 +8,11 @@ mean *is* lm-eval's score for that task (checked: a metric lm-eval aggregates ot
 such as corpus BLEU, gets no column), so a harness score gets a bootstrap interval over
 its documents and two runs scored on the same documents can be compared item by item.
 Documents are identified by lm-eval's ``doc_hash`` (their content), else ``doc_id``.
+
+lm-eval keeps a translation task's ``chrf`` per document as a (reference, prediction) pair
+and aggregates it over the corpus, so it gets no ``chrf`` column; the documents' sentence
+chrF on a 0-1 scale is kept as :data:`SENTENCE_CHRF` instead, the per-document value of a
+translation task in paper 002's abilities.
 """
 
 from __future__ import annotations
@@ -16,11 +21,16 @@ from collections import defaultdict
 from collections.abc import Mapping
 from typing import Any
 
+from sacrebleu.metrics import CHRF
+
 from polymnesia.harness.run import finite_number, task_lang
 from polymnesia.items import ItemSet
 
 #: how far a column's mean may be from lm-eval's aggregate and still count as that score
 TOLERANCE = 1e-9
+#: the column of each document's sentence chrF / 100 (a translation task's documents)
+SENTENCE_CHRF = "chrf_sentence"
+_CHRF = CHRF()
 
 
 def samples_to_items(
@@ -59,6 +69,11 @@ def _columns(
         if ids is not None and these != ids:
             continue  # another filter scored other documents: not one item set
         for metric in mine[0].get("metrics") or []:
+            if metric == "chrf" and flt == "none":
+                sentence = [_sentence_chrf(r.get(metric)) for r in mine]
+                if all(v is not None for v in sentence):
+                    columns[SENTENCE_CHRF] = [float(v) for v in sentence if v is not None]
+                    ids = these
             values = [_value(r.get(metric)) for r in mine]
             want = finite_number(aggregate.get(f"{metric},{flt}"))
             kept = [v for v in values if v is not None]
@@ -74,3 +89,11 @@ def _columns(
 def _value(x: Any) -> float | None:
     """A document's value: a number, or a bool (IFEval's per-prompt pass) as 0 or 1."""
     return float(x) if isinstance(x, bool) else finite_number(x)
+
+
+def _sentence_chrf(pair: Any) -> float | None:
+    """Sentence chrF / 100 of lm-eval's per-document ``(reference, prediction)`` pair."""
+    if not isinstance(pair, (list, tuple)) or len(pair) != 2:
+        return None
+    ref, pred = (str(x[0] if isinstance(x, list) else x) for x in pair)
+    return float(_CHRF.sentence_score(pred, [ref]).score) / 100.0

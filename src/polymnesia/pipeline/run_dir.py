@@ -6,6 +6,8 @@ Layout (see docs/reports.md)::
     RUN_DIR/run.json             experiment, config hash, stages with fingerprints and status
     RUN_DIR/metrics.jsonl        every stage's training/eval scalars, tagged with the stage
     RUN_DIR/results/scores.jsonl every stage's score records
+    RUN_DIR/results/items.jsonl  every stage's item sets (the evidence behind its scores)
+    RUN_DIR/results/stages.jsonl every stage's build seconds and report files
     RUN_DIR/results/*.csv|.md    tables
     RUN_DIR/plots/*.png          figures
     RUN_DIR/report.md|.html      the report
@@ -28,6 +30,9 @@ from polymnesia.io import (
     atomic_write_yaml,
     read_jsonl_strict,
 )
+from polymnesia.items import merge_run_items
+from polymnesia.pipeline.integrity import read_marker
+from polymnesia.results import STAGES_FILE, stage_record, write_stage_records
 
 
 def config_hash(config: Any) -> str:
@@ -142,7 +147,8 @@ def link_stage(run_dir: Path, name: str, entry: Path) -> None:
 
 
 def merge_stage_outputs(run_dir: Path, stage_entries: dict[str, Path]) -> None:
-    """Rewrite the run's metrics.jsonl and results/scores.jsonl from its stages' entries.
+    """Rewrite the run's metrics.jsonl and results/{scores,items,stages}.jsonl from its
+    stages' entries: what the reports read, so a report needs the run folder alone.
 
     The entries are complete, so they are read strictly: a line that does not parse is
     damage, reported in one line (the runner checks them first and rebuilds a damaged one)."""
@@ -156,3 +162,13 @@ def merge_stage_outputs(run_dir: Path, stage_entries: dict[str, Path]) -> None:
             scores.append(json.dumps(rec, ensure_ascii=False, sort_keys=True))
     atomic_write_text(run_dir / "metrics.jsonl", "".join(m + "\n" for m in metrics))
     atomic_write_text(run_dir / "results" / "scores.jsonl", "".join(s + "\n" for s in scores))
+    merge_run_items(run_dir, stage_entries)
+    write_stage_records(
+        run_dir / "results" / STAGES_FILE,
+        [stage_record(name, entry, _seconds(entry)) for name, entry in stage_entries.items()],
+    )
+
+
+def _seconds(entry: Path) -> float | None:
+    seconds = (read_marker(entry) or {}).get("seconds")
+    return float(seconds) if isinstance(seconds, (int, float)) else None

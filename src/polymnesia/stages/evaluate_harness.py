@@ -80,8 +80,9 @@ class EvaluateHarnessParams(StrictModel):
 class EvaluateHarness(Stage):
     role = "evaluation"
     # 2: poly_* tasks in the model's chat template (was ChatML for every model); 3: documents
-    # without the template's BOS (lm-eval adds it once per context, few-shot examples included)
-    version = "3"
+    # without the template's BOS (lm-eval adds it once per context, few-shot examples included);
+    # 4: a translation task's items keep each document's sentence chrF (harness/items.py)
+    version = "4"
 
     def run(self, ctx: StageContext) -> list[Score]:
         p: EvaluateHarnessParams = ctx.params

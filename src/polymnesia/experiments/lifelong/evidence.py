@@ -32,7 +32,7 @@ from polymnesia.errors import DataError
 from polymnesia.experiments.lifelong.config import LifelongConfig
 from polymnesia.experiments.lifelong.keys import arm_key
 from polymnesia.experiments.lifelong.results import Arm, matrix_metrics
-from polymnesia.items import ITEMS_FILE, ItemSet, aligned, read_items
+from polymnesia.items import ItemSet, aligned, run_items
 from polymnesia.metrics.uncertainty import ItemStatistic
 from polymnesia.reports.claims import Baselines, label_baselines
 
@@ -55,13 +55,16 @@ class Evidence:
 class _Items:
     """Item sets by stage and language, aligned on the first set seen of each language."""
 
-    def __init__(self, stages: Path, metric: str) -> None:
-        self.stages, self.metric = stages, metric
+    def __init__(self, sets: list[ItemSet], metric: str) -> None:
+        self.metric = metric
+        self.by_stage: dict[str, list[ItemSet]] = {}
+        for s in sets:
+            self.by_stage.setdefault(str(s.stage), []).append(s)
         self.ref: dict[str, ItemSet] = {}
         self._stats: dict[tuple[str, str], ItemStatistic] = {}
 
     def stage(self, name: str) -> dict[str, ItemStatistic]:
-        sets = read_items(self.stages / name / ITEMS_FILE)
+        sets = self.by_stage.get(name, [])
         if not sets:
             raise FileNotFoundError(name)
         out = {}
@@ -97,7 +100,7 @@ def attach_evidence(
     cfg: LifelongConfig, run_dir: Path, arms: list[Arm], orders: Mapping[str, list[str]]
 ) -> Evidence | None:
     """Fill ``arm.reps`` for every arm from the run's items; None when some stage kept none."""
-    items = _Items(run_dir / "stages", cfg.task.metric)
+    items = _Items(run_items(run_dir), cfg.task.metric)
     try:
         cells = {
             arm.label: {n: _cells(items, cfg, arm, n, o) for n, o in orders.items()} for arm in arms

@@ -227,7 +227,7 @@ def _intro(cfg: LifelongConfig, arms: list[Arm], ev: Evidence | None) -> str:
 def build_report(cfg: LifelongConfig, run_dir: Path) -> Path:
     scores = read_scores(run_dir / "results" / "scores.jsonl")
     orders = read_orders(scores)
-    arms = collect_arms(cfg, scores, orders, run_dir / "stages")
+    arms = collect_arms(cfg, scores, orders)
     hops = min(cfg.hops, max(0, len(cfg.languages) - 2))  # MFT_h, MBT_h need h <= T-2
     save_matrices(arms, orders, run_dir / "results" / "R")
     ev = attach_evidence(cfg, run_dir, arms, orders)

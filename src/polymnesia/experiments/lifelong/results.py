@@ -13,13 +13,11 @@ import numpy as np
 from polymnesia.continual.matrix import (
     compose_independent,
     compose_joint,
-    read_sequential_matrix,
     save_matrix,
     sequential_matrix,
 )
 from polymnesia.continual.methods import arm_label, get_method, table1_params
 from polymnesia.experiments.lifelong.config import LifelongConfig
-from polymnesia.experiments.lifelong.keys import arm_key
 from polymnesia.metrics import continual as cm
 from polymnesia.results import Score, filter_scores
 
@@ -58,15 +56,11 @@ def _seconds(scores: list[Score]) -> dict[str, float]:
 
 
 def collect_arms(
-    cfg: LifelongConfig,
-    scores: list[Score],
-    orders: dict[str, list[str]],
-    stages_dir: Path | None = None,
+    cfg: LifelongConfig, scores: list[Score], orders: dict[str, list[str]]
 ) -> list[Arm]:
-    """Every arm with its R per order. A sequential arm's R is the ``matrix.json`` its last
-    step wrote (``stages_dir/KEY_ORDER_LAST``), the one source of truth for it; without
-    ``stages_dir`` (tests on score records alone) it is rebuilt from the step scores.
-    Joint and independent arms compose R from their scores (eqs. 1-3, 6)."""
+    """Every arm with its R per order, from the run's score records: a sequential arm's row
+    ``k`` is the scores of its step ``k`` (the values its steps' ``matrix.json`` holds); joint
+    and independent arms compose R from their scores (eqs. 1-3, 6)."""
     metric = cfg.task.metric
     arms = []
     T = len(cfg.languages)
@@ -86,10 +80,7 @@ def collect_arms(
         )
         sched = get_method(method).schedule
         for name, order in orders.items():
-            if sched == "sequential" and stages_dir is not None:
-                last = stages_dir / f"{arm_key(method, rank)}_{name}_{T - 1}"
-                arm.Rs[name] = read_sequential_matrix(last, order)
-            elif sched == "sequential":
+            if sched == "sequential":
                 arm.Rs[name] = sequential_matrix(filter_scores(mine, setting=name), order)
             elif sched == "joint":
                 arm.Rs[name] = compose_joint({s.lang: s.value for s in mine}, order)

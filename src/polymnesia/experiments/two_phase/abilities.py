@@ -1,50 +1,98 @@
 """English and multilingual ability (paper 002, Tables 1, 2 and 5) from the harness stages'
-per-document results, with bootstrap intervals and paired differences.
+per-document items, with bootstrap intervals and paired differences.
 
-Each task contributes one score per model, the mean of a per-document value
-of its primary metric (accuracy for multiple choice, strict prompt-level
-accuracy for IFEval-style tasks, sentence chrF / 100 for generation);
-EA and MA average the tasks of their list with equal weight, as the paper
-averages its benchmarks. Intervals resample documents within each task
-(stratified bootstrap); differences between two models resample the same
-documents for both (paired bootstrap, Koehn 2004), which is what makes a
-claim's interval narrow enough to mean something with a few hundred items.
+Each task contributes one score per model, the mean of a per-document value of its
+primary metric (accuracy for multiple choice, strict prompt-level accuracy for
+IFEval-style tasks, sentence chrF / 100 for generation), read from the ``docs`` item
+sets the ``evaluate_harness`` stage keeps (:mod:`polymnesia.harness.items`); EA and MA
+average the tasks of their list with equal weight, as the paper averages its
+benchmarks, and "Combined" weights each of EA and MA by one half. Intervals are the
+shared bootstraps of :mod:`polymnesia.metrics.uncertainty`: documents resampled within
+each task (stratified bootstrap), and for a difference between two models the same
+documents for both (paired bootstrap, Koehn 2004), which is what makes a claim's
+interval narrow enough to mean something with a few hundred items. A task's weight
+scales its statistic, so the shared mean over tasks is the weighted mean.
 
-The harness's own corpus-level chrF (lm-eval's aggregation) can differ from
-the mean sentence chrF used here; the per-task tables show lm-eval's numbers.
+The harness's own corpus-level chrF (lm-eval's aggregation) can differ from the mean
+sentence chrF used here; the per-task tables show lm-eval's numbers.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
-from sacrebleu.metrics import CHRF
 
 from polymnesia.errors import DataError
-from polymnesia.metrics.uncertainty import Interval, PairedTest, percentile_interval
+from polymnesia.harness.items import SENTENCE_CHRF
+from polymnesia.items import ItemSet, aligned
+from polymnesia.metrics.uncertainty import (
+    DEFAULT_RESAMPLES,
+    Interval,
+    ItemStatistic,
+    PairedTest,
+    mean_statistic,
+    paired_bootstrap,
+    stratified_bootstrap_ci,
+)
 
 #: the per-document metric of each task family (lm-eval's names), in order of preference
-PRIMARY = ("prompt_level_strict_acc", "acc", "exact_match", "f1", "acc_norm")
-_CHRF = CHRF()
+PRIMARY = ("prompt_level_strict_acc", "acc", "exact_match", "f1", "acc_norm", SENTENCE_CHRF)
+
+
+def primary_column(items: ItemSet) -> str:
+    """The column of a task's documents that its ability counts (the first of :data:`PRIMARY`)."""
+    for m in PRIMARY:
+        if m in items.columns:
+            return m
+    raise DataError(
+        f"task {items.task} of {items.model}: no per-document metric among {', '.join(PRIMARY)} "
+        f"in its items (columns: {', '.join(sorted(items.columns)) or 'none'})"
+    )
 
 
 @dataclass(frozen=True)
 class Ability:
-    """Per-document values of one model on a list of tasks (``values[task]``: ``[n_docs]``)."""
+    """One model's per-document items on a list of tasks (``items[task]``), with each task's
+    weight (``None``: equal weights)."""
 
-    values: dict[str, np.ndarray]
+    items: dict[str, ItemSet]
+    weights: dict[str, float] | None = None
 
     @property
     def tasks(self) -> list[str]:
-        return list(self.values)
+        return list(self.items)
 
-    def score(self, weights: Mapping[str, float] | None = None) -> float:
-        w = _weights(self.tasks, weights)
-        return float(sum(w[t] * self.values[t].mean() for t in self.tasks))
+    def _w(self) -> dict[str, float]:
+        return _weights(self.tasks, self.weights)
+
+    def strata(self, items: Mapping[str, ItemSet] | None = None) -> list[ItemStatistic]:
+        """One statistic per task (of ``items``, default this model's), scaled by
+        ``len(tasks) * weight`` so that the shared bootstraps' mean over strata is the
+        weighted mean."""
+        w, k, sets = self._w(), len(self.tasks), items or self.items
+        return [
+            _scaled(mean_statistic(sets[t].columns[primary_column(sets[t])], t), k * w[t])
+            for t in self.tasks
+        ]
+
+    def score(self) -> float:
+        w = self._w()
+        return float(
+            sum(w[t] * np.mean(s.columns[primary_column(s)]) for t, s in self.items.items())
+        )
+
+    @property
+    def n(self) -> int:
+        return sum(s.n for s in self.items.values())
+
+
+def _scaled(stat: ItemStatistic, factor: float) -> ItemStatistic:
+    if factor == 1.0:
+        return stat
+    reduce = stat.reduce
+    return ItemStatistic(stat.columns, lambda x: factor * reduce(x), stat.name)
 
 
 def _weights(tasks: Sequence[str], weights: Mapping[str, float] | None) -> dict[str, float]:
@@ -54,95 +102,56 @@ def _weights(tasks: Sequence[str], weights: Mapping[str, float] | None) -> dict[
     return {t: weights[t] / total for t in tasks}
 
 
-def _doc_value(rec: dict[str, object]) -> float:
-    for m in PRIMARY:
-        v = rec.get(m)
-        if isinstance(v, (int, float)) and not isinstance(v, bool):
-            return float(v)
-        if isinstance(v, bool):
-            return float(v)
-    if "chrf" in rec:  # a (reference, prediction) pair: sentence chrF on the 0-1 scale
-        pair = rec["chrf"]
-        if isinstance(pair, (list, tuple)) and len(pair) == 2:
-            ref, pred = (str(x[0] if isinstance(x, list) else x) for x in pair)
-            return _CHRF.sentence_score(pred, [ref]).score / 100.0
-    raise DataError(f"no per-document metric among {PRIMARY} or chrf in {sorted(rec)}")
-
-
-def read_task_values(stage_dir: Path, task: str) -> np.ndarray:
-    """Per-document values of ``task`` from an ``evaluate_harness`` stage's samples file."""
-    path = stage_dir / "lm_eval" / f"samples_{task}.jsonl"
-    if not path.is_file():
-        raise DataError(f"{path} is missing: the harness stage kept no samples for {task}")
-    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
-    rows.sort(key=lambda r: int(r.get("doc_id", 0)))
-    return np.asarray([_doc_value(r) for r in rows], dtype=float)
-
-
-def read_ability(stage_dir: Path, tasks: Sequence[str]) -> Ability:
-    return Ability({t: read_task_values(stage_dir, t) for t in tasks})
-
-
-def _replicates(
-    a: Ability, b: Ability | None, weights: Mapping[str, float] | None, n_resamples: int, seed: int
-) -> np.ndarray:
-    rng = np.random.default_rng(seed)
-    w = _weights(a.tasks, weights)
-    reps = np.zeros(n_resamples)
-    for t in a.tasks:
-        x = a.values[t]
-        idx = rng.integers(0, len(x), size=(n_resamples, len(x)))
-        diff = x[idx].mean(axis=1)
-        if b is not None:
-            y = b.values[t]
-            if len(y) != len(x):
-                raise DataError(f"task {t}: {len(x)} vs {len(y)} documents; cannot pair them")
-            diff = diff - y[idx].mean(axis=1)
-        reps += w[t] * diff
-    return reps
+def ability(sets: Sequence[ItemSet], tasks: Sequence[str], model: str) -> Ability:
+    """The :class:`Ability` of ``tasks`` from one model's ``docs`` item sets."""
+    by_task = {s.task: s for s in sets}
+    missing = [t for t in tasks if t not in by_task]
+    if missing:
+        raise DataError(
+            f"{model}: the harness kept no per-document items for {', '.join(missing)} "
+            "(evaluate_harness writes them when lm-eval logs samples); run the experiment again"
+        )
+    return Ability({t: by_task[t] for t in tasks})
 
 
 def ability_interval(
-    a: Ability,
-    weights: Mapping[str, float] | None = None,
-    *,
-    n_resamples: int = 1000,
-    level: float = 0.95,
-    seed: int = 0,
+    a: Ability, *, n_resamples: int = DEFAULT_RESAMPLES, level: float = 0.95, seed: int = 0
 ) -> Interval:
     """The weighted mean over tasks with a stratified percentile bootstrap interval."""
-    lo, hi = percentile_interval(_replicates(a, None, weights, n_resamples, seed), level)
-    n = sum(len(v) for v in a.values.values())
-    return Interval(a.score(weights), lo, hi, n, level, f"stratified bootstrap over {n} documents")
+    iv = stratified_bootstrap_ci(a.strata(), n_resamples=n_resamples, level=level, seed=seed)
+    method = f"stratified bootstrap over {a.n} documents of {len(a.tasks)} tasks"
+    return Interval(a.score(), iv.low, iv.high, a.n, level, method)
 
 
 def paired_difference(
     a: Ability,
     b: Ability,
-    weights: Mapping[str, float] | None = None,
     *,
-    n_resamples: int = 1000,
+    n_resamples: int = DEFAULT_RESAMPLES,
     level: float = 0.95,
     seed: int = 0,
 ) -> PairedTest:
     """``score(a) - score(b)`` on the same documents: paired bootstrap within each task."""
     if a.tasks != b.tasks:
         raise DataError(f"models scored on different tasks: {a.tasks} vs {b.tasks}")
-    reps = _replicates(a, b, weights, n_resamples, seed)
-    lo, hi = percentile_interval(reps, level)
-    p = min(1.0, 2 * min(float(np.mean(reps <= 0)), float(np.mean(reps >= 0))))
-    n = sum(len(v) for v in a.values.values())
-    effect = a.score(weights) - b.score(weights)
-    method = f"paired bootstrap over {n} documents ({n_resamples} resamples)"
-    return PairedTest(effect, lo, hi, p, n, method, level, n_resamples)
+    xs, ys = {}, {}
+    for t in a.tasks:
+        if a.items[t].n != b.items[t].n:
+            raise DataError(
+                f"task {t}: {a.items[t].n} vs {b.items[t].n} documents; cannot pair them"
+            )
+        xs[t], ys[t] = aligned(a.items[t], b.items[t])  # the same documents in one order
+    return paired_bootstrap(
+        a.strata(xs), b.strata(ys), n_resamples=n_resamples, level=level, seed=seed
+    )
 
 
-def combined(ea: Ability, ma: Ability) -> tuple[Ability, dict[str, float]]:
+def combined(ea: Ability, ma: Ability) -> Ability:
     """EA and MA tasks together, weighted so the score is ``(EA + MA) / 2`` (Table 5's "Combined")."""
-    values = {
-        **{f"EA:{t}": v for t, v in ea.values.items()},
-        **{f"MA:{t}": v for t, v in ma.values.items()},
+    items = {
+        **{f"EA:{t}": s for t, s in ea.items.items()},
+        **{f"MA:{t}": s for t, s in ma.items.items()},
     }
     w = {f"EA:{t}": 0.5 / len(ea.tasks) for t in ea.tasks}
     w.update({f"MA:{t}": 0.5 / len(ma.tasks) for t in ma.tasks})
-    return Ability(values), w
+    return Ability(items, w)

@@ -7,7 +7,7 @@ Figure 1 has two points per model; below that the report says why they are absen
 
 from __future__ import annotations
 
-import json
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +17,7 @@ from polymnesia.experiments.shared import PRETRAIN
 from polymnesia.experiments.two_phase.config import TwoPhaseConfig
 from polymnesia.reports.plots import line_plot, scatter_plot
 from polymnesia.reports.render import Report
-from polymnesia.results import Score
+from polymnesia.results import Score, StageRecord
 
 #: layers (rows of mean activations) below which Figures 1 and 2 carry no information
 MIN_LAYERS = 3
@@ -50,7 +50,10 @@ def figures(
     ev: Any,
     scores: list[Score],
     labels: dict[str, str],
+    records: Mapping[str, StageRecord],
 ) -> None:
+    """Figures 1 and 2 and the EA/MA trade-off; Figure 1's points are the drift stages'
+    ``tsne.json``, kept in the run's stage ``records``."""
     figs = run_dir / "figures"
     layer = [s for s in scores if s.metric == "layer_covariance_drift"]
     n_layers = len({int(s.step or 0) for s in layer})
@@ -58,10 +61,9 @@ def figures(
         rep.paragraph(too_few_layers(n_layers))
         layer = []
     for pair in cfg.pairs if layer else []:
-        drift_dir = run_dir / "stages" / f"drift_{pair.key}"
-        tsne = drift_dir / "tsne.json"
-        if tsne.is_file():
-            pts = json.loads(tsne.read_text(encoding="utf-8"))
+        drift = records.get(f"drift_{pair.key}")
+        pts = drift.files.get("tsne.json") if drift is not None else None
+        if isinstance(pts, dict):
             path = figs / f"fig1_tsne_{pair.key}.png"
             series = {
                 k: (np.asarray(v)[:, 0].tolist(), np.asarray(v)[:, 1].tolist())

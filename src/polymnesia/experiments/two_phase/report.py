@@ -14,10 +14,10 @@ from polymnesia.experiments.reporting import training_curves
 from polymnesia.experiments.shared import PRETRAIN
 from polymnesia.experiments.two_phase.abilities import (
     Ability,
+    ability,
     ability_interval,
     combined,
     paired_difference,
-    read_ability,
 )
 from polymnesia.experiments.two_phase.config import INSTRUCT, PairConfig, TwoPhaseConfig
 from polymnesia.experiments.two_phase.figures import figures
@@ -28,7 +28,7 @@ from polymnesia.experiments.two_phase.roles import (
     mix_stage,
     p1_stage,
 )
-from polymnesia.instructions.sets import read_instruction_set
+from polymnesia.items import ItemSet, run_items
 from polymnesia.metrics.uncertainty import PairedTest
 from polymnesia.reports.claims import (
     Claim,
@@ -40,46 +40,44 @@ from polymnesia.reports.claims import (
 )
 from polymnesia.reports.render import Report
 from polymnesia.reports.table_core import Estimate, Table, write_table
-from polymnesia.results import Score, filter_scores, read_scores
+from polymnesia.results import STAGES_FILE, Score, filter_scores, read_scores, read_stage_records
 
 SOURCE = "paper 002"
 
 
 class Evidence:
-    """Per-document EA and MA of every evaluated model of a run, read once."""
+    """Per-document EA and MA of every evaluated model of a run, from the harness stages'
+    items in the run folder (read once)."""
 
     def __init__(self, cfg: TwoPhaseConfig, run_dir: Path) -> None:
-        self.cfg, self.stages = cfg, run_dir / "stages"
+        self.cfg = cfg
+        self.sets: dict[str, list[ItemSet]] = {}
+        for s in run_items(run_dir):
+            if s.kind == "docs" and s.stage is not None:
+                self.sets.setdefault(s.stage, []).append(s)
         self._cache: dict[str, tuple[Ability, Ability]] = {}
 
     def has(self, stage: str) -> bool:
-        return (self.stages / eval_stage(stage) / "lm_eval").is_dir()
+        return eval_stage(stage) in self.sets
 
     def abilities(self, stage: str) -> tuple[Ability, Ability]:
         if stage not in self._cache:
-            folder = self.stages / eval_stage(stage)
-            e = self.cfg.evaluation
+            sets, e = self.sets.get(eval_stage(stage), []), self.cfg.evaluation
             self._cache[stage] = (
-                read_ability(folder, e.english),
-                read_ability(folder, e.multilingual),
+                ability(sets, e.english, stage),
+                ability(sets, e.multilingual, stage),
             )
         return self._cache[stage]
 
-    def cell(self, stage: str, which: str) -> Estimate:
+    def _pick(self, stage: str, which: str) -> Ability:
         ea, ma = self.abilities(stage)
-        if which == "combined":
-            ab, w = combined(ea, ma)
-            return Estimate.of(ability_interval(ab, w, seed=self.cfg.seed))
-        return Estimate.of(ability_interval(ea if which == "EA" else ma, seed=self.cfg.seed))
+        return combined(ea, ma) if which == "combined" else ea if which == "EA" else ma
+
+    def cell(self, stage: str, which: str) -> Estimate:
+        return Estimate.of(ability_interval(self._pick(stage, which), seed=self.cfg.seed))
 
     def difference(self, a: str, b: str, which: str) -> PairedTest:
-        (ea_a, ma_a), (ea_b, ma_b) = self.abilities(a), self.abilities(b)
-        if which == "combined":
-            ab_a, w = combined(ea_a, ma_a)
-            ab_b, _ = combined(ea_b, ma_b)
-            return paired_difference(ab_a, ab_b, w, seed=self.cfg.seed)
-        x, y = (ea_a, ea_b) if which == "EA" else (ma_a, ma_b)
-        return paired_difference(x, y, seed=self.cfg.seed)
+        return paired_difference(self._pick(a, which), self._pick(b, which), seed=self.cfg.seed)
 
 
 def _task_value(scores: list[Score], label: str, task: str) -> Estimate:
@@ -351,7 +349,7 @@ def write_report(cfg: TwoPhaseConfig, run_dir: Path) -> Path:
         f"Base: {cfg.base.describe()}. Phase-wise pairs: {pairs}. Every model is scored "
         f"through lm-evaluation-harness: EA on {', '.join(cfg.evaluation.english)}; MA on "
         f"{', '.join(cfg.evaluation.multilingual)} ({cfg.evaluation.limit or 'all'} documents per "
-        "task). Instruction sets and their data cards are in stages/set_*/."
+        "task). Instruction sets and their data cards are in stages/set_*/ while the cache holds them."
     )
     found = claims(cfg, ev, arms)
     if found:
@@ -372,15 +370,16 @@ def write_report(cfg: TwoPhaseConfig, run_dir: Path) -> Path:
     lines = correlation_lines(cfg, ev, scores)
     if lines:
         rep.heading("EA change against dataset similarity", 3).bullets(lines)
+    records = read_stage_records(results / STAGES_FILE)
     cards = [
-        read_instruction_set(d).card.splitlines()[0]
-        for d in sorted((run_dir / "stages").glob("set_*"))
-        if (d / "records.jsonl").is_file()
+        str(records[name].files.get("DATA_CARD.md", "")).splitlines()[0]
+        for name in sorted(records)
+        if name.startswith("set_") and records[name].files.get("DATA_CARD.md")
     ]
     if cards:
         rep.heading("Instruction sets", 3).bullets([c.lstrip("# ") for c in cards if c])
     rep.heading("Figures", 2)
-    figures(cfg, rep, run_dir, ev, scores, labels)
+    figures(cfg, rep, run_dir, ev, scores, labels, records)
     training_curves(rep, run_dir)
     md, _ = rep.write(run_dir)
     return md
