@@ -49,6 +49,7 @@ from polymnesia.metrics.uncertainty import (
     ItemStatistic,
     accuracy_statistic,
     bootstrap_ci,
+    hierarchical_bootstrap_ci,
     macro_f1_statistic,
     mean_statistic,
     ratio_statistic,
@@ -279,32 +280,41 @@ def group_intervals(
 
     Mirrors :func:`polymnesia.reports.tables.group_means`: a group's estimate
     is the unweighted mean over its languages, ``"overall"`` the mean over every
-    language of the model. Several item sets of one model and language (seeds)
-    are not pooled: pass one seed's sets (the seed spread is a t-interval).
+    language of the model. Item sets of several training seeds (each tagged with its seed,
+    every seed in the same languages) give the two-stage bootstrap over seeds and items
+    (:func:`~polymnesia.metrics.uncertainty.hierarchical_bootstrap_ci`); several untagged
+    sets of one language (settings) are refused: select one with :func:`select_items`.
     """
     cfg = cfg or BootstrapConfig()
     out: dict[tuple[str, str | None, str], Interval] = {}
     keys = dict.fromkeys((s.model, s.size) for s in sets)
     for model, size in keys:
-        mine: dict[str, ItemSet] = {}
+        by_seed: dict[int | None, dict[str, ItemSet]] = {}
         for s in sets:
             if s.model == model and s.size == size:
-                if s.lang in mine:
+                mine = by_seed.setdefault(s.seed, {})
+                if s.lang in mine or (len(by_seed) > 1 and None in by_seed):
                     raise DataError(
                         f"group_intervals got several item sets of {model} in '{s.lang}' "
-                        "(seeds or settings); select one with select_items(...)"
+                        "(settings, or seeds not tagged); select one with select_items(...)"
                     )
                 mine[s.lang] = s
-        parts = {g: [mine[lang] for lang in langs if lang in mine] for g, langs in groups.items()}
-        parts["overall"] = list(mine.values())
-        for group, chosen in parts.items():
-            if chosen:
-                out[(model, size, group)] = stratified_bootstrap_ci(
-                    [s.statistic(metric) for s in chosen],
-                    n_resamples=cfg.n_resamples,
-                    level=cfg.level,
-                    seed=cfg.seed,
-                )
+        seeds = list(by_seed.values())
+        if len({tuple(sorted(m)) for m in seeds}) > 1:
+            raise DataError(
+                f"group_intervals: the seeds of {model} were scored in different languages"
+            )
+        for group, langs in [*groups.items(), ("overall", list(seeds[0]))]:
+            chosen = [lang for lang in langs if lang in seeds[0]]
+            if not chosen:
+                continue
+            per_seed = [[m[lang].statistic(metric) for lang in chosen] for m in seeds]
+            n, level, seed = cfg.n_resamples, cfg.level, cfg.seed
+            out[(model, size, group)] = (
+                hierarchical_bootstrap_ci(per_seed, n_resamples=n, level=level, seed=seed)
+                if len(seeds) > 1
+                else stratified_bootstrap_ci(per_seed[0], n_resamples=n, level=level, seed=seed)
+            )
     return out
 
 

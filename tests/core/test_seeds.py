@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 
-from polymnesia.errors import ConfigError
+from polymnesia.errors import ConfigError, DataError
 from polymnesia.experiments.base import EXPERIMENTS
 from polymnesia.experiments.loading import load_config
 from polymnesia.experiments.seeds import (
@@ -22,10 +23,12 @@ from polymnesia.experiments.seeds import (
     variance_note,
     with_seed_band,
 )
-from polymnesia.items import ItemSet, write_items
+from polymnesia.items import ItemSet, group_intervals, write_items
 from polymnesia.pipeline.stage import StageSpec
+from polymnesia.reports.cells import mean_cell
 from polymnesia.reports.claims import Claim, verdict_summary
 from polymnesia.reports.evidence import arm_difference, arm_score
+from polymnesia.reports.table_core import Estimate
 from polymnesia.results import Score, write_scores
 
 QUICKSTART = "configs/quickstart.yaml"
@@ -85,10 +88,10 @@ def _run(tmp_path: Path, stages: dict[str, list[Score]], items: dict[str, list[I
     for name in stages:
         (run / "stages" / name).mkdir(parents=True)
         write_scores(run / "stages" / name / "scores.jsonl", stages[name])
-        if name in items:
-            write_items(run / "stages" / name / "items.jsonl", items[name])
     (run / "results").mkdir()
     write_scores(run / "results" / "scores.jsonl", [s for v in stages.values() for s in v])
+    merged = [replace(i, stage=name) for name, sets in items.items() for i in sets]
+    write_items(run / "results" / "items.jsonl", merged)
     (run / "run.json").write_text(json.dumps({"stages": {n: {} for n in stages}}))
     return run
 
@@ -151,3 +154,24 @@ def test_fan_out_refuses_a_stage_listed_before_its_input() -> None:
     cfg, specs = _build(["seeds=[0,1]"])
     with pytest.raises(ConfigError, match="before they are built"):
         fan_out(cfg, lambda c: list(reversed(EXPERIMENTS.get(c.experiment).build_one(c))))  # type: ignore[attr-defined]
+
+
+def test_group_intervals_of_seed_tagged_items_resample_seeds_and_items() -> None:
+    def tagged(model: str, lang: str, p: float, seed: int) -> ItemSet:
+        i = _items(model, p, 10 * seed + len(lang))
+        return ItemSet(model, lang, "values", i.ids, i.columns, seed=seed)
+
+    sets = [tagged("A", lang, p, k) for k, p in ((0, 0.2), (1, 0.8)) for lang in ("fr", "de")]
+    ivs = group_intervals(sets, "accuracy", {"g": ["fr", "de"]})
+    iv = ivs[("A", None, "g")]
+    assert iv.method.startswith("two-stage bootstrap over 2 training seeds")
+    one = group_intervals([s for s in sets if s.seed == 0], "accuracy", {"g": ["fr", "de"]})
+    assert one[("A", None, "g")].method.startswith("stratified")
+    assert iv.high - iv.low > one[("A", None, "g")].high - one[("A", None, "g")].low
+    # a group cell over seeds takes that interval, not the t-interval over seeds
+    recs = [Score("A", s.lang, "accuracy", 0.5, seed=s.seed) for s in sets]
+    cell = mean_cell({"fr": recs[0::2], "de": recs[1::2]}, iv)
+    assert isinstance(cell, Estimate) and cell.method == iv.method
+    untagged = [ItemSet("A", "fr", "values", [0], {"values": [1.0]})] * 2
+    with pytest.raises(DataError, match="several item sets"):
+        group_intervals(untagged, "accuracy", {"g": ["fr"]})

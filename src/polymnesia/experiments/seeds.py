@@ -8,9 +8,10 @@ first-seed stage's (data preparation: it takes no seed) is that stage, shared; a
 added as ``NAME.seedS``. The cache then computes each distinct stage once.
 
 Stages do not all tag their score records and item sets with the seed they ran with, so
-:func:`seeded_scores` and :func:`seeded_items` read a run's stages one by one and tag what
-each wrote with the seed its stage belongs to (a stage shared by every seed gives its records
-to each seed). With one seed they return the run's records as they are.
+:func:`seeded_scores` (from each stage's own ``scores.jsonl``, through the run folder's stage
+links) and :func:`seeded_items` (from the merged items, which name their stage) tag what each
+stage wrote with the seed it belongs to (a stage shared by every seed gives its records to
+each seed). With one seed they return the run's records as they are.
 
 With several seeds, intervals and paired tests resample seeds and test items together (the
 two-stage bootstrap of :mod:`polymnesia.metrics.uncertainty`, chosen in
@@ -31,7 +32,7 @@ from typing import TypeVar
 
 from polymnesia.errors import ConfigError, DataError
 from polymnesia.experiments.base import ExperimentConfig
-from polymnesia.items import ITEMS_FILE, ItemSet, read_items
+from polymnesia.items import ItemSet, run_items
 from polymnesia.pipeline.stage import StageSpec
 from polymnesia.reports.claims import Claim
 from polymnesia.results import Score, read_scores
@@ -159,21 +160,23 @@ def seeded_scores(run_dir: Path, seeds: Sequence[int]) -> list[Score]:
 
 
 def seeded_items(run_dir: Path, seeds: Sequence[int]) -> list[ItemSet]:
-    """The run's item sets, tagged with their stage's seed as :func:`seeded_scores` tags records.
-
-    One seed: every stage's item sets as :func:`polymnesia.items.run_items` reads them."""
-    stages = run_dir / "stages"
+    """The run's item sets (:func:`polymnesia.items.run_items`), each tagged with the seed of
+    the stage that wrote it as :func:`seeded_scores` tags records (one seed: as they are)."""
+    sets = run_items(run_dir)
     if len(seeds) < 2:
-        if not stages.is_dir():
-            return []
-        return [s for link in sorted(stages.iterdir()) for s in read_items(link / ITEMS_FILE)]
+        return sets
+    owners = stage_seeds(_run_stages(run_dir), seeds)
     out: list[ItemSet] = []
-    for name, owners in stage_seeds(_run_stages(run_dir), seeds).items():
-        for item_set in read_items(stages / name / ITEMS_FILE):
-            if item_set.seed is not None:
-                out.append(item_set)
-            else:
-                out += [replace(item_set, seed=s) for s in owners]
+    for item_set in sets:
+        if item_set.seed is not None:
+            out.append(item_set)
+        elif item_set.stage is None or item_set.stage not in owners:
+            raise DataError(
+                f"item sets of {item_set.model} name no stage of this run; run the experiment "
+                "again (it reuses every stage) to merge them with their stages"
+            )
+        else:
+            out += [replace(item_set, seed=s) for s in owners[item_set.stage]]
     return out
 
 

@@ -2,7 +2,9 @@
 
 Which interval a cell gets, in order of preference:
 
-1. several seeds: the Student-t interval over seeds (the seeds are the
+1. several seeds: the caller's two-stage bootstrap over seeds and items when
+   it gives one (:func:`polymnesia.items.group_intervals` of seed-tagged item
+   sets), else the Student-t interval over seeds (the seeds are the
    repetitions the protocol ran; :func:`~polymnesia.metrics.uncertainty.seed_interval`);
 2. one seed, an interval supplied by the caller (a stratified bootstrap over
    the items of a group's languages, :func:`polymnesia.items.group_intervals`);
@@ -67,6 +69,8 @@ def mean_cell(
     seeds = [per_seed(recs) for recs in langs]
     common = set.intersection(*(set(s) for s in seeds))
     if len(common) >= 2 and all(len(s) == len(common) for s in seeds):
+        if interval is not None and interval.method.startswith("two-stage"):
+            return Estimate.of(interval, value)  # seeds and items resampled together
         by_seed = [mean([s[k] for s in seeds]) for k in sorted(common, key=str)]
         return Estimate.of(seed_interval(by_seed, level), value)
     if interval is not None:
@@ -90,6 +94,8 @@ def uncertainty_note(cells: Iterable[Any], level: float = 0.95) -> str:
 def _short(method: str) -> str:
     if method.startswith("t-interval"):
         return "Student t over seeds"
+    if method.startswith("two-stage"):
+        return "two-stage bootstrap over training seeds and test items"
     if method.startswith("stratified"):
         return "bootstrap over test items, resampled within each language"
     if method.startswith("normal approximation"):

@@ -21,7 +21,14 @@ from polymnesia.experiments.reporting import (
     lm_tables,
     training_curves,
 )
-from polymnesia.items import ItemSet, group_intervals, run_items, select_items
+from polymnesia.experiments.seeds import (
+    seed_list,
+    seeded_items,
+    seeded_scores,
+    variance_note,
+    with_seed_band,
+)
+from polymnesia.items import ItemSet, group_intervals, select_items
 from polymnesia.reports.claims import claims_table, correct
 from polymnesia.reports.plots import line_plot
 from polymnesia.reports.render import Report
@@ -33,7 +40,7 @@ from polymnesia.reports.tables import (
     language_table,
     write_table,
 )
-from polymnesia.results import Score, filter_scores, mean, read_scores
+from polymnesia.results import Score, filter_scores, mean
 
 Groups = dict[str, list[str]]
 
@@ -242,8 +249,8 @@ def downstream_tables(
 
 
 def write_report(cfg: Any, run_dir: Path) -> Path:
-    scores = read_scores(run_dir / "results" / "scores.jsonl")
-    items = run_items(run_dir)
+    scores = seeded_scores(run_dir, seed_list(cfg))
+    items = seeded_items(run_dir, seed_list(cfg))
     groups = cfg.groups.as_dict()
     results = run_dir / "results"
     rep = Report(
@@ -261,7 +268,8 @@ def write_report(cfg: Any, run_dir: Path) -> Path:
         "(the vocabularies differ, so token perplexity is not comparable across arms). "
         f"Intervals: {round(100 * cfg.downstream.bootstrap.level)}% percentile bootstrap over test "
         f"items ({cfg.downstream.bootstrap.n_resamples} resamples), group means resampled within "
-        "each language; claims use the paired bootstrap over the items both arms were scored on."
+        "each language; claims use the paired bootstrap over the items both arms were scored on. "
+        + variance_note(cfg)
     )
     boot = cfg.downstream.bootstrap
     size_labels = [s for s in dict.fromkeys(s.size for s in scores if s.task == "lm")]
@@ -270,7 +278,7 @@ def write_report(cfg: Any, run_dir: Path) -> Path:
         one = size if len(size_labels) > 1 else None
         ok = genre_learned(scores, items, ARMS, boot, one)
         found += paper_claims(scores, items, groups, cfg.evaluate.headline, boot, one, ok)
-    found = correct(found)
+    found = correct(with_seed_band(found, cfg))
     rep.claims(found)
     write_table(results, claims_table(found))
     rep.heading("Did the models learn the tasks?", 2)

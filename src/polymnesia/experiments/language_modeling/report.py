@@ -6,13 +6,14 @@ from pathlib import Path
 
 from polymnesia.experiments.language_modeling.config import LanguageModelingConfig
 from polymnesia.experiments.reporting import lm_bar_plot, lm_tables, training_curves
-from polymnesia.items import run_items, select_items
+from polymnesia.experiments.seeds import seed_list, seeded_items, seeded_scores, variance_note
+from polymnesia.items import select_items
 from polymnesia.reports.render import Report
-from polymnesia.results import read_scores
 
 
 def write_report(cfg: LanguageModelingConfig, run_dir: Path) -> Path:
-    scores = read_scores(run_dir / "results" / "scores.jsonl")
+    seeds = seed_list(cfg)
+    scores = seeded_scores(run_dir, seeds)
     groups = cfg.groups.as_dict()
     rep = Report(f"{cfg.name}: language modelling by language group")
     rep.paragraph(
@@ -20,8 +21,13 @@ def write_report(cfg: LanguageModelingConfig, run_dir: Path) -> Path:
         f"{', '.join(cfg.groups.pretraining)} (data source '{cfg.data.source}'), evaluated on the "
         f"{cfg.evaluate.split} split of {len(cfg.groups.all())} languages. Bits per byte does not depend on "
         "the tokenizer; token perplexity does. Groups follow paper 000 (Table 6). "
-        f"Intervals: 95% percentile bootstrap over the test texts of each language; a group mean's "
-        "interval resamples the texts within each of its languages."
+        + (
+            "Intervals: 95% percentile bootstrap over the test texts of each language; a group "
+            "mean's interval resamples the texts within each of its languages. "
+            if len(seeds) == 1
+            else ""
+        )
+        + variance_note(cfg)
     )
     rep.heading("Results", 2)
     lm_tables(
@@ -30,7 +36,7 @@ def write_report(cfg: LanguageModelingConfig, run_dir: Path) -> Path:
         scores,
         groups,
         cfg.evaluate.headline,
-        items=select_items(run_items(run_dir), task="lm"),
+        items=select_items(seeded_items(run_dir, seeds), task="lm"),
     )
     rep.heading("Figures", 2)
     lm_bar_plot(rep, run_dir, scores, groups, cfg.evaluate.headline)
