@@ -11,6 +11,7 @@ def test_five_methods_with_equations() -> None:
         "ewc",
         "lwf",
         "merge",
+        "replay",
     }  # + the baselines (issue 27)
     assert all(get_method(m).baseline is None for m in paper)
     assert get_method("shared_lora").equation == "eq. 5"

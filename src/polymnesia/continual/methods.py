@@ -24,7 +24,9 @@ train as VANILLA does, language
 after language with all parameters updated, with their regularisation
 (:mod:`polymnesia.methods.regularization`) pulling each step towards the model of the
 step before; their first step has no previous model and trains as VANILLA's (L2-SP
-pulls it towards the base).
+pulls it towards the base). ``replay`` trains as VANILLA does with earlier languages'
+training examples, kept in a buffer, mixed into each later step
+(:mod:`polymnesia.continual.replay`).
 
 Departure: MONO and NON-SHARED LoRA do not depend on the order, so their
 per-language models are trained once and R is composed per order
@@ -64,6 +66,9 @@ class Method:
     #: weight of the newly trained model when each step's model is averaged with the
     #: previous step's (weight averaging, ``polymnesia.methods.merging.average``); None: no merge
     merge_new: float | None = None
+    #: examples of the languages learned before mixed into each step from a stored buffer
+    #: (:mod:`polymnesia.continual.replay`; the config's ``replay`` section)
+    replay: bool = False
 
     def uses_lora(self, rank: int | None) -> bool:
         return self.lora if self.lora is not None else rank is not None
@@ -118,6 +123,13 @@ _register(
     Method("lwf", "LwF", "Li & Hoiem 2017", "sequential", False, 5e-5, 50, 5, "distill"),
     "VANILLA plus distillation (KL at temperature T) to the previous step's outputs "
     "(LwF, Li & Hoiem 2017)",
+)
+_register(
+    Method(
+        "replay", "REPLAY", "Chaudhry et al. 2019", "sequential", False, 5e-5, 50, 5, replay=True
+    ),
+    "VANILLA plus replay: earlier languages' training examples from a stored buffer "
+    "(reservoir or per-language quota) mixed into each step",
 )
 
 

@@ -22,15 +22,25 @@ from __future__ import annotations
 
 import shutil
 import time
+from collections import Counter
 from typing import Any
 
 import torch
 from pydantic import Field
 
-from polymnesia.config.base import StrictModel
+from polymnesia.config.base import FINGERPRINTED_UNLESS_DEFAULT, StrictModel
 from polymnesia.continual.config import Hyper
 from polymnesia.continual.examples import load_examples, num_labels, slot_tags
 from polymnesia.continual.methods import arm_label, get_method
+from polymnesia.continual.replay import (
+    BUFFER_FILE,
+    ReplayBufferConfig,
+    add_language,
+    read_buffer,
+    replay_count,
+    replayed_examples,
+    write_buffer,
+)
 from polymnesia.evaluation.config import InferencePrecision, precision_field
 from polymnesia.evaluation.inference import place_for_inference
 from polymnesia.io import atomic_dir, atomic_write_json
@@ -87,6 +97,11 @@ class StepParams(StrictModel):
     eval_precision: InferencePrecision = precision_field()
     bootstrap: BootstrapConfig = Field(default_factory=BootstrapConfig)
     seed: int = 0
+    replay: ReplayBufferConfig | None = Field(
+        None,
+        description="the replay arm's buffer (continual.replay); null: no replay",
+        json_schema_extra=FINGERPRINTED_UNLESS_DEFAULT,
+    )
 
 
 def _tags(ctx: StageContext, p: StepParams) -> tuple[str, ...] | None:
@@ -147,9 +162,10 @@ def _build_model(ctx: StageContext, p: StepParams, n_labels: int) -> tuple[torch
 def _train(
     ctx: StageContext, p: StepParams, model: torch.nn.Module, tok: Any, langs: list[str]
 ) -> tuple[torch.nn.Module, dict[str, Any]]:
-    train_ex = [
-        e for ex in _examples(ctx, p, tok, langs, "train", p.train_per_lang).values() for e in ex
-    ]
+    own = _examples(ctx, p, tok, langs, "train", p.train_per_lang)
+    train_ex = [e for ex in own.values() for e in ex]
+    replayed = _replay(ctx, p, tok, own, len(train_ex))
+    train_ex += [e for _, e in replayed]
     val = _examples(ctx, p, tok, langs, "validation", p.eval_per_lang)
     h = p.hyper
     batch = min(h.batch_size, len(train_ex))
@@ -192,7 +208,33 @@ def _train(
         "train_seconds": round(time.time() - t0, 3),
         "train_examples_seen": result.steps * batch,
         "train_loss": result.final_loss,
+        **({"replayed": dict(Counter(lang for lang, _ in replayed))} if p.replay else {}),
     }
+
+
+def _replay(
+    ctx: StageContext,
+    p: StepParams,
+    tok: Any,
+    own: dict[str, list[dict[str, Any]]],
+    n_own: int,
+) -> list[tuple[str, dict[str, Any]]]:
+    """REPLAY: examples drawn from the previous step's buffer to mix into this step's
+    training set, and this step's buffer (with its own languages added) for the next."""
+    if p.replay is None:
+        return []
+    buffer = read_buffer(ctx.inputs.get("prev"), p.replay)
+    drawn = replayed_examples(
+        buffer,
+        replay_count(n_own, p.replay.share),
+        lambda lang: _examples(ctx, p, tok, [lang], "train", p.train_per_lang)[lang],
+        p.seed,
+        p.order_index or 0,
+    )
+    for lang, examples in own.items():
+        buffer = add_language(buffer, lang, len(examples), p.replay, p.seed)
+    write_buffer(ctx.out_dir / BUFFER_FILE, buffer, p.replay)
+    return drawn
 
 
 def _fisher(ctx: StageContext, model: torch.nn.Module, data: ClassificationData, ewc: EWC) -> None:

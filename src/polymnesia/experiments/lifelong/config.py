@@ -16,6 +16,7 @@ from pydantic import Field, field_validator, model_validator
 from polymnesia.continual.config import Hyper, OrderConfig, task_language, task_languages
 from polymnesia.continual.methods import get_method
 from polymnesia.continual.orders import validate_order
+from polymnesia.continual.replay import ReplayBufferConfig
 from polymnesia.errors import ConfigError
 from polymnesia.evaluation.config import PRECISION_HELP, InferencePrecision
 from polymnesia.experiments.base import ExperimentConfig
@@ -91,6 +92,11 @@ class LifelongConfig(ExperimentConfig):
         "no", description="precision of the R rows' scoring: " + PRECISION_HELP
     )
     hops: int = Field(9, ge=0, description="largest hop of MFT/MBT (paper: 9)")
+    replay: ReplayBufferConfig = Field(
+        default_factory=ReplayBufferConfig,
+        description="the replay arm's buffer of earlier languages' training examples and the "
+        "share of each step drawn from it (used when 'replay' is in methods)",
+    )
     bootstrap: BootstrapConfig = Field(
         default_factory=BootstrapConfig,
         description="resampling of test items behind every interval and claim of the report",
