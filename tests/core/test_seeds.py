@@ -175,3 +175,11 @@ def test_group_intervals_of_seed_tagged_items_resample_seeds_and_items() -> None
     untagged = [ItemSet("A", "fr", "values", [0], {"values": [1.0]})] * 2
     with pytest.raises(DataError, match="several item sets"):
         group_intervals(untagged, "accuracy", {"g": ["fr"]})
+
+
+def test_protocols_whose_reports_read_one_seed_refuse_several_before_training() -> None:
+    cfg = load_config("configs/lifelong_smoke.yaml", ["seeds=[0,1]"])
+    with pytest.raises(ConfigError, match="does not pool training seeds yet"):
+        EXPERIMENTS.get(cfg.experiment).build(cfg)
+    one = load_config("configs/lifelong_smoke.yaml", ["seeds=[3]"])
+    assert all(getattr(s.params, "seed", 3) == 3 for s in EXPERIMENTS.get("lifelong").build(one))

@@ -46,6 +46,7 @@ from polymnesia.experiments.lifelong.results import (
     untrained_scores,
 )
 from polymnesia.experiments.reporting import compute_table, run_health
+from polymnesia.experiments.seeds import variance_note, with_seed_band
 from polymnesia.reports.claims import claims_table, correct
 from polymnesia.reports.render import Report
 from polymnesia.reports.table_core import Estimate
@@ -234,12 +235,12 @@ def build_report(cfg: LifelongConfig, run_dir: Path) -> Path:
     b = untrained_scores(scores, cfg.task.metric)
     m = {a.label: metric_replicates(a, orders, b, ev) for a in arms}
     rep = Report(f"{cfg.name}: sequential learning over {len(cfg.languages)} languages (paper 004)")
-    rep.paragraph(_intro(cfg, arms, ev))
+    rep.paragraph(_intro(cfg, arms, ev) + " " + variance_note(cfg))
     ok = learned_arms(arms, ev, cfg.task.metric)
     claims = method_claims(arms, m, ok)
     for arm in (a for a in arms if a.method == "vanilla"):
         claims += script_claims(arm, orders, hops, ev, ok)
-    claims = correct(claims)
+    claims = correct(with_seed_band(claims, cfg))
     rep.claims(claims)
     write_table(run_dir / "results", claims_table(claims))
     tables: list[Table] = []

@@ -11,6 +11,7 @@ from pathlib import Path
 from scipy.stats import spearmanr
 
 from polymnesia.experiments.reporting import training_curves
+from polymnesia.experiments.seeds import variance_note, with_seed_band
 from polymnesia.experiments.shared import PRETRAIN
 from polymnesia.experiments.two_phase.abilities import (
     Ability,
@@ -305,7 +306,7 @@ def claims(cfg: TwoPhaseConfig, ev: Evidence, arms: dict[str, str]) -> list[Clai
                         source=f"{SOURCE}, Table 5",
                     )
                 )
-    return correct(out)
+    return correct(with_seed_band(out, cfg))
 
 
 def correlation_lines(cfg: TwoPhaseConfig, ev: Evidence, scores: list[Score]) -> list[str]:
@@ -349,7 +350,8 @@ def write_report(cfg: TwoPhaseConfig, run_dir: Path) -> Path:
         f"Base: {cfg.base.describe()}. Phase-wise pairs: {pairs}. Every model is scored "
         f"through lm-evaluation-harness: EA on {', '.join(cfg.evaluation.english)}; MA on "
         f"{', '.join(cfg.evaluation.multilingual)} ({cfg.evaluation.limit or 'all'} documents per "
-        "task). Instruction sets and their data cards are in stages/set_*/ while the cache holds them."
+        "task). Instruction sets and their data cards are in stages/set_*/ while the cache holds them. "
+        + variance_note(cfg)
     )
     found = claims(cfg, ev, arms)
     if found:
