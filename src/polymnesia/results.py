@@ -61,6 +61,9 @@ class Score:
     ``n`` counts what the interval was computed from (test items, seeds) and
     ``stderr`` is a standard error where one is known (lm-evaluation-harness
     gives one).
+
+    ``stage`` names the stage that wrote the record; the runner sets it when it merges the
+    stages' records into the run folder's ``results/scores.jsonl``.
     """
 
     model: str
@@ -79,6 +82,7 @@ class Score:
     ci_high: float | None = None
     n: int | None = None
     stderr: float | None = None
+    stage: str | None = None
 
     @property
     def has_ci(self) -> bool:
@@ -106,7 +110,7 @@ def _finite(x: float | None) -> bool:
 
 SCORE_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(Score))
 _REQUIRED = ("model", "lang", "metric", "value")
-_STR_FIELDS = ("model", "lang", "metric", "task", "group", "size", "setting")
+_STR_FIELDS = ("model", "lang", "metric", "task", "group", "size", "setting", "stage")
 _INT_FIELDS = ("params", "seed", "step", "n")
 _OPTIONAL_FLOATS = ("ci_low", "ci_high", "stderr")
 

@@ -114,7 +114,11 @@ def _run_with_items(
     for seed in seeds:
         for lang, vals in values.items():
             shifted = [v + 0.1 * seed for v in vals]
-            sets.append(ItemSet("M", lang, "values", ids, {"values": shifted}, task="t", seed=seed))
+            sets.append(
+                ItemSet(
+                    "M", lang, "values", ids, {"values": shifted}, task="t", seed=seed, stage="ft"
+                )
+            )
             value = sum(shifted) / len(shifted)
             scores.append(
                 Score("M", lang, "f1", value, task="t", seed=seed, ci_low=value - 0.1,
@@ -122,8 +126,7 @@ def _run_with_items(
             )  # fmt: skip
     write_scores(run / "results" / "scores.jsonl", scores)
     write_table(run / "results", group_table(scores, "f1", {"all": ["en"]}, name="main", title="t"))
-    (run / "stages" / "ft").mkdir(parents=True)
-    write_items(run / "stages" / "ft" / "items.jsonl", sets)
+    write_items(run / "results" / "items.jsonl", sets)  # as the runner merges them
     return run
 
 
@@ -147,13 +150,14 @@ def test_compare_tests_an_arm_item_by_item_across_runs(tmp_path: Path) -> None:
     assert (model, task, metric, runs) == ("M", "t", "f1", "new − ref")
     # mean over en and fr (de only in one run) of the per-language differences: (0.25 + 0.5) / 2
     assert diff.startswith("+0.375 [") and n == 8 and "paired bootstrap" in test
-    # two seeds in common: a paired test over the seeds' means
+    # two seeds in common: a paired two-stage bootstrap over seeds and items
     a = _run_with_items(tmp_path, "a2", {"en": [1, 0, 0, 1]}, ids, seeds=(0, 1))
     b = _run_with_items(tmp_path, "b2", {"en": [1, 1, 0, 1]}, ids, seeds=(0, 1))
     paired = differences_table([a, b], ["a2", "b2"]).table
     assert paired is not None
     (row,) = paired.rows
-    assert row[6].startswith("+0.25 [") and row[8] == 2 and "seed" in row[9]
+    # n counts the items; the test resamples the 2 seeds and the items within each
+    assert row[6].startswith("+0.25 [") and row[8] == 4 and "2 training seeds" in row[9]
     rep = compare_runs([ref, new])
     assert (
         rep.sections[-1].kind == "table" and rep.sections[-1].payload.name == "paired_differences"
@@ -171,15 +175,18 @@ def test_a_resampling_p_value_of_zero_reads_as_below_one_resample() -> None:
 
 
 def test_an_untestable_pair_names_the_runs_in_plain_text(tmp_path: Path) -> None:
-    import shutil
+    from dataclasses import replace
 
+    from polymnesia.items import read_items, write_items
     from polymnesia.reports.run_differences import differences_table
 
     ids = ["a", "b", "c", "d"]
     ref = _run_with_items(tmp_path, "ref", {"en": [1, 0, 0, 1]}, ids)
     new = _run_with_items(tmp_path, "new", {"en": [1, 1, 0, 1]}, ids)
     # a second stage with the same arm's items (F_p measured after each of two tasks)
-    shutil.copytree(new / "stages" / "ft", new / "stages" / "ft2")
+    merged = new / "results" / "items.jsonl"
+    sets = read_items(merged)
+    write_items(merged, [*sets, *(replace(s, stage="ft2") for s in sets)])
     found = differences_table([ref, new], ["ref", "new"])
     assert len(found.untested) == 1
     reason = found.untested[0]

@@ -159,7 +159,7 @@ def merge_stage_outputs(run_dir: Path, stage_entries: dict[str, Path]) -> None:
         for rec in read_jsonl_strict(entry / "metrics.jsonl", missing_ok=True, advice=advice):
             metrics.append(json.dumps({"stage": name, **rec}, ensure_ascii=False, sort_keys=True))
         for rec in read_jsonl_strict(entry / "scores.jsonl", missing_ok=True, advice=advice):
-            scores.append(json.dumps(rec, ensure_ascii=False, sort_keys=True))
+            scores.append(json.dumps({**rec, "stage": name}, ensure_ascii=False, sort_keys=True))
     atomic_write_text(run_dir / "metrics.jsonl", "".join(m + "\n" for m in metrics))
     atomic_write_text(run_dir / "results" / "scores.jsonl", "".join(s + "\n" for s in scores))
     merge_run_items(run_dir, stage_entries)
