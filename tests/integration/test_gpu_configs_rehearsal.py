@@ -65,7 +65,7 @@ SHRINK: dict[str, list[str]] = {
     ],
     "lf_mlf": [
         *DATA, *_base("pretrain."), "seeds=[0,1]", *_steps("finetune", 3),
-        "evaluation.max_train_per_lang=30", "evaluation.max_eval_per_lang=8",
+        "evaluation.max_train_per_lang=30", "evaluation.max_texts_per_lang=8",
         "evaluation.batch_size=8", "evaluation.forgetting_texts=4",
         "evaluation.forgetting_max_length=32",
     ],

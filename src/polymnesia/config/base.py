@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import copy
 import types
 import typing
+import warnings
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationInfo, field_validator
+
+from polymnesia.errors import ConfigWarning
 
 
 def _is_number_type(ann: Any) -> bool:
@@ -82,6 +86,63 @@ NOT_FINGERPRINTED: dict[str, Any] = {"fingerprint": False}
 #: were cached: it enters a stage's fingerprint only when it differs from its default, so the
 #: entries of configs that do not use it keep their fingerprints
 FINGERPRINTED_UNLESS_DEFAULT: dict[str, Any] = {"fingerprint": "unless_default"}
+
+
+def fingerprinted_as(old: str) -> dict[str, Any]:
+    """``Field(json_schema_extra=fingerprinted_as("old_name"))`` marks a renamed setting: it
+    enters stage fingerprints under its old name, so a config that only uses the new name
+    keeps its cache entries (the old name is still read: :func:`renamed`)."""
+    return {"fingerprint_as": old}
+
+
+def fingerprint_renames(cls: type[BaseModel], **old_names: str) -> None:
+    """Mark inherited fields of ``cls`` (a section whose base class declares them) as renamed
+    from ``old_names`` for stage fingerprints, as :func:`fingerprinted_as` marks a field
+    declared in the class itself; the base class's fields are left as they are."""
+    for name, old in old_names.items():
+        cls.model_fields[name].json_schema_extra = fingerprinted_as(old)
+
+
+def fingerprint_name(extra: Any, name: str) -> str:
+    """The name a field enters stage fingerprints under (its old name when renamed)."""
+    return str(extra.get("fingerprint_as", name)) if isinstance(extra, dict) else name
+
+
+def renamed(data: Any, moves: dict[str, str], where: str) -> Any:
+    """Read keys of an older config under their new names: ``moves`` maps an old dotted key
+    to its new dotted key, both relative to ``data`` (a section's mapping). Each old key
+    found is moved with a :class:`~polymnesia.errors.ConfigWarning` naming both; one given
+    under both names is one line naming both."""
+    if not isinstance(data, dict) or not moves:
+        return data
+    data = copy.deepcopy(data)
+    for old, new in moves.items():
+        *old_parents, old_leaf = old.split(".")
+        holder: Any = data
+        for part in old_parents:
+            holder = holder.get(part) if isinstance(holder, dict) else None
+        if not isinstance(holder, dict) or old_leaf not in holder:
+            continue
+        value = holder.pop(old_leaf)
+        *new_parents, new_leaf = new.split(".")
+        target = data
+        for part in new_parents:
+            child = target.get(part)
+            child = dict(child) if isinstance(child, dict) else {}
+            target[part] = child
+            target = child
+        prefix = f"{where}." if where else ""
+        if new_leaf in target:
+            raise ValueError(
+                f"{prefix}{old} is the old name of {prefix}{new}; give only {prefix}{new}"
+            )
+        target[new_leaf] = value
+        warnings.warn(
+            f"{prefix}{old} is now {prefix}{new}; the old name is still read",
+            ConfigWarning,
+            stacklevel=2,
+        )
+    return data
 
 
 class StrictModel(BaseModel):

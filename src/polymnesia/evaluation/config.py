@@ -1,4 +1,6 @@
-"""The ``evaluate`` section: per-language likelihood evaluation (perplexity, bits per byte)."""
+"""The evaluation sections: the keys every protocol's ``evaluation`` section shares
+(:class:`EvaluationSection`, :class:`TextEvaluation`) and per-language likelihood evaluation
+(:class:`EvalConfig`: perplexity, bits per byte)."""
 
 from __future__ import annotations
 
@@ -29,14 +31,29 @@ def no_is_false(v: object) -> object:
 InferencePrecision = Annotated[Precision, BeforeValidator(no_is_false)]
 
 
-class EvalConfig(StrictModel):
-    """Per-language likelihood evaluation."""
+class EvaluationSection(StrictModel):
+    """What every protocol's ``evaluation`` section has: the inference precision of its
+    model-running evaluation stages. Sections that score texts add :class:`TextEvaluation`'s
+    keys; each key is declared once, here, under one name in every protocol."""
+
+    precision: InferencePrecision = precision_field()
+
+
+class TextEvaluation(EvaluationSection):
+    """An evaluation that scores test texts (or labelled examples) per language in batches:
+    ``lifelong``'s ``evaluation`` section, and the base of ``language_modeling``'s,
+    ``active_forgetting``'s and ``lf_mlf``'s."""
+
+    batch_size: int = Field(64, gt=0, description="texts (examples) per forward pass")
+    max_texts_per_lang: int | None = Field(
+        None, gt=0, description="cap on test texts (examples) per language; null: all prepared"
+    )
+
+
+class EvalConfig(TextEvaluation):
+    """Per-language likelihood evaluation (perplexity, bits per byte)."""
 
     split: str = Field("test", pattern="^(validation|test)$")
-    max_texts_per_lang: int | None = Field(
-        None, gt=0, description="cap (default: all prepared texts)"
-    )
-    batch_size: int = Field(64, gt=0)
     max_length: int = Field(256, gt=1)
     headline: str = Field(
         "bits_per_byte",
@@ -44,4 +61,3 @@ class EvalConfig(StrictModel):
         description="metric of the headline table (bits per byte compares vocabularies fairly)",
         json_schema_extra=NOT_FINGERPRINTED,
     )
-    precision: InferencePrecision = precision_field()

@@ -24,7 +24,11 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import BaseModel
 
-from polymnesia.config.base import FINGERPRINTED_UNLESS_DEFAULT, NOT_FINGERPRINTED
+from polymnesia.config.base import (
+    FINGERPRINTED_UNLESS_DEFAULT,
+    NOT_FINGERPRINTED,
+    fingerprint_name,
+)
 from polymnesia.pipeline import local_inputs
 from polymnesia.registry import Registry
 
@@ -98,7 +102,7 @@ def _canonical(obj: Any) -> Any:
                 and value == f.get_default(call_default_factory=True)
             ):
                 continue
-            out[name] = _nested(value, dumped[name])
+            out[fingerprint_name(mark, name)] = _nested(value, dumped[name])
         return out
     if isinstance(obj, dict):
         return {str(k): _canonical(v) for k, v in sorted(obj.items(), key=lambda kv: str(kv[0]))}

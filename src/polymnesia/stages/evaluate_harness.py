@@ -25,12 +25,12 @@ from typing import Any
 
 from pydantic import Field, model_validator
 
-from polymnesia.config.base import StrictModel
 from polymnesia.errors import ConfigError
+from polymnesia.harness.config import HarnessOptions
 from polymnesia.harness.docs import write_task_data
 from polymnesia.harness.items import samples_to_items
 from polymnesia.harness.run import results_to_scores, run_lm_eval
-from polymnesia.harness.tasks import check_tasks, expand, hub_offline
+from polymnesia.harness.tasks import check_tasks, expand
 from polymnesia.items import ITEMS_FILE, score_with_items, write_items
 from polymnesia.pipeline.stage import STAGES, Stage, StageContext
 from polymnesia.results import Score
@@ -45,31 +45,26 @@ def harness_dtype(precision: Precision) -> str:
     return _HARNESS_DTYPE[precision]
 
 
-class EvaluateHarnessParams(StrictModel):
+class EvaluateHarnessParams(HarnessOptions):
+    """lm-eval's options (:class:`~polymnesia.harness.config.HarnessOptions`, the section
+    every protocol embeds) and what the stage adds: the tasks, the model's label, device,
+    dtype and the offline tasks' documents."""
+
     label: str
     tasks: list[str] = Field(min_length=1)
-    num_fewshot: int | None = Field(None, ge=0)
-    limit: int | float | None = Field(None, gt=0)
-    batch_size: int | str = 8
     device: str | None = None
     dtype: str = "auto"
     add_bos_token: bool | None = True
-    docs_per_task: int = Field(100, gt=0)
     fewshot_docs: int = Field(8, ge=0)
     seed: int = 0
     size: str | None = None
     task_langs: dict[str, str] = Field(default_factory=dict)
-    offline: bool | None = None
     bootstrap_iters: int = Field(1000, ge=0)
     log_samples: bool = True
-    max_gen_toks: int | None = Field(None, gt=0)
 
     @model_validator(mode="after")
     def _check(self) -> EvaluateHarnessParams:
-        if isinstance(self.batch_size, str) and not self.batch_size.startswith("auto"):
-            raise ConfigError(f"batch_size must be an integer or 'auto', got {self.batch_size!r}")
-        offline = hub_offline() if self.offline is None else self.offline
-        check_tasks(self.tasks, offline, verify_online=False)
+        check_tasks(self.tasks, self.is_offline(), verify_online=False)
         return self
 
 

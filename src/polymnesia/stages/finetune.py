@@ -36,12 +36,12 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
-from polymnesia.config.base import StrictModel
+from polymnesia.config.base import StrictModel, fingerprint_renames, fingerprinted_as, renamed
 from polymnesia.data.prepared import read_split, read_texts
 from polymnesia.errors import ConfigError, DataError
-from polymnesia.evaluation.config import InferencePrecision, precision_field
+from polymnesia.evaluation.config import TextEvaluation
 from polymnesia.evaluation.inference import place_for_inference
 from polymnesia.evaluation.pretraining import (
     LOSS_METRIC,
@@ -76,25 +76,36 @@ from polymnesia.training.plugins import build_plugins
 HEAD_SEED_BASE = 1234
 
 
-class FinetuneEvalConfig(StrictModel):
-    """How much labelled data each arm trains and is scored on, and how F_p is measured."""
+class FinetuneEvalConfig(TextEvaluation):
+    """How much labelled data each arm trains and is scored on (test examples: a seeded sample
+    by verse id), and how F_p is measured; ``precision``, ``batch_size`` and
+    ``max_texts_per_lang`` are every evaluation section's (:class:`TextEvaluation`)."""
 
     max_train_per_lang: int | None = Field(
         2000, gt=0, description="labelled training examples per source (seeded sample by verse id)"
     )
-    max_eval_per_lang: int | None = Field(
-        None, gt=0, description="cap on test examples per language (seeded sample by verse id)"
+    max_texts_per_target: int | None = Field(
+        None,
+        gt=0,
+        description="cap on test examples per target language; null: max_texts_per_lang",
+        json_schema_extra=fingerprinted_as("max_eval_per_target"),
     )
-    max_eval_per_target: int | None = Field(
-        None, gt=0, description="cap on test examples per target language; null: max_eval_per_lang"
-    )
-    batch_size: int = Field(64, gt=0, description="evaluation batch size")
     forgetting_texts: int | None = Field(
         50, gt=0, description="held-out texts per language for F_p"
     )
     forgetting_max_length: int = Field(128, gt=1)
     forgetting_languages: list[str] | None = Field(None, description="default: every data language")
-    precision: InferencePrecision = precision_field()
+
+    @model_validator(mode="before")
+    @classmethod
+    def _old_names(cls, data: Any) -> Any:
+        moves = {"max_eval_per_lang": "max_texts_per_lang"}
+        moves["max_eval_per_target"] = "max_texts_per_target"
+        return renamed(data, moves, "evaluation")
+
+
+#: renamed keys enter stage fingerprints under their old names, so cache entries are kept
+fingerprint_renames(FinetuneEvalConfig, max_texts_per_lang="max_eval_per_lang")
 
 
 class FinetuneParams(StrictModel):
@@ -239,9 +250,9 @@ class FinetuneTask(Stage):
                 "test",
                 p.task,
                 tok,
-                p.evaluation.max_eval_per_lang
+                p.evaluation.max_texts_per_lang
                 if roles[lang] == "source"
-                else p.evaluation.max_eval_per_target or p.evaluation.max_eval_per_lang,
+                else p.evaluation.max_texts_per_target or p.evaluation.max_texts_per_lang,
                 p.subset_seed,
             )[0]
             for lang in roles

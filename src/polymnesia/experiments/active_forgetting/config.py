@@ -21,7 +21,8 @@ from polymnesia.experiments.sections import (
     check_language,
     flat_base,
 )
-from polymnesia.harness.tasks import HARNESS_TASKS, check_tasks, expand, hub_offline
+from polymnesia.harness.config import HarnessConfig
+from polymnesia.harness.tasks import HARNESS_TASKS, expand
 from polymnesia.items import BootstrapConfig
 from polymnesia.models import PRESETS
 from polymnesia.stages.adapt_vocabulary import AdaptConfig
@@ -86,44 +87,6 @@ class DownstreamSection(StrictModel):
         return out
 
 
-class HarnessSection(StrictModel):
-    """Downstream tasks through lm-evaluation-harness on the instruction-tuned models (optional).
-
-    Offline (``offline: true``, or unset with ``HF_HUB_OFFLINE`` set) only
-    polymnesia's ``poly_*`` tasks run; online any lm-eval task name passes
-    through (paper 000's Tables 3, 7-11 benchmarks: ``xnli``, ``mlqa``, ...).
-    """
-
-    tasks: list[str] = Field(
-        min_length=1, description="lm-eval task or tag names (polymnesia ls tasks)"
-    )
-    num_fewshot: int | None = Field(None, ge=0, description="few-shot examples (None: the task's)")
-    limit: int | float | None = Field(
-        None, gt=0, description="documents per task (lm-eval --limit)"
-    )
-    batch_size: int | str = Field(8, description="an integer or 'auto'")
-    docs_per_task: int = Field(100, gt=0, description="test documents written per poly_* task")
-    max_gen_toks: int | None = Field(None, gt=0, description="cap on generated tokens")
-    offline: bool | None = Field(None, description="None: follow HF_HUB_OFFLINE")
-
-    @field_validator("tasks")
-    @classmethod
-    def _unique(cls, v: list[str]) -> list[str]:
-        if len(set(v)) < len(v):
-            raise ValueError(f"a task is listed twice in harness.tasks: {v}")
-        return v
-
-    @model_validator(mode="after")
-    def _check(self) -> HarnessSection:
-        if isinstance(self.batch_size, str) and not self.batch_size.startswith("auto"):
-            raise ValueError(f"batch_size must be an integer or 'auto', got {self.batch_size!r}")
-        check_tasks(self.tasks, self.is_offline(), verify_online=False)
-        return self
-
-    def is_offline(self) -> bool:
-        return hub_offline() if self.offline is None else self.offline
-
-
 class ActiveForgettingConfig(ExperimentConfig):
     experiment: Literal["active_forgetting"] = "active_forgetting"
     data: DataConfig = Field(default_factory=DataConfig)
@@ -140,7 +103,7 @@ class ActiveForgettingConfig(ExperimentConfig):
     instruct: InstructConfig = Field(default_factory=InstructConfig)
     evaluate: EvalConfig = Field(default_factory=EvalConfig)
     downstream: DownstreamSection = Field(default_factory=DownstreamSection)
-    harness: HarnessSection | None = Field(
+    harness: HarnessConfig | None = Field(
         None, description="lm-evaluation-harness tasks on the instruction-tuned models"
     )
 

@@ -1,0 +1,75 @@
+"""Keys renamed by the one-section-per-concept change: an older config still loads, with one
+warning line naming the old and the new key, and gives the same stage fingerprints; a config
+that gives both names is one line."""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pydantic import ValidationError
+
+from polymnesia.config.base import renamed
+from polymnesia.errors import ConfigWarning
+from polymnesia.experiments import EXPERIMENTS, load_config
+from polymnesia.stages.finetune import FinetuneEvalConfig
+
+CONFIGS = Path(__file__).resolve().parents[2] / "configs"
+
+
+def _fingerprints(cfg: Any) -> dict[str, str]:
+    fps: dict[str, str] = {}
+    for spec in EXPERIMENTS.get(cfg.experiment).build(cfg):
+        fps[spec.name] = spec.fingerprint(fps)
+    return fps
+
+
+def test_renamed_moves_a_key_with_one_warning_naming_both() -> None:
+    data = {"a": 1, "sec": {"x": 2}}
+    with pytest.warns(ConfigWarning, match=r"^top\.sec\.x is now top\.new\.y; the old name"):
+        out = renamed(data, {"sec.x": "new.y"}, "top")
+    assert out == {"a": 1, "sec": {}, "new": {"y": 2}}
+    assert data == {"a": 1, "sec": {"x": 2}}  # the caller's mapping is left alone
+    with pytest.raises(ValueError, match=r"^top\.a is the old name of top\.b; give only top\.b"):
+        renamed({"a": 1, "b": 2}, {"a": "b"}, "top")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert renamed({"b": 1}, {"a": "b"}, "top") == {"b": 1}  # nothing old: no warning
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [("max_eval_per_lang", "max_texts_per_lang"), ("max_eval_per_target", "max_texts_per_target")],
+)
+def test_lf_mlf_evaluation_limits_renamed(old: str, new: str) -> None:
+    with pytest.warns(ConfigWarning, match=rf"evaluation\.{old} is now evaluation\.{new}"):
+        assert getattr(FinetuneEvalConfig(**{old: 7}), new) == 7
+    with pytest.raises(ValidationError, match=f"give only evaluation.{new}"):
+        FinetuneEvalConfig(**{old: 7, new: 7})
+
+
+def _old_config(tmp_path: Path, name: str, *replacements: tuple[str, str]) -> Any:
+    """``configs/NAME`` with ``replacements`` (new text -> old text), loaded."""
+    text = (CONFIGS / name).read_text(encoding="utf-8")
+    for new, old in replacements:
+        assert new in text, new
+        text = text.replace(new, old)
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    with pytest.warns(ConfigWarning):
+        return load_config(path)
+
+
+def test_renamed_limits_keep_the_fine_tuning_fingerprints(tmp_path: Path) -> None:
+    smoke = CONFIGS / "lf_mlf_smoke.yaml"
+    new = load_config(smoke)
+    old = _old_config(
+        tmp_path, "lf_mlf_smoke.yaml", ("max_texts_per_lang: 16", "max_eval_per_lang: 16")
+    )
+    assert old.evaluation == new.evaluation
+    assert _fingerprints(old) == _fingerprints(new)
+    # the renamed key enters the fingerprint: another value, another entry
+    other = load_config(smoke, ["evaluation.max_texts_per_lang=17"])
+    assert _fingerprints(other) != _fingerprints(new)
