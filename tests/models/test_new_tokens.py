@@ -6,6 +6,9 @@ ab (5), abc (6), zz (7). Every expected value below is worked out by hand in its
 
 from __future__ import annotations
 
+import functools
+import math
+
 import numpy as np
 import pytest
 import torch
@@ -21,9 +24,11 @@ from polymnesia.models.new_tokens import (
     initialise,
     normal_init,
     omp,
+    procrustes,
     sparsemax,
     sparsemax_topk,
     static_embeddings,
+    wechsel_weights,
 )
 
 OLD = torch.tensor([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0], [3.0, 3.0], [2.0, 0.0]])
@@ -69,7 +74,10 @@ def tokens(**kw: object) -> NewTokens:
 
 
 def test_registry_has_every_method() -> None:
-    assert {"mean", "subtoken_mean", "normal", "focus", "omp", "align"} <= set(INITS.names())
+    assert {"mean", "subtoken_mean", "normal", "focus", "omp", "align", "wechsel"} <= set(
+        INITS.names()
+    )
+    assert INITS.get("wechsel").needs == {"static", "source_static"}
     assert INITS.get("focus").needs == {"static"} and INITS.get("align").needs == {"alignment"}
 
 
@@ -212,3 +220,49 @@ def test_static_embeddings_give_equal_contexts_equal_vectors() -> None:
     assert st.vectors[6].abs().sum() == 0
     again = static_embeddings(seqs, 8, dim=3, window=1, min_count=2)
     assert torch.equal(st.vectors, again.vectors)
+
+
+#: WECHSEL: the pretraining languages' static space (base ids a, b, c, d; bc unseen) and the new
+#: language's, which is the same space turned by 90 degrees: (x, y) -> (-y, x)
+SOURCE = static([[1, 0], [0, 1], [1, 1], [-1, 0], [0, 0]], [5, 5, 5, 5, 0])
+TURNED = static(
+    [[0, 1], [-1, 0], [-1, 1], [0, -1], [0, 0], [0, 1], [0, 0], [-3, 0]], [5, 5, 5, 5, 0, 5, 0, 5]
+)
+
+
+def test_procrustes_undoes_a_rotation() -> None:
+    w = procrustes(TURNED.vectors[:4], SOURCE.vectors[:4])
+    assert torch.allclose(w, torch.tensor([[0.0, -1.0], [1.0, 0.0]], dtype=torch.float64))
+    assert torch.allclose(TURNED.vectors[:4].double() @ w, SOURCE.vectors[:4].double())
+
+
+def test_wechsel_weights_are_a_softmax_over_the_top_k() -> None:
+    w = wechsel_weights(torch.tensor([[1.0, 0.0, 0.5, -1.0]]), k=2, temperature=0.1)
+    e = math.exp(10) + math.exp(5)  # top 2: entries 0 and 2
+    assert torch.allclose(w, torch.tensor([[math.exp(10) / e, 0.0, math.exp(5) / e, 0.0]]))
+    many = wechsel_weights(torch.randn(7, 30, generator=torch.Generator().manual_seed(0)))
+    assert torch.allclose(many.sum(1), torch.ones(7)) and ((many > 0).sum(1) == 10).all()
+
+
+def test_wechsel() -> None:
+    rows = initialise("wechsel", OLD, tokens(static=TURNED, source_static=SOURCE))
+    # ab: (0, 1) maps back to (1, 0); cosines to a, b, c, d: 1, 0, .7071, -1; the top 10 is
+    # all four: softmax of (10, 0, 7.071, -10)
+    z = [math.exp(10), 1.0, math.exp(10 / math.sqrt(2)), math.exp(-10)]
+    expected = sum(zi * OLD[i].double() for i, zi in enumerate(z)) / sum(z)
+    assert torch.allclose(rows[0].double(), expected, atol=1e-6)
+    assert torch.allclose(rows[1], torch.tensor([1.4, 1.0]))  # abc unseen: the mean
+    # zz: (-3, 0) maps back to (0, 3): b's direction, then c at cosine .7071
+    assert rows[2, 1] > 0.99 and rows[2, 0] < 0.06
+    # k = 1, as close to a copy as WECHSEL gets: ab is a's row exactly
+    one = INITS.get("wechsel").fn
+    tk = tokens(static=TURNED, source_static=SOURCE)
+    assert torch.equal(functools.partial(one, k=1)(OLD, tk)[0], OLD[0].double())
+
+
+def test_wechsel_needs_both_static_spaces_in_one_line() -> None:
+    with pytest.raises(ConfigError, match="static embeddings of the pretraining languages"):
+        initialise("wechsel", OLD, tokens(static=TURNED))
+    three = static([[1, 0, 0]] * 5, [5] * 5)
+    with pytest.raises(PolymnesiaError, match="2 and 3 dimensions cannot be aligned"):
+        initialise("wechsel", OLD, tokens(static=TURNED, source_static=three))

@@ -18,9 +18,11 @@ from polymnesia.stages.adapt_vocabulary import (
     new_ids,
     resize_and_init,
     side_data,
+    source_side_data,
 )
 from polymnesia.testing import tiny_model
 from polymnesia.tokenizers import merge_tokenizers, train_bpe
+from polymnesia.tokenizers.encode import token_ids
 
 EN = ["the cat sat on the mat", "a dog and a cat", "the sun is hot today", "the dog sat"]
 FR = ["le chat est sur le tapis", "un chien et un chat", "le soleil est chaud", "le chien est"]
@@ -55,25 +57,26 @@ def params(init: str, **kw: object) -> AdaptVocabularyParams:
 def test_every_init_through_the_stage(setup, init: str, tied: bool) -> None:  # type: ignore[no-untyped-def]
     data, base, merged, report = setup
     static, alignment = side_data(init, base, merged, data, params(init))
+    source = source_side_data(init, base, data, params(init))
     needs = INITS.get(init).needs
     assert (static is not None) == ("static" in needs)
     assert (alignment is not None) == ("alignment" in needs)
+    assert (source is not None) == ("source_static" in needs)
     model = tiny_model("mistral", len(base), tie_word_embeddings=tied, pad_token_id=3)
     emb0 = model.get_input_embeddings().weight.detach().clone()
     head0 = model.lm_head.weight.detach().clone()
     first = report.first_new_id
-    resize_and_init(
-        model, merged, base, first, init, head="keep", seed=4, static=static, alignment=alignment
-    )
+    side = {"static": static, "alignment": alignment, "source_static": source}
+    resize_and_init(model, merged, base, first, init, head="keep", seed=4, **side)
     emb = model.get_input_embeddings().weight.detach()
     ids = list(new_ids(merged, first))
     assert torch.equal(emb[:first], emb0[:first])
-    tokens = NewTokens(base, merged, first, tuple(ids), static, alignment, 4)
+    tokens = NewTokens(base, merged, first, tuple(ids), static, alignment, 4, source)
     assert torch.equal(emb[ids], initialise(init, emb0, tokens))
     if not tied:  # the head's new rows come from the head's old rows, the same way
         head = model.lm_head.weight.detach()
         assert torch.equal(head[:first], head0[:first])
-        head_tokens = NewTokens(base, merged, first, tuple(ids), static, alignment, 5)
+        head_tokens = NewTokens(base, merged, first, tuple(ids), static, alignment, 5, source)
         assert torch.equal(head[ids], initialise(init, head0, head_tokens))
     if init in ("focus", "omp", "align"):  # every new token seen in the text leaves the mean
         seen = {t for x in merged(FR, add_special_tokens=False)["input_ids"] for t in x}
@@ -82,11 +85,37 @@ def test_every_init_through_the_stage(setup, init: str, tied: bool) -> None:  # 
         assert all(not torch.allclose(emb[i], emb0.mean(0)) for i in used)
 
 
+def test_wechsel_through_the_stage_with_shared_tokens(tmp_path: Path) -> None:
+    """WECHSEL aligns the two static spaces on old tokens seen in both texts: with French text
+    that shares words with the English (none in the fixture's), every new token seen leaves
+    the mean."""
+    write(tmp_path, "en", EN * 15)
+    write(tmp_path, "fr", [f"{f} {e}" for f, e in zip(FR, EN, strict=True)] * 15)
+    base = train_bpe(EN * 15, 300)
+    merged, report = merge_tokenizers(base, train_bpe(FR * 15, 330))
+    p = params("wechsel")
+    static, _ = side_data("wechsel", base, merged, tmp_path, p)
+    source = source_side_data("wechsel", base, tmp_path, p)
+    assert static is not None and source is not None
+    first = report.first_new_id
+    anchors = static.known()[:first] & source.known()[:first]
+    assert int(anchors.sum()) >= 10
+    ids = new_ids(merged, first)
+    old = torch.randn(len(base), 8, generator=torch.Generator().manual_seed(0))
+    rows = initialise("wechsel", old, NewTokens(base, merged, first, ids, static, None, 0, source))
+    seen = sorted(set(ids) & {t for x in token_ids(merged, FR) for t in x})
+    assert len(seen) >= 10
+    moved = [not torch.allclose(rows[ids.index(i)], old.mean(0)) for i in seen]
+    assert all(moved)
+
+
 def test_unknown_init_and_align_without_pretraining_refused() -> None:
     with pytest.raises(ValidationError, match="unknown init 'focu'; accepted: align, focus"):
         AdaptConfig(init="focu")
     with pytest.raises(ValidationError, match="no pretraining language is given"):
         AdaptVocabularyParams(adapting=["fr"], adapt=AdaptConfig(init="align"))
+    with pytest.raises(ValidationError, match="no pretraining language is given"):
+        AdaptVocabularyParams(adapting=["fr"], adapt=AdaptConfig(init="wechsel"))
 
 
 def test_missing_side_data_is_one_line(setup, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
@@ -96,6 +125,10 @@ def test_missing_side_data_is_one_line(setup, tmp_path: Path) -> None:  # type: 
     write(tmp_path, "de", ["ein Hund"])
     with pytest.raises(ConfigError, match="fr have no train text") as e:
         side_data("focus", base, merged, tmp_path, params("focus"))
+    assert "\n" not in str(e.value)
+    write(tmp_path, "en", [])
+    with pytest.raises(ConfigError, match="pretraining languages' text, but en have no") as e:
+        source_side_data("wechsel", base, tmp_path, params("wechsel"))
     assert "\n" not in str(e.value)
     p = AdaptVocabularyParams(adapting=["de"], pretraining=["fr"], adapt=AdaptConfig(init="align"))
     with pytest.raises(ConfigError, match="needs parallel text, but no train record of de") as e:

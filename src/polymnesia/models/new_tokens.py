@@ -24,11 +24,17 @@ is :func:`polymnesia.stages.adapt_vocabulary.resize_and_init`.
 ``align``                 trans-tokenization (Remy et al. 2024): IBM Model 1 on
                           verse-aligned text; the weighted mean of the old rows
                           the new token aligns to
+``wechsel``               WECHSEL (Minixhofer et al. 2022): static embeddings of
+                          the new and the old languages aligned by orthogonal
+                          Procrustes; softmax (temperature 0.1) over the 10 most
+                          similar old tokens
 ========================  ===================================================
 
 Side data: :func:`static_embeddings` (PPMI + truncated SVD on the new
-language's text tokenized with the merged tokenizer) for ``focus`` and
-``omp``; :func:`ibm1_alignment` for ``align``. A token without side data (not
+language's text tokenized with the merged tokenizer) for ``focus``, ``omp``
+and ``wechsel``; the same on the pretraining languages' text tokenized with
+the base tokenizer (``source_static``) for ``wechsel``; :func:`ibm1_alignment`
+for ``align``. A token without side data (not
 seen in the text, never aligned) falls back to the mean.
 """
 
@@ -49,6 +55,9 @@ from polymnesia.registry import Registry
 NORMAL_SCALE = 1e-9
 #: non-zero coefficients per new token in ``omp``
 OMP_ATOMS = 8
+#: WECHSEL's neighbours per new token and softmax temperature (Minixhofer et al. 2022, 4.1)
+WECHSEL_K = 10
+WECHSEL_TEMPERATURE = 0.1
 
 
 @dataclass(frozen=True)
@@ -86,6 +95,7 @@ class NewTokens:
     static: StaticEmbeddings | None = None
     alignment: Alignment | None = None
     seed: int = 0
+    source_static: StaticEmbeddings | None = None
 
     @property
     def n_ref(self) -> int:
@@ -99,7 +109,7 @@ InitFn = Callable[[torch.Tensor, NewTokens], torch.Tensor]
 @dataclass(frozen=True)
 class InitMethod:
     fn: InitFn
-    needs: frozenset[str]  # side data: "static", "alignment"
+    needs: frozenset[str]  # side data: "static", "source_static", "alignment"
 
 
 INITS: Registry[InitMethod] = Registry("new-token initialisation", "inits")
@@ -120,7 +130,11 @@ def initialise(name: str, old: torch.Tensor, tokens: NewTokens) -> torch.Tensor:
     method = INITS.get(name)
     for need in sorted(method.needs):
         if getattr(tokens, need) is None:
-            what = {"static": "static embeddings of the new language", "alignment": "alignments"}
+            what = {
+                "static": "static embeddings of the new language",
+                "source_static": "static embeddings of the pretraining languages",
+                "alignment": "alignments",
+            }
             raise ConfigError(f"init '{name}' needs {what[need]}, which were not computed")
     rows = method.fn(old, tokens)
     if tuple(rows.shape) != (len(tokens.ids), old.shape[1]):
@@ -428,4 +442,70 @@ def align_init(old: torch.Tensor, tokens: NewTokens) -> torch.Tensor:
     mixed = torch.from_numpy(np.asarray(weights @ old[:n_ref].double().cpu().numpy()))
     keep = torch.from_numpy(inside[has])
     rows[keep] = mixed[torch.from_numpy(has)].to(rows.device)
+    return rows
+
+
+# --- WECHSEL: aligned static embeddings ---------------------------------------------------------
+
+
+def procrustes(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """The orthogonal ``W`` minimising ``|x W - y|_F`` (Schönemann 1966): ``U V^T`` of the SVD
+    of ``x^T y``."""
+    u, _, vt = torch.linalg.svd(x.double().T @ y.double())
+    return u @ vt
+
+
+def wechsel_weights(
+    sim: torch.Tensor, k: int = WECHSEL_K, temperature: float = WECHSEL_TEMPERATURE
+) -> torch.Tensor:
+    """``[T, S]`` weights: softmax of ``sim / temperature`` over each row's ``k`` largest
+    entries, zero elsewhere (rows sum to one)."""
+    k = min(k, sim.shape[-1])
+    top, idx = sim.topk(k, dim=-1)
+    return torch.zeros_like(sim).scatter_(-1, idx, torch.softmax(top / temperature, dim=-1))
+
+
+@register_init(
+    "wechsel",
+    "WECHSEL: softmax over the nearest old tokens in Procrustes-aligned static embeddings",
+    ["static", "source_static"],
+)
+def wechsel_init(
+    old: torch.Tensor,
+    tokens: NewTokens,
+    *,
+    k: int = WECHSEL_K,
+    temperature: float = WECHSEL_TEMPERATURE,
+    chunk: int = 1024,
+) -> torch.Tensor:
+    """Maps the new language's static space onto the pretraining languages' by orthogonal
+    Procrustes fitted on the anchor tokens (old tokens with a vector in both spaces: the
+    identical-strings dictionary, as no bilingual dictionary is available offline), then gives
+    each new token with a vector the softmax-weighted mean of the base rows of its ``k`` most
+    cosine-similar old tokens in the pretraining languages' space."""
+    tgt, src = tokens.static, tokens.source_static
+    assert tgt is not None and src is not None
+    if tgt.vectors.shape[1] != src.vectors.shape[1]:
+        raise PolymnesiaError(
+            f"wechsel: static embeddings of {tgt.vectors.shape[1]} and "
+            f"{src.vectors.shape[1]} dimensions cannot be aligned"
+        )
+    rows = mean_init(old, tokens).double()
+    n_ref = tokens.n_ref
+    has_t = tgt.known() & (tgt.vectors.float().norm(dim=1) > 0)
+    has_s = src.known()[:n_ref] & (src.vectors[:n_ref].float().norm(dim=1) > 0)
+    anchors = torch.nonzero(has_t[:n_ref] & has_s).flatten()
+    dictionary = torch.nonzero(has_s).flatten()
+    ids = torch.tensor(tokens.ids, dtype=torch.long)
+    pos = torch.nonzero(has_t[ids]).flatten() if len(ids) else ids
+    if not len(anchors) or not len(dictionary) or not len(pos):
+        return rows
+    w = procrustes(tgt.vectors[anchors], src.vectors[anchors])
+    d = torch.nn.functional.normalize(src.vectors[dictionary].double(), dim=1)
+    ref = old[dictionary].double().cpu()
+    for i in range(0, len(pos), chunk):
+        sel = pos[i : i + chunk]
+        mapped = torch.nn.functional.normalize(tgt.vectors[ids[sel]].double() @ w, dim=1)
+        weights = wechsel_weights(mapped @ d.T, k, temperature)
+        rows[sel] = (weights @ ref).to(rows.device)
     return rows

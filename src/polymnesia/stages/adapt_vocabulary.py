@@ -133,7 +133,8 @@ class AdaptVocabularyParams(StrictModel):
             raise ValueError(
                 f"adapting languages {both} are also pretraining languages; remove them or set strict: false"
             )
-        if "alignment" in INITS.get(self.adapt.init).needs and not self.pretraining:
+        needs_base_text = INITS.get(self.adapt.init).needs & {"alignment", "source_static"}
+        if needs_base_text and not self.pretraining:
             raise ValueError(
                 f"init '{self.adapt.init}' aligns the adapting languages' text with the base "
                 "model's languages, but no pretraining language is given"
@@ -185,6 +186,7 @@ def resize_and_init(
     pad_to_multiple_of: int | None = None,
     static: StaticEmbeddings | None = None,
     alignment: Alignment | None = None,
+    source_static: StaticEmbeddings | None = None,
 ) -> None:
     """Give the new ids rows, initialise them, keep or replace the head.
 
@@ -225,7 +227,7 @@ def resize_and_init(
             raise PolymnesiaError(
                 f"cannot resize the embeddings of {type(model).__name__}: {str(e).splitlines()[0]}"
             ) from None
-    tokens = NewTokens(base, merged, first_new_id, ids, static, alignment, seed)
+    tokens = NewTokens(base, merged, first_new_id, ids, static, alignment, seed, source_static)
     emb = model.get_input_embeddings().weight  # type: ignore[operator]
     emb[:n_base] = emb_old
     index = torch.tensor(ids, dtype=torch.long)
@@ -235,7 +237,9 @@ def resize_and_init(
     elif head_old is not None:
         w = model.get_output_embeddings().weight  # type: ignore[operator]
         w[:n_base] = head_old  # never let a resize re-initialise the old head rows
-        head_tokens = NewTokens(base, merged, first_new_id, ids, static, alignment, seed + 1)
+        head_tokens = NewTokens(
+            base, merged, first_new_id, ids, static, alignment, seed + 1, source_static
+        )
         w[index] = initialise(init, head_old, head_tokens)
 
 
@@ -306,6 +310,24 @@ def side_data(
         )
         log.info("alignments: %d verse pairs, %d links", len(pairs), alignment.counts.nnz)
     return static, alignment
+
+
+def source_side_data(
+    init: str, base: Any, data: Any, p: AdaptVocabularyParams
+) -> StaticEmbeddings | None:
+    """Static embeddings of the pretraining languages' text under the base tokenizer, for the
+    initialisations that align them with the new language's (``wechsel``)."""
+    if "source_static" not in INITS.get(init).needs:
+        return None
+    texts = [t for lang in p.pretraining for t in read_texts(data, lang, "train")]
+    if not texts:
+        raise ConfigError(
+            f"init '{init}' learns static embeddings on the pretraining languages' text, but "
+            f"{', '.join(p.pretraining)} have no train text"
+        )
+    return static_embeddings(
+        token_ids(base, texts), len(base), dim=STATIC_DIM, window=STATIC_WINDOW, seed=p.seed
+    )
 
 
 def save_side_data(
@@ -411,6 +433,7 @@ class AdaptVocabulary(Stage):
         if report.added == 0:
             raise ConfigError("the adapting vocabulary adds no new token to the base vocabulary")
         static, alignment = side_data(p.adapt.init, base, merged, data, p)
+        source_static = source_side_data(p.adapt.init, base, data, p)
         resize_and_init(
             model,
             merged,
@@ -421,6 +444,7 @@ class AdaptVocabulary(Stage):
             seed=p.seed,
             static=static,
             alignment=alignment,
+            source_static=source_static,
         )
         blocks = packed_mixture(
             data,
