@@ -75,6 +75,11 @@ def compare(
     return out
 
 
+def golden_keys(name: str) -> list[str]:
+    """The keys of a golden file."""
+    return list(json.loads((GOLDEN / f"{name}.json").read_text(encoding="utf-8")))
+
+
 def mismatches(
     run_dir: Path, name: str, *, subset: bool = False, rel: float = 0.0, abs_: float = 0.0
 ) -> list[str]:

@@ -17,7 +17,7 @@ import pytest
 import torch
 from smoke import SMOKE
 
-from golden import mismatches
+from golden import golden_keys, mismatches
 
 pytestmark = [
     pytest.mark.integration,
@@ -25,6 +25,11 @@ pytestmark = [
     pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU"),
 ]
 CONFIGS = Path(__file__).resolve().parents[2] / "configs"
+#: runs whose discrete scores come from so few test items that one flipped prediction moves
+#: them past the GPU tolerance: (metric, the most one flip can move it). On an H100
+#: (2026-11-26, commit ee18d3a) lifelong_smoke had 3 of its 69 macro-F1 scores off by more
+#: than 2% (e.g. 0.039 against 0.073), the other three smoke runs none.
+FLIPS = {"lifelong_smoke": ("macro_f1", 2 / 9 + 1e-9)}
 RUNS = {
     "quickstart": ["quickstart.yaml", *SMOKE],
     "active_forgetting_smoke": ["active_forgetting_smoke.yaml"],
@@ -55,4 +60,13 @@ def test_smoke_config_on_cuda(name: str, isolated_cache: Path, tmp_path: Path) -
     )  # fmt: skip
     assert out.returncode == 0, out.stderr[-3000:]
     assert "runs on the CPU" not in out.stderr  # no stage fell back to the host
-    assert mismatches(run, name, rel=2e-2, abs_=1e-3) == []  # GPU kernels round differently
+    off = mismatches(run, name, rel=2e-2, abs_=1e-3)  # GPU kernels round differently
+    if name in FLIPS:
+        # a macro-F1 over 16 test passages and 9 labels moves by up to 2/9 when one
+        # near-tied prediction flips: allow such moves on at most a tenth of the scores
+        metric, bound = FLIPS[name]
+        wide = mismatches(run, name, rel=2e-2, abs_=bound)
+        small = [line for line in off if line not in wide and f'"{metric}"' in line]
+        assert len(small) <= len(golden_keys(name)) // 10, small
+        off = wide
+    assert off == []
