@@ -23,6 +23,23 @@ def test_packages_come_from_the_installed_metadata() -> None:
     assert required == sorted(required, key=lambda p: p["name"])
 
 
+def test_an_uninstalled_source_tree_reads_its_pyproject(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    # on an offline GPU machine polymnesia runs from src/ on PYTHONPATH, with no metadata
+    from importlib import metadata
+
+    installed = {p["name"]: p for p in env.packages()}
+
+    def absent(name: str) -> None:
+        raise metadata.PackageNotFoundError(name)
+
+    monkeypatch.setattr(metadata, "metadata", absent)
+    source = {p["name"]: p for p in env.packages()}
+    # the same requirements, extras and markers as installed (an editable install's
+    # metadata can lag behind pyproject.toml by a requirement added since)
+    assert {k: source[k] for k in installed} == installed
+    assert source["torch"]["extra"] is None and source["lm-eval"]["extra"] == "harness"
+
+
 def test_a_missing_required_package_fails_the_command(monkeypatch, capsys) -> None:  # type: ignore[no-untyped-def]
     from importlib import metadata
 

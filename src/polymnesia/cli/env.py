@@ -92,10 +92,11 @@ def packages() -> list[dict[str, Any]]:
 
     try:
         extras = metadata.metadata("polymnesia").get_all("Provides-Extra") or []
-    except metadata.PackageNotFoundError:  # run from a source tree that was never installed
-        return []
+        requires = metadata.requires("polymnesia") or []
+    except metadata.PackageNotFoundError:  # a source tree on PYTHONPATH, never installed
+        extras, requires = source_requirements()
     out: dict[str, dict[str, Any]] = {}
-    for line in metadata.requires("polymnesia") or []:
+    for line in requires:
         req = Requirement(line)
         extra = None
         if req.marker is not None and not req.marker.evaluate({"extra": ""}):
@@ -120,6 +121,29 @@ def packages() -> list[dict[str, Any]]:
             "ok": ok,
         }
     return sorted(out.values(), key=lambda p: (p["extra"] is not None, p["extra"] or "", p["name"]))
+
+
+def source_requirements() -> tuple[list[str], list[str]]:
+    """``(extras, requirement lines)`` from the pyproject.toml of the source tree this
+    module was imported from (an uninstalled checkout on PYTHONPATH, as on an offline GPU
+    machine), in the form installed metadata gives them; empty where it cannot be read."""
+    path = Path(__file__).resolve().parents[3] / "pyproject.toml"
+    try:
+        import tomllib
+    except ImportError:  # Python 3.10
+        return [], []
+    try:
+        project = tomllib.loads(path.read_text(encoding="utf-8")).get("project", {})
+    except (OSError, tomllib.TOMLDecodeError):
+        return [], []
+    optional = project.get("optional-dependencies", {})
+    lines = list(project.get("dependencies", []))
+    for extra, reqs in optional.items():
+        for r in reqs:
+            req, _, marker = r.partition(";")
+            both = f"({marker.strip()}) and " if marker.strip() else ""
+            lines.append(f'{req.strip()}; {both}extra == "{extra}"')
+    return list(optional), lines
 
 
 def accelerators() -> list[dict[str, Any]]:
