@@ -98,6 +98,33 @@ def split_verse(text: str) -> tuple[str, str] | None:
     return " ".join(words[:mid]), " ".join(words[mid:])
 
 
+def bible_records(
+    verses: Sequence[Mapping[str, Any]],
+    genres: Sequence[str],
+    tasks: Sequence[str] = TASKS,
+    *,
+    limit: int | None = None,
+    seed: int = 0,
+) -> list[tuple[str, str, InstructionRecord]]:
+    """``(verse id, task, record)`` of :func:`bible_instructions`, in the same order."""
+    bad = [t for t in tasks if t not in TASKS]
+    if bad:
+        raise DataError(f"unknown instruction task(s) {bad}; accepted: {', '.join(TASKS)}")
+    question = genre_instruction(genres)
+    out: list[tuple[str, str, InstructionRecord]] = []
+    for v in verses:
+        text, vid = v["text"], str(v.get("id"))
+        if "genre" in tasks:
+            genre = (v.get("meta") or {}).get("genre")
+            if genre is None:
+                raise DataError(f"verse {v.get('id')} has no meta.genre; use the 'bible' source")
+            out.append((vid, "genre", InstructionRecord(question, text, genre_name(genre))))
+        if "continue" in tasks and (halves := split_verse(text)):
+            out.append((vid, "continue", InstructionRecord(CONTINUE_INSTRUCTION, *halves)))
+    random.Random(seed).shuffle(out)
+    return out[:limit] if limit else out
+
+
 def bible_instructions(
     verses: Sequence[Mapping[str, Any]],
     genres: Sequence[str],
@@ -107,22 +134,7 @@ def bible_instructions(
     seed: int = 0,
 ) -> list[InstructionRecord]:
     """Records from prepared Bible verses (dicts with ``text`` and ``meta.genre``); see DATA_CARD."""
-    bad = [t for t in tasks if t not in TASKS]
-    if bad:
-        raise DataError(f"unknown instruction task(s) {bad}; accepted: {', '.join(TASKS)}")
-    question = genre_instruction(genres)
-    out: list[InstructionRecord] = []
-    for v in verses:
-        text = v["text"]
-        if "genre" in tasks:
-            genre = (v.get("meta") or {}).get("genre")
-            if genre is None:
-                raise DataError(f"verse {v.get('id')} has no meta.genre; use the 'bible' source")
-            out.append(InstructionRecord(question, text, genre_name(genre)))
-        if "continue" in tasks and (halves := split_verse(text)):
-            out.append(InstructionRecord(CONTINUE_INSTRUCTION, halves[0], halves[1]))
-    random.Random(seed).shuffle(out)
-    return out[:limit] if limit else out
+    return [rec for _, _, rec in bible_records(verses, genres, tasks, limit=limit, seed=seed)]
 
 
 #: the verse-reference lookup task (two_phase EA/MA, poly_reference)

@@ -1,8 +1,12 @@
-"""Stage ``instruction_data``: an instruction set for Phase 1 or Phase 2 of paper 002.
+"""Stage ``instruction_data``: an instruction set with its data card (papers 000 and 002).
 
 It writes ``records.jsonl`` and ``DATA_CARD.md`` that the
 ``instruct`` stage trains on (its ``records`` option) and that ``replay_data``
-and ``dataset_similarity`` read. Offline sets are built from the prepared Bible
+and ``dataset_similarity`` read. Paper 000's English records (``kind: bible``:
+the genre question and verse continuation of
+:func:`polymnesia.instructions.records.bible_records`, or ``kind: hf`` for
+OpenOrca) are built here too: :func:`instruct_set` turns the protocol's
+``instruct:`` section into this stage's set. Offline sets are built from the prepared Bible
 split (input ``data``) by :mod:`polymnesia.instructions.sets`; they hold
 only instructions whose answers are checked automatically. ``kind: hf`` maps the
 fields of any HF instruction dataset (Alpaca, MultiAlpaca, OpenOrca, Aya presets
@@ -13,14 +17,18 @@ verse with Phase 1 (the paper's Phase 2 has no access to the Phase 1 data).
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Literal
 
 from pydantic import Field, model_validator
 
 from polymnesia.config.base import StrictModel
 from polymnesia.data.config import check_languages
+from polymnesia.data.prepared import read_split
+from polymnesia.data.sources.bible import BIBLE_GENRES
 from polymnesia.errors import DataError
 from polymnesia.instructions.hub import PRESETS, load_instruction_dataset
+from polymnesia.instructions.records import DATA_CARD, TASKS, bible_records
 from polymnesia.instructions.sets import (
     DISSIMILAR_KINDS,
     PHASE1_KINDS,
@@ -35,22 +43,30 @@ from polymnesia.instructions.sets import (
 )
 from polymnesia.pipeline.stage import STAGES, Stage, StageContext
 from polymnesia.results import Score
+from polymnesia.stages.instruct import InstructConfig
 
 SetKind = Literal[
-    "phase1_english", "phase2_similar", "phase2_dissimilar", "english_counterpart", "hf"
+    "phase1_english", "phase2_similar", "phase2_dissimilar", "english_counterpart", "hf", "bible"
 ]
+#: the field mapping of paper 000's ``instruct.fields``: unmapped roles keep their own name
+IDENTITY_FIELDS = {"instruction": "instruction", "input": "input", "output": "output"}
 
 
 class InstructionSetConfig(StrictModel):
-    """One instruction dataset of the two-phase protocol."""
+    """One instruction dataset: a two-phase set (paper 002) or paper 000's English records."""
 
     kind: SetKind = Field(
         description="phase1_english | phase2_similar (Phase 1's tasks in other languages) | "
         "phase2_dissimilar (other task types) | english_counterpart (of the set named in 'of': "
-        "the English pool of replay) | hf (a Hub dataset with field mapping)"
+        "the English pool of replay) | hf (a Hub dataset with field mapping) | bible (paper "
+        "000's genre and continuation records)"
     )
-    records: int = Field(600, gt=0, description="records in the set (offline kinds; hf: a cap)")
-    languages: list[str] = Field(default_factory=list, description="phase 2 kinds: the languages")
+    records: int | None = Field(
+        600, gt=0, description="records in the set (offline kinds; hf and bible: a cap, or none)"
+    )
+    languages: list[str] = Field(
+        default_factory=list, description="phase 2 kinds: the languages; bible: one (default en)"
+    )
     tasks: list[str] | None = Field(None, description="task kinds (default: every kind of the set)")
     of: str | None = Field(None, description="english_counterpart: the Phase 2 set it mirrors")
     split: Literal["train", "validation", "test"] = "train"
@@ -65,6 +81,14 @@ class InstructionSetConfig(StrictModel):
     @model_validator(mode="after")
     def _check(self) -> InstructionSetConfig:
         check_languages(self.languages)
+        if self.records is None and self.kind not in ("hf", "bible"):
+            raise ValueError(f"an instruction set of kind {self.kind} needs a number of records")
+        if self.kind == "bible" and len(self.languages) > 1:
+            raise ValueError(f"a bible instruction set has one language, got {self.languages}")
+        if self.kind == "bible" and self.tasks is not None:
+            bad = [t for t in self.tasks if t not in TASKS]
+            if bad or not self.tasks:
+                raise ValueError(f"unknown bible tasks {bad}; accepted: {', '.join(TASKS)}")
         if self.kind in ("phase2_similar", "phase2_dissimilar") and not self.languages:
             raise ValueError(f"an instruction set of kind {self.kind} needs 'languages'")
         if (self.kind == "english_counterpart") != (self.of is not None):
@@ -113,6 +137,34 @@ def _hf_set(name: str, c: InstructionSetConfig) -> InstructionSet:
     return InstructionSet(name, recs, card)
 
 
+def instruct_set(cfg: InstructConfig, language: str = "en") -> InstructionSetConfig:
+    """The set paper 000's ``instruct:`` section describes (``source: bible`` or ``hf``)."""
+    if cfg.source == "hf":
+        return InstructionSetConfig(
+            kind="hf",
+            records=cfg.max_records,
+            dataset=cfg.dataset,
+            config=cfg.dataset_config,
+            hf_split=cfg.dataset_split,
+            fields={**IDENTITY_FIELDS, **cfg.fields},
+        )
+    return InstructionSetConfig(
+        kind="bible", records=cfg.max_records, languages=[language], tasks=list(cfg.tasks)
+    )
+
+
+def _bible_set(name: str, c: InstructionSetConfig, data: Path, seed: int) -> InstructionSet:
+    """Paper 000's records (genre question, continuation), in :func:`bible_records`' order."""
+    lang = c.languages[0] if c.languages else "en"
+    verses = read_split(data, lang, c.split)
+    rows = bible_records(verses, BIBLE_GENRES, c.tasks or TASKS, limit=c.records, seed=seed)
+    recs = [
+        TwoPhaseRecord(r.instruction, r.input, r.output, lang, task, vid, "exact")
+        for vid, task, r in rows
+    ]
+    return InstructionSet(name, recs, DATA_CARD)
+
+
 def build_set(ctx: StageContext, p: InstructionDataParams) -> InstructionSet:
     """The instruction set ``p`` describes, from the stage's inputs."""
     c, data = p.set, ctx.inputs.get("data")
@@ -125,6 +177,9 @@ def build_set(ctx: StageContext, p: InstructionDataParams) -> InstructionSet:
         return _hf_set(p.name, c)
     if data is None:
         raise DataError(f"instruction set '{p.name}' ({c.kind}) needs the prepared data as input")
+    if c.kind == "bible":
+        return _bible_set(p.name, c, data, p.seed)
+    assert c.records is not None  # checked by InstructionSetConfig
     if c.kind == "phase1_english":
         return phase1_english(data, c.records, kinds=c.tasks or PHASE1_KINDS, **kw)  # type: ignore[arg-type]
     if c.kind == "phase2_similar":
@@ -135,7 +190,7 @@ def build_set(ctx: StageContext, p: InstructionDataParams) -> InstructionSet:
     return english_counterpart(read_instruction_set(ctx.input("of"), c.of), data, split=c.split)
 
 
-@STAGES.register("instruction_data", "an instruction set with its data card (paper 002 phases)")
+@STAGES.register("instruction_data", "an instruction set with its data card (papers 000 and 002)")
 class InstructionData(Stage):
     role = "data"
     version = "1"

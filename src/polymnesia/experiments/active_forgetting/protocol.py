@@ -46,6 +46,17 @@ from polymnesia.stages.evaluate_isotropy import EvaluateIsotropyParams
 from polymnesia.stages.evaluate_translation import EvaluateTranslationParams
 from polymnesia.stages.evaluate_zero_shot import EvaluateZeroShotParams
 from polymnesia.stages.instruct import InstructParams
+from polymnesia.stages.instruction_data import InstructionDataParams, instruct_set
+
+#: the stage (and the instruct stages' input role) that builds the English instruction records
+INSTRUCTIONS = "instructions"
+
+
+def instruction_stage(cfg: ActiveForgettingConfig) -> StageSpec:
+    """Paper 000's English instruction records, built by paper 002's ``instruction_data`` stage
+    (one set for every arm and size: the records depend on the data and the seed only)."""
+    params = InstructionDataParams(name=INSTRUCTIONS, set=instruct_set(cfg.instruct), seed=cfg.seed)
+    return StageSpec(INSTRUCTIONS, "instruction_data", params, {"data": "data"})
 
 
 def _size_stages(cfg: ActiveForgettingConfig, size: str | None) -> list[StageSpec]:
@@ -77,8 +88,8 @@ def _size_stages(cfg: ActiveForgettingConfig, size: str | None) -> list[StageSpe
         specs.append(StageSpec(f"adapt_{arm}{sfx}", "adapt_vocabulary", params, inputs))
     sources = {"Baseline": "pretrain", "BA": "adapt_BA", "AFA": "adapt_AFA"}
     for arm, src in sources.items():
-        params_i = InstructParams(instruct=cfg.instruct, seed=cfg.seed)
-        inputs = {"data": "data", "model": src + sfx}
+        params_i = InstructParams(instruct=cfg.instruct, records=[INSTRUCTIONS], seed=cfg.seed)
+        inputs = {INSTRUCTIONS: INSTRUCTIONS, "model": src + sfx}
         specs.append(StageSpec(f"instruct_{arm}{sfx}", "instruct", params_i, inputs))
     for arm, src in sources.items():
         specs += _evaluation_stages(cfg, arm, src + sfx, f"instruct_{arm}{sfx}", sfx, label)
@@ -163,7 +174,11 @@ class ActiveForgetting(Experiment):
     @classmethod
     def build_one(cls, cfg: ActiveForgettingConfig) -> list[StageSpec]:
         """The stages of one training seed (``cfg.seed``)."""
-        specs = [data_stage(cfg.data, cfg.groups.all()), tokenizer_stage(cfg.base(), cfg.seed)]
+        specs = [
+            data_stage(cfg.data, cfg.groups.all()),
+            tokenizer_stage(cfg.base(), cfg.seed),
+            instruction_stage(cfg),
+        ]
         for size in cfg.size_list():
             specs += _size_stages(cfg, size)
         return specs
