@@ -147,7 +147,7 @@ def test_within_seed_noise_only_for_a_contradiction_inside_the_band() -> None:
     seeded = load_config(QUICKSTART, ["seed_noise_band=0.02", "seeds=[0,1]"])
     assert with_seed_band([_contradicted(-0.015)], seeded)[0].verdict == "contradicted"
     assert "training seeds and test items" in variance_note(seeded)
-    assert "±0.02" in variance_note(cfg) and "test items only" in variance_note(cfg)
+    assert "±0.02 for every claim" in variance_note(cfg) and "items only" in variance_note(cfg)
 
 
 def test_fan_out_refuses_a_stage_listed_before_its_input() -> None:

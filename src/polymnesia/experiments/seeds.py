@@ -25,8 +25,8 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TypeVar
 
@@ -47,9 +47,11 @@ SEED_TAG = ".seed"
 class SeedBand:
     """A protocol's seed-noise band: how far a claim's effect moves with the training seed alone.
 
-    ``band`` is twice the largest standard deviation over ``n_seeds`` training seeds of any of
-    the protocol's claim effects (so a one-seed effect within ``±band`` of the claim's
-    boundary can be seed noise), measured on ``config`` at ``commit``.
+    ``per_claim`` is, for each claim tested in every seed, twice the standard deviation of
+    its effect over ``n_seeds`` training seeds (so a one-seed effect within that of the
+    claim's boundary can be seed noise); ``band`` is the largest of them. A claim the
+    measurement did not have gets no band. Measured on ``config`` at ``commit``
+    (``docs/runs/seed_noise_PROTOCOL.json``).
     """
 
     band: float
@@ -57,11 +59,35 @@ class SeedBand:
     config: str
     commit: str
     date: str
+    per_claim: Mapping[str, float] = field(default_factory=dict)
+
+    def of(self, statement: str) -> float | None:
+        """The band of the claim ``statement`` (None for one not measured)."""
+        return self.per_claim.get(statement)
 
 
-#: measured seed-noise bands (docs/<protocol>.md, "Seed noise"); a protocol missing here has
-#: no measured band, and a config's ``seed_noise_band`` sets or overrides one
-SEED_NOISE_BANDS: dict[str, SeedBand] = {}
+#: measured seed-noise bands (docs/<protocol>.md, "Seed noise"; tests/reports/test_measured_runs.py
+#: checks them against docs/runs/seed_noise_PROTOCOL.json); a protocol missing here has no
+#: measured band, and a config's ``seed_noise_band`` sets one for every claim
+SEED_NOISE_BANDS: dict[str, SeedBand] = {
+    "active_forgetting": SeedBand(
+        band=2.3326,
+        n_seeds=3,
+        config="configs/active_forgetting_smoke.yaml",
+        commit="519d896889e5d470871f7b735e1ace8c34b890ea",
+        date="2026-11-26",
+        per_claim={
+            "AFA has lower bits_per_byte than Baseline (all languages)": 0.0266,
+            "AFA has lower bits_per_byte than BA (all languages)": 0.008,
+            "BA has higher bits_per_byte than Baseline on the 'other' languages (vocabulary "
+            "expansion hurts languages it did not add)": 0.0342,
+            "AFA has lower self-similarity (more isotropic) than Baseline": 0.0726,
+            "AFA has lower self-similarity (more isotropic) than BA": 0.0976,
+            "AFA has higher chrF than BA": 0.0312,
+            "AFA has higher chrF than Baseline": 2.3326,
+        },
+    ),
+}
 
 
 def seed_list(cfg: ExperimentConfig) -> list[int]:
@@ -192,8 +218,8 @@ def seeded_items(run_dir: Path, seeds: Sequence[int]) -> list[ItemSet]:
 
 
 def seed_band(cfg: ExperimentConfig) -> float | None:
-    """The seed-noise band that applies to ``cfg``'s claims: the config's ``seed_noise_band``,
-    else the protocol's measured one, else None."""
+    """The seed-noise band of ``cfg``'s claims: the config's ``seed_noise_band``, else the
+    protocol's measured largest one (claims measured alone get their own), else None."""
     if cfg.seed_noise_band is not None:
         return cfg.seed_noise_band
     measured = SEED_NOISE_BANDS.get(cfg.experiment)
@@ -203,10 +229,14 @@ def seed_band(cfg: ExperimentConfig) -> float | None:
 def with_seed_band(claims: Sequence[Claim], cfg: ExperimentConfig) -> list[Claim]:
     """The claims carrying the seed-noise band when the run has one seed (with several, the
     intervals cover the seeds themselves and no band applies)."""
-    band = seed_band(cfg)
-    if band is None or len(seed_list(cfg)) > 1:
+    if len(seed_list(cfg)) > 1:
         return list(claims)
-    return [replace(c, seed_band=band) for c in claims]
+    if cfg.seed_noise_band is not None:
+        return [replace(c, seed_band=cfg.seed_noise_band) for c in claims]
+    measured = SEED_NOISE_BANDS.get(cfg.experiment)
+    if measured is None:
+        return list(claims)
+    return [replace(c, seed_band=measured.of(c.statement)) for c in claims]
 
 
 def variance_note(cfg: ExperimentConfig) -> str:
@@ -223,19 +253,20 @@ def variance_note(cfg: ExperimentConfig) -> str:
         f"Intervals cover test items only: this run has one training seed ({seeds[0]}), so "
         "they leave out how much a result moves with the seed."
     )
-    band = seed_band(cfg)
-    if band is None:
-        return text + " No seed-noise band is measured for this protocol."
     measured = SEED_NOISE_BANDS.get(cfg.experiment)
-    source = (
-        "the config's seed_noise_band"
-        if cfg.seed_noise_band is not None or measured is None
-        else f"measured with {measured.n_seeds} seeds on {measured.config} at commit "
-        f"{measured.commit[:7]} ({measured.date})"
-    )
+    if cfg.seed_noise_band is not None:
+        band = f"±{_fmt(cfg.seed_noise_band)} for every claim (the config's seed_noise_band)"
+    elif measured is not None:
+        band = (
+            f"each measured claim's own, up to ±{_fmt(measured.band)} (twice the standard "
+            f"deviation of its effect over {measured.n_seeds} seeds of {measured.config} at "
+            f"commit {measured.commit[:7]}, {measured.date}; a claim not measured has none)"
+        )
+    else:
+        return text + " No seed-noise band is measured for this protocol."
     return text + (
-        f" Seed-noise band: ±{_fmt(band)} ({source}); a claim whose effect lies within it of "
-        "its boundary is reported as within seed noise, never as contradicted."
+        f" Seed-noise band: {band}; a claim contradicted by an effect within its band of the "
+        "boundary is reported as within seed noise."
     )
 
 

@@ -1,0 +1,97 @@
+"""Record run folders as a docs page's measured-run section (docs/runs/NAME.json + the block).
+
+Usage::
+
+    python scripts/measured_run.py NAME --config configs/x.yaml --doc docs/x.md \\
+        --run RUN_DIR:SEED[:TIME_FILE] [--run ...] [--commit SHA] [--table NAME] [--note TEXT]
+
+Each ``--run`` is a run folder of the config, the training seed it ran with and, optionally,
+the ``/usr/bin/time -v`` report of the command that made it (wall time, peak RSS). The
+record goes to ``docs/runs/NAME.json``; its rendering replaces the block between
+``<!-- measured-run NAME -->`` and ``<!-- /measured-run NAME -->`` in ``--doc``. Without
+``--commit`` the repository's HEAD is recorded: pass the commit the runs were made at.
+``--render-only`` re-renders the block from the checked-in record.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import subprocess
+import sys
+from pathlib import Path
+
+from polymnesia.errors import PolymnesiaError
+from polymnesia.reports.measured import (
+    parse_gnu_time,
+    read_record,
+    record_runs,
+    render,
+    replace_block,
+    write_record,
+)
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _run_arg(text: str) -> tuple[Path, int, Path | None]:
+    parts = text.split(":")
+    if len(parts) not in (2, 3) or not parts[1].isdigit():
+        raise argparse.ArgumentTypeError(f"'{text}': give RUN_DIR:SEED or RUN_DIR:SEED:TIME_FILE")
+    return Path(parts[0]), int(parts[1]), Path(parts[2]) if len(parts) == 3 else None
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("name")
+    ap.add_argument("--doc", type=Path, required=True)
+    ap.add_argument("--config")
+    ap.add_argument("--run", type=_run_arg, action="append", default=[])
+    ap.add_argument("--commit")
+    ap.add_argument("--date", default=datetime.date.today().isoformat())
+    ap.add_argument("--machine")
+    ap.add_argument("--table")
+    ap.add_argument("--note", default="")
+    ap.add_argument("--render-only", action="store_true")
+    args = ap.parse_args(argv)
+    path = ROOT / "docs" / "runs" / f"{args.name}.json"
+    try:
+        if args.render_only:
+            record = read_record(path)
+        else:
+            if not args.run or not args.config:
+                ap.error("give --config and at least one --run (or --render-only)")
+            commit = (
+                args.commit
+                or subprocess.run(
+                    ["git", "rev-parse", "HEAD"],
+                    cwd=ROOT,
+                    capture_output=True,
+                    text=True,
+                    check=True,
+                ).stdout.strip()
+            )
+            record = record_runs(
+                args.name,
+                args.config,
+                [r[0] for r in args.run],
+                seeds=[r[1] for r in args.run],
+                commit=commit,
+                date=args.date,
+                times=[parse_gnu_time(r[2]) if r[2] else None for r in args.run],
+                machine=args.machine,
+                table=args.table,
+                note=args.note,
+            )
+            write_record(path, record)
+        doc = args.doc.read_text(encoding="utf-8")
+        args.doc.write_text(replace_block(doc, args.name, render(record)), encoding="utf-8")
+    except PolymnesiaError as e:
+        print(f"measured_run: error: {e}", file=sys.stderr)
+        return 2
+    print(f"wrote {path.relative_to(ROOT)} and the block in {args.doc}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

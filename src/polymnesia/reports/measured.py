@@ -1,0 +1,307 @@
+"""Measured runs as data: the numbers a docs page quotes, recorded from run folders and checked.
+
+A docs page's measured-run section is generated, never typed: :func:`record_runs` reads one
+or more run folders of one config (one per training seed) into a JSON record (the claims of
+``results/claims.csv`` or the cells of a results table, the commit, the machine, the wall time
+and peak memory of each run), checked in as ``docs/runs/NAME.json``. :func:`render` turns the
+record into Markdown, which :func:`replace_block` puts between the markers
+``<!-- measured-run NAME -->`` and ``<!-- /measured-run NAME -->`` of the page
+(``scripts/measured_run.py`` does both). ``tests/docs/test_measured_runs.py`` fails when a
+block differs from its record's rendering or quotes a number its record does not hold
+(:func:`unheld`).
+
+With several seeds the record holds each seed's numbers and, per claim (or table cell), the
+standard deviation over seeds; the *seed-noise band* is twice the largest of them (see
+:mod:`polymnesia.experiments.seeds`).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import os
+import platform
+import re
+import statistics
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from polymnesia.errors import DataError
+
+#: the record format (bump when fields change meaning)
+VERSION = 1
+#: verdicts of claims that were not tested (their effects measure nothing): left out of spreads
+SET_ASIDE = ("not testable", "not applicable")
+_NUMBER = re.compile(r"(?<![\w.])[+\-−]?\d[\d,]*\.\d+")
+_EFFECT = re.compile(r"([+\-−]?\d+\.\d+) \[([+\-−]?\d+\.\d+), ([+\-−]?\d+\.\d+)\]")
+
+
+def _float(text: str) -> float:
+    return float(text.replace("−", "-").replace(",", ""))
+
+
+def parse_gnu_time(path: Path) -> tuple[float, float]:
+    """``(wall seconds, peak RSS in MB)`` from a ``/usr/bin/time -v`` report."""
+    text = path.read_text(encoding="utf-8")
+    wall = re.search(r"Elapsed \(wall clock\) time.*?: ((?:\d+:)?\d+:\d+(?:\.\d+)?)", text)
+    rss = re.search(r"Maximum resident set size \(kbytes\): (\d+)", text)
+    if not wall or not rss:
+        raise DataError(f"{path} is not a /usr/bin/time -v report (no wall time or peak RSS)")
+    parts = [float(p) for p in wall.group(1).split(":")]
+    seconds = sum(p * 60**i for i, p in enumerate(reversed(parts)))
+    return seconds, int(rss.group(1)) / 1024
+
+
+def read_claims(run_dir: Path) -> list[dict[str, Any]]:
+    """The claims of a run folder's ``results/claims.csv``: statement, verdict, effect, interval, n."""
+    path = run_dir / "results" / "claims.csv"
+    if not path.is_file():
+        return []
+    out = []
+    with path.open(encoding="utf-8") as f:
+        for row in csv.DictReader(f):
+            m = _EFFECT.search(row.get("Effect [95% CI]", ""))
+            out.append(
+                {
+                    "claim": row["Claim (paper)"],
+                    "verdict": row["Verdict"].split(" ", 1)[-1].split(":")[0],
+                    "effect": _float(m.group(1)) if m else None,
+                    "low": _float(m.group(2)) if m else None,
+                    "high": _float(m.group(3)) if m else None,
+                    "n": int(row["n"]) if row.get("n", "").isdigit() else None,
+                }
+            )
+    return out
+
+
+def read_table(run_dir: Path, name: str) -> list[dict[str, Any]]:
+    """The numeric cells of ``results/NAME.csv``: one dict per row, numbers as floats."""
+    path = run_dir / "results" / f"{name}.csv"
+    if not path.is_file():
+        raise DataError(f"no table {path}; tables of this run: {_tables(run_dir)}")
+    with path.open(encoding="utf-8") as f:
+        rows = list(csv.reader(f))
+    header, body = rows[0], rows[1:]
+    out = []
+    for row in body:
+        cells: dict[str, Any] = {"row": row[0]}
+        for key, cell in zip(header[1:], row[1:], strict=False):
+            try:
+                cells[key] = round(_float(cell), 6)
+            except ValueError:
+                continue
+        out.append(cells)
+    return out
+
+
+def _tables(run_dir: Path) -> str:
+    return ", ".join(sorted(p.stem for p in (run_dir / "results").glob("*.csv"))) or "none"
+
+
+def _machine(machine: str | None) -> str:
+    if machine:
+        return machine
+    return f"{platform.system()} {platform.machine()}, {os.cpu_count()} CPU cores"
+
+
+def record_runs(
+    name: str,
+    config: str,
+    run_dirs: Sequence[Path],
+    *,
+    seeds: Sequence[int],
+    commit: str,
+    date: str,
+    times: Sequence[tuple[float, float] | None] = (),
+    machine: str | None = None,
+    table: str | None = None,
+    note: str = "",
+) -> dict[str, Any]:
+    """The record of ``run_dirs`` (one per seed in ``seeds``) of ``config`` at ``commit``."""
+    if len(run_dirs) != len(seeds) or not run_dirs:
+        raise DataError(f"give one run folder per seed: {len(run_dirs)} folders, seeds {seeds}")
+    runs = []
+    for i, (run_dir, seed) in enumerate(zip(run_dirs, seeds, strict=True)):
+        measured = times[i] if i < len(times) else None
+        wall, rss = measured if measured is not None else (None, None)
+        runs.append(
+            {
+                "seed": seed,
+                "wall_s": None if wall is None else round(wall, 1),
+                "peak_rss_mb": None if rss is None else round(rss),
+                "claims": read_claims(run_dir),
+                "table": read_table(run_dir, table) if table else [],
+            }
+        )
+    record: dict[str, Any] = {
+        "version": VERSION,
+        "name": name,
+        "config": config,
+        "commit": commit,
+        "date": date,
+        "machine": _machine(machine),
+        "table_name": table,
+        "note": note,
+        "runs": runs,
+    }
+    record["spread"] = seed_spread(record)
+    return record
+
+
+def _series(record: Mapping[str, Any]) -> dict[str, list[float]]:
+    """Each tested claim's effect (or table cell) per seed, keyed by claim or ``row / column``."""
+    out: dict[str, list[float]] = {}
+    for run in record["runs"]:
+        for c in run["claims"]:
+            if c["effect"] is not None and c["verdict"] not in SET_ASIDE:
+                out.setdefault(c["claim"], []).append(c["effect"])
+        for row in run["table"]:
+            for key, value in row.items():
+                if key != "row" and isinstance(value, float):
+                    out.setdefault(f"{row['row']} / {key}", []).append(value)
+    return out
+
+
+def seed_spread(record: Mapping[str, Any]) -> dict[str, Any]:
+    """Per claim (or cell) the sample standard deviation over seeds, and the band: twice the
+    largest of them (None with one seed)."""
+    n = len(record["runs"])
+    sds = {
+        k: round(statistics.stdev(v), 4)
+        for k, v in _series(record).items()
+        if n >= 2 and len(v) == n
+    }
+    band = round(2 * max(sds.values()), 4) if sds else None
+    return {"n_seeds": n, "sd": sds, "band": band}
+
+
+# ------------------------------------------------------------------ rendering
+
+
+def _num(x: float | None, fmt: str = "+.3f") -> str:
+    return "–" if x is None or not math.isfinite(x) else format(x, fmt)
+
+
+def _duration(seconds: float | None) -> str:
+    if seconds is None:
+        return "not recorded"
+    m, s = divmod(round(seconds), 60)
+    return f"{m} min {s} s" if m else f"{s} s"
+
+
+def render(record: Mapping[str, Any]) -> str:
+    """The Markdown of a measured-run section (what sits between the markers)."""
+    runs = record["runs"]
+    seeds = ", ".join(str(r["seed"]) for r in runs)
+    lines = [
+        f"`{record['config']}`, seed{'s' if len(runs) > 1 else ''} {seeds}; commit "
+        f"{record['commit'][:7]}, {record['date']}, {record['machine']}. Generated by "
+        f"`scripts/measured_run.py` from the run folders (data: `docs/runs/{record['name']}.json`).",
+        "",
+        "| seed | wall time | peak RSS |",
+        "|---|---|---|",
+    ]
+    for r in runs:
+        rss = "not recorded" if r["peak_rss_mb"] is None else f"{r['peak_rss_mb']} MB"
+        lines.append(f"| {r['seed']} | {_duration(r['wall_s'])} | {rss} |")
+    spread = record["spread"]
+    if any(r["claims"] for r in runs):
+        head = " | ".join(f"seed {r['seed']}" for r in runs)
+        lines += ["", f"| claim | {head} | sd over seeds |", "|---|" + "---|" * (len(runs) + 1)]
+        for i, c in enumerate(runs[0]["claims"]):
+            cells = []
+            for r in runs:
+                o = r["claims"][i] if i < len(r["claims"]) else None
+                cells.append(
+                    "–"
+                    if o is None
+                    else f"{_num(o['effect'])} [{_num(o['low'])}, {_num(o['high'])}] {o['verdict']}"
+                )
+            sd = spread["sd"].get(c["claim"])
+            lines.append(f"| {c['claim']} | {' | '.join(cells)} | {_num(sd, '.4f')} |")
+    if record.get("table_name") and any(r["table"] for r in runs):
+        lines += ["", f"Table `{record['table_name']}`, cell by seed (sd over seeds):", ""]
+        for key, values in _series({"runs": [{**r, "claims": []} for r in runs]}).items():
+            shown = " / ".join(_num(v, ".4f") for v in values)
+            lines.append(f"- {key}: {shown} (sd {_num(spread['sd'].get(key), '.4f')})")
+    if spread["band"] is not None:
+        lines += [
+            "",
+            f"Seed-noise band (twice the largest sd over {spread['n_seeds']} seeds): "
+            f"**±{spread['band']:.4f}**.",
+        ]
+    if record.get("note"):
+        lines += ["", record["note"]]
+    return "\n".join(lines)
+
+
+def markers(name: str) -> tuple[str, str]:
+    return f"<!-- measured-run {name} -->", f"<!-- /measured-run {name} -->"
+
+
+def replace_block(text: str, name: str, block: str) -> str:
+    """``text`` with the block between ``name``'s markers replaced by ``block``."""
+    start, end = markers(name)
+    if text.count(start) != 1 or text.count(end) != 1:
+        raise DataError(f"the page needs exactly one '{start}' and one '{end}' line")
+    head, rest = text.split(start, 1)
+    _, tail = rest.split(end, 1)
+    return f"{head}{start}\n{block}\n{end}{tail}"
+
+
+def block_of(text: str, name: str) -> str | None:
+    """The text between ``name``'s markers (None when the page has none)."""
+    start, end = markers(name)
+    if start not in text or end not in text:
+        return None
+    return text.split(start, 1)[1].split(end, 1)[0].strip("\n")
+
+
+def held_numbers(record: Mapping[str, Any]) -> set[str]:
+    """Every number a record holds, as the strings a page may quote it by (3 and 4 decimals,
+    with and without a sign)."""
+    values: list[float] = []
+
+    def walk(node: Any) -> None:
+        if isinstance(node, bool):
+            return
+        if isinstance(node, (int, float)):
+            values.append(float(node))
+        elif isinstance(node, Mapping):
+            for v in node.values():
+                walk(v)
+        elif isinstance(node, list):
+            for v in node:
+                walk(v)
+
+    walk(record)
+    out = set()
+    for v in values:
+        for fmt in (".1f", ".2f", ".3f", ".4f"):
+            text = format(v, fmt)
+            out |= {text, text.lstrip("-"), format(v, "+" + fmt)}
+    return out
+
+
+def unheld(text: str, record: Mapping[str, Any]) -> list[str]:
+    """The decimal numbers quoted in ``text`` that ``record`` does not hold."""
+    held = held_numbers(record)
+    found = [m.group(0).replace("−", "-").replace(",", "") for m in _NUMBER.finditer(text)]
+    return [x for x in found if x not in held and x.lstrip("+") not in held]
+
+
+def write_record(path: Path, record: Mapping[str, Any]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(record, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+
+
+def read_record(path: Path) -> dict[str, Any]:
+    try:
+        record = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as e:
+        raise DataError(f"{path}: not a measured-run record ({e})") from None
+    if record.get("version") != VERSION:
+        raise DataError(f"{path}: record version {record.get('version')}, expected {VERSION}")
+    return dict(record)

@@ -1,0 +1,105 @@
+"""Docs numbers tied to their runs: each measured-run block is its record's rendering, and
+quotes no number the record does not hold; measured bands in the code match their records."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from polymnesia.errors import DataError
+from polymnesia.experiments.seeds import SEED_NOISE_BANDS
+from polymnesia.reports.measured import (
+    block_of,
+    parse_gnu_time,
+    read_record,
+    render,
+    replace_block,
+    seed_spread,
+    unheld,
+)
+
+ROOT = Path(__file__).resolve().parents[2]
+RECORDS = sorted((ROOT / "docs" / "runs").glob("*.json"))
+PAGES = sorted((ROOT / "docs").glob("*.md"))
+#: a measured-run heading whose numbers no record holds must say so in this marker
+STALE = re.compile(r"<!-- measured-run stale: (?P<why>[^>]+) -->")
+
+
+def _page_of(name: str) -> tuple[Path, str]:
+    hits = [(p, b) for p in PAGES if (b := block_of(p.read_text(encoding="utf-8"), name))]
+    assert len(hits) == 1, f"docs/runs/{name}.json: {len(hits)} pages carry its block"
+    return hits[0]
+
+
+def test_there_are_records() -> None:
+    assert RECORDS, "docs/runs/ holds no measured-run record"
+
+
+@pytest.mark.parametrize("path", RECORDS, ids=lambda p: p.stem)
+def test_each_block_is_its_record_rendered_and_quotes_only_its_numbers(path: Path) -> None:
+    record = read_record(path)
+    page, block = _page_of(record["name"])
+    assert block == render(record), (
+        f"{page.name}: the block of {record['name']} is not its record's rendering; "
+        f"run python scripts/measured_run.py {record['name']} --doc {page} --render-only"
+    )
+    assert unheld(block, record) == []
+    assert record["spread"] == seed_spread(record)
+
+
+@pytest.mark.parametrize("path", [p for p in RECORDS if p.stem.startswith("seed_noise_")])
+def test_measured_seed_noise_bands_are_the_recorded_ones(path: Path) -> None:
+    record = read_record(path)
+    protocol = record["name"].removeprefix("seed_noise_")
+    if not any(run["claims"] for run in record["runs"]):
+        return  # a protocol without claims: the band is documentation only
+    band = SEED_NOISE_BANDS[protocol]
+    assert band.band == record["spread"]["band"] and band.n_seeds == record["spread"]["n_seeds"]
+    assert band.commit == record["commit"] and band.config == record["config"]
+    assert dict(band.per_claim) == {k: round(2 * v, 4) for k, v in record["spread"]["sd"].items()}
+
+
+def _sections(text: str) -> list[tuple[str, str]]:
+    parts = re.split(r"^(#{2,3} .*)$", text, flags=re.M)
+    return [(parts[i], parts[i + 1]) for i in range(1, len(parts) - 1, 2)]
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.stem)
+def test_every_measured_run_section_is_generated_or_marked_stale(page: Path) -> None:
+    text = page.read_text(encoding="utf-8")
+    for heading, body in _sections(text):
+        if "measured run" not in heading.lower():
+            continue
+        generated = re.search(r"<!-- measured-run (?!stale:)\S+ -->", body)
+        assert generated or STALE.search(body), (
+            f"{page.name}, '{heading}': a measured-run section is generated from a record "
+            "(scripts/measured_run.py) or marked '<!-- measured-run stale: WHY -->'"
+        )
+
+
+def test_a_number_the_record_does_not_hold_is_found() -> None:
+    record = {"runs": [{"claims": [{"effect": -0.043, "low": -0.053, "high": -0.032}]}]}
+    assert unheld("CBT -0.043 [-0.053, -0.032], 2 of 7 claims", record) == []
+    assert unheld("CBT -0.043 [-0.053, -0.031]", record) == ["-0.031"]
+    assert unheld("an effect of +0.019", record) == ["+0.019"]
+
+
+def test_blocks_are_replaced_between_their_markers_only() -> None:
+    text = "a\n<!-- measured-run x -->\nold\n<!-- /measured-run x -->\nb"
+    assert replace_block(text, "x", "new") == text.replace("old", "new")
+    with pytest.raises(DataError, match="exactly one"):
+        replace_block("no markers", "x", "new")
+
+
+def test_gnu_time_reports_are_read(tmp_path: Path) -> None:
+    report = tmp_path / "t.txt"
+    report.write_text(
+        "\tElapsed (wall clock) time (h:mm:ss or m:ss): 1:02:03.5\n"
+        "\tMaximum resident set size (kbytes): 2097152\n"
+    )
+    assert parse_gnu_time(report) == (3723.5, 2048.0)
+    report.write_text("nothing")
+    with pytest.raises(DataError, match="not a /usr/bin/time -v report"):
+        parse_gnu_time(report)
