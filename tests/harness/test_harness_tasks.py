@@ -157,7 +157,7 @@ def test_lm_eval_indexes_every_shipped_name() -> None:
 def test_ls_tasks(capsys: pytest.CaptureFixture[str]) -> None:
     from polymnesia.cli.main import main
 
-    assert main(["ls", "tasks"]) == 0
+    assert main(["ls", "lm-eval-tasks"]) == 0
     out = capsys.readouterr().out
-    assert out.startswith("tasks:\n")
+    assert out.startswith("lm-eval-tasks:\n")
     assert "poly_ifeval_en" in out and "(paper 002: IFEval)" in out

@@ -212,7 +212,7 @@ def test_shipped_configs_pass_the_new_checks(isolated_cache, capsys):  # type: i
 
 
 def test_run_record_check_reads_only_json_objects(tmp_path):  # type: ignore[no-untyped-def]
-    from polymnesia.cli.checks import check_run_record
+    from polymnesia.experiments.preflight import check_run_record
 
     (tmp_path / "run.json").write_text(json.dumps({"stages": {}}))
     check_run_record(tmp_path)
@@ -250,8 +250,8 @@ def test_lora_rank_is_checked_against_a_local_model_folder(isolated_cache, tmp_p
 def test_a_translation_task_needs_english_in_the_data_too() -> None:
     from types import SimpleNamespace
 
-    from polymnesia.cli.checks import _check_harness_languages
     from polymnesia.errors import ConfigError
+    from polymnesia.experiments.preflight import _check_harness_languages
 
     def specs(languages: list[str]) -> list[SimpleNamespace]:
         data = SimpleNamespace(name="data", kind="data", inputs={},

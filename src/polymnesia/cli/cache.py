@@ -30,8 +30,8 @@ def add_parser(sub: Any) -> None:
     )
     c.add_argument(
         "--only",
-        metavar="ROLES",
-        help="verify --run, export --run: only stages of these roles (e.g. data)",
+        metavar="CATEGORIES",
+        help="verify --run, export --run: only stages of these stage categories (e.g. data)",
     )
     c.add_argument("--partial", action="store_true", help="prune: also interrupted entries")
     c.add_argument(

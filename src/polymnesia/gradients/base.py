@@ -105,7 +105,9 @@ class Combiner:
         self.weights = None
 
 
-COMBINERS: Registry[type[Combiner]] = Registry("combiner", "combiners", "polymnesia.gradients")
+COMBINERS: Registry[type[Combiner]] = Registry(
+    "combiner", "gradient-combiners", "polymnesia.gradients"
+)
 
 
 def get_combiner(name: str, **options: Any) -> Combiner:

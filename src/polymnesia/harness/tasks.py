@@ -230,7 +230,7 @@ class HarnessTask:
         return "EA" if self.lang == "en" else "MA"
 
 
-HARNESS_TASKS: Registry[HarnessTask] = Registry("harness task", "tasks")
+HARNESS_TASKS: Registry[HarnessTask] = Registry("harness task", "lm-eval-tasks")
 for _fam in FAMILIES.values():
     for _lang in _fam.languages:
         _t = HarnessTask(f"{_fam.name}_{_lang}", _fam.name, _lang)

@@ -116,7 +116,7 @@ StepFn = Callable[[LoopState, list[dict[str, torch.Tensor]]], torch.Tensor]
 
 #: methods that plug into the loop, chosen by name in a stage's ``plugins`` list
 PLUGINS: Registry[type[TrainingPlugin]] = Registry(
-    "training plugin", "plugins", "polymnesia.methods"
+    "training plugin", "training-plugins", "polymnesia.methods"
 )
 
 

@@ -1,17 +1,29 @@
-"""What ``validate``, ``run --dry-run`` and ``run`` refuse before any stage runs, beyond the
-config's own validation: settings that a stage would refuse only when it runs (after the
-stages before it trained), checked here against what is known without data or downloads.
+"""What ``run``, ``validate``, ``plan`` and ``run --dry-run`` check before any stage runs,
+in one place: the command line calls these, and tests call them directly.
 
-- :func:`check_settings`: ``instruct.fields`` and instruction-set ``fields`` name known roles;
-  the poly_* lm-eval tasks of a harness stage are in languages its data stage prepares; a
-  token or span task without ``constructed`` is not set on a source whose records carry
-  only a label; a LoRA rank fits the model's layers and a freezing ``pattern`` matches a
-  weight matrix of the model, where the model is known without a download (a preset, or a
-  local folder with a ``config.json``, built on the meta device: no memory, no weights).
+- :func:`build_specs`: a protocol's stages from its config, a validation error raised while
+  building them as one line, and data languages the source lacks refused;
+- :func:`check_config`: what ``validate`` does for one config file (load, build, check the
+  settings and lm-eval task names, plan the stages);
+- :func:`check_settings`: settings that a stage would refuse only when it runs (after the
+  stages before it trained), checked against what is known without data or downloads:
+  ``instruct.fields`` and instruction-set ``fields`` name known roles; the poly_* lm-eval
+  tasks of a harness stage are in languages its data stage prepares; a token or span task
+  without ``constructed`` is not set on a source whose records carry only a label; a LoRA
+  rank fits the model's layers and a freezing ``pattern`` matches a weight matrix of the
+  model, where the model is known without a download (a preset, or a local folder with a
+  ``config.json``, built on the meta device: no memory, no weights);
+- :func:`check_harness_names`: lm-eval task names that polymnesia does not ship are in
+  lm-eval's task index;
+- :func:`preflight`: what the config asks of this machine (precision, attention kernel,
+  trackers), before ``run`` trains anything;
+- :func:`check_remote_code`: ``trust_remote_code: true`` only with ``--trust-remote-code``;
 - :func:`check_run_dir_place`: a run folder is not under ``/proc``, ``/sys`` or ``/dev`` and
-  its nearest existing folder is writable.
+  its nearest existing folder is writable;
 - :func:`check_run_record`: a run folder's ``run.json``, when there is one, is a JSON object
   (``run`` and ``compare``).
+
+Each refusal is one line naming what is wrong and what is accepted.
 """
 
 from __future__ import annotations
@@ -23,7 +35,29 @@ import re
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
+from polymnesia.config.base import submodels
+from polymnesia.config.loader import format_validation_error
+from polymnesia.data.catalog import check_known_languages
+from polymnesia.data.config import DataConfig
 from polymnesia.errors import ConfigError, PolymnesiaError
+from polymnesia.experiments.base import EXPERIMENTS
+from polymnesia.experiments.loading import load_config
+from polymnesia.experiments.two_phase.config import INSTRUCT
+from polymnesia.harness.tasks import HARNESS_TASKS, check_tasks, expand, hub_offline, is_shipped
+from polymnesia.instructions.hub import ROLES
+from polymnesia.models import ModelConfig
+from polymnesia.models.build import check_attention
+from polymnesia.models.lora import LoraConfig, check_rank
+from polymnesia.pipeline.runner import plan
+from polymnesia.pipeline.stage import StageSpec
+from polymnesia.stages.instruct import InstructConfig
+from polymnesia.stages.instruction_data import InstructionSetConfig
+from polymnesia.tasks.config import TaskConfig
+from polymnesia.training.config import TrainConfig, check_precision
+from polymnesia.training.trackers import check_trackers
+from polymnesia.trust import allow_remote_code
 
 #: file systems that are views of the kernel, not places for a run's files
 PSEUDO_ROOTS = (Path("/proc"), Path("/sys"), Path("/dev"))
@@ -90,8 +124,8 @@ def check_run_record(run_dir: Path, advice: str = "") -> None:
 
 
 def check_settings(cfg: Any, specs: list[Any], source: str) -> None:
-    """Every check of this module's docstring's first item, one :class:`ConfigError` line
-    prefixed with ``config SOURCE:``."""
+    """The settings a stage would refuse late (this module's docstring lists them), one
+    :class:`ConfigError` line prefixed with ``config SOURCE:``."""
     try:
         _check_fields(cfg)
         _check_harness_languages(specs)
@@ -102,11 +136,6 @@ def check_settings(cfg: Any, specs: list[Any], source: str) -> None:
 
 
 def _check_fields(cfg: Any) -> None:
-    from polymnesia.config.base import submodels
-    from polymnesia.instructions.hub import ROLES
-    from polymnesia.stages.instruct import InstructConfig
-    from polymnesia.stages.instruction_data import InstructionSetConfig
-
     for path, node in submodels(cfg):
         if isinstance(node, InstructConfig):
             accepted: tuple[str, ...] = INSTRUCT_ROLES
@@ -125,8 +154,6 @@ def _check_fields(cfg: Any) -> None:
 def _check_harness_languages(specs: list[Any]) -> None:
     """A poly_* task reads its documents from its stage's data input: its language must be one
     that data stage prepares (else the harness stage stops after every model trained)."""
-    from polymnesia.harness.tasks import HARNESS_TASKS, expand
-
     by_name = {s.name: s for s in specs}
     for spec in specs:
         if spec.kind != "evaluate_harness" or "data" not in spec.inputs:
@@ -149,10 +176,6 @@ def _check_harness_languages(specs: list[Any]) -> None:
 def _check_task_kinds(cfg: Any) -> None:
     """A token or span task needs records with tags or answers: a source whose records carry
     only a label has none, unless the task is ``constructed`` from labelled verses."""
-    from polymnesia.config.base import submodels
-    from polymnesia.data.config import DataConfig
-    from polymnesia.tasks.config import TaskConfig
-
     default = getattr(cfg, "data", None)
     for path, node in submodels(cfg):
         if not isinstance(node, TaskConfig) or node.kind == "sequence" or node.constructed:
@@ -173,9 +196,6 @@ def _check_task_kinds(cfg: Any) -> None:
 def _candidate_models(cfg: Any) -> list[Any]:
     """The model configs (or folder names) of the models this config trains: its model
     sections (each preset of ``sizes``), and ``instruct_model``."""
-    from polymnesia.config.base import submodels
-    from polymnesia.models import ModelConfig
-
     models: list[Any] = []
     for _, node in submodels(cfg):
         if isinstance(node, ModelConfig) and node not in models:
@@ -192,8 +212,6 @@ def skeleton(model: Any) -> Any:
     """The model of ``model`` (a :class:`~polymnesia.models.ModelConfig` or a folder name) on
     the meta device, or None when it cannot be known without a download or remote code."""
     import torch
-
-    from polymnesia.models import ModelConfig
 
     name = model.name_or_path if isinstance(model, ModelConfig) else model
     try:
@@ -219,11 +237,6 @@ def skeleton(model: Any) -> Any:
 
 
 def _check_model_settings(cfg: Any) -> None:
-    from polymnesia.config.base import submodels
-    from polymnesia.models.lora import LoraConfig, check_rank
-    from polymnesia.stages.instruct import InstructConfig
-    from polymnesia.training.config import TrainConfig
-
     checks: list[tuple[str, list[Any], int | None, LoraConfig | None, str | None]] = []
     models = _candidate_models(cfg)
     trained = [m for m in models if not isinstance(m, str)] or models
@@ -241,8 +254,6 @@ def _check_model_settings(cfg: Any) -> None:
             checks.append((f"ranks.{i}", trained, rank, lora, None))
     m = getattr(cfg, "mitigation", None)
     if m is not None and getattr(cfg, "pairs", None):
-        from polymnesia.experiments.two_phase.config import INSTRUCT
-
         phase1 = cfg.pairs[m.pair].phase1
         tuned = [cfg.instruct_model if phase1 == INSTRUCT else cfg.base.model]
         if m.lora_rank is not None:
@@ -275,3 +286,84 @@ def _check_model_settings(cfg: Any) -> None:
 
 def _describe(model: Any) -> str:
     return model if isinstance(model, str) else model.describe()
+
+
+# -- stages, machine and trust -------------------------------------------------------
+
+
+def build_specs(exp: Any, cfg: Any, source: str) -> list[Any]:
+    """``exp.build(cfg)``, with a validation error raised while building turned into one line."""
+    try:
+        specs = list(exp.build(cfg))
+    except ValidationError as e:
+        raise ConfigError(format_validation_error(e, exp.Config, source)) from None
+    for spec in specs:  # a language the source lacks: refused now, not at its data stage
+        if spec.kind == "prepare_data":
+            d = spec.params.data
+            check_known_languages(d.source, d.options, spec.params.languages, f"config {source}")
+    return specs
+
+
+def check_config(path: str, overrides: list[str] | None = None) -> tuple[Any, list[StageSpec]]:
+    """``validate`` for one config file: its config and stages, after every check that needs
+    no data, no download and no model (one line for the first problem)."""
+    cfg = load_config(path, overrides or [])
+    specs = build_specs(EXPERIMENTS.get(cfg.experiment), cfg, path)
+    check_settings(cfg, specs, path)
+    check_harness_names(specs)
+    plan(specs)
+    return cfg, specs
+
+
+def check_remote_code(cfg: Any, allowed: bool) -> None:
+    """A config may ask for trust_remote_code; only ``--trust-remote-code`` (``allowed``)
+    grants it."""
+
+    def asked(node: Any, path: str) -> str | None:
+        if isinstance(node, dict):
+            for k, v in node.items():
+                key = f"{path}.{k}" if path else str(k)
+                if k == "trust_remote_code" and v is True:
+                    return key
+                if found := asked(v, key):
+                    return found
+        elif isinstance(node, list):
+            for i, v in enumerate(node):
+                if found := asked(v, f"{path}.{i}"):
+                    return found
+        return None
+
+    key = asked(cfg.model_dump(mode="json"), "")
+    if key and not allowed:
+        raise PolymnesiaError(
+            f"'{key}: true' asks to run code from a model, tokenizer or dataset repository; "
+            "polymnesia runs such code only when the command line says so: add --trust-remote-code"
+        )
+    allow_remote_code(allowed)
+
+
+def preflight(cfg: Any, device_type: str, source: str, specs: list[Any] | None = None) -> None:
+    """What the config asks of this machine, checked before any stage runs (one line each):
+    fp16 training needs an accelerator, an attention kernel what it runs on
+    (:func:`~polymnesia.models.build.check_attention`), a tracker its package, and the
+    lm-eval tasks of ``specs``' harness stages that are not polymnesia's must be in lm-eval's
+    task index (a few seconds, so here rather than whenever a config is read; an unknown
+    name would otherwise stop the run at its harness stage, after all its training)."""
+    check_precision(cfg, device_type, f"config {source}")
+    check_trackers(cfg, f"config {source}")
+    for path, node in submodels(cfg):
+        kernel = getattr(node, "attn_implementation", None)
+        if isinstance(kernel, str):
+            key = f"{path}.attn_implementation" if path else "attn_implementation"
+            check_attention(kernel, device_type, f"config {source}: {key}")
+    check_harness_names(specs or [])
+
+
+def check_harness_names(specs: list[Any]) -> None:
+    """The lm-eval tasks of ``specs``' harness stages that polymnesia does not ship must be in
+    lm-eval's task index (read by ``run``'s preflight and by ``validate``)."""
+    tasks = sorted(
+        {t for spec in specs if spec.kind == "evaluate_harness" for t in spec.params.tasks}
+    )
+    if any(not is_shipped(t) for t in tasks):
+        check_tasks(tasks, hub_offline(), verify_online=True)

@@ -1,0 +1,71 @@
+"""``polymnesia ls [CATEGORY]``: what is registered, by category.
+
+Every registry appears by itself (:func:`polymnesia.registry.all_registries`). Names that
+meant two or three things have one meaning each: ``training-plugins`` (what
+``train.plugins`` takes), ``continual-methods`` (paper 004's methods table, the lifelong
+protocol's ``methods:``), ``gradient-combiners`` (``lf_mlf``'s per-language gradient
+combiners), ``lm-eval-tasks`` (the tasks ``harness.tasks`` takes). The stages list shows
+each stage's *category* (what ``run --only`` selects), not to be confused with the *input
+roles* a stage reads. The old spellings (``plugins``, ``methods``, ``combiners``,
+``tasks``) are still accepted, with a one-line note."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+#: categories as they were spelled before each name had one meaning -> their name now
+RENAMED = {
+    "plugins": "training-plugins",
+    "methods": "continual-methods",
+    "combiners": "gradient-combiners",
+    "tasks": "lm-eval-tasks",
+}
+
+
+def add_parser(sub: Any) -> None:
+    ls = sub.add_parser("ls", help="list what is registered")
+    ls.add_argument(
+        "what",
+        nargs="?",
+        metavar="CATEGORY",
+        help="experiments, stages, sources, languages, metrics, presets, gradient-combiners, "
+        "training-plugins, continual-methods, lm-eval-tasks, inits (default: all)",
+    )
+    ls.set_defaults(fn=cmd_ls)
+
+
+def registries() -> dict[str, Any]:
+    """Every registry, by category. Importing the protocols imports every layer below them,
+    so every registry exists (and each loads its own entries on first use)."""
+    import polymnesia.experiments  # noqa: F401  (start-up cost: imported when needed)
+    from polymnesia.registry import all_registries
+
+    return all_registries()
+
+
+def category_name(what: str) -> str:
+    """``what`` as typed, or its name now (with a one-line note on standard error)."""
+    if what in RENAMED:
+        print(f"polymnesia: note: '{what}' is now called '{RENAMED[what]}'", file=sys.stderr)
+        return RENAMED[what]
+    return what
+
+
+def cmd_ls(args: argparse.Namespace) -> int:
+    from polymnesia.errors import unknown
+
+    regs = registries()
+    categories = [category_name(args.what)] if args.what else list(regs)
+    for cat in categories:
+        if cat not in regs:
+            raise unknown("category", cat, regs)
+        print(f"{cat}:")
+        for entry in regs[cat]:
+            if cat == "stages":  # the stage category: what `run --only` selects
+                category = getattr(entry.obj, "role", "")
+                print(f"  {entry.name:22s} {category:11s} {entry.description}")
+            else:
+                print(f"  {entry.name:22s} {entry.description}")
+    return 0
