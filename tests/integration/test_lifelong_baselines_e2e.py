@@ -54,3 +54,7 @@ def test_baseline_arms_run_beside_vanilla_without_changing_it(
     report = (run / "report.md").read_text()
     for label in ("EWC", "LwF", "L2-SP", "MERGE"):
         assert f"| {label} |" in report
+        # judged against VANILLA on forgetting, in the claims block with the paper's claims
+        assert f"{label} forgets less than VANILLA (higher CBT)" in report
+    claims = (run / "results" / "claims.csv").read_text()
+    assert "CBT(EWC) − CBT(VANILLA)" in claims

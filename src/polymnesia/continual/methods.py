@@ -70,11 +70,17 @@ class Method:
     #: (:mod:`polymnesia.continual.replay`; the config's ``replay`` section)
     replay: bool = False
 
+    @property
+    def against_forgetting(self) -> bool:
+        """A forgetting baseline (regularisation, merging or replay; docs/baselines.md),
+        judged against VANILLA on forgetting."""
+        return self.baseline is not None or self.merge_new is not None or self.replay
+
     def uses_lora(self, rank: int | None) -> bool:
         return self.lora if self.lora is not None else rank is not None
 
 
-METHODS: Registry[Method] = Registry("continual-learning method", "continual-methods")
+METHODS: Registry[Method] = Registry("continual-learning method", "methods")
 
 
 def _register(method: Method, description: str) -> None:

@@ -20,6 +20,7 @@ import numpy as np
 from polymnesia.continual.analysis import RESOURCE_COLUMNS, group_means, hop_average, ranking
 from polymnesia.continual.resample import Replicates
 from polymnesia.experiments.lifelong.claims import (
+    baseline_claims,
     baselines,
     learned_arms,
     method_claims,
@@ -237,7 +238,7 @@ def build_report(cfg: LifelongConfig, run_dir: Path) -> Path:
     rep = Report(f"{cfg.name}: sequential learning over {len(cfg.languages)} languages (paper 004)")
     rep.paragraph(_intro(cfg, arms, ev) + " " + variance_note(cfg))
     ok = learned_arms(arms, ev, cfg.task.metric)
-    claims = method_claims(arms, m, ok)
+    claims = method_claims(arms, m, ok) + baseline_claims(arms, m, ok)
     for arm in (a for a in arms if a.method == "vanilla"):
         claims += script_claims(arm, orders, hops, ev, ok)
     claims = correct(with_seed_band(claims, cfg))
