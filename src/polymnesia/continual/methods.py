@@ -80,7 +80,7 @@ class Method:
         return self.lora if self.lora is not None else rank is not None
 
 
-METHODS: Registry[Method] = Registry("continual-learning method", "methods")
+METHODS: Registry[Method] = Registry("continual-learning method", "continual-methods")
 
 
 def _register(method: Method, description: str) -> None:
