@@ -12,7 +12,7 @@ import pytest
 from pydantic import ValidationError
 
 from polymnesia.config.base import renamed
-from polymnesia.errors import ConfigWarning
+from polymnesia.errors import ConfigError, ConfigWarning
 from polymnesia.experiments import EXPERIMENTS, load_config
 from polymnesia.stages.finetune import FinetuneEvalConfig
 
@@ -73,3 +73,34 @@ def test_renamed_limits_keep_the_fine_tuning_fingerprints(tmp_path: Path) -> Non
     # the renamed key enters the fingerprint: another value, another entry
     other = load_config(smoke, ["evaluation.max_texts_per_lang=17"])
     assert _fingerprints(other) != _fingerprints(new)
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "value"),
+    [
+        ("eval_batch_size", "batch_size", 32),
+        ("eval_precision", "precision", "bf16"),
+    ],
+)
+def test_lifelong_flat_eval_keys_are_the_evaluate_section(old: str, new: str, value: Any) -> None:
+    smoke = CONFIGS / "lifelong_smoke.yaml"
+    with pytest.warns(ConfigWarning, match=rf"^{old} is now evaluate\.{new}; the old name"):
+        cfg = load_config(smoke, [f"{old}={value}"])
+    assert getattr(cfg.evaluate, new) == value
+
+
+def test_an_old_and_a_new_name_together_are_one_line() -> None:
+    with pytest.raises(ConfigError) as e:
+        load_config(CONFIGS / "lifelong_smoke.yaml", ["eval_per_lang=12"])
+    msg = str(e.value)
+    assert "eval_per_lang is the old name of evaluate.max_texts_per_lang" in msg
+    assert "\n" not in msg
+
+
+def test_lifelong_old_eval_keys_keep_the_fingerprints(tmp_path: Path) -> None:
+    new = load_config(CONFIGS / "lifelong_smoke.yaml")
+    old = _old_config(
+        tmp_path, "lifelong_smoke.yaml", ("evaluate: {max_texts_per_lang: 16}", "eval_per_lang: 16")
+    )
+    assert old.evaluate == new.evaluate
+    assert _fingerprints(old) == _fingerprints(new)

@@ -71,7 +71,7 @@ SHRINK: dict[str, list[str]] = {
     ],
     "lifelong": [
         *DATA, *_base("base."), "languages=[en,fr,de,sw]", "hops=2", "train_per_lang=16",
-        "eval_per_lang=8", "eval_batch_size=8", "full.batch_size=8",
+        "evaluate.max_texts_per_lang=8", "evaluate.batch_size=8", "full.batch_size=8",
         "full.early_stopping={max_epochs: 2, patience: 1}", "lora_hyper.batch_size=8",
         "lora_hyper.early_stopping={max_epochs: 2, patience: 1}",
     ],

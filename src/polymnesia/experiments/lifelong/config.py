@@ -13,12 +13,13 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
+from polymnesia.config.base import renamed
 from polymnesia.continual.config import Hyper, OrderConfig, task_language, task_languages
 from polymnesia.continual.methods import get_method
 from polymnesia.continual.orders import validate_order
 from polymnesia.continual.replay import ReplayBufferConfig
 from polymnesia.errors import ConfigError
-from polymnesia.evaluation.config import PRECISION_HELP, InferencePrecision
+from polymnesia.evaluation.config import TextEvaluation
 from polymnesia.experiments.base import ExperimentConfig
 from polymnesia.experiments.sections import BaseModelSection, DataConfig, rename_key
 from polymnesia.items import BootstrapConfig
@@ -48,6 +49,14 @@ class LifelongBase(BaseModelSection):
         if v is not None and not v:
             raise ValueError("list at least one language, or null for pretraining + task languages")
         return None if v is None else task_languages(v, "base.data_languages")
+
+
+#: keys of older lifelong configs, now in the ``evaluate`` section every protocol has
+RENAMED = {
+    "eval_per_lang": "evaluate.max_texts_per_lang",
+    "eval_batch_size": "evaluate.batch_size",
+    "eval_precision": "evaluate.precision",
+}
 
 
 class LifelongConfig(ExperimentConfig):
@@ -84,12 +93,10 @@ class LifelongConfig(ExperimentConfig):
     train_per_lang: int | None = Field(
         None, gt=0, description="training examples per language (cap)"
     )
-    eval_per_lang: int | None = Field(
-        None, gt=0, description="validation/test examples per language (cap)"
-    )
-    eval_batch_size: int = Field(64, gt=0)
-    eval_precision: InferencePrecision = Field(
-        "no", description="precision of the R rows' scoring: " + PRECISION_HELP
+    evaluate: TextEvaluation = Field(
+        default_factory=TextEvaluation,
+        description="scoring of the R rows and of early stopping: precision, batch_size and "
+        "max_texts_per_lang (validation and test examples per language)",
     )
     hops: int = Field(9, ge=0, description="largest hop of MFT/MBT (paper: 9)")
     replay: ReplayBufferConfig = Field(
@@ -101,6 +108,11 @@ class LifelongConfig(ExperimentConfig):
         default_factory=BootstrapConfig,
         description="resampling of test items behind every interval and claim of the report",
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _old_keys(cls, data: Any) -> Any:
+        return renamed(data, RENAMED, "")
 
     @field_validator("languages")
     @classmethod

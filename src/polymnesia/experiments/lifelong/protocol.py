@@ -44,7 +44,7 @@ def _step(
     params = StepParams(
         method=method, rank=rank, lora=cfg.lora, hyper=with_baseline(method, cfg.hyper(method, rank), "prev" in inputs), task=cfg.task,
         task_pivot=cfg.task_pivot, slot_field=cfg.slot_field, languages=cfg.languages, train_per_lang=cfg.train_per_lang,
-        eval_per_lang=cfg.eval_per_lang, eval_batch_size=cfg.eval_batch_size, eval_precision=cfg.eval_precision, bootstrap=cfg.bootstrap, seed=cfg.seed,
+        eval_per_lang=cfg.evaluate.max_texts_per_lang, eval_batch_size=cfg.evaluate.batch_size, eval_precision=cfg.evaluate.precision, bootstrap=cfg.bootstrap, seed=cfg.seed,
         replay=cfg.replay if get_method(method).replay else None, **kw,
     )  # fmt: skip
     return StageSpec(name, "sequential_step", params, {"data": DATA, "base": PRETRAIN, **inputs})
