@@ -2,14 +2,14 @@
 
     polymnesia plan configs/two_phase_paper.yaml --devices 8 --memory 80GB --engine fsdp2
 
-The config is read and its stages built as ``polymnesia run --dry-run`` does; nothing is
-downloaded and no model is made. Each training stage's model is traced back through its
-inputs to what makes it: a preset (``pretrain``, with the vocabulary of its tokenizer
-stage), a Hub id or folder (``import_model``, a ``base_model``: its ``config.json`` when the
-folder or the Hub cache has it, else :data:`KNOWN` for the models the shipped configs name),
-a vocabulary expansion (``adapt_vocabulary``). The planner
-(:mod:`polymnesia.training.memory`) then prints a line per stage, and with ``--memory``
-whether it fits and, when not, what would make it fit.
+The config is read, its stages built and held to their kinds' contracts as ``polymnesia run
+--dry-run`` does; nothing is downloaded and no model is made. Each training stage's model is
+traced back through its inputs to what makes it: a preset (``pretrain``, with the vocabulary of
+its tokenizer stage), a Hub id or folder (``import_model``, a ``base_model``: its
+``config.json`` when the folder or the Hub cache has it, else :data:`KNOWN` for the models the
+shipped configs name), a vocabulary expansion (``adapt_vocabulary``). The planner
+(:mod:`polymnesia.training.memory`) then prints a line per stage, and with ``--memory`` whether
+it fits and, when not, what would make it fit.
 """
 
 from __future__ import annotations
@@ -111,10 +111,12 @@ def add_parser(sub: Any, build_specs: Callable[[Any, Any, str], list[Any]]) -> N
 
 def cmd_plan(args: argparse.Namespace) -> int:
     from polymnesia.experiments import EXPERIMENTS, load_config
+    from polymnesia.pipeline.runner import check_specs
     from polymnesia.training.memory import gib
 
     cfg = load_config(args.config, args.overrides)
     specs = args.build_specs(EXPERIMENTS.get(cfg.experiment), cfg, args.config)
+    check_specs(specs)  # a spec its stage kind would refuse is refused here, in one line
     plans = stage_plans(
         specs,
         devices=args.devices,

@@ -35,13 +35,14 @@ from polymnesia.io import (
 from polymnesia.paths import cache_dir
 from polymnesia.pipeline.cache import record_run_usage
 from polymnesia.pipeline.integrity import MARKER
-from polymnesia.pipeline.stage import ROLES, STAGES, StageContext, StageSpec
+from polymnesia.pipeline.stage import ROLES, STAGES, StageContext, StageSpec, check_spec
 from polymnesia.runtime import partial_state
 
 __all__ = [
     "MARKER",
     "ROLES",
     "PlannedStage",
+    "check_specs",
     "describe_plan",
     "entry_dir",
     "plan",
@@ -88,21 +89,33 @@ def _status(spec: StageSpec, entry: Path) -> tuple[str, str]:
     return "run", ""
 
 
-def plan(specs: list[StageSpec]) -> list[PlannedStage]:
-    """Fingerprint every stage in order and say whether it is reused, resumed or run."""
-    names = [s.name for s in specs]
-    if len(set(names)) != len(names):
-        raise PolymnesiaError(f"pipeline has duplicate stage names: {names}")
-    fps: dict[str, str] = {}
-    out: list[PlannedStage] = []
+def check_specs(specs: list[StageSpec]) -> None:
+    """Hold every spec to its kind's contract (:func:`~polymnesia.pipeline.stage.check_spec`),
+    inputs before the stages that use them; one line on the first mismatch."""
+    kinds: dict[str, str] = {}
     for spec in specs:
-        check_stage_name(spec.name)
         STAGES.get(spec.kind)  # unknown kinds fail here, with suggestions
         for role, up in spec.inputs.items():
-            if up not in fps:
+            if up not in kinds:
                 raise PolymnesiaError(
                     f"stage '{spec.name}' input '{role}' refers to unknown or later stage '{up}'"
                 )
+        check_spec(spec, kinds)
+        kinds[spec.name] = spec.kind
+
+
+def plan(specs: list[StageSpec]) -> list[PlannedStage]:
+    """Check every stage against its kind's contract, fingerprint it, and say whether it is
+    reused, resumed or run."""
+    names = [s.name for s in specs]
+    if len(set(names)) != len(names):
+        raise PolymnesiaError(f"pipeline has duplicate stage names: {names}")
+    for spec in specs:
+        check_stage_name(spec.name)
+    check_specs(specs)  # kinds, parameters and input roles, as each kind declares them
+    fps: dict[str, str] = {}
+    out: list[PlannedStage] = []
+    for spec in specs:
         fp = spec.fingerprint(fps)
         fps[spec.name] = fp
         entry = entry_dir(spec.kind, fp)

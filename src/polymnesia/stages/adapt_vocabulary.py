@@ -37,6 +37,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from typing import Any, Literal
 
 import scipy.sparse as sp
@@ -48,7 +49,6 @@ from polymnesia.config.base import StrictModel
 from polymnesia.data.prepared import read_split, read_texts
 from polymnesia.data.sampling import sample_mixture
 from polymnesia.errors import ConfigError, PolymnesiaError
-from polymnesia.io import atomic_write_json
 from polymnesia.methods.frozen_rows import FrozenRows
 from polymnesia.models import count_parameters
 from polymnesia.models.io import load_model_and_tokenizer, save_model_and_tokenizer
@@ -61,9 +61,17 @@ from polymnesia.models.new_tokens import (
     initialise,
     static_embeddings,
 )
-from polymnesia.pipeline.stage import STAGES, Stage, StageContext
+from polymnesia.pipeline.stage import STAGES, Artifact, Stage, StageContext
 from polymnesia.results import Score
-from polymnesia.stages.common import packed_mixture
+from polymnesia.stages.common import (
+    DATA,
+    MODEL,
+    packed_mixture,
+    plugin_inputs,
+    train_in_stage,
+    train_summary,
+    write_train_summary,
+)
 from polymnesia.tokenizers.bpe import train_bpe_mixture
 from polymnesia.tokenizers.encode import token_ids
 from polymnesia.tokenizers.expand import expand_tokenizer
@@ -71,8 +79,6 @@ from polymnesia.tokenizers.fertility import fertility
 from polymnesia.tokenizers.merge import merge_tokenizers
 from polymnesia.training.config import TrainConfig
 from polymnesia.training.data import PackedLMData
-from polymnesia.training.loop import train
-from polymnesia.training.plugins import build_plugins
 
 log = logging.getLogger(__name__)
 
@@ -404,18 +410,24 @@ def fertility_scores(
     "adapt_vocabulary",
     "train a BPE on the adapting languages, merge it, resize, train new rows + head (body frozen)",
 )
-class AdaptVocabulary(Stage):
+class AdaptVocabulary(Stage[AdaptVocabularyParams]):
     role = "training"
     version = "3"  # 3: padded embedding matrices (issue 26)
     distributed = True
     resumable = True
+    inputs = (DATA, MODEL)
+    outputs = (Artifact.MODEL,)
 
-    def run(self, ctx: StageContext) -> list[Score]:
-        p: AdaptVocabularyParams = ctx.params
+    @classmethod
+    def named_inputs(cls, params: AdaptVocabularyParams) -> Sequence[str]:
+        return plugin_inputs(params.adapt.train.plugins)
+
+    def run(self, ctx: StageContext[AdaptVocabularyParams]) -> list[Score]:
+        p = ctx.params
         if overlap := sorted(set(p.adapting) & set(p.pretraining)):
             log.warning("adapting languages %s were also pretraining languages", overlap)
-        data = ctx.input("data")
-        model, base = load_model_and_tokenizer(ctx.input("model") / "model")
+        data = ctx.input(DATA)
+        model, base = load_model_and_tokenizer(ctx.input(MODEL) / "model")
         check_resizable(model)
         texts = {lang: read_texts(data, lang, "train") for lang in p.adapting}
         if _own_byte_bpe(base):
@@ -455,15 +467,10 @@ class AdaptVocabulary(Stage):
             seed=p.seed,
         )
         plugin = FrozenRows(first_trainable_row=report.first_new_id)
-        model, result = train(
-            model,
-            PackedLMData(blocks),
-            p.adapt.train,
-            ctx.out_dir,
-            seed=p.seed,
-            plugins=[plugin, *build_plugins(p.adapt.train.plugins, ctx.inputs)],
-            tracker_name=ctx.spec.name,
+        done = train_in_stage(
+            ctx, model, PackedLMData(blocks), p.adapt.train, seed=p.seed, before=[plugin]
         )
+        model = done.model
         for prm in model.parameters():
             prm.requires_grad_(True)
         scores = [
@@ -490,18 +497,15 @@ class AdaptVocabulary(Stage):
         if ctx.is_main_process:
             save_model_and_tokenizer(model, merged, ctx.out_dir / "model")
             save_side_data(ctx.out_dir, static, alignment)
-            atomic_write_json(
-                ctx.out_dir / "train_summary.json",
-                {
-                    "merge": report.as_dict(),
-                    "steps": result.steps,
-                    "engine": result.engine,
-                    "final_loss": result.final_loss,
-                    "seconds": round(result.seconds, 2),
-                    "parameters": count_parameters(model),
-                    "trainable_rows": len(merged) - report.first_new_id,
-                    "head": p.adapt.head,
-                    "init": p.adapt.init,
-                },
-            )
+        write_train_summary(
+            ctx,
+            train_summary(
+                done.result,
+                merge=report.as_dict(),
+                parameters=count_parameters(model),
+                trainable_rows=len(merged) - report.first_new_id,
+                head=p.adapt.head,
+                init=p.adapt.init,
+            ),
+        )
         return scores

@@ -1,7 +1,10 @@
-"""Helpers shared by stages that train or evaluate models."""
+"""Helpers shared by stages that train or evaluate models: the input roles several kinds
+read, the training glue of every training stage, model evaluation helpers."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -14,11 +17,22 @@ from polymnesia.data.sampling import sample_mixture
 from polymnesia.evaluation.config import InferencePrecision, precision_field
 from polymnesia.evaluation.inference import load_for_inference
 from polymnesia.evaluation.likelihood import lm_stats
+from polymnesia.io import atomic_write_json
 from polymnesia.items import BootstrapConfig
-from polymnesia.pipeline.stage import StageContext
+from polymnesia.pipeline.stage import Artifact, Family, Role, StageContext
 from polymnesia.runtime import Runtime
 from polymnesia.tokenizers.encode import token_ids
-from polymnesia.training.data import pack_documents
+from polymnesia.training.config import TrainConfig
+from polymnesia.training.data import TrainData, pack_documents
+from polymnesia.training.loop import TrainResult, train
+from polymnesia.training.plugins import PLUGINS, StepFn, TrainingPlugin, build_plugins
+
+#: input roles several kinds read: prepared data, a model folder, a tokenizer
+DATA = Role("data", Artifact.SPLITS)
+MODEL = Role("model", Artifact.MODEL)
+TOKENIZER = Role("tokenizer", Artifact.TOKENIZER)
+#: numbered model inputs ``model_0 .. model_N`` (merge_models, representation_drift)
+MODELS = Family("model_", Artifact.MODEL)
 
 
 class ModelEvalParams(StrictModel):
@@ -32,12 +46,87 @@ class ModelEvalParams(StrictModel):
     precision: InferencePrecision = precision_field()
 
 
-def load_evaluated(ctx: StageContext, stage: str) -> tuple[torch.nn.Module, Any, Runtime]:
+def load_evaluated(
+    ctx: StageContext[Any], p: ModelEvalParams, stage: str
+) -> tuple[torch.nn.Module, Any, Runtime]:
     """The ``model`` input placed for a distributed evaluation stage in its precision."""
-    p: ModelEvalParams = ctx.params
     return load_for_inference(
-        ctx.input("model") / "model", stage=stage, precision=p.precision, sharded=True
+        ctx.input(MODEL) / "model", stage=stage, precision=p.precision, sharded=True
     )
+
+
+# -- the training glue of every training stage -------------------------------------------------
+def plugin_inputs(entries: Sequence[Mapping[str, Any]]) -> list[Role]:
+    """The input roles ``train.plugins`` entries name (``before: base``): model folders the
+    spec must give, so a missing one is refused at plan time."""
+    roles = []
+    for entry in entries:
+        name = entry.get("name")
+        if isinstance(name, str) and name in PLUGINS:
+            roles += [
+                Role(str(entry[key]), Artifact.MODEL)
+                for key in PLUGINS.get(name).input_options
+                if entry.get(key)
+            ]
+    return roles
+
+
+@dataclass
+class Trained:
+    """What :func:`train_in_stage` returns: the trained model, the loop's result and the
+    plugins built from the config's entries (a stage may read their state: EWC's Fisher)."""
+
+    model: torch.nn.Module
+    result: TrainResult
+    plugins: list[TrainingPlugin]
+
+
+def train_in_stage(
+    ctx: StageContext[Any],
+    model: torch.nn.Module,
+    data: TrainData,
+    cfg: TrainConfig,
+    *,
+    seed: int,
+    plugins: Sequence[dict[str, Any]] | None = None,
+    before: Sequence[TrainingPlugin] = (),
+    step_fn: StepFn | None = None,
+    eval_fn: Callable[[torch.nn.Module], dict[str, float]] | None = None,
+) -> Trained:
+    """``training.loop.train`` as every training stage calls it: into the stage's entry, its
+    plugins built from ``plugins`` (default ``cfg.plugins``) with their input roles resolved to
+    the stage's inputs and run after ``before``, trackers named after the stage."""
+    built = build_plugins(list(cfg.plugins if plugins is None else plugins), ctx.inputs)
+    kw: dict[str, Any] = {"step_fn": step_fn} if step_fn is not None else {}
+    model, result = train(
+        model,
+        data,
+        cfg,
+        ctx.out_dir,
+        seed=seed,
+        plugins=[*before, *built],
+        eval_fn=eval_fn,
+        tracker_name=ctx.spec.name,
+        **kw,
+    )
+    return Trained(model, result, built)
+
+
+def train_summary(result: TrainResult, **extra: Any) -> dict[str, Any]:
+    """The ``train_summary.json`` fields every training stage writes, then ``extra``."""
+    return {
+        "steps": result.steps,
+        "engine": result.engine,
+        "final_loss": result.final_loss,
+        "seconds": round(result.seconds, 2),
+        **extra,
+    }
+
+
+def write_train_summary(ctx: StageContext[Any], summary: Mapping[str, Any]) -> None:
+    """``train_summary.json`` in the stage's entry (main process only)."""
+    if ctx.is_main_process:
+        atomic_write_json(ctx.out_dir / "train_summary.json", dict(summary))
 
 
 def packed_mixture(

@@ -14,7 +14,7 @@ from polymnesia.data.sources import get_source
 from polymnesia.data.splits import unit_hash
 from polymnesia.errors import DataError
 from polymnesia.io import atomic_write_json, write_jsonl_atomic
-from polymnesia.pipeline.stage import STAGES, Stage, StageContext
+from polymnesia.pipeline.stage import STAGES, Artifact, Stage, StageContext
 from polymnesia.results import Score
 
 SPLITS = ("train", "validation", "test")
@@ -56,12 +56,14 @@ def _check_splits(lang: str, by_split: dict[str, list[Any]], source: str) -> Non
 
 
 @STAGES.register("prepare_data", "fetch a source, split it by aligned id, write LANG/SPLIT.jsonl")
-class PrepareData(Stage):
+class PrepareData(Stage[PrepareDataParams]):
     role = "data"
     version = "2"
+    inputs = ()
+    outputs = (Artifact.SPLITS,)
 
-    def run(self, ctx: StageContext) -> list[Score]:
-        p: PrepareDataParams = ctx.params
+    def run(self, ctx: StageContext[PrepareDataParams]) -> list[Score]:
+        p = ctx.params
         d = p.data
         source = get_source(d.source, **d.options)
         source.fetch()

@@ -17,6 +17,7 @@ for Figure 1.
 from __future__ import annotations
 
 import io
+from collections.abc import Sequence
 
 import numpy as np
 from pydantic import Field
@@ -29,8 +30,12 @@ from polymnesia.evaluation.config import InferencePrecision, precision_field
 from polymnesia.evaluation.embeddings import folder_layer_states
 from polymnesia.io import atomic_write_bytes, atomic_write_json
 from polymnesia.metrics.drift import covariance_drift, layerwise_covariance_drift, mean_activations
-from polymnesia.pipeline.stage import STAGES, Stage, StageContext
+from polymnesia.pipeline.stage import STAGES, Artifact, Role, Stage, StageContext
 from polymnesia.results import Score
+from polymnesia.stages.common import DATA, MODELS
+
+#: the model the others' drift is measured from (paper 002: the Phase 1 model)
+REFERENCE = Role("reference", Artifact.MODEL)
 
 
 class DriftConfig(StrictModel):
@@ -70,18 +75,24 @@ def tsne_points(states: dict[str, np.ndarray], seed: int) -> dict[str, list[list
 @STAGES.register(
     "representation_drift", "covariance change of mean hidden activations per layer (paper 002)"
 )
-class RepresentationDrift(Stage):
+class RepresentationDrift(Stage[DriftParams]):
     role = "analysis"
     version = "1"
+    inputs = (DATA, REFERENCE, MODELS)
+    outputs = ("states.npz", "tsne.json")
 
-    def run(self, ctx: StageContext) -> list[Score]:
-        p: DriftParams = ctx.params
+    @classmethod
+    def named_inputs(cls, params: DriftParams) -> Sequence[str]:
+        return [MODELS(i) for i in range(len(params.labels))]  # one model per label
+
+    def run(self, ctx: StageContext[DriftParams]) -> list[Score]:
+        p = ctx.params
         d = p.drift
-        texts = read_texts(ctx.input("data"), d.language, "test", d.prompts)
+        texts = read_texts(ctx.input(DATA), d.language, "test", d.prompts)
         if len(texts) < 2:
             raise ConfigError(f"representation drift needs >= 2 {d.language} test texts")
-        folders = {p.reference_label: ctx.input("reference")}
-        folders.update({lab: ctx.input(f"model_{i}") for i, lab in enumerate(p.labels)})
+        folders = {p.reference_label: ctx.input(REFERENCE)}
+        folders.update({lab: ctx.input(MODELS(i)) for i, lab in enumerate(p.labels)})
         states = {
             name: mean_activations(
                 folder_layer_states(

@@ -21,6 +21,7 @@ before any stage runs, with one line naming the offline tasks.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from pydantic import Field, model_validator
@@ -32,9 +33,10 @@ from polymnesia.harness.items import samples_to_items
 from polymnesia.harness.run import results_to_scores, run_lm_eval
 from polymnesia.harness.tasks import check_tasks, expand
 from polymnesia.items import ITEMS_FILE, score_with_items, write_items
-from polymnesia.pipeline.stage import STAGES, Stage, StageContext
+from polymnesia.pipeline.stage import STAGES, Artifact, Stage, StageContext
 from polymnesia.results import Score
 from polymnesia.runtime import Precision, current
+from polymnesia.stages.common import DATA, MODEL
 from polymnesia.tokenizers.bpe import load_tokenizer
 
 _HARNESS_DTYPE = {"no": "auto", "bf16": "bfloat16", "fp16": "float16"}
@@ -72,26 +74,32 @@ class EvaluateHarnessParams(HarnessOptions):
     "evaluate_harness",
     "lm-evaluation-harness tasks (offline poly_* or any lm-eval name) on a model stage's output",
 )
-class EvaluateHarness(Stage):
+class EvaluateHarness(Stage[EvaluateHarnessParams]):
     role = "evaluation"
     # 2: poly_* tasks in the model's chat template (was ChatML for every model); 3: documents
     # without the template's BOS (lm-eval adds it once per context, few-shot examples included);
     # 4: a translation task's items keep each document's sentence chrF (harness/items.py)
     version = "4"
+    inputs = (MODEL, DATA.optional())
+    outputs = (Artifact.ITEMS,)
 
-    def run(self, ctx: StageContext) -> list[Score]:
-        p: EvaluateHarnessParams = ctx.params
-        model_dir = ctx.input("model") / "model"
+    @classmethod
+    def named_inputs(cls, params: EvaluateHarnessParams) -> Sequence[str]:
+        return [DATA] if expand(params.tasks) else []  # the poly_* tasks are built from it
+
+    def run(self, ctx: StageContext[EvaluateHarnessParams]) -> list[Score]:
+        p = ctx.params
+        model_dir = ctx.input(MODEL) / "model"
         task_data = None
         if expand(p.tasks):
-            if "data" not in ctx.inputs:
+            if DATA not in ctx.inputs:
                 raise ConfigError(
                     f"evaluate_harness '{ctx.spec.name}': the poly_* tasks need a 'data' input "
                     "(the prepare_data stage of the bible source)"
                 )
             task_data = ctx.out_dir / "task_data"
             write_task_data(
-                ctx.input("data"),
+                ctx.input(DATA),
                 task_data,
                 p.tasks,
                 n=p.docs_per_task,

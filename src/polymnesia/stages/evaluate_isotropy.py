@@ -32,9 +32,9 @@ from polymnesia.evaluation.representations import TokenVectors, contextual_vecto
 from polymnesia.items import ITEMS_FILE, ItemSet, interval_of, write_items
 from polymnesia.metrics.isotropy import isotropy_report, self_similarity_by_word
 from polymnesia.models import count_parameters
-from polymnesia.pipeline.stage import STAGES, Stage, StageContext
+from polymnesia.pipeline.stage import STAGES, Artifact, Stage, StageContext
 from polymnesia.results import Score, with_interval
-from polymnesia.stages.common import ModelEvalParams, load_evaluated
+from polymnesia.stages.common import DATA, MODEL, ModelEvalParams, load_evaluated
 
 SELF_SIMILARITY = "self_similarity_adjusted"
 ISOTROPY_METRICS = (
@@ -58,19 +58,21 @@ class EvaluateIsotropyParams(ModelEvalParams):
 @STAGES.register(
     "evaluate_isotropy", "Ethayarajh isotropy of last-layer vectors per language (Table 2)"
 )
-class EvaluateIsotropy(Stage):
+class EvaluateIsotropy(Stage[EvaluateIsotropyParams]):
     role = "evaluation"
     version = "5"
     distributed = True  # each process runs its shard of the texts; the vectors are gathered
+    inputs = (DATA, MODEL)
+    outputs = (Artifact.ITEMS,)
 
-    def run(self, ctx: StageContext) -> list[Score]:
-        p: EvaluateIsotropyParams = ctx.params
-        model, tok, rt = load_evaluated(ctx, "evaluate_isotropy")
+    def run(self, ctx: StageContext[EvaluateIsotropyParams]) -> list[Score]:
+        p = ctx.params
+        model, tok, rt = load_evaluated(ctx, p, "evaluate_isotropy")
         n_params = count_parameters(model)
         scores: list[Score] = []
         sets: list[ItemSet] = []
         for lang, group in p.languages.items():
-            texts = read_texts(ctx.input("data"), lang, p.split, p.max_texts_per_lang)
+            texts = read_texts(ctx.input(DATA), lang, p.split, p.max_texts_per_lang)
             tv = contextual_vectors(
                 model, tok, texts, max_length=p.max_length, pooling=p.pooling, runtime=rt
             )

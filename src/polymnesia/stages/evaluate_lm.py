@@ -32,9 +32,10 @@ from polymnesia.items import (
 )
 from polymnesia.models import count_parameters
 from polymnesia.models.build import load_pretrained
-from polymnesia.pipeline.stage import STAGES, Stage, StageContext
+from polymnesia.pipeline.stage import STAGES, Artifact, Stage, StageContext
 from polymnesia.results import Score, with_interval, write_scores
 from polymnesia.runtime import Runtime
+from polymnesia.stages.common import DATA, MODEL
 from polymnesia.tokenizers.bpe import load_tokenizer
 
 METRICS = ("perplexity", "bits_per_byte")
@@ -49,15 +50,17 @@ class EvaluateLMParams(StrictModel):
 
 
 @STAGES.register("evaluate_lm", "token perplexity and bits per byte per language and group")
-class EvaluateLM(Stage):
+class EvaluateLM(Stage[EvaluateLMParams]):
     role = "evaluation"
     version = "2"
     distributed = True
+    inputs = (DATA, MODEL)
+    outputs = (Artifact.ITEMS,)
 
-    def load(self, ctx: StageContext) -> tuple[Any, Any, Runtime]:
-        p: EvaluateLMParams = ctx.params
+    def load(self, ctx: StageContext[EvaluateLMParams]) -> tuple[Any, Any, Runtime]:
+        p = ctx.params
         return load_for_inference(
-            ctx.input("model") / "model", stage="evaluate_lm", precision=p.eval.precision,
+            ctx.input(MODEL) / "model", stage="evaluate_lm", precision=p.eval.precision,
             sharded=True,
         )  # fmt: skip
 
@@ -70,15 +73,15 @@ class EvaluateLM(Stage):
         )
         return st, cols, {"perplexity": st.perplexity, "bits_per_byte": st.bits_per_byte}, {}
 
-    def run(self, ctx: StageContext) -> list[Score]:
-        p: EvaluateLMParams = ctx.params
+    def run(self, ctx: StageContext[EvaluateLMParams]) -> list[Score]:
+        p = ctx.params
         model, tokenizer, rt = self.load(ctx)
         n_params = count_parameters(model)
         scores: list[Score] = []
         sets: list[ItemSet] = []
         for lang, group in p.languages.items():
             e = p.eval
-            texts = read_texts(ctx.input("data"), lang, e.split, e.max_texts_per_lang)
+            texts = read_texts(ctx.input(DATA), lang, e.split, e.max_texts_per_lang)
             st, cols, values, more = self.score(model, tokenizer, texts, e, rt)
             extra = {"nll": st.nll, "tokens": st.tokens, "bytes": st.bytes, "texts": len(texts)}
             items = ItemSet(
@@ -116,9 +119,9 @@ class PretrainingLoss(EvaluateLM):
 
     version = "1"
 
-    def load(self, ctx: StageContext) -> tuple[Any, Any, Runtime]:
-        p: EvaluateLMParams = ctx.params
-        folder = ctx.input("model") / "model"
+    def load(self, ctx: StageContext[EvaluateLMParams]) -> tuple[Any, Any, Runtime]:
+        p = ctx.params
+        folder = ctx.input(MODEL) / "model"
         model, rt = place_for_inference(
             load_pretrained(folder),
             stage="pretraining_loss",

@@ -44,9 +44,9 @@ from polymnesia.metrics.translation import (
     translation_statistics,
 )
 from polymnesia.models import count_parameters
-from polymnesia.pipeline.stage import STAGES, Stage, StageContext
+from polymnesia.pipeline.stage import STAGES, Artifact, Stage, StageContext
 from polymnesia.results import Score
-from polymnesia.stages.common import ModelEvalParams, load_evaluated
+from polymnesia.stages.common import DATA, MODEL, ModelEvalParams, load_evaluated
 
 FIGURE9 = (
     "The task is to translate the given sentence in English to language {language}. There are 4 "
@@ -118,19 +118,21 @@ def tokenizers(p: EvaluateTranslationParams) -> dict[str, str]:
 @STAGES.register(
     "evaluate_translation", "English-to-X few-shot greedy translation, BLEU and chrF (Table 3)"
 )
-class EvaluateTranslation(Stage):
+class EvaluateTranslation(Stage[EvaluateTranslationParams]):
     role = "evaluation"
     version = "5"
     distributed = True  # each process translates its shard of the prompts; outputs are gathered
+    inputs = (DATA, MODEL)
+    outputs = (Artifact.ITEMS,)
 
-    def run(self, ctx: StageContext) -> list[Score]:
-        p: EvaluateTranslationParams = ctx.params
+    def run(self, ctx: StageContext[EvaluateTranslationParams]) -> list[Score]:
+        p = ctx.params
         signatures = {  # checked before any model runs: one line if a tokenizer is missing
             lang: bleu_signature(tokenize) for lang, tokenize in tokenizers(p).items()
         }
-        model, tok, rt = load_evaluated(ctx, "evaluate_translation")
+        model, tok, rt = load_evaluated(ctx, p, "evaluate_translation")
         n_params = count_parameters(model)
-        data = ctx.input("data")
+        data = ctx.input(DATA)
         src_name = get_language(p.source_lang).name
         scores: list[Score] = []
         sets: list[ItemSet] = []

@@ -37,9 +37,9 @@ from polymnesia.items import (
     write_items,
 )
 from polymnesia.models import count_parameters
-from polymnesia.pipeline.stage import STAGES, Stage, StageContext
+from polymnesia.pipeline.stage import STAGES, Artifact, Stage, StageContext
 from polymnesia.results import Score
-from polymnesia.stages.common import ModelEvalParams, load_evaluated
+from polymnesia.stages.common import DATA, MODEL, ModelEvalParams, load_evaluated
 
 
 class EvaluateZeroShotParams(ModelEvalParams):
@@ -55,20 +55,22 @@ class EvaluateZeroShotParams(ModelEvalParams):
 @STAGES.register(
     "evaluate_zero_shot", "zero-shot genre classification of verses by answer likelihood"
 )
-class EvaluateZeroShot(Stage):
+class EvaluateZeroShot(Stage[EvaluateZeroShotParams]):
     role = "evaluation"
     version = "4"
     distributed = True  # each process scores its shard of the prompts; predictions are gathered
+    inputs = (DATA, MODEL)
+    outputs = (Artifact.ITEMS,)
 
-    def run(self, ctx: StageContext) -> list[Score]:
-        p: EvaluateZeroShotParams = ctx.params
-        model, tok, rt = load_evaluated(ctx, "evaluate_zero_shot")
+    def run(self, ctx: StageContext[EvaluateZeroShotParams]) -> list[Score]:
+        p = ctx.params
+        model, tok, rt = load_evaluated(ctx, p, "evaluate_zero_shot")
         n_params = count_parameters(model)
         names = [genre_name(g) for g in BIBLE_GENRES]
         question = genre_instruction(BIBLE_GENRES)
         prior = answer_prior(model, tok, question, names, p.scoring)  # English question: shared
         sample = sample_aligned(
-            ctx.input("data"), list(p.languages), p.split, p.max_texts_per_lang, p.seed
+            ctx.input(DATA), list(p.languages), p.split, p.max_texts_per_lang, p.seed
         )
         scores: list[Score] = []
         sets: list[ItemSet] = []

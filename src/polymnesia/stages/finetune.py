@@ -34,6 +34,7 @@ search or checkpoint selection on validation data (the paper grid-searches).
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
 from typing import Any
 
 from pydantic import Field, model_validator
@@ -53,9 +54,10 @@ from polymnesia.io import atomic_write_json
 from polymnesia.items import ITEMS_FILE, BootstrapConfig, ItemSet, score_with_items, write_items
 from polymnesia.models.build import load_pretrained
 from polymnesia.models.io import save_model_and_tokenizer
-from polymnesia.pipeline.stage import STAGES, Stage, StageContext
+from polymnesia.pipeline.stage import STAGES, Artifact, Role, Stage, StageContext
 from polymnesia.results import Score
 from polymnesia.runtime import current
+from polymnesia.stages.common import DATA, MODEL, plugin_inputs, train_in_stage, train_summary
 from polymnesia.tasks import TaskConfig, load_classifier
 from polymnesia.tasks.classification import resolve_model_folder, tag_names_of
 from polymnesia.tasks.kinds import (
@@ -69,11 +71,11 @@ from polymnesia.tasks.kinds import (
     trivial_baselines,
 )
 from polymnesia.training.config import TrainConfig
-from polymnesia.training.loop import train
 from polymnesia.training.multilingual_step import MultilingualData, MultilingualStep
-from polymnesia.training.plugins import build_plugins
 
 HEAD_SEED_BASE = 1234
+#: F_p's held-out text when it is not the task's data (lf_mlf's forgetting_data stage)
+FORGETTING_DATA = Role("forgetting_data", Artifact.SPLITS, required=False)
 
 
 class FinetuneEvalConfig(TextEvaluation):
@@ -153,15 +155,22 @@ def _examples(data_dir, lang, split, task, tok, cap=None, seed=0):
     "finetune_task",
     "fine-tune a classifier (SLF or per-language combiner), score sources/targets/forgetting",
 )
-class FinetuneTask(Stage):
+class FinetuneTask(Stage[FinetuneParams]):
     role = "training"
     version = "3"
     distributed = True
     resumable = True
     tag_names: list[str] | None = None  # token tasks: set by _load
+    inputs = (DATA, MODEL.optional(), FORGETTING_DATA)
+    outputs = (Artifact.MODEL, Artifact.ITEMS)
 
-    def run(self, ctx: StageContext) -> list[Score]:
-        p: FinetuneParams = ctx.params
+    @classmethod
+    def named_inputs(cls, params: FinetuneParams) -> Sequence[str]:
+        model = [MODEL] if params.base_model is None else []  # the body to fine-tune
+        return [*model, *plugin_inputs(params.train.plugins)]
+
+    def run(self, ctx: StageContext[FinetuneParams]) -> list[Score]:
+        p = ctx.params
         if p.method == "slf" and len(p.sources) != 1:
             raise ConfigError(f"method 'slf' fine-tunes one source language, got {p.sources}")
         model, tok, n_labels = self._load(ctx)
@@ -177,12 +186,12 @@ class FinetuneTask(Stage):
             s.extra.update({"stopped_at": stop.get("stop_step")})
         return scores
 
-    def _load(self, ctx: StageContext):
+    def _load(self, ctx: StageContext[FinetuneParams]):
 
-        p: FinetuneParams = ctx.params
-        recs = [r for lang in p.sources for r in read_split(ctx.input("data"), lang, "train")]
+        p = ctx.params
+        recs = [r for lang in p.sources for r in read_split(ctx.input(DATA), lang, "train")]
         n, names = label_space(p.task, recs)
-        where = p.base_model or ctx.input("model")
+        where = p.base_model or ctx.input(MODEL)
         model, tok = load_classifier(
             where,
             n,
@@ -197,13 +206,13 @@ class FinetuneTask(Stage):
         self.tag_names = names
         return model, tok, n
 
-    def _train(self, ctx: StageContext, model, tok):
+    def _train(self, ctx: StageContext[FinetuneParams], model, tok):
 
-        p: FinetuneParams = ctx.params
+        p = ctx.params
         sets = []
         for lang in p.sources:
             ex, _ = _examples(
-                ctx.input("data"),
+                ctx.input(DATA),
                 lang,
                 "train",
                 p.task,
@@ -216,36 +225,24 @@ class FinetuneTask(Stage):
                     f"source language '{lang}' has no labelled training data for task '{p.task.name}'"
                 )
             sets.append(training_data(ex, p.task, tok.pad_token_id))
-        plugins = build_plugins(p.train.plugins, ctx.inputs)
-        kw: dict[str, Any] = {"seed": p.seed, "tracker_name": ctx.spec.name, "plugins": plugins}
         if p.method == "slf":
-            data: Any = sets[0]
-        else:
-            step = MultilingualStep(get_combiner(p.method, **p.method_options), p.sources)
-            data = MultilingualData(sets, p.sources, seed=p.seed)
-            kw.update(step_fn=step, plugins=[step, *plugins])
-        model, res = train(model, data, p.train, ctx.out_dir, **kw)
-        stop: dict[str, Any] = {}
-        if p.method != "slf":
-            st = kw["step_fn"]
-            stop = {"last_weights": st.last_weights, **st.stop_info}
-        summary = {
-            "steps": res.steps,
-            "engine": res.engine,
-            "final_loss": res.final_loss,
-            "seconds": round(res.seconds, 2),
-        }
-        return model, summary, stop
+            done = train_in_stage(ctx, model, sets[0], p.train, seed=p.seed)
+            return done.model, train_summary(done.result), {}
+        step = MultilingualStep(get_combiner(p.method, **p.method_options), p.sources)
+        data = MultilingualData(sets, p.sources, seed=p.seed)
+        done = train_in_stage(ctx, model, data, p.train, seed=p.seed, before=[step], step_fn=step)
+        stop = {"last_weights": step.last_weights, **step.stop_info}
+        return done.model, train_summary(done.result), stop
 
     def _task_scores(
-        self, ctx: StageContext, model, tok, n_labels: int
+        self, ctx: StageContext[FinetuneParams], model, tok, n_labels: int
     ) -> tuple[list[Score], list[ItemSet]]:
 
-        p: FinetuneParams = ctx.params
+        p = ctx.params
         roles = {**{t: "target" for t in p.targets}, **{s: "source" for s in p.sources}}
         ex = {
             lang: _examples(
-                ctx.input("data"),
+                ctx.input(DATA),
                 lang,
                 "test",
                 p.task,
@@ -296,22 +293,24 @@ class FinetuneTask(Stage):
                 out.append(score)
         return out, sets
 
-    def _lm_scores(self, ctx: StageContext, model, tok) -> tuple[list[Score], list[ItemSet]]:
+    def _lm_scores(
+        self, ctx: StageContext[FinetuneParams], model, tok
+    ) -> tuple[list[Score], list[ItemSet]]:
         """The pre-training loss of held-out text under the fine-tuned body with the base
         model's pre-training head (:mod:`polymnesia.evaluation.pretraining`): ``lm_loss``
         for a decoder, ``mlm_loss`` for an encoder; group ``forgetting``, task the fine-tuned
         task's name (entries of versions before that say ``lm``)."""
-        p: FinetuneParams = ctx.params
+        p = ctx.params
         if not p.forgetting_languages:
             return [], []
-        lm: Any = load_pretrained(resolve_model_folder(p.base_model or ctx.input("model")))
+        lm: Any = load_pretrained(resolve_model_folder(p.base_model or ctx.input(MODEL)))
         body = getattr(model, model.base_model_prefix)
         getattr(lm, str(lm.base_model_prefix)).load_state_dict(body.state_dict())
         lm, rt = place_for_inference(
             lm, stage="finetune_task", precision=p.evaluation.precision, sharded=True
         )
         out, sets = [], []
-        source = ctx.inputs.get("forgetting_data") or ctx.input("data")  # F_p's own text, if any
+        source = ctx.inputs.get(FORGETTING_DATA) or ctx.input(DATA)  # F_p's own text, if any
         for lang in p.forgetting_languages:
             texts = read_texts(source, lang, "test", p.evaluation.forgetting_texts)
             objective, st, cols = pretraining_loss_items(

@@ -16,7 +16,7 @@ from polymnesia.errors import ConfigError
 from polymnesia.models import ModelConfig
 from polymnesia.models.build import load_pretrained
 from polymnesia.models.io import save_model_and_tokenizer
-from polymnesia.pipeline.stage import STAGES, Stage, StageContext
+from polymnesia.pipeline.stage import STAGES, Artifact, Stage, StageContext
 from polymnesia.results import Score
 from polymnesia.tokenizers.bpe import load_tokenizer
 
@@ -29,12 +29,14 @@ class ImportModelParams(StrictModel):
 @STAGES.register(
     "import_model", "an off-the-shelf model (local folder or Hub id) as a stage folder"
 )
-class ImportModel(Stage):
+class ImportModel(Stage[ImportModelParams]):
     role = "data"
     version = "2"
+    inputs = ()
+    outputs = (Artifact.MODEL,)
 
-    def run(self, ctx: StageContext) -> list[Score]:
-        p: ImportModelParams = ctx.params
+    def run(self, ctx: StageContext[ImportModelParams]) -> list[Score]:
+        p = ctx.params
         m = p.model
         if m.name_or_path is None:
             raise ConfigError("import_model needs model.name_or_path (a folder or a Hub id)")

@@ -12,6 +12,7 @@ mapping. All parameters are trained (full fine-tuning, as in Table 5).
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -29,16 +30,25 @@ from polymnesia.instructions.records import (
     bible_instructions,
     check_record,
 )
-from polymnesia.io import atomic_write_json, atomic_write_text, read_jsonl_strict
+from polymnesia.io import atomic_write_text, read_jsonl_strict
 from polymnesia.models.io import load_model_and_tokenizer, save_model_and_tokenizer
 from polymnesia.models.lora import LoraConfig, add_adapter
-from polymnesia.pipeline.stage import STAGES, Stage, StageContext
+from polymnesia.pipeline.stage import STAGES, Artifact, Family, Role, Stage, StageContext
 from polymnesia.results import Score
+from polymnesia.stages.common import (
+    DATA,
+    MODEL,
+    plugin_inputs,
+    train_in_stage,
+    train_summary,
+    write_train_summary,
+)
 from polymnesia.tokenizers.chat import build_sft_example
 from polymnesia.training.config import TrainConfig
 from polymnesia.training.data import PaddedExamples
-from polymnesia.training.loop import train
-from polymnesia.training.plugins import build_plugins
+
+#: instruction sets to train on, as ``InstructParams.records`` names them (paper 002's phases)
+RECORDS = Family("records_", Artifact.RECORDS)
 
 log = logging.getLogger(__name__)
 
@@ -153,48 +163,48 @@ def sft_examples(
 
 
 @STAGES.register("instruct", "instruction-tune a model on ChatML records, loss on responses only")
-class Instruct(Stage):
+class Instruct(Stage[InstructParams]):
     role = "training"
     version = "1"
     distributed = True
     resumable = True
+    inputs = (MODEL, DATA.optional(), RECORDS)
+    outputs = (Artifact.MODEL,)
 
-    def run(self, ctx: StageContext) -> list[Score]:
-        p: InstructParams = ctx.params
+    @classmethod
+    def named_inputs(cls, params: InstructParams) -> Sequence[str]:
+        records = [Role(r, Artifact.RECORDS) for r in params.records]
+        bible = [DATA] if not params.records and params.instruct.source == "bible" else []
+        return [*records, *bible, *plugin_inputs(params.instruct.train.plugins)]
+
+    def run(self, ctx: StageContext[InstructParams]) -> list[Score]:
+        p = ctx.params
         if p.records:
             records = stage_records([ctx.input(role) for role in p.records])
         else:
-            records = load_records(p, ctx.input("data"))
-        model, tok = load_model_and_tokenizer(ctx.input("model") / "model")
+            records = load_records(p, ctx.inputs.get(DATA))
+        model, tok = load_model_and_tokenizer(ctx.input(MODEL) / "model")
         if p.instruct.lora_rank is not None:
             model = add_adapter(model, p.instruct.lora_rank, p.instruct.lora, "causal")
         examples, dropped = sft_examples(tok, records, p.instruct)
-        model, result = train(
-            model,
-            PaddedExamples(examples, tok.pad_token_id),
-            p.instruct.train,
-            ctx.out_dir,
-            seed=p.seed,
-            plugins=build_plugins(p.instruct.train.plugins, ctx.inputs),
-            tracker_name=ctx.spec.name,
+        done = train_in_stage(
+            ctx, model, PaddedExamples(examples, tok.pad_token_id), p.instruct.train, seed=p.seed
         )
+        model = done.model
         if p.instruct.lora_rank is not None:
             model = model.merge_and_unload()  # type: ignore[operator]
         if ctx.is_main_process:
             save_model_and_tokenizer(model, tok, ctx.out_dir / "model")
             if p.instruct.source == "bible" and not p.records:
                 atomic_write_text(ctx.out_dir / "data_card.md", DATA_CARD)
-            atomic_write_json(
-                ctx.out_dir / "train_summary.json",
-                {
-                    "records": len(records),
-                    "steps": result.steps,
-                    "engine": result.engine,
-                    "final_loss": result.final_loss,
-                    "seconds": round(result.seconds, 2),
-                    "source": ", ".join(p.records) or p.instruct.source,
-                    "lora_rank": p.instruct.lora_rank,
-                    "dropped_too_long": dropped,
-                },
-            )
+        write_train_summary(
+            ctx,
+            train_summary(
+                done.result,
+                records=len(records),
+                source=", ".join(p.records) or p.instruct.source,
+                lora_rank=p.instruct.lora_rank,
+                dropped_too_long=dropped,
+            ),
+        )
         return []

@@ -10,6 +10,7 @@ written.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Literal
 
 from pydantic import Field, model_validator
@@ -18,8 +19,12 @@ from polymnesia.config.base import StrictModel
 from polymnesia.errors import ConfigError
 from polymnesia.methods.merging import merge_folders
 from polymnesia.models.io import model_dir
-from polymnesia.pipeline.stage import STAGES, Stage, StageContext
+from polymnesia.pipeline.stage import STAGES, Artifact, Role, Stage, StageContext
 from polymnesia.results import Score
+from polymnesia.stages.common import MODELS
+
+#: the model the task vectors are taken from (task_arithmetic, ties)
+BASE = Role("base", Artifact.MODEL, required=False)
 
 
 class MergeParams(StrictModel):
@@ -39,10 +44,10 @@ class MergeParams(StrictModel):
         return self
 
 
-def merged_inputs(ctx: StageContext) -> list[str]:
+def merged_inputs(ctx: StageContext[MergeParams]) -> list[str]:
     """The roles ``model_0, model_1, ...`` of ``ctx``, in order (no gap allowed)."""
-    roles = sorted((r for r in ctx.inputs if r.startswith("model_")), key=lambda r: int(r[6:]))
-    if roles != [f"model_{i}" for i in range(len(roles))]:
+    roles = MODELS.members(ctx.inputs)
+    if roles != [MODELS(i) for i in range(len(roles))]:
         raise ConfigError(f"merge_models: inputs must be model_0, model_1, ...; got {roles}")
     return roles
 
@@ -50,13 +55,19 @@ def merged_inputs(ctx: StageContext) -> list[str]:
 @STAGES.register(
     "merge_models", "model folders of one architecture merged: average, task arithmetic, TIES"
 )
-class MergeModels(Stage):
+class MergeModels(Stage[MergeParams]):
     role = "training"
+    inputs = (MODELS, BASE)
+    outputs = (Artifact.MODEL,)
 
-    def run(self, ctx: StageContext) -> list[Score]:
-        p: MergeParams = ctx.params
+    @classmethod
+    def named_inputs(cls, params: MergeParams) -> Sequence[str]:
+        return [MODELS(0), *([BASE] if params.method != "average" else [])]
+
+    def run(self, ctx: StageContext[MergeParams]) -> list[Score]:
+        p = ctx.params
         tuned = [model_dir(ctx.input(r)) for r in merged_inputs(ctx)]
-        base = model_dir(ctx.input("base")) if "base" in ctx.inputs else None
+        base = model_dir(ctx.input(BASE)) if BASE in ctx.inputs else None
         merge_folders(
             model_dir(ctx.out_dir), tuned, p.method, base=base, weights=p.weights,
             lam=p.lam, density=p.density,

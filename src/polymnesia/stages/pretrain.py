@@ -2,18 +2,26 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from polymnesia.config.base import StrictModel
-from polymnesia.io import atomic_write_json
 from polymnesia.models import ModelConfig, build_model, count_parameters
 from polymnesia.models.io import save_model_and_tokenizer
-from polymnesia.pipeline.stage import STAGES, Stage, StageContext
+from polymnesia.pipeline.stage import STAGES, Artifact, Stage, StageContext
 from polymnesia.results import Score
-from polymnesia.stages.common import packed_mixture, validation_eval_fn
+from polymnesia.stages.common import (
+    DATA,
+    TOKENIZER,
+    packed_mixture,
+    plugin_inputs,
+    train_in_stage,
+    train_summary,
+    validation_eval_fn,
+    write_train_summary,
+)
 from polymnesia.tokenizers.bpe import load_tokenizer
 from polymnesia.training.config import TrainConfig
 from polymnesia.training.data import PackedLMData
-from polymnesia.training.loop import train
-from polymnesia.training.plugins import build_plugins
 
 
 class PretrainParams(StrictModel):
@@ -27,17 +35,23 @@ class PretrainParams(StrictModel):
 @STAGES.register(
     "pretrain", "train a causal LM on a temperature-sampled language mixture into model/"
 )
-class Pretrain(Stage):
+class Pretrain(Stage[PretrainParams]):
     role = "training"
     version = "1"
     distributed = True
     resumable = True
+    inputs = (DATA, TOKENIZER)
+    outputs = (Artifact.MODEL,)
 
-    def run(self, ctx: StageContext) -> list[Score]:
-        p: PretrainParams = ctx.params
-        tokenizer = load_tokenizer(str(ctx.input("tokenizer") / "tokenizer"))
+    @classmethod
+    def named_inputs(cls, params: PretrainParams) -> Sequence[str]:
+        return plugin_inputs(params.train.plugins)
+
+    def run(self, ctx: StageContext[PretrainParams]) -> list[Score]:
+        p = ctx.params
+        tokenizer = load_tokenizer(str(ctx.input(TOKENIZER) / "tokenizer"))
         blocks = packed_mixture(
-            ctx.input("data"),
+            ctx.input(DATA),
             tokenizer,
             p.languages,
             temperature=p.temperature,
@@ -47,33 +61,24 @@ class Pretrain(Stage):
         model = build_model(p.model, tokenizer, seed=p.seed)
 
         eval_fn = (
-            validation_eval_fn(ctx.input("data"), tokenizer, p.languages)
+            validation_eval_fn(ctx.input(DATA), tokenizer, p.languages)
             if p.train.eval_every
             else None
         )
-        model, result = train(
-            model,
-            PackedLMData(blocks),
-            p.train,
-            ctx.out_dir,
-            seed=p.seed,
-            plugins=build_plugins(p.train.plugins, ctx.inputs),
-            eval_fn=eval_fn,
-            tracker_name=ctx.spec.name,
+        done = train_in_stage(
+            ctx, model, PackedLMData(blocks), p.train, seed=p.seed, eval_fn=eval_fn
         )
         if ctx.is_main_process:
-            save_model_and_tokenizer(model, tokenizer, ctx.out_dir / "model")
-            atomic_write_json(
-                ctx.out_dir / "train_summary.json",
-                {
-                    "steps": result.steps,
-                    "engine": result.engine,
-                    "final_loss": result.final_loss,
-                    "tokens": result.tokens,
-                    "seconds": round(result.seconds, 2),
-                    "resumed_from": result.resumed_from,
-                    "parameters": count_parameters(model),
-                    "blocks": int(blocks.shape[0]),
-                },
-            )
+            save_model_and_tokenizer(done.model, tokenizer, ctx.out_dir / "model")
+        r = done.result
+        write_train_summary(
+            ctx,
+            train_summary(
+                r,
+                tokens=r.tokens,
+                resumed_from=r.resumed_from,
+                parameters=count_parameters(done.model),
+                blocks=int(blocks.shape[0]),
+            ),
+        )
         return []

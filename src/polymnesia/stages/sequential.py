@@ -23,6 +23,7 @@ from __future__ import annotations
 import shutil
 import time
 from collections import Counter
+from collections.abc import Sequence
 from typing import Any
 
 import torch
@@ -56,8 +57,9 @@ from polymnesia.methods.regularization import (
 )
 from polymnesia.models.io import save_model_and_tokenizer
 from polymnesia.models.lora import LoraConfig, add_adapter, load_adapter, trainable_parameters
-from polymnesia.pipeline.stage import STAGES, Stage, StageContext
+from polymnesia.pipeline.stage import STAGES, Artifact, Role, Stage, StageContext
 from polymnesia.results import Score
+from polymnesia.stages.common import DATA, plugin_inputs, train_in_stage
 from polymnesia.stages.sequential_order import read_matrix, read_order
 from polymnesia.tasks.classification import (
     ClassificationData,
@@ -68,8 +70,13 @@ from polymnesia.tasks.classification import (
 )
 from polymnesia.tasks.config import TaskConfig
 from polymnesia.training.config import TrainConfig
-from polymnesia.training.loop import train
-from polymnesia.training.plugins import build_plugins
+
+#: the model a fresh classifier is built on (the pretraining stage)
+BASE = Role("base", Artifact.MODEL)
+#: the previous step of a sequential arm: its classifier (or adapter) and R so far
+PREV = Role("prev", Artifact.MATRIX, required=False)
+#: the language order a sequential step takes its language from
+ORDER = Role("order", Artifact.ORDER, required=False)
 
 
 class StepParams(StrictModel):
@@ -108,7 +115,7 @@ def _tags(ctx: StageContext, p: StepParams) -> tuple[str, ...] | None:
     """The slot tag names (label ids in order) of a slot-filling task, else None."""
     if p.task.kind != "token" or p.slot_field is None:
         return None
-    return slot_tags(ctx.input("data"), p.languages, p.slot_field)
+    return slot_tags(ctx.input(DATA), p.languages, p.slot_field)
 
 
 def _examples(
@@ -118,7 +125,7 @@ def _examples(
     slots = (p.slot_field, tags) if p.slot_field is not None and tags is not None else None
     return {
         lang: load_examples(
-            ctx.input("data"),
+            ctx.input(DATA),
             lang,
             split,
             p.task,
@@ -138,10 +145,10 @@ def _build_model(ctx: StageContext, p: StepParams, n_labels: int) -> tuple[torch
 
     bidirectional = p.task.context == "bidirectional"
     model, tok = load_classifier(
-        ctx.input("base"), n_labels, p.task.kind, seed=p.seed + 1234, bidirectional=bidirectional
+        ctx.input(BASE), n_labels, p.task.kind, seed=p.seed + 1234, bidirectional=bidirectional
     )
     lora = get_method(p.method).uses_lora(p.rank)
-    prev = ctx.inputs.get("prev")
+    prev = ctx.inputs.get(PREV)
     if lora and p.rank is not None:
         if prev is not None:
             return load_adapter(model, prev / "adapter"), tok
@@ -185,19 +192,11 @@ def _train(
         weight_decay=0.0, log_every=spe, checkpoint_every=steps, progress_bar=False,
     )  # fmt: skip
     t0 = time.time()
-    plugins = build_plugins(h.plugins, ctx.inputs)
     data = ClassificationData(train_ex, tok.pad_token_id)
-    model, result = train(
-        model,
-        data,
-        cfg,
-        ctx.out_dir,
-        seed=p.seed,
-        plugins=[stopper, *plugins],
-        tracker_name=ctx.spec.name,
-    )
+    done = train_in_stage(ctx, model, data, cfg, seed=p.seed, plugins=h.plugins, before=[stopper])
+    model, result = done.model, done.result
     stopper.restore_best(model)
-    for ewc in (q for q in plugins if isinstance(q, EWC)):
+    for ewc in (q for q in done.plugins if isinstance(q, EWC)):
         _fisher(ctx, model, data, ewc)
     shutil.rmtree(ctx.out_dir / "checkpoints", ignore_errors=True)
     return model, {
@@ -266,7 +265,7 @@ def _save(ctx: StageContext, p: StepParams, model: torch.nn.Module, tok: Any) ->
 
 
 def _matrix(ctx: StageContext, p: StepParams, trained: list[str], row: dict[str, float]) -> None:
-    prev = ctx.inputs.get("prev")
+    prev = ctx.inputs.get(PREV)
     before = (
         read_matrix(prev)
         if prev is not None and p.setting is not None
@@ -330,23 +329,31 @@ def _scores(
     "sequential_step",
     "train on one language (or all) and score every language: a row of R (paper 004)",
 )
-class SequentialStep(Stage):
+class SequentialStep(Stage[StepParams]):
     role = "training"
     version = "2"
+    inputs = (DATA, BASE, PREV, ORDER)
+    #: model/ (full fine-tuning) or adapter/ (LoRA methods), fisher.safetensors (EWC)
+    outputs = (Artifact.MATRIX, Artifact.ITEMS, Artifact.MODEL, "adapter/")
 
-    def run(self, ctx: StageContext) -> list[Score]:
-        p: StepParams = ctx.params
+    @classmethod
+    def named_inputs(cls, params: StepParams) -> Sequence[str]:
+        order = [ORDER] if params.train_languages is None else []  # the step's language
+        return [*order, *plugin_inputs(params.hyper.plugins)]
+
+    def run(self, ctx: StageContext[StepParams]) -> list[Score]:
+        p = ctx.params
         trained = (
             p.train_languages
             if p.train_languages is not None
-            else [read_order(ctx.input("order"))[p.order_index or 0]]
+            else [read_order(ctx.input(ORDER))[p.order_index or 0]]
         )
-        n_labels = num_labels(p.task, ctx.input("data"), p.languages, p.slot_field)
+        n_labels = num_labels(p.task, ctx.input(DATA), p.languages, p.slot_field)
         model, tok = _build_model(ctx, p, n_labels)
         info: dict[str, Any] = {"trainable": trainable_parameters(model)}
         if not p.evaluate_only:
             merge_new = get_method(p.method).merge_new
-            start = _start_state(model) if merge_new is not None and "prev" in ctx.inputs else None
+            start = _start_state(model) if merge_new is not None and PREV in ctx.inputs else None
             model, summary = _train(ctx, p, model, tok, trained)
             info.update(summary)
             if start is not None and merge_new is not None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Sequence
 from pathlib import Path
 
 from pydantic import Field
@@ -26,8 +27,12 @@ from polymnesia.continual.orders import (
 from polymnesia.data.prepared import read_split
 from polymnesia.io import atomic_write_json
 from polymnesia.metrics.continual import performance_shift
-from polymnesia.pipeline.stage import STAGES, Stage, StageContext
+from polymnesia.pipeline.stage import STAGES, Artifact, Family, Stage, StageContext
 from polymnesia.results import Score
+from polymnesia.stages.common import DATA
+
+#: the last steps of the arms whose accuracy matrices R a destructive order is computed from
+SOURCES = Family("source_", Artifact.MATRIX)
 
 
 class OrderParams(StrictModel):
@@ -54,9 +59,11 @@ def _pretraining_sizes(data_dir: Path, p: OrderParams) -> dict[str, float]:
     return {lang: size[lang] * 10 + joshi[lang] for lang in p.languages}  # Joshi breaks ties
 
 
-def _destructive(ctx: StageContext, p: OrderParams) -> tuple[list[str], dict[str, float]]:
+def _destructive(
+    ctx: StageContext[OrderParams], p: OrderParams
+) -> tuple[list[str], dict[str, float]]:
     o = p.order
-    mats = [read_matrix(ctx.input(f"source_{i}")) for i in range(len(o.sources))]
+    mats = [read_matrix(ctx.input(SOURCES(i))) for i in range(len(o.sources))]
     shifts = performance_shift(
         [list(m["order"]) for m in mats],  # type: ignore[call-overload]
         [m["rows"] for m in mats],
@@ -71,12 +78,18 @@ def _destructive(ctx: StageContext, p: OrderParams) -> tuple[list[str], dict[str
 @STAGES.register(
     "sequential_order", "a language order for sequential training (paper 004) -> order.json"
 )
-class SequentialOrder(Stage):
+class SequentialOrder(Stage[OrderParams]):
     role = "data"
     version = "2"
+    inputs = (DATA, SOURCES)
+    outputs = (Artifact.ORDER,)
 
-    def run(self, ctx: StageContext) -> list[Score]:
-        p: OrderParams = ctx.params
+    @classmethod
+    def named_inputs(cls, params: OrderParams) -> Sequence[str]:
+        return [SOURCES(i) for i in range(len(params.order.sources))]
+
+    def run(self, ctx: StageContext[OrderParams]) -> list[Score]:
+        p = ctx.params
         o = p.order
         info: dict[str, object] = {"name": o.name, "kind": o.kind}
         if o.kind == "explicit":
@@ -87,7 +100,7 @@ class SequentialOrder(Stage):
             sizes = (
                 joshi_sizes(p.languages)
                 if o.resource_by == "joshi"
-                else _pretraining_sizes(ctx.input("data"), p)
+                else _pretraining_sizes(ctx.input(DATA), p)
             )
             order = resource_order(p.languages, sizes)
         else:

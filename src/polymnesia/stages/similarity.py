@@ -11,6 +11,7 @@ every parameter tensor of two model folders (inputs ``a`` and ``b``), streamed.
 from __future__ import annotations
 
 import importlib.util
+from collections.abc import Sequence
 from typing import Literal
 
 from pydantic import Field, field_validator
@@ -26,8 +27,14 @@ from polymnesia.evaluation.embeddings import (
 )
 from polymnesia.io import read_jsonl_strict
 from polymnesia.metrics.similarity import DES_SAMPLES
-from polymnesia.pipeline.stage import STAGES, Stage, StageContext
+from polymnesia.pipeline.stage import STAGES, Artifact, Role, Stage, StageContext
 from polymnesia.results import Score
+from polymnesia.stages.common import MODEL
+
+#: the two instruction sets DES compares (an instruction-data stage's records.jsonl)
+SET_A, SET_B = Role("a", Artifact.RECORDS), Role("b", Artifact.RECORDS)
+#: the two models MPD compares
+MODEL_A, MODEL_B = Role("a", Artifact.MODEL), Role("b", Artifact.MODEL)
 
 
 class SimilarityConfig(StrictModel):
@@ -73,19 +80,24 @@ def _texts(folder: object, field: str) -> list[str]:
 
 
 @STAGES.register("dataset_similarity", "DES of two instruction datasets (paper 002, Definition 1)")
-class DatasetSimilarity(Stage):
+class DatasetSimilarity(Stage[DatasetSimilarityParams]):
     role = "analysis"
     version = "1"
+    inputs = (SET_A, SET_B, MODEL.optional())
 
-    def run(self, ctx: StageContext) -> list[Score]:
-        p: DatasetSimilarityParams = ctx.params
+    @classmethod
+    def named_inputs(cls, params: DatasetSimilarityParams) -> Sequence[str]:
+        return [MODEL] if params.similarity.embedder == "hidden" else []  # the embedder's model
+
+    def run(self, ctx: StageContext[DatasetSimilarityParams]) -> list[Score]:
+        p = ctx.params
         c = p.similarity
         embedder = (
             UseEmbedder()
             if c.embedder == "use"
-            else HiddenStateEmbedder(ctx.input("model") / "model", precision=p.precision)
+            else HiddenStateEmbedder(ctx.input(MODEL) / "model", precision=p.precision)
         )
-        a, b = _texts(ctx.input("a"), c.field), _texts(ctx.input("b"), c.field)
+        a, b = _texts(ctx.input(SET_A), c.field), _texts(ctx.input(SET_B), c.field)
         value = dataset_similarity(a, b, embedder, n=c.samples, seed=p.seed)
         n = min(c.samples, len(a), len(b))
         return [
@@ -112,11 +124,13 @@ class ModelDistanceParams(StrictModel):
 
 
 @STAGES.register("model_distance", "MPD of two models fine-tuned from one base (paper 002, Def. 2)")
-class ModelDistance(Stage):
+class ModelDistance(Stage[ModelDistanceParams]):
     role = "analysis"
     version = "1"
+    inputs = (MODEL_A, MODEL_B)
 
-    def run(self, ctx: StageContext) -> list[Score]:
-        p: ModelDistanceParams = ctx.params
-        value = mpd_folders(ctx.input("a") / "model", ctx.input("b") / "model", pattern=p.pattern)
+    def run(self, ctx: StageContext[ModelDistanceParams]) -> list[Score]:
+        p = ctx.params
+        a, b = ctx.input(MODEL_A) / "model", ctx.input(MODEL_B) / "model"
+        value = mpd_folders(a, b, pattern=p.pattern)
         return [Score(model=p.label, lang="all", metric="mpd", value=value, task="similarity")]

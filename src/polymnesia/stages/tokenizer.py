@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from polymnesia.config.base import StrictModel
 from polymnesia.data.prepared import read_texts
-from polymnesia.pipeline.stage import STAGES, Stage, StageContext
+from polymnesia.pipeline.stage import STAGES, Artifact, Stage, StageContext
 from polymnesia.results import Score
+from polymnesia.stages.common import DATA
 from polymnesia.tokenizers.bpe import load_tokenizer, save_tokenizer, train_bpe_mixture
 from polymnesia.tokenizers.config import TokenizerConfig
 
@@ -19,17 +20,19 @@ class TrainTokenizerParams(StrictModel):
 @STAGES.register(
     "train_tokenizer", "train a byte-level BPE tokenizer (or load a given one) into tokenizer/"
 )
-class TrainTokenizer(Stage):
+class TrainTokenizer(Stage[TrainTokenizerParams]):
     role = "data"
     version = "1"
+    inputs = (DATA,)
+    outputs = (Artifact.TOKENIZER,)
 
-    def run(self, ctx: StageContext) -> list[Score]:
-        p: TrainTokenizerParams = ctx.params
+    def run(self, ctx: StageContext[TrainTokenizerParams]) -> list[Score]:
+        p = ctx.params
         t = p.tokenizer
         if t.name_or_path:
             tok = load_tokenizer(t.name_or_path)
         else:
-            texts = {lang: read_texts(ctx.input("data"), lang, "train") for lang in p.languages}
+            texts = {lang: read_texts(ctx.input(DATA), lang, "train") for lang in p.languages}
             tok = train_bpe_mixture(
                 texts,
                 t.vocab_size,
