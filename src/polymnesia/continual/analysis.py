@@ -43,7 +43,9 @@ def group_means(values: Mapping[str, float], by: GroupBy) -> dict[str, float]:
 
 
 def hop_average(per_lang: Mapping[str, np.ndarray]) -> dict[str, float]:
-    """Mean over hops of each language's MFT_h or MBT_h (NaN hops left out), the sort key of Figures 5-6."""
+    """Mean over hops of each language's MFT_h or MBT_h (NaN hops left out), the sort key of Figures
+    5-6.
+    """
     out = {}
     for lang, v in per_lang.items():
         arr = np.asarray(v, dtype=float)

@@ -46,7 +46,8 @@ def task_language(code: str) -> str:
         return lang.code
     if not _REGION.match(region):
         raise ValueError(
-            f"language '{code}': region subtag '{region}' must be two letters or three digits (zh-TW)"
+            f"language '{code}': region subtag '{region}' must be two letters or three digits "
+            "(zh-TW)"
         )
     return f"{lang.code}-{region.upper()}"
 
@@ -84,15 +85,18 @@ class OrderConfig(StrictModel):
     source_method: str = Field("vanilla", description="the sequential method those runs used")
     destructive: Literal["move_to_end", "sort"] = Field(
         "move_to_end",
-        description="destructive_last procedure: move_to_end (paper 004, A.1: shuffle with 'seed', then "
-        "move the 'destructive_count' most destructive languages to the end); sort: every language by P_avg",
+        description="destructive_last procedure: move_to_end (paper 004, A.1: shuffle with "
+        "'seed', then "
+        "move the 'destructive_count' most destructive languages to the end); sort: every "
+        "language by P_avg",
     )
     destructive_count: int | None = Field(
         None, ge=0, description="languages moved to the end (move_to_end); default about a tenth"
     )
     shift: Literal["literal", "previous"] = Field(
         "literal",
-        description="P_avg reading that ranks destructiveness: literal eq. 9 (new language included) "
+        description="P_avg reading that ranks destructiveness: literal eq. 9 (new language "
+        "included) "
         "or previous (only languages learned before, section 3.3.1's prose)",
     )
 
@@ -116,6 +120,7 @@ class OrderConfig(StrictModel):
             )
         if (self.kind == "destructive_last") != bool(self.sources):
             raise ValueError(
-                f"order '{self.name}': 'sources' (earlier order names) is given exactly when kind is destructive_last"
+                f"order '{self.name}': 'sources' (earlier order names) is given exactly when kind "
+                "is destructive_last"
             )
         return self

@@ -92,7 +92,9 @@ def _tagged(
     pivot: str | None,
     slots: tuple[str, tuple[str, ...]] | None,
 ) -> list[dict[str, Any]]:
-    """Token-task records with tags: from the slot annotations, else language-ID against ``pivot``."""
+    """Token-task records with tags: from the slot annotations, else language-ID against
+    ``pivot``.
+    """
     if slots is not None:
         field, inventory = slots
         return slot_records(records, field, list(inventory))
@@ -109,7 +111,8 @@ def spread(records: list[dict[str, Any]], cap: int | None) -> list[dict[str, Any
 
 
 def slot_tags(data_dir: Path, languages: list[str], field: str) -> tuple[str, ...]:
-    """The BIO tag inventory of every slot in every split of ``languages`` (label ids in this order).
+    """The BIO tag inventory of every slot in every split of ``languages`` (label ids in this
+    order).
 
     The schema is the dataset's, so the test splits count too: a slot seen
     only in a test set still gets an id (it is then never predicted).

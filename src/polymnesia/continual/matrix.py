@@ -1,4 +1,5 @@
-"""The accuracy matrix R of paper 004 (section 3.3): build it from score records, compose it, store it.
+"""The accuracy matrix R of paper 004 (section 3.3): build it from score records, compose it, store
+it.
 
 ``R[i, j]`` is the score on language ``order[j]`` after training step ``i``
 (0-based; rows and columns in the learning order, the layout
@@ -70,7 +71,9 @@ def joint_cells(row: Mapping[str, V], order: Sequence[str]) -> list[list[V]]:
 
 
 def compose_joint(row: Mapping[str, float], order: Sequence[str]) -> np.ndarray:
-    """R for MULTI (004 eq. 1): one model trained on all languages, the same row after every step."""
+    """R for MULTI (004 eq. 1): one model trained on all languages, the same row after every
+    step.
+    """
     return np.array(joint_cells(row, order), dtype=float)
 
 

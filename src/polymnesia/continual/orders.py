@@ -6,7 +6,8 @@ shuffled" with the languages "found to be particularly destructive" placed
 "toward the end of the sequence" (appendix A.1). Two versions of the fifth:
 :func:`destructive_moved_last_order` follows the paper (shuffle, then move the
 most destructive languages to the end); :func:`destructive_last_order` sorts
-every language by its performance shift (a stronger version of the same idea). Every order is a pure function of its inputs here; the experiment saves
+every language by its performance shift (a stronger version of the same idea). Every order is a pure
+function of its inputs here; the experiment saves
 the order it used with the results (``order_position`` scores).
 """
 
@@ -94,7 +95,8 @@ def default_destructive_count(n_languages: int) -> int:
 def destructive_moved_last_order(
     shifts: Mapping[str, float], languages: Sequence[str], seed: int, count: int | None = None
 ) -> list[str]:
-    """004's fifth order as appendix A.1 describes it: shuffle, then move the destructive to the end.
+    """004's fifth order as appendix A.1 describes it: shuffle, then move the destructive to the
+    end.
 
     The languages are shuffled with ``seed`` (:func:`shuffled_order`); the
     ``count`` languages with the largest shift ``P_avg`` (NaN counts as 0,
@@ -106,7 +108,8 @@ def destructive_moved_last_order(
     n = default_destructive_count(len(languages)) if count is None else count
     if not 0 <= n <= len(languages):
         raise ConfigError(
-            f"destructive count must lie between 0 and the number of languages ({len(languages)}), got {n}"
+            "destructive count must lie between 0 and the number of languages "
+            f"({len(languages)}), got {n}"
         )
     ranked = sorted(languages, key=_shift_key(shifts))
     moved = ranked[len(ranked) - n :] if n else []

@@ -1,4 +1,5 @@
-"""Bootstrap replicates of accuracy matrices R from the per-item evidence of their entries (paper 004).
+"""Bootstrap replicates of accuracy matrices R from the per-item evidence of their entries (paper
+004).
 
 Every entry ``R[i, j]`` of paper 004's accuracy matrix is a score on the
 test items of language ``order[j]`` (stage ``sequential_step`` keeps them in
@@ -36,7 +37,9 @@ from polymnesia.metrics.uncertainty import (
 
 
 def draw_items(n_items: Mapping[str, int], n_resamples: int, seed: int) -> dict[str, np.ndarray]:
-    """``{language: [n_resamples, n] item indices}``, each from a generator seeded by (seed, language)."""
+    """``{language: [n_resamples, n] item indices}``, each from a generator seeded by (seed,
+    language).
+    """
     return {
         lang: resample_indices(
             np.random.default_rng([seed, zlib.crc32(lang.encode("utf-8"))]), n, n_resamples
@@ -50,7 +53,8 @@ def replicate_matrix(
     order: Sequence[str],
     draws: Mapping[str, np.ndarray],
 ) -> np.ndarray:
-    """``[B, T, T]`` replicates of one R: entry ``(i, j)`` is ``cells[i][j]`` on the draw of ``order[j]``.
+    """``[B, T, T]`` replicates of one R: entry ``(i, j)`` is ``cells[i][j]`` on the draw of
+    ``order[j]``.
 
     A statistic that fills several entries (MULTI's one row repeated, MONO's
     columns below the diagonal) is resampled once.
@@ -69,7 +73,8 @@ def replicate_matrix(
             idx = draws[order[j]]
             if stat.n != idx.shape[1]:
                 raise DataError(
-                    f"language '{order[j]}': {stat.n} items in one entry of R, {idx.shape[1]} in the draw"
+                    f"language '{order[j]}': {stat.n} items in one entry of R, {idx.shape[1]} in "
+                    "the draw"
                 )
             if id(stat) not in done:
                 done[id(stat)] = stat.replicates(idx)
@@ -109,7 +114,8 @@ class Replicates:
 
     def test(self) -> PairedTest:
         """This quantity read as a paired difference: interval and two-sided p
-        ``min(1, 2 min(P*(d <= 0), P*(d >= 0)))`` (as :func:`~polymnesia.metrics.uncertainty.paired_bootstrap`)."""
+        ``min(1, 2 min(P*(d <= 0), P*(d >= 0)))`` (as
+        :func:`~polymnesia.metrics.uncertainty.paired_bootstrap`)."""
         iv = self.interval()
         finite = self.values[np.isfinite(self.values)]
         p = (

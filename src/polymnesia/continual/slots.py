@@ -25,7 +25,8 @@ _SLOT = re.compile(r"\[([^\[\]:]*):([^\[\]]*)\]")
 
 
 def parse_slots(annotated: str) -> tuple[list[str], list[str]]:
-    """``'wake me [time : nine am]'`` -> ``(['wake', 'me', 'nine', 'am'], ['O', 'O', 'B-time', 'I-time'])``.
+    """``'wake me [time : nine am]'`` -> ``(['wake', 'me', 'nine', 'am'], ['O', 'O', 'B-time',
+    'I-time'])``.
 
     A malformed annotation (an unbalanced bracket, a slot without a name or
     without words) is a :class:`DataError` naming it.
@@ -54,7 +55,9 @@ def _plain(text: str, whole: str, words: list[str], tags: list[str]) -> None:
 
 
 def tag_inventory(slot_names: Iterable[str]) -> list[str]:
-    """``['O', 'B-a', 'I-a', 'B-b', 'I-b', ...]`` for the slot names, sorted: label ids in a fixed order."""
+    """``['O', 'B-a', 'I-a', 'B-b', 'I-b', ...]`` for the slot names, sorted: label ids in a fixed
+    order.
+    """
     out = ["O"]
     for name in sorted(set(slot_names)):
         out += [f"B-{name}", f"I-{name}"]
@@ -83,7 +86,8 @@ def slot_records(
         unknown = [t for t in tags if t not in ids]
         if unknown:
             raise DataError(
-                f"record {r.get('id')} ({r.get('lang')}): slot tag {unknown[0]} is not in the inventory"
+                f"record {r.get('id')} ({r.get('lang')}): slot tag {unknown[0]} is not in the "
+                "inventory"
             )
         meta = {**(r.get("meta") or {}), "tags": [ids[t] for t in tags], "tag_names": inventory}
         out.append({**r, "text": " ".join(words), "meta": meta})
@@ -94,7 +98,8 @@ def _annotation(record: dict[str, Any], field: str) -> str:
     value = (record.get("meta") or {}).get(field)
     if not isinstance(value, str):
         raise DataError(
-            f"record {record.get('id')} ({record.get('lang')}) has no slot annotation meta['{field}']; "
+            f"record {record.get('id')} ({record.get('lang')}) has no slot annotation "
+            f"meta['{field}']; "
             "give the source the annotated column (hf: meta_fields)"
         )
     return value

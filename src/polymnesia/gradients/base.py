@@ -129,7 +129,9 @@ def _any(grads: torch.Tensor) -> bool:
 
 
 def check_grads(grads: object, languages: Sequence[str] | None = None) -> None:
-    """Raise a one-line :class:`PolymnesiaError` unless ``grads`` is a finite [T, D] float tensor."""
+    """Raise a one-line :class:`PolymnesiaError` unless ``grads`` is a finite [T, D] float
+    tensor.
+    """
     if not isinstance(grads, torch.Tensor):
         raise PolymnesiaError(f"grads must be a torch.Tensor [T, D], got {type(grads).__name__}")
     if grads.dim() != 2:

@@ -16,7 +16,9 @@ GRANULARITIES = ("whole", "module", "tensor")
 
 
 def flatten_grads(params: Iterable[torch.Tensor]) -> torch.Tensor:
-    """Concatenate the ``.grad`` of each parameter into one [D] vector (zeros where grad is None)."""
+    """Concatenate the ``.grad`` of each parameter into one [D] vector (zeros where grad is
+    None).
+    """
     pieces = [(p.grad if p.grad is not None else torch.zeros_like(p)).reshape(-1) for p in params]
     if not pieces:
         raise PolymnesiaError("flatten_grads got no parameters")
@@ -28,7 +30,8 @@ def assign_flat_grad(params: Sequence[torch.Tensor], vec: torch.Tensor) -> None:
     total = sum(p.numel() for p in params)
     if vec.dim() != 1 or vec.numel() != total:
         raise PolymnesiaError(
-            f"flat gradient has shape {tuple(vec.shape)}; the parameters need a 1-D vector of {total}"
+            f"flat gradient has shape {tuple(vec.shape)}; the parameters need a 1-D vector of "
+            f"{total}"
         )
     offset = 0
     for p in params:

@@ -73,7 +73,8 @@ def linear_term(grads: torch.Tensor, accumulated: torch.Tensor | None) -> np.nda
         return np.zeros(grads.shape[0])
     if accumulated.shape != grads.shape[1:]:
         raise PolymnesiaError(
-            f"LF-MLF accumulated update has {accumulated.numel()} entries but grads have D = {grads.shape[1]}"
+            f"LF-MLF accumulated update has {accumulated.numel()} entries but grads have D = "
+            f"{grads.shape[1]}"
         )
     return inner(grads, accumulated.to(grads.device, grads.dtype))
 
@@ -145,7 +146,8 @@ class LFMLF(Combiner):
             self.accumulated = torch.zeros(vec.shape, dtype=dtype, device=vec.device)
         elif self.accumulated.shape != vec.shape:
             raise PolymnesiaError(
-                f"LF-MLF got a vector of {vec.numel()} entries, but accumulated {self.accumulated.numel()}"
+                f"LF-MLF got a vector of {vec.numel()} entries, but accumulated "
+                f"{self.accumulated.numel()}"
             )
         self.accumulated.add_(vec.to(self.accumulated.dtype), alpha=alpha)
 

@@ -44,7 +44,9 @@ IQR_TO_SIGMA = 1.349
 
 
 def iqr_sigma(S: torch.Tensor) -> float:
-    """Robust scale ``(q75 - q25) / 1.349`` of the singular values (linear-interpolated quantiles)."""
+    """Robust scale ``(q75 - q25) / 1.349`` of the singular values (linear-interpolated
+    quantiles).
+    """
     s = S.float()
     return float((torch.quantile(s, 0.75) - torch.quantile(s, 0.25)) / IQR_TO_SIGMA)
 
@@ -56,7 +58,9 @@ def mp_threshold(sigma: float, n: int, m: int) -> float:
 
 
 def singular_values(W: torch.Tensor) -> torch.Tensor:
-    """Singular values in float32, descending; a 1-D tensor is treated as one row (as Spectrum does)."""
+    """Singular values in float32, descending; a 1-D tensor is treated as one row (as Spectrum
+    does).
+    """
     w = W.detach().to(torch.float32)
     if w.ndim < 2:
         w = w.unsqueeze(0)

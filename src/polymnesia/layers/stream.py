@@ -51,7 +51,9 @@ def tensor_index(folder: str | Path) -> dict[str, Path]:
 
 
 def is_matrix_name(name: str) -> bool:
-    """Weight matrices (``*.weight``) are what Spectrum scores; norms are 1-D and skipped by shape."""
+    """Weight matrices (``*.weight``) are what Spectrum scores; norms are 1-D and skipped by
+    shape.
+    """
     return name.endswith(".weight")
 
 
@@ -98,7 +100,8 @@ def iter_pairs(
             b = handle.get_tensor(name)
         if a.shape != b.shape:
             raise PolymnesiaError(
-                f"tensor {name} has shape {tuple(a.shape)} in {folder_a} but {tuple(b.shape)} in {folder_b}"
+                f"tensor {name} has shape {tuple(a.shape)} in {folder_a} but {tuple(b.shape)} in "
+                f"{folder_b}"
             )
         yield name, a, b
 
@@ -129,6 +132,7 @@ def iter_pairs_with_module(
             b = handle.get_tensor(name)
         if a.shape != b.shape:
             raise PolymnesiaError(
-                f"tensor {name} has shape {tuple(a.shape)} in the model but {tuple(b.shape)} in {folder}"
+                f"tensor {name} has shape {tuple(a.shape)} in the model but {tuple(b.shape)} in "
+                f"{folder}"
             )
         yield name, a, b

@@ -72,7 +72,9 @@ def check_reset_every(reset_every: Any, total_steps: int | None = None) -> int:
 
 
 def is_reset_step(step: int, reset_every: int, total_steps: int) -> bool:
-    """Whether the embeddings are reset after optimizer step ``step`` (1-based); never after the last."""
+    """Whether the embeddings are reset after optimizer step ``step`` (1-based); never after the
+    last.
+    """
     return step % reset_every == 0 and step < total_steps
 
 
@@ -127,7 +129,8 @@ class ActiveForgettingOptions(StrictModel):
 
 @PLUGINS.register(
     "active_forgetting",
-    "re-draw the token embeddings every K steps, reset their Adam state and replay their LR schedule",
+    "re-draw the token embeddings every K steps, reset their Adam state and replay their LR "
+    "schedule",
 )
 class ActiveForgetting(TrainingPlugin):
     """See the module docstring. Options are the keys of a stage's ``plugins`` entry."""

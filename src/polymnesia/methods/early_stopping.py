@@ -33,14 +33,17 @@ class EarlyStoppingConfig(StrictModel):
     def _can_stop(self) -> EarlyStoppingConfig:
         if self.patience >= self.max_epochs:
             raise ValueError(
-                f"patience {self.patience} >= max_epochs {self.max_epochs}: early stopping can never "
+                f"patience {self.patience} >= max_epochs {self.max_epochs}: early stopping can "
+                "never "
                 "trigger; use a patience smaller than max_epochs"
             )
         return self
 
 
 class EarlyStopping(TrainingPlugin):
-    """Evaluate ``score_fn(model)`` every ``steps_per_epoch`` steps; stop after ``patience`` bad epochs."""
+    """Evaluate ``score_fn(model)`` every ``steps_per_epoch`` steps; stop after ``patience`` bad
+    epochs.
+    """
 
     name = "early_stopping"
     sharded_engines = ("fsdp2",)

@@ -25,7 +25,8 @@ works the same way);
 
 then ``pct`` (default 50) or ``top_k`` layers per weight type (``by: type``)
 or whole decoder layers (``by: layer``; the default for ``random``, paper 002's
-LF_H1 "random set of 10 layers"; ``type`` for the other strategies); ``freeze: selected`` (paper 002) or
+LF_H1 "random set of 10 layers"; ``type`` for the other strategies); ``freeze: selected`` (paper
+002) or
 ``unselected`` (Spectrum's own use). ``pattern`` restricts the candidates,
 e.g. ``self_attn\\.(q|k|v)_proj`` for LF_H2's "Key, Query, and Value".
 Embeddings and the LM head are never frozen by a strategy (as in Spectrum).
@@ -203,5 +204,6 @@ class LayerFreezing(TrainingPlugin):
         if saved is not None and list(saved) != self.frozen:
             raise ConfigError(
                 "layer_freezing: the checkpoint froze a different set of parameters than this "
-                f"configuration ({len(saved)} vs {len(self.frozen)}); resume with the same selection"
+                f"configuration ({len(saved)} vs {len(self.frozen)}); resume with the same "
+                "selection"
             )

@@ -332,7 +332,8 @@ class EWCOptions(StrictModel):
 
 @PLUGINS.register(
     "ewc",
-    "EWC / online EWC: Fisher-weighted pull to the starting weights, lambda/2 sum F (theta-theta*)^2",
+    "EWC / online EWC: Fisher-weighted pull to the starting weights, lambda/2 sum F "
+    "(theta-theta*)^2",
 )
 class EWC(_Anchored):
     name = "ewc"
@@ -406,7 +407,8 @@ class DistillOptions(StrictModel):
     "LwF: KL at temperature T to the starting model's outputs, added to the loss of each batch",
 )
 class Distill(TrainingPlugin):
-    """A loss term of the one training loop (``adds_loss``; :func:`~polymnesia.training.loop.micro_batch_loss`).
+    """A loss term of the one training loop (``adds_loss``;
+    :func:`~polymnesia.training.loop.micro_batch_loss`).
 
     The teacher is a frozen copy of the model as training starts (taken in ``param_groups``,
     before a resume), run in eval mode without gradients on each micro-batch: one extra

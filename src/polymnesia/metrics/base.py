@@ -1,31 +1,111 @@
-"""The metric registry and its decorator (``polymnesia ls metrics``)."""
+"""The metric registry and its decorator (``polymnesia ls metrics``).
+
+A registration also says how the metric is recomputed on resampled test items: ``items``
+maps an item kind (:mod:`polymnesia.items`: ``lm``, ``label``, ``token``, ``stats``) to a
+rule that turns that kind's columns into an
+:class:`~polymnesia.metrics.uncertainty.ItemStatistic`. Intervals and paired tests over
+items then follow from the registration alone, with no switch elsewhere::
+
+    @register_metric(
+        "bits_per_byte", higher_is_better=False, items={"lm": ratio_of("nll", "bytes", scale=1 / LN2)}
+    )
+    def bits_per_byte(nll_sum, n_bytes): ...
+
+Kinds ``values`` (a score per item) and ``docs`` (lm-eval's per-document columns) need no
+rule: any metric is the mean of its column.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
+from polymnesia.metrics.uncertainty import (
+    ItemStatistic,
+    accuracy_statistic,
+    macro_f1_statistic,
+    ratio_statistic,
+    sum_statistic,
+)
 from polymnesia.registry import Registry
+
+#: a metric on one kind of items: ``(columns, n_labels) -> ItemStatistic``
+ItemRule = Callable[[Mapping[str, np.ndarray], "int | None"], ItemStatistic]
 
 
 @dataclass(frozen=True)
 class MetricInfo:
     fn: Callable[..., Any]
     higher_is_better: bool
+    #: item kind -> how the metric is recomputed on resampled items of that kind
+    items: Mapping[str, ItemRule] = field(default_factory=dict)
 
 
 METRICS: Registry[MetricInfo] = Registry("metric", "metrics", "polymnesia.metrics")
 
 
 def register_metric(
-    name: str, *, higher_is_better: bool, description: str = ""
+    name: str,
+    *,
+    higher_is_better: bool,
+    description: str = "",
+    items: Mapping[str, ItemRule] | None = None,
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """Register a metric function under ``name``; the function is returned unchanged."""
+    """Register a metric function under ``name`` (and, in ``items``, how it is resampled);
+    the function is returned unchanged."""
 
     def decorator(fn: Callable[..., Any]) -> Callable[..., Any]:
         doc = (fn.__doc__ or "").strip().splitlines()
-        METRICS.add(name, MetricInfo(fn, higher_is_better), description or (doc[0] if doc else ""))
+        METRICS.add(
+            name,
+            MetricInfo(fn, higher_is_better, dict(items or {})),
+            description or (doc[0] if doc else ""),
+        )
         return fn
 
     return decorator
+
+
+def item_rule(metric: str, kind: str) -> ItemRule | None:
+    """How ``metric`` is recomputed on items of ``kind`` (None: its registration says not)."""
+    return METRICS.get(metric).items.get(kind) if metric in METRICS else None
+
+
+def item_kinds(kind: str) -> list[str]:
+    """The metrics registered with a rule for items of ``kind``."""
+    return [e.name for e in METRICS if kind in e.obj.items]
+
+
+# -- rules, one per shape of per-item evidence ------------------------------------------
+
+
+def ratio_of(
+    num: str, den: str, *, scale: float = 1.0, exp: bool = False, name: str = ""
+) -> ItemRule:
+    """``sum(num) / sum(den)`` over items (times ``scale``, then ``exp`` if asked)."""
+    return lambda c, _n: ratio_statistic(c[num], c[den], scale=scale, exp=exp, name=name or num)
+
+
+def accuracy_of(pred: str = "pred", gold: str = "gold") -> ItemRule:
+    """The share of items whose prediction equals the gold label."""
+    return lambda c, _n: accuracy_statistic(c[pred], c[gold])
+
+
+def macro_f1_of(pred: str = "pred", gold: str = "gold") -> ItemRule:
+    """Macro F1 over the labels (``n_labels`` of the item set)."""
+    return lambda c, n: macro_f1_statistic(c[pred], c[gold], n)
+
+
+def summed(
+    columns: str | tuple[str, ...], reduce: Callable[[np.ndarray], np.ndarray], name: str
+) -> ItemRule:
+    """``reduce`` of per-item statistics summed over items (``[B, k] -> [B]``): one column
+    holding a list per item (``stats``), or several scalar columns stacked."""
+    if isinstance(columns, str):
+        col = columns
+        return lambda c, _n: sum_statistic(c[col], reduce, name)
+    cols = columns
+    return lambda c, _n: sum_statistic(np.stack([c[k] for k in cols], axis=1), reduce, name)

@@ -22,7 +22,8 @@ def _pair(pred: npt.ArrayLike, gold: npt.ArrayLike) -> tuple[np.ndarray, np.ndar
     p, g = np.asarray(pred), np.asarray(gold)
     if p.shape != g.shape or p.ndim != 1 or p.size == 0:
         raise PolymnesiaError(
-            f"pred and gold must be equal-length non-empty label lists, got shapes {p.shape} and {g.shape}"
+            f"pred and gold must be equal-length non-empty label lists, got shapes {p.shape} and "
+            f"{g.shape}"
         )
     return p, g
 
@@ -39,7 +40,9 @@ def accuracy(pred: npt.ArrayLike, gold: npt.ArrayLike) -> float:
 @register_metric(
     "macro_f1",
     higher_is_better=True,
-    description="unweighted mean over labels of per-label F1 (labels in gold or pred, or 0..n_labels-1)",
+    description=(
+        "unweighted mean over labels of per-label F1 (labels in gold or pred, or 0..n_labels-1)"
+    ),
 )
 def macro_f1(pred: npt.ArrayLike, gold: npt.ArrayLike, n_labels: int | None = None) -> float:
     """Macro-averaged F1: mean over labels of ``2 TP / (2 TP + FP + FN)``.

@@ -53,7 +53,8 @@ def to_learning_order(
     arr = _matrix(R)
     if len(order) != arr.shape[0] or len(set(order)) != len(order):
         raise PolymnesiaError(
-            f"order must list {arr.shape[0]} distinct languages (one per step of R), got {list(order)}"
+            f"order must list {arr.shape[0]} distinct languages (one per step of R), got "
+            f"{list(order)}"
         )
     if columns is None:
         return arr
@@ -114,7 +115,9 @@ def performance_shift_steps(R: npt.ArrayLike, shift: Shift = "literal") -> np.nd
 @register_metric(
     "performance_shift",
     higher_is_better=False,
-    description="P_avg: average drop P_t - P_t+1 caused by learning each language, over orders (004 eq. 9)",
+    description=(
+        "P_avg: average drop P_t - P_t+1 caused by learning each language, over orders (004 eq. 9)"
+    ),
 )
 def performance_shift(
     orders: Sequence[Sequence[str]],
@@ -148,7 +151,9 @@ def performance_shift(
 @register_metric(
     "cft",
     higher_is_better=True,
-    description="cross-lingual forward transfer: mean score on not-yet-learned languages (004 eqs. 10-11)",
+    description=(
+        "cross-lingual forward transfer: mean score on not-yet-learned languages (004 eqs. 10-11)"
+    ),
 )
 def cft(R: npt.ArrayLike) -> float:
     """Cross-lingual forward transfer (004, eqs. 10-11, after Winata et al. 2023a).
@@ -164,7 +169,10 @@ def cft(R: npt.ArrayLike) -> float:
 @register_metric(
     "cbt",
     higher_is_better=True,
-    description="cross-lingual backward transfer: final minus just-learned score, earlier languages (004 eq. 12)",
+    description=(
+        "cross-lingual backward transfer: final minus just-learned score, earlier languages (004 "
+        "eq. 12)"
+    ),
 )
 def cbt(R: npt.ArrayLike, row: Literal["last", "paper"] = "last") -> float:
     """Cross-lingual backward transfer (004, eq. 12, after Winata et al. 2023a).
@@ -284,7 +292,8 @@ def average_relative_score(
             )
         if set(multi_scores) != set(single_scores):
             raise PolymnesiaError(
-                f"multi and single scores must cover the same languages, got {sorted(multi_scores)} vs {sorted(single_scores)}"
+                "multi and single scores must cover the same languages, got "
+                f"{sorted(multi_scores)} vs {sorted(single_scores)}"
             )
         keys = sorted(multi_scores)
         m = np.array([multi_scores[k] for k in keys], dtype=float)

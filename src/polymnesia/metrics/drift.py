@@ -4,7 +4,8 @@ Paper 002 feeds the same English prompts (MT-Bench) to the model before and
 after Phase 2 and compares "the mean hidden activations, for each model
 layer": for a model with ``l`` layers, ``X in R^{l x d}`` holds, per layer,
 the hidden state averaged over the ``n`` samples (each sample mean-pooled over
-its tokens, :func:`polymnesia.evaluation.embeddings.layer_mean_states` then :func:`mean_activations`). Then
+its tokens, :func:`polymnesia.evaluation.embeddings.layer_mean_states` then
+:func:`mean_activations`). Then
 
 * ``mu = 1/l sum_i X^(i)``, ``Xbar = X - mu``,
   ``Sigma = Xbar^T Xbar / (l - 1)`` in ``R^{d x d}`` (:func:`activation_covariance`);
@@ -99,11 +100,14 @@ def layerwise_covariance_drift(X1: Any, X2: Any) -> np.ndarray:
     description="linear CKA between two [n, d] representations of the same n inputs (1 = same)",
 )
 def linear_cka(A: Any, B: Any) -> float:
-    """Linear CKA (Kornblith et al. 2019): ``||B^T A||_F^2 / (||A^T A||_F ||B^T B||_F)``, centred."""
+    """Linear CKA (Kornblith et al. 2019): ``||B^T A||_F^2 / (||A^T A||_F ||B^T B||_F)``,
+    centred.
+    """
     a, b = _mat(A, "A"), _mat(B, "B")
     if a.shape[0] != b.shape[0] or a.shape[0] < 2:
         raise PolymnesiaError(
-            f"linear CKA needs the same n >= 2 inputs on both sides, got {a.shape[0]} and {b.shape[0]}"
+            f"linear CKA needs the same n >= 2 inputs on both sides, got {a.shape[0]} and "
+            f"{b.shape[0]}"
         )
     a, b = a - a.mean(axis=0), b - b.mean(axis=0)
     den = np.linalg.norm(a.T @ a, "fro") * np.linalg.norm(b.T @ b, "fro")

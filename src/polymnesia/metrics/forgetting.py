@@ -43,7 +43,9 @@ def _matrix(R: npt.ArrayLike, min_steps: int = 1) -> np.ndarray:
 @register_metric(
     "bwt_gem",
     higher_is_better=True,
-    description="GEM backward transfer: mean final minus just-learned score (Lopez-Paz & Ranzato 2017)",
+    description=(
+        "GEM backward transfer: mean final minus just-learned score (Lopez-Paz & Ranzato 2017)"
+    ),
 )
 def bwt_gem(R: npt.ArrayLike) -> float:
     """GEM backward transfer (Lopez-Paz & Ranzato 2017, eq. 2 of their section 4).
@@ -72,7 +74,9 @@ def _forgetting(R: npt.ArrayLike, first_row: Literal["learned", "zero"], last_ro
 @register_metric(
     "forgetting_after_learning",
     higher_is_better=False,
-    description="mean of (score right after learning - final score) over earlier languages (avalanche)",
+    description=(
+        "mean of (score right after learning - final score) over earlier languages (avalanche)"
+    ),
 )
 def forgetting_after_learning(R: npt.ArrayLike) -> float:
     """Forgetting as avalanche defines it: ``mean over j < T-1 of R[j, j] - R[T-1, j]``.
@@ -86,7 +90,10 @@ def forgetting_after_learning(R: npt.ArrayLike) -> float:
 @register_metric(
     "forgetting_best_since_learned",
     higher_is_better=False,
-    description="mean of (best score from learning to the step before last - final score), earlier languages",
+    description=(
+        "mean of (best score from learning to the step before last - final score), earlier "
+        "languages"
+    ),
 )
 def forgetting_best_since_learned(R: npt.ArrayLike) -> float:
     """``mean over j < T-1 of max_{j <= l <= T-2} R[l, j] - R[T-1, j]``.
@@ -102,10 +109,14 @@ def forgetting_best_since_learned(R: npt.ArrayLike) -> float:
 @register_metric(
     "forgetting_best_before_final",
     higher_is_better=False,
-    description="mean of (best score in any row before the last - final score), earlier languages (Chaudhry et al. 2018)",
+    description=(
+        "mean of (best score in any row before the last - final score), earlier languages "
+        "(Chaudhry et al. 2018)"
+    ),
 )
 def forgetting_best_before_final(R: npt.ArrayLike) -> float:
-    """Chaudhry et al. 2018 (RWalk), eq. 11: ``mean over j < T-1 of max_{0 <= l <= T-2} R[l, j] - R[T-1, j]``.
+    """Chaudhry et al. 2018 (RWalk), eq. 11: ``mean over j < T-1 of max_{0 <= l <= T-2} R[l, j] -
+    R[T-1, j]``.
 
     The max runs over every row before the final one, so zero-shot scores
     measured before ``j`` was learned count too (they are part of ``R`` here).
@@ -117,7 +128,10 @@ def forgetting_best_before_final(R: npt.ArrayLike) -> float:
 @register_metric(
     "forgetting_mammoth",
     higher_is_better=False,
-    description="mean of (best score since learned, final row included - final score), earlier languages (mammoth; >= 0)",
+    description=(
+        "mean of (best score since learned, final row included - final score), earlier languages "
+        "(mammoth; >= 0)"
+    ),
 )
 def forgetting_mammoth(R: npt.ArrayLike) -> float:
     """mammoth's forgetting: ``mean over j < T-1 of max_{j <= l <= T-1} R[l, j] - R[T-1, j]``.
@@ -136,7 +150,10 @@ def forgetting_mammoth(R: npt.ArrayLike) -> float:
 @register_metric(
     "fwt_vs_untrained",
     higher_is_better=True,
-    description="GEM forward transfer: score before learning minus untrained score (Lopez-Paz & Ranzato 2017)",
+    description=(
+        "GEM forward transfer: score before learning minus untrained score (Lopez-Paz & Ranzato "
+        "2017)"
+    ),
 )
 def fwt_vs_untrained(R: npt.ArrayLike, b: npt.ArrayLike) -> float:
     """GEM forward transfer (Lopez-Paz & Ranzato 2017): ``1/(T-1) sum_{i=2}^{T} (R_{i-1,i} - b_i)``.

@@ -99,7 +99,9 @@ def _group_sums(
 
 
 def mean_pairwise_cosine(U: npt.ArrayLike) -> float:
-    """Mean cosine over distinct pairs of ``U``'s rows: ``(||sum u||^2 - n) / (n(n-1))`` on unit rows."""
+    """Mean cosine over distinct pairs of ``U``'s rows: ``(||sum u||^2 - n) / (n(n-1))`` on unit
+    rows.
+    """
     unit = _unit(_vectors(U))
     n = unit.shape[0]  # small inputs only: no blocking
     total = unit.sum(axis=0)
@@ -138,7 +140,10 @@ def words_in_two_sentences(word_ids: Any, sent_ids: Any) -> np.ndarray:
 @register_metric(
     "self_similarity",
     higher_is_better=False,
-    description="mean cosine between a word's vectors in different sentences, averaged over words (Ethayarajh 2019)",
+    description=(
+        "mean cosine between a word's vectors in different sentences, averaged over words "
+        "(Ethayarajh 2019)"
+    ),
 )
 def self_similarity(H: Any, word_ids: Any, sent_ids: Any | None = None) -> float:
     """Self-similarity (Ethayarajh 2019, Definition 1), averaged over words.
@@ -210,7 +215,10 @@ def _mev_groups(X: np.ndarray, ids: np.ndarray) -> np.ndarray:
 @register_metric(
     "first_pc_variance_explained",
     higher_is_better=False,
-    description="share of a word's occurrence-matrix variance on its first principal component (Ethayarajh 2019 MEV)",
+    description=(
+        "share of a word's occurrence-matrix variance on its first principal component "
+        "(Ethayarajh 2019 MEV)"
+    ),
 )
 def first_pc_variance_explained(H: Any, word_ids: Any, sent_ids: Any | None = None) -> float:
     """Maximum explainable variance (Ethayarajh 2019, Definition 3), averaged over words.

@@ -40,7 +40,9 @@ def exp_or_inf(x: float) -> float:
     "perplexity", higher_is_better=False, description="exp(NLL sum / tokens), per-token perplexity"
 )
 def perplexity(nll_sum: float, n_tokens: int) -> float:
-    """Token perplexity ``exp(sum_i -log p(x_i) / n_tokens)``; only comparable under one tokenizer."""
+    """Token perplexity ``exp(sum_i -log p(x_i) / n_tokens)``; only comparable under one
+    tokenizer.
+    """
     return exp_or_inf(_per_unit(nll_sum, n_tokens, "tokens"))
 
 
@@ -70,7 +72,10 @@ def word_perplexity(nll_sum: float, n_words: int) -> float:
 @register_metric(
     "forgetting",
     higher_is_better=False,
-    description="F_p = L_p(theta_f) - L_p(theta_p): rise of the pre-training loss after fine-tuning (003 3.1)",
+    description=(
+        "F_p = L_p(theta_f) - L_p(theta_p): rise of the pre-training loss after fine-tuning (003 "
+        "3.1)"
+    ),
 )
 def forgetting(loss_after: float, loss_before: float) -> float:
     """Forgetting ``F_p = L_p(theta_f) - L_p(theta_p)`` (003, section 3.1).

@@ -76,7 +76,8 @@ def _corpus_mean(
     """Mean over questions of ``fn``'s best value against each question's gold answers."""
     if len(predictions) != len(golds) or not predictions:
         raise PolymnesiaError(
-            f"need one prediction per question, got {len(predictions)} predictions for {len(golds)} questions"
+            f"need one prediction per question, got {len(predictions)} predictions for "
+            f"{len(golds)} questions"
         )
     return sum(_best(fn, p, g) for p, g in zip(predictions, golds, strict=True)) / len(predictions)
 

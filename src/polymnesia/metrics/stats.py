@@ -42,7 +42,8 @@ def paired_ttest(a: npt.ArrayLike, b: npt.ArrayLike) -> tuple[float, float]:
     x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
     if x.shape != y.shape or x.ndim != 1 or x.size < 2:
         raise PolymnesiaError(
-            f"paired t-test needs two equal-length lists of >= 2 seeds, got shapes {x.shape} and {y.shape}"
+            f"paired t-test needs two equal-length lists of >= 2 seeds, got shapes {x.shape} and "
+            f"{y.shape}"
         )
     d = x - y
     if np.all(d == d[0]):  # zero variance: scipy warns; answer directly
@@ -143,7 +144,8 @@ def friedman_critical(n_methods: int, n_settings: int, alpha: float = 0.05) -> f
 
 
 def bonferroni_dunn_q(n_methods: int, alpha: float = 0.05) -> float:
-    """Bonferroni-Dunn critical value ``q_alpha = z_{1 - alpha / (2(k-1))}`` (Demsar 2006, Table 5b).
+    """Bonferroni-Dunn critical value ``q_alpha = z_{1 - alpha / (2(k-1))}`` (Demsar 2006, Table
+    5b).
 
     The two-tailed normal quantile with the Bonferroni correction for the
     ``k-1`` comparisons with the control; e.g. k = 5, alpha = 0.05 -> 2.498.
@@ -153,13 +155,16 @@ def bonferroni_dunn_q(n_methods: int, alpha: float = 0.05) -> float:
 
 
 def nemenyi_q(n_methods: int, alpha: float = 0.05) -> float:
-    """Nemenyi critical value: studentized range ``q_{1-alpha}(k, inf) / sqrt(2)`` (Demsar 2006, Table 5a)."""
+    """Nemenyi critical value: studentized range ``q_{1-alpha}(k, inf) / sqrt(2)`` (Demsar 2006,
+    Table 5a).
+    """
     k, _ = _check_kn(n_methods, 1, alpha)
     return float(stats.studentized_range.ppf(1 - alpha, k, np.inf) / np.sqrt(2))
 
 
 def bonferroni_dunn_cd(n_methods: int, n_settings: int, alpha: float = 0.05) -> float:
-    """Critical difference of the Bonferroni-Dunn test: ``q_alpha sqrt(k(k+1) / (6N))`` (Demsar 2006).
+    """Critical difference of the Bonferroni-Dunn test: ``q_alpha sqrt(k(k+1) / (6N))`` (Demsar
+    2006).
 
     A method differs significantly from the control when their average ranks
     differ by at least this much. 003's Figure 2 uses alpha = 0.1.

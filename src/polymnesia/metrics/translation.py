@@ -140,7 +140,8 @@ def _check(hyps: Sequence[str], refs: Sequence[str]) -> tuple[list[str], list[li
         raise PolymnesiaError("hyps and refs must be lists of sentences, not single strings")
     if len(hyps) != len(refs) or not hyps:
         raise PolymnesiaError(
-            f"need one reference per hypothesis (non-empty), got {len(hyps)} hypotheses and {len(refs)} references"
+            f"need one reference per hypothesis (non-empty), got {len(hyps)} hypotheses and "
+            f"{len(refs)} references"
         )
     return list(hyps), [list(refs)]
 
@@ -151,7 +152,8 @@ def _check(hyps: Sequence[str], refs: Sequence[str]) -> tuple[list[str], list[li
     description="corpus BLEU via sacrebleu, 0-100, with an explicit tokenizer (default 13a)",
 )
 def bleu(hyps: Sequence[str], refs: Sequence[str], tokenize: str = "13a") -> float:
-    """Corpus-level BLEU (Papineni et al. 2002), sacrebleu's defaults, 0-100, tokenizer ``tokenize``.
+    """Corpus-level BLEU (Papineni et al. 2002), sacrebleu's defaults, 0-100, tokenizer
+    ``tokenize``.
 
     One reference per hypothesis. One line, no fallback, if ``tokenize``
     cannot run here (:func:`check_bleu_tokenizer`).
@@ -190,7 +192,8 @@ def chrf(hyps: Sequence[str], refs: Sequence[str], word_order: int = 0) -> float
 
 #: chrF's statistics per sentence: (hyp, ref, match) counts for character orders 1-6
 CHRF_STATS = 18
-#: BLEU's statistics per sentence: hypothesis length, reference length, correct and total n-grams 1-4
+#: BLEU's statistics per sentence: hypothesis length, reference length, correct and total n-grams
+#: 1-4
 BLEU_STATS = 10
 _CHRF_BETA, _CHRF_EPS, _LOG_ZERO = 2.0, 1e-16, -9999999999.0
 

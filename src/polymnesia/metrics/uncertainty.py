@@ -1,4 +1,5 @@
-"""Uncertainty of reported numbers: bootstrap intervals over test items, paired tests, seed intervals.
+"""Uncertainty of reported numbers: bootstrap intervals over test items, paired tests, seed
+intervals.
 
 A corpus-level score (accuracy, macro-F1, bits per byte as a ratio of sums,
 chrF from summed n-gram statistics) is a function of per-item columns. An
@@ -70,7 +71,9 @@ class Interval:
 
     @property
     def half_width(self) -> float:
-        """``(high - low) / 2``: what tables print after "±" (percentile intervals may be asymmetric)."""
+        """``(high - low) / 2``: what tables print after "±" (percentile intervals may be
+        asymmetric).
+        """
         return (self.high - self.low) / 2
 
     @property
@@ -121,7 +124,8 @@ class ItemStatistic:
     def __post_init__(self) -> None:
         if self.columns.ndim != 2 or self.columns.shape[0] == 0:
             raise PolymnesiaError(
-                f"{self.name}: item columns must be a non-empty [n, k] array, got shape {self.columns.shape}"
+                f"{self.name}: item columns must be a non-empty [n, k] array, got shape "
+                f"{self.columns.shape}"
             )
 
     @property
@@ -256,7 +260,9 @@ def _check(n_resamples: int, level: float) -> None:
 def percentile_interval(
     replicates: npt.ArrayLike, level: float = DEFAULT_LEVEL
 ) -> tuple[float, float]:
-    """The ``(1-level)/2`` and ``(1+level)/2`` quantiles of bootstrap replicates (Efron & Tibshirani 1993, ch. 13)."""
+    """The ``(1-level)/2`` and ``(1+level)/2`` quantiles of bootstrap replicates (Efron & Tibshirani
+    1993, ch. 13).
+    """
     reps = np.asarray(replicates, dtype=float)
     lo, hi = np.quantile(reps, [(1 - level) / 2, (1 + level) / 2])
     return float(lo), float(hi)
@@ -315,7 +321,10 @@ def stratified_bootstrap_ci(
     reps = np.mean([s.replicates(resample_indices(rng, s.n, n_resamples)) for s in strata], axis=0)
     lo, hi = percentile_interval(reps, level)
     estimate = float(np.mean([s.value() for s in strata]))
-    method = f"stratified percentile bootstrap over items of {len(strata)} languages ({n_resamples} resamples)"
+    method = (
+        f"stratified percentile bootstrap over items of {len(strata)} languages ({n_resamples} "
+        "resamples)"
+    )
     return Interval(estimate, lo, hi, sum(s.n for s in strata), level, method)
 
 
@@ -566,13 +575,18 @@ def paired_hierarchical_bootstrap(
         )
     if len(sa) == 1:
         t = paired_bootstrap(sa[0], sb[0], n_resamples=n_resamples, level=level, seed=seed)
-        return PairedTest(t.effect, t.low, t.high, t.p_value, t.n, f"one seed: {t.method}",
-                          level, n_resamples)  # fmt: skip
+        return PairedTest(
+            t.effect, t.low, t.high, t.p_value, t.n, f"one seed: {t.method}", level, n_resamples
+        )
     diffs = _two_stage(sa, sb, n_resamples, np.random.default_rng(seed))
     effect = float(
-        np.mean([np.mean([x.value() - y.value() for x, y in zip(p, q, strict=True)])
-                 for p, q in zip(sa, sb, strict=True)])
-    )  # fmt: skip
+        np.mean(
+            [
+                np.mean([x.value() - y.value() for x, y in zip(p, q, strict=True)])
+                for p, q in zip(sa, sb, strict=True)
+            ]
+        )
+    )
     lo, hi = percentile_interval(diffs, level)
     p = min(1.0, 2 * min(float(np.mean(diffs <= 0)), float(np.mean(diffs >= 0))))
     n = sum(s.n for s in sa[0])

@@ -67,7 +67,9 @@ EMBEDDING_PATTERNS = (
 
 
 class NotApplicable(PolymnesiaError):
-    """A method cannot apply to a model: the message names method, architecture and what is missing."""
+    """A method cannot apply to a model: the message names method, architecture and what is
+    missing.
+    """
 
 
 def unwrap(model: torch.nn.Module) -> torch.nn.Module:

@@ -18,7 +18,9 @@ from polymnesia.trust import remote_code
 
 
 class ModelConfig(StrictModel):
-    """Which model: a preset or explicit dimensions for a Mistral built from scratch, or a Hub id/folder."""
+    """Which model: a preset or explicit dimensions for a Mistral built from scratch, or a Hub
+    id/folder.
+    """
 
     preset: str | None = Field(
         "tiny", description="size preset (polymnesia ls presets); ignored with name_or_path"
@@ -75,7 +77,8 @@ class ModelConfig(StrictModel):
                 dims[k] = getattr(self, k)
         if dims["hidden_size"] % dims["num_attention_heads"]:
             raise PolymnesiaError(
-                f"model.hidden_size {dims['hidden_size']} is not divisible by num_attention_heads {dims['num_attention_heads']}"
+                f"model.hidden_size {dims['hidden_size']} is not divisible by num_attention_heads "
+                f"{dims['num_attention_heads']}"
             )
         if dims["num_attention_heads"] % dims["num_key_value_heads"]:
             raise PolymnesiaError(
@@ -85,7 +88,9 @@ class ModelConfig(StrictModel):
 
 
 def build_model(cfg: ModelConfig, tokenizer: Any, seed: int = 0) -> torch.nn.Module:
-    """A Mistral decoder from scratch sized by ``cfg`` with the tokenizer's vocabulary, or the Hub model."""
+    """A Mistral decoder from scratch sized by ``cfg`` with the tokenizer's vocabulary, or the Hub
+    model.
+    """
     if cfg.name_or_path:
         return load_model(
             cfg.name_or_path,
@@ -178,7 +183,8 @@ def load_model(
     dtype: str | None = None,
     attn_implementation: str | None = None,
 ) -> torch.nn.Module:
-    """Load a causal LM from a local folder (safetensors) or a Hub id, the same way, one-line errors.
+    """Load a causal LM from a local folder (safetensors) or a Hub id, the same way, one-line
+    errors.
 
     ``dtype`` (``float32``, ``bfloat16``, ``float16``; None: as saved) and
     ``attn_implementation`` (``eager``, ``sdpa``, ...; None: transformers'
@@ -265,8 +271,10 @@ def _load(
                 f"cannot load model from {name_or_path}: {str(e).splitlines()[0]}"
             ) from None
         raise PolymnesiaError(
-            f"cannot load Hub model '{name_or_path}': the Hugging Face Hub is unreachable or the id is wrong; "
-            "offline, build a model from a preset (model.preset) or point model.name_or_path at a local folder"
+            f"cannot load Hub model '{name_or_path}': the Hugging Face Hub is unreachable or the "
+            "id is wrong; "
+            "offline, build a model from a preset (model.preset) or point model.name_or_path at a "
+            "local folder"
         ) from None
 
 

@@ -1,4 +1,6 @@
-"""Model folders: every model-producing stage writes an HF folder (safetensors weights + tokenizer)."""
+"""Model folders: every model-producing stage writes an HF folder (safetensors weights +
+tokenizer).
+"""
 
 from __future__ import annotations
 

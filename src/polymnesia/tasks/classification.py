@@ -287,7 +287,8 @@ def _predict_local(
 
 @dataclass(frozen=True)
 class LanguageResult:
-    """One language's score and the per-example columns behind it (:class:`polymnesia.items.ItemSet`).
+    """One language's score and the per-example columns behind it
+    (:class:`polymnesia.items.ItemSet`).
 
     ``kind`` is ``label`` (columns ``pred``, ``gold``) for sequence examples and
     ``token`` (``correct``, ``total``, ``tp``, ``n_pred``, ``n_gold``) for token examples.
@@ -345,7 +346,8 @@ def evaluate_items_by_language(
     accepted = {"sequence": ("accuracy", "macro_f1"), "token": ("accuracy", "span_f1")}
     if metric not in accepted.get(kind, ()):
         raise PolymnesiaError(
-            f"metric '{metric}' does not fit kind '{kind}'; accepted: {', '.join(accepted.get(kind, ()))}"
+            f"metric '{metric}' does not fit kind '{kind}'; accepted: "
+            f"{', '.join(accepted.get(kind, ()))}"
         )
     langs = [lang for lang, ex in examples_by_lang.items() if ex]
     flat = [e for lang in langs for e in examples_by_lang[lang]]
@@ -389,7 +391,9 @@ def _label_columns(
 def _token_columns(
     preds: Sequence[Any], gold_ex: Sequence[dict[str, Any]], names: Sequence[str]
 ) -> dict[str, list[float]]:
-    """Per sentence: correct and scored tokens (token accuracy), span matches and counts (span F1)."""
+    """Per sentence: correct and scored tokens (token accuracy), span matches and counts (span
+    F1).
+    """
 
     cols: dict[str, list[float]] = {k: [] for k in ("correct", "total", "tp", "n_pred", "n_gold")}
     bio = all(n == "O" or n[:2] in ("B-", "I-") for n in names)

@@ -51,7 +51,10 @@ class TaskConfig(StrictModel):
     )
     metric: Literal["accuracy", "macro_f1", "span_f1", "exact_match", "squad_f1"] = Field(
         "accuracy",
-        description="accuracy or macro_f1 (sequence); accuracy or span_f1 (token); exact_match or squad_f1 (span)",
+        description=(
+            "accuracy or macro_f1 (sequence); accuracy or span_f1 (token); exact_match or "
+            "squad_f1 (span)"
+        ),
     )
     num_labels: int | None = Field(
         None, gt=1, description="number of classes; null: derived from the training data"
@@ -64,7 +67,10 @@ class TaskConfig(StrictModel):
     )
     constructed: Literal["genre_segments", "genre_question"] | None = Field(
         None,
-        description="build a constructed task from labelled verses (token: genre_segments; span: genre_question)",
+        description=(
+            "build a constructed task from labelled verses (token: genre_segments; span: "
+            "genre_question)"
+        ),
     )
     passage_verses: int = Field(
         3, ge=2, le=8, description="constructed tasks: verses per passage (of distinct genres)"
@@ -98,7 +104,8 @@ class TaskConfig(StrictModel):
             )
         if self.constructed is not None and CONSTRUCTED[self.constructed] != self.kind:
             raise ValueError(
-                f"constructed '{self.constructed}' builds a '{CONSTRUCTED[self.constructed]}' task, "
+                f"constructed '{self.constructed}' builds a '{CONSTRUCTED[self.constructed]}' "
+                "task, "
                 f"but kind is '{self.kind}'"
             )
         if self.tag_names is not None and len(set(self.tag_names)) < 2:
@@ -115,7 +122,8 @@ class TaskConfig(StrictModel):
         if self.max_length < need:
             raise ValueError(
                 f"task.max_length {self.max_length} is too short for a {self.kind} task"
-                f"{' with context echo' if self.context == 'echo' else ''}; it needs at least {need}"
+                f"{' with context echo' if self.context == 'echo' else ''}; it needs at least "
+                f"{need}"
             )
         if self.kind == "span" and self.num_labels is not None:
             raise ValueError("span tasks predict a start and an end; leave num_labels unset")
@@ -156,6 +164,7 @@ def check_label_count(
     if top >= n:
         raise DataError(
             f"task '{task.name}': {where} is {n} but its training data has labels up to {top} "
-            f"({top + 1} labels); set it to at least {top + 1}, or to null to derive it from the data"
+            f"({top + 1} labels); set it to at least {top + 1}, or to null to derive it from the "
+            "data"
         )
     return n

@@ -103,9 +103,14 @@ def evaluate_task(
     """
     if task.kind != "span":
         got = evaluate_items_by_language(
-            model, examples_by_lang, kind=task.kind, metric=task.metric,
-            batch_size=batch_size, tag_names=tag_names, runtime=runtime,
-        )  # fmt: skip
+            model,
+            examples_by_lang,
+            kind=task.kind,
+            metric=task.metric,
+            batch_size=batch_size,
+            tag_names=tag_names,
+            runtime=runtime,
+        )
         return {
             lang: (r, {task.metric: r.value, **_word_accuracy(task, r)}) for lang, r in got.items()
         }

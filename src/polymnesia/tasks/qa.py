@@ -158,7 +158,8 @@ def best_spans(
     allowed: torch.Tensor,
     max_answer_tokens: int,
 ) -> list[tuple[int, int]]:
-    """Per row, ``argmax start[i] + end[j]`` over allowed tokens with ``i <= j < i + max_answer_tokens``.
+    """Per row, ``argmax start[i] + end[j]`` over allowed tokens with ``i <= j < i +
+    max_answer_tokens``.
 
     ``allowed`` is a ``[B, L]`` boolean mask (passage tokens); a row with no
     allowed token gives ``(-1, -1)``.

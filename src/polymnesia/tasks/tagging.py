@@ -48,7 +48,8 @@ def build_token_examples(
         words = r["text"].split()
         if len(words) != len(tags):
             raise DataError(
-                f"record {r.get('id')} ({r.get('lang')}) has {len(words)} words but {len(tags)} tags"
+                f"record {r.get('id')} ({r.get('lang')}) has {len(words)} words but {len(tags)} "
+                "tags"
             )
         pieces = tokenizer(
             [w if i == 0 else " " + w for i, w in enumerate(words)], add_special_tokens=False

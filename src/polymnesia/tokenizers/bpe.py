@@ -132,7 +132,9 @@ def wrap_backend(
     *,
     model_max_length: int = DEFAULT_MAX_LENGTH,
 ) -> PreTrainedTokenizerFast:
-    """Wrap a ``tokenizers.Tokenizer`` holding :data:`SPECIAL_TOKENS` as a transformers tokenizer."""
+    """Wrap a ``tokenizers.Tokenizer`` holding :data:`SPECIAL_TOKENS` as a transformers
+    tokenizer.
+    """
 
     tok = PreTrainedTokenizerFast(
         tokenizer_object=backend,

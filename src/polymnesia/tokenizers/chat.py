@@ -126,7 +126,8 @@ def build_sft_example(
     if len(prompt) >= max_length:
         raise DataError(
             f"SFT prompt is {len(prompt)} tokens, which leaves no room for the response "
-            f"within max_length={max_length}; raise max_length, or set too_long: drop in the instruction section to leave such records out"
+            f"within max_length={max_length}; raise max_length, or set too_long: drop in the "
+            "instruction section to leave such records out"
         )
     response = response[: max_length - len(prompt)]
     return {

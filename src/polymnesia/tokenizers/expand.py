@@ -148,13 +148,16 @@ def train_byte_bpe_like(
 def train_sentencepiece_like(
     family: Family, texts: Sequence[str], vocab_size: int, sp_model: bytes | None
 ) -> list[tuple[str, float]]:
-    """Normal pieces ``(piece, score)`` of a SentencePiece model trained on ``texts``, in id order."""
+    """Normal pieces ``(piece, score)`` of a SentencePiece model trained on ``texts``, in id
+    order.
+    """
     kind: spm.ModelType = "bpe" if family == "sp_bpe" else "unigram"
     if sp_model is not None:
         settings = spm.spec_settings(sp_model)
         if settings.get("model_type", "unigram") != kind:
             raise PolymnesiaError(
-                f"the tokenizer.model given is {settings.get('model_type')} but tokenizer.json is {family}"
+                f"the tokenizer.model given is {settings.get('model_type')} but tokenizer.json is "
+                f"{family}"
             )
         settings.pop("model_type", None)
     else:

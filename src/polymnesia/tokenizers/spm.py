@@ -96,7 +96,9 @@ def train_sentencepiece(
 
 
 def spec_settings(model: bytes) -> dict[str, Any]:
-    """Trainer options that reproduce how ``model`` was trained (corpus and run options left out)."""
+    """Trainer options that reproduce how ``model`` was trained (corpus and run options left
+    out).
+    """
     proto = parse_proto(model)
     out: dict[str, Any] = {}
     for field, value in proto.trainer_spec.ListFields():
@@ -142,7 +144,9 @@ def append_pieces(model: bytes, new: Iterable[tuple[str, float]]) -> bytes:
 
 
 def encode_pieces(model: bytes, text: str) -> list[str]:
-    """The pieces the ``sentencepiece`` library itself produces for ``text`` (the slow reference)."""
+    """The pieces the ``sentencepiece`` library itself produces for ``text`` (the slow
+    reference).
+    """
     import sentencepiece as spm
 
     return list(spm.SentencePieceProcessor(model_proto=model).encode(text, out_type=str))

@@ -70,7 +70,9 @@ def check_engine(
     *,
     standard_step: Callable[..., Any],
 ) -> None:
-    """Raise :class:`ConfigError` (one line) if something in this run cannot run under ``engine``."""
+    """Raise :class:`ConfigError` (one line) if something in this run cannot run under
+    ``engine``.
+    """
     if engine not in SHARDED:
         return
     for p in plugins:

@@ -44,7 +44,9 @@ def chance_loss(model: Any) -> float | None:
 def assess(
     first_loss: float, recent: Sequence[float], steps: int, chance: float | None
 ) -> dict[str, Any]:
-    """Flags for a loss curve: ``first_loss`` at step 1, ``recent`` the last losses (oldest first)."""
+    """Flags for a loss curve: ``first_loss`` at step 1, ``recent`` the last losses (oldest
+    first).
+    """
     flags: list[str] = []
     warnings: list[str] = []
     final = sum(recent[-3:]) / len(recent[-3:]) if recent else float("nan")

@@ -459,7 +459,8 @@ def train(
     per_proc = cfg.batch_size // cfg.grad_accum
     if per_proc % acc.num_processes:
         raise TrainingDiverged(
-            f"train.batch_size {cfg.batch_size} / grad_accum {cfg.grad_accum} must be divisible by {acc.num_processes} processes"
+            f"train.batch_size {cfg.batch_size} / grad_accum {cfg.grad_accum} must be divisible "
+            f"by {acc.num_processes} processes"
         )
     engine = resolve(acc, cfg)
     check_engine(engine, plugins, step_fn, model, standard_step=standard_step)

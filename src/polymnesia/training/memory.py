@@ -48,7 +48,8 @@ about ``12 B L V`` bytes at the start of the backward pass (float32 log-softmax 
 float32 gradients of the same size).
 
 **Buffers.** DDP keeps a gradient-sized set of all-reduce buckets for the whole run
-(Accelerate's default, ``gradient_as_bucket_view=False``) and one bucket's reduction buffer. Autocast keeps a bfloat16 copy
+(Accelerate's default, ``gradient_as_bucket_view=False``) and one bucket's reduction buffer.
+Autocast keeps a bfloat16 copy
 of every weight it cast from the forward to the backward pass. Foreach AdamW (not fused)
 makes one parameter-sized temporary per step. FSDP2 (``fully_shard`` per block and at the
 root, reshard after forward) holds the root's parameters (embeddings, final norm, head)

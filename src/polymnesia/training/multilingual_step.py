@@ -88,7 +88,9 @@ class MultilingualData:
 
 
 def _concat(parts: list[dict[str, torch.Tensor]], pad_id: int) -> dict[str, torch.Tensor]:
-    """Concatenate per-language batches, right-padding to one width (ids: ``pad_id``; labels: -100)."""
+    """Concatenate per-language batches, right-padding to one width (ids: ``pad_id``; labels:
+    -100).
+    """
     out = {}
     for key in parts[0]:
         tensors = [p[key] for p in parts]

@@ -168,7 +168,8 @@ def build_plugins(
         name = options.pop("name", None)
         if not name:
             raise PolymnesiaError(
-                f"training plugin entry {spec} has no 'name'; accepted: {', '.join(PLUGINS.names())}"
+                f"training plugin entry {spec} has no 'name'; accepted: "
+                f"{', '.join(PLUGINS.names())}"
             )
         cls = PLUGINS.get(name)
         for key in cls.input_options:
