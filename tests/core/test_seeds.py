@@ -14,7 +14,9 @@ from polymnesia.errors import ConfigError, DataError
 from polymnesia.experiments.base import EXPERIMENTS
 from polymnesia.experiments.loading import load_config
 from polymnesia.experiments.seeds import (
+    SeedBand,
     _fingerprints,
+    claim_key,
     fan_out,
     seed_list,
     seeded_items,
@@ -183,3 +185,8 @@ def test_protocols_whose_reports_read_one_seed_refuse_several_before_training() 
         EXPERIMENTS.get(cfg.experiment).build(cfg)
     one = load_config("configs/lifelong_smoke.yaml", ["seeds=[3]"])
     assert all(getattr(s.params, "seed", 3) == 3 for s in EXPERIMENTS.get("lifelong").build(one))
+
+
+def test_a_measured_band_serves_the_same_claim_at_another_rank() -> None:
+    band = SeedBand(0.5, 3, "c.yaml", "0" * 40, "2026-11-26", {claim_key("LoRA r=4 wins"): 0.02})
+    assert band.of("LoRA r=11 wins") == 0.02 and band.of("LoRA loses") is None
