@@ -1,0 +1,51 @@
+"""The new_token_init protocol end to end through the CLI on its smoke config."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from polymnesia.cli.main import main
+from polymnesia.items import run_items
+from polymnesia.reports.claims import VERDICTS
+from polymnesia.results import read_scores
+
+ROOT = Path(__file__).resolve().parents[2]
+INITS = {"mean", "subtoken_mean", "focus", "align", "wechsel"}
+
+
+@pytest.mark.integration
+def test_smoke_run_scores_every_arm_at_every_step(isolated_cache: Path, tmp_path: Path) -> None:
+    run_dir = tmp_path / "run"
+    config = str(ROOT / "configs" / "new_token_init_smoke.yaml")
+    assert main(["run", config, "--run-dir", str(run_dir)]) == 0
+    scores = [s for s in read_scores(run_dir / "results" / "scores.jsonl") if s.step is not None]
+    cells = {(s.model, s.setting, s.step, s.lang) for s in scores if s.metric == "bits_per_byte"}
+    assert cells == {
+        (b, i, step, lang)
+        for b in ("standard", "af")
+        for i in INITS
+        for step in (0, 2, 4)
+        for lang in ("en", "es", "fr")
+    }
+    assert all(s.ci_low is not None and s.ci_low <= s.value <= s.ci_high for s in scores)  # type: ignore[operator]
+    by = {(s.model, s.setting, s.step): s.value for s in scores if s.lang == "fr"}
+    for b in ("standard", "af"):  # relearning the new rows lowers the new language's bpb
+        assert all(by[(b, i, 4)] < by[(b, i, 0)] for i in INITS)
+    items = [s for s in run_items(run_dir) if s.stage and s.stage.startswith("relearn_")]
+    assert len(items) == 2 * len(INITS) * 3 * 3
+    report = (run_dir / "report.md").read_text(encoding="utf-8")
+    for step in (0, 2, 4):
+        assert f"Bits per byte after {step} relearning steps" in report
+    assert (run_dir / "plots" / "bpb_vs_steps.png").stat().st_size > 0
+    assert "wechsel beats mean at 0 steps (standard base)" in report
+    assert "active forgetting narrows the gap between align and mean (4 steps)" in report
+    assert any(v in report for v in VERDICTS)
+    csv = (run_dir / "results" / "new_token_init_cells.csv").read_text(encoding="utf-8")
+    assert csv.splitlines()[0] == "base,init,step,bpb,low,high,n,seeds"
+    assert len(csv.splitlines()) == 1 + 2 * len(INITS) * 3
+    # one vocabulary entry serves both bases and every init
+    stages = json.loads((run_dir / "run.json").read_text(encoding="utf-8"))["stages"]
+    assert [n for n in stages if "vocabulary" in n] == ["vocabulary"]
