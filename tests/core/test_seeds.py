@@ -190,3 +190,9 @@ def test_protocols_whose_reports_read_one_seed_refuse_several_before_training() 
 def test_a_measured_band_serves_the_same_claim_at_another_rank() -> None:
     band = SeedBand(0.5, 3, "c.yaml", "0" * 40, "2026-11-26", {claim_key("LoRA r=4 wins"): 0.02})
     assert band.of("LoRA r=11 wins") == 0.02 and band.of("LoRA loses") is None
+
+
+def test_a_claim_shows_its_seed_noise_band() -> None:
+    cfg = load_config(QUICKSTART, ["seed_noise_band=0.02"])
+    claim = with_seed_band([_contradicted(-0.015)], cfg)[0]
+    assert claim.evidence().endswith("; seed-noise band ±0.020")

@@ -202,6 +202,8 @@ class Claim:
             eff += f" [{format(self.low, '+' + fmt)}, {format(self.high, '+' + fmt)}]"
         if self.margin is not None:
             eff += f"; margin {format(-self.expected_sign * self.margin, '+' + fmt)}"
+        if self.seed_band is not None:
+            eff += f"; seed-noise band ±{format(self.seed_band, fmt)}"
         return eff
 
     def shown_p(self) -> str:
