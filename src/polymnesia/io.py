@@ -232,7 +232,8 @@ def file_lock(
             except BlockingIOError:
                 if timeout is None:
                     raise PolymnesiaError(
-                        f"{what} is in use by another polymnesia process (lock {path}); wait for it or use another folder"
+                        f"{what} is in use by another polymnesia process (lock {path}); wait for "
+                        "it or use another folder"
                     ) from None
                 waited = time.monotonic() - start
                 if waited >= timeout:

@@ -7,7 +7,9 @@ from pathlib import Path
 
 
 def cache_dir() -> Path:
-    """The cache root: ``$POLYMNESIA_CACHE``, else ``$XDG_CACHE_HOME/polymnesia``, else ``~/.cache/polymnesia``."""
+    """The cache root: ``$POLYMNESIA_CACHE``, else ``$XDG_CACHE_HOME/polymnesia``, else
+    ``~/.cache/polymnesia``.
+    """
     env = os.environ.get("POLYMNESIA_CACHE")
     if env:
         return Path(env).expanduser()
@@ -17,5 +19,7 @@ def cache_dir() -> Path:
 
 
 def looks_local(name: str) -> bool:
-    """A filesystem path rather than a Hub id (``org/name``): ``./x``, ``/x``, ``~/x``, ``a/b/c``."""
+    """A filesystem path rather than a Hub id (``org/name``): ``./x``, ``/x``, ``~/x``,
+    ``a/b/c``.
+    """
     return name.startswith((".", "/", "~")) or name.count("/") > 1 or "\\" in name

@@ -98,7 +98,9 @@ class Score:
 
 
 def with_interval(score: Score, interval: Interval) -> Score:
-    """``score`` carrying ``interval``'s bounds and ``n`` (bounds left unset when it has no spread)."""
+    """``score`` carrying ``interval``'s bounds and ``n`` (bounds left unset when it has no
+    spread).
+    """
     if not interval.has_spread:
         return replace(score, n=interval.n)
     return replace(score, ci_low=interval.low, ci_high=interval.high, n=interval.n)
@@ -162,7 +164,9 @@ def write_scores(path: str | os.PathLike[str], scores: Iterable[Score]) -> None:
 
 
 def append_scores(path: str | os.PathLike[str], scores: Iterable[Score]) -> None:
-    """Append ``scores`` to a JSONL file (created if absent); a torn last line is skipped on read."""
+    """Append ``scores`` to a JSONL file (created if absent); a torn last line is skipped on
+    read.
+    """
     for s in scores:
         append_jsonl(path, s.to_dict())
 
@@ -256,7 +260,9 @@ def pivot_mean(
 
 
 def scores_to_rows(scores: Iterable[Score]) -> list[dict[str, Any]]:
-    """A "frame" without pandas: one flat dict per score with every field (``extra`` kept as a dict)."""
+    """A "frame" without pandas: one flat dict per score with every field (``extra`` kept as a
+    dict).
+    """
     return [asdict(s) for s in scores]
 
 

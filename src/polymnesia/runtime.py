@@ -231,7 +231,9 @@ _NOTED: set[str] = set()
 
 
 def current(precision: Precision = "no", *, sharded: bool = True) -> Runtime:
-    """This process's runtime with ``precision``; ``sharded=False`` sees one process (rank 0 of 1)."""
+    """This process's runtime with ``precision``; ``sharded=False`` sees one process (rank 0 of
+    1).
+    """
     if _OVERRIDE:
         rt = _OVERRIDE[-1].with_precision(precision)
     else:

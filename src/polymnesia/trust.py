@@ -29,6 +29,7 @@ def remote_code(requested: bool, what: str) -> bool:
     if requested and not _allowed:
         raise PolymnesiaError(
             f"{what} asks for trust_remote_code, which runs code from its repository; "
-            "polymnesia allows that only for a run started with `polymnesia run ... --trust-remote-code`"
+            "polymnesia allows that only for a run started with `polymnesia run ... "
+            "--trust-remote-code`"
         )
     return bool(requested)

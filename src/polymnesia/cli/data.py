@@ -51,7 +51,8 @@ def format_source_info(info: dict[str, Any]) -> str:
     lines = [f"source: {info.get('name')}", f"licence: {info.get('licence', '')}"]
     if "fractions" in info:
         lines.append(
-            f"splits: train/validation/test = {info['fractions']} by aligned id (seed {info.get('seed')})"
+            f"splits: train/validation/test = {info['fractions']} by aligned id (seed "
+            f"{info.get('seed')})"
         )
     lines.append(
         f"{'lang':6s}{'language':22s}{'script':12s}{'records':>9s}{'train':>8s}{'valid':>8s}{'test':>8s}"

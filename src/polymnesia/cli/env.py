@@ -282,7 +282,10 @@ def _check_matmul(precision: str) -> str:
     rt = current(precision)  # type: ignore[arg-type]
     n = 2048 if rt.device.type != "cpu" else 512
     peak = matmul_peak(rt.device, rt.dtype, n=n)
-    line = f"{rt.device} {str(rt.dtype).removeprefix('torch.')} {n}x{n} product: {peak / 1e9:.1f} GFLOP/s"
+    line = (
+        f"{rt.device} {str(rt.dtype).removeprefix('torch.')} {n}x{n} product: {peak / 1e9:.1f} "
+        "GFLOP/s"
+    )
     if rt.dtype != torch.float32:
         full = matmul_peak(rt.device, torch.float32, n=n)
         line += f" (float32: {full / 1e9:.1f} GFLOP/s)"
@@ -479,7 +482,8 @@ def render(report: dict[str, Any]) -> str:
         if p["extra"] is not None and p["version"] is None:
             state = "not installed"
         lines.append(
-            f"  {p['name']:<34} {state:<14} wants {p['wanted']:<16} {'required' if p['extra'] is None else 'extra [' + p['extra'] + ']'}"
+            f"  {p['name']:<34} {state:<14} wants {p['wanted']:<16} "
+            f"{'required' if p['extra'] is None else 'extra [' + p['extra'] + ']'}"
         )
     env = report["environment"]
     lines.append("environment: " + (", ".join(f"{k}={v}" for k, v in env.items()) or "none set"))

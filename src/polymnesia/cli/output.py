@@ -53,6 +53,7 @@ def run_summary(run_dir: Path, seconds: float) -> str:
     built = status["run"] + status["resume"]
     resumed = f" ({status['resume']} resumed)" if status["resume"] else ""
     return (
-        f"{len(stages)} stage{'' if len(stages) == 1 else 's'} in {duration(seconds)}: {built} built{resumed}, "
+        f"{len(stages)} stage{'' if len(stages) == 1 else 's'} in {duration(seconds)}: {built} "
+        f"built{resumed}, "
         f"{status['reuse']} reused from the cache"
     )

@@ -109,7 +109,8 @@ def cmd_run(args: argparse.Namespace) -> int:
             ).rstrip()
         )
         print(
-            f"\n# run folder: {run_dir}\n# stages (reuse = cached, resume = interrupted, run = new):"
+            f"\n# run folder: {run_dir}\n# stages (reuse = cached, resume = interrupted, run = "
+            "new):"
         )
         print(describe_plan(plan(specs)))
         if skipped:

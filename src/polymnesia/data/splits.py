@@ -54,7 +54,9 @@ def assign_split(
     fractions: tuple[float, float, float] = DEFAULT_FRACTIONS,
     seed: int = 0,
 ) -> Split:
-    """The split of an aligned id: ``train`` if u < f_train, ``validation`` if u < f_train + f_val."""
+    """The split of an aligned id: ``train`` if u < f_train, ``validation`` if u < f_train +
+    f_val.
+    """
     train, validation, _ = check_fractions(fractions)
     u = unit_hash(aligned_id, seed)
     if u < train:
@@ -72,7 +74,9 @@ def split_records(
     fractions: tuple[float, float, float] = DEFAULT_FRACTIONS,
     seed: int = 0,
 ) -> dict[str, list[TextRecord]]:
-    """Partition records into ``{"train": [...], "validation": [...], "test": [...]}``, order kept."""
+    """Partition records into ``{"train": [...], "validation": [...], "test": [...]}``, order
+    kept.
+    """
     fractions = check_fractions(fractions)
     out: dict[str, list[TextRecord]] = {name: [] for name in SPLITS}
     for record in records:

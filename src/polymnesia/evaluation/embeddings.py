@@ -81,12 +81,15 @@ def folder_layer_states(
 
 
 def mpd_folders(folder1: str | Path, folder2: str | Path, *, pattern: str | None = None) -> float:
-    """MPD of two safetensors folders, streamed (two tensors in memory at a time); every tensor counts."""
+    """MPD of two safetensors folders, streamed (two tensors in memory at a time); every tensor
+    counts.
+    """
     names1, names2 = set(tensor_index(folder1)), set(tensor_index(folder2))
     if names1 != names2:
         only = sorted(names1 ^ names2)
         raise PolymnesiaError(
-            f"MPD needs the same parameters in {folder1} and {folder2}; differing: {', '.join(only[:5])}"
+            f"MPD needs the same parameters in {folder1} and {folder2}; differing: "
+            f"{', '.join(only[:5])}"
         )
     total, n = 0.0, 0
     for _, a, b in iter_pairs(folder1, folder2, pattern=pattern, min_ndim=0):

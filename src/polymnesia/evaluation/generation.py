@@ -60,7 +60,9 @@ def _encode_prompt(tokenizer: Any, prompt: str) -> list[int]:
 
 
 def context_length(model: torch.nn.Module) -> int | None:
-    """Positions the model can attend over (``max_position_embeddings``, GPT-2's ``n_positions``)."""
+    """Positions the model can attend over (``max_position_embeddings``, GPT-2's
+    ``n_positions``).
+    """
     config = getattr(model, "config", None)
     for key in ("max_position_embeddings", "n_positions"):
         value = getattr(config, key, None)

@@ -119,9 +119,12 @@ def _mlm_parts(model: torch.nn.Module) -> tuple[torch.nn.Module, torch.nn.Module
 
 
 def _masked_token_nll(
-    model: torch.nn.Module, ids: torch.Tensor, attn: torch.Tensor,
-    where: tuple[torch.Tensor, torch.Tensor], labels: torch.Tensor,
-) -> torch.Tensor:  # fmt: skip
+    model: torch.nn.Module,
+    ids: torch.Tensor,
+    attn: torch.Tensor,
+    where: tuple[torch.Tensor, torch.Tensor],
+    labels: torch.Tensor,
+) -> torch.Tensor:
     """NLL of the original token at every masked position ``where`` (row and column indices
     on the model's device, row-major, computed on the host), ``(N,)``.
 
@@ -222,10 +225,16 @@ def mlm_items(
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
     nll, count = (
         masked_nll(
-            model, seqs, masked, pad_id=pad, mask_id=mask_id, batch_size=batch_size,
-            device=device or rt.device, max_tokens=max_tokens,
+            model,
+            seqs,
+            masked,
+            pad_id=pad,
+            mask_id=mask_id,
+            batch_size=batch_size,
+            device=device or rt.device,
+            max_tokens=max_tokens,
         )
         if seqs
         else ([], [])
-    )  # fmt: skip
+    )
     return collect(rt, mine, len(texts), nll, count, nbytes, gather=gather)

@@ -131,7 +131,9 @@ def continue_gen_doc(
 def ifeval_doc(
     rec: Mapping[str, Any], i: int, pool: Sequence[Mapping[str, Any]], fmt: ChatFormat
 ) -> Doc | None:
-    """Instruction kind ``KINDS[i % 5]`` about the verse; None when its own answer fails the check."""
+    """Instruction kind ``KINDS[i % 5]`` about the verse; None when its own answer fails the
+    check.
+    """
 
     kind = KINDS[i % len(KINDS)]
     try:

@@ -211,7 +211,8 @@ def save_results(results: Mapping[str, Any], out_dir: Path) -> None:
 
 def task_lang(task: str, overrides: Mapping[str, str] | None = None) -> str:
     """Language of a task: ``overrides``, the shipped table, a known English task by its full
-    name (``mmlu``), the language its name spells (:func:`polymnesia.harness.languages.task_language`:
+    name (``mmlu``), the language its name spells
+    (:func:`polymnesia.harness.languages.task_language`:
     ``belebele_fra_Latn``, ``include_base_44_french``, ``global_mmlu_full_fr_stem``; lm-eval's
     task index decides a code that is also an English word), a known English family by prefix
     (``mmlu_anatomy``), else ``und`` (undetermined)."""

@@ -277,7 +277,9 @@ def offline_summary() -> str:
 
 
 def hub_offline() -> bool:
-    """True when Hugging Face's offline switches are set (``HF_HUB_OFFLINE``/``HF_DATASETS_OFFLINE``)."""
+    """True when Hugging Face's offline switches are set
+    (``HF_HUB_OFFLINE``/``HF_DATASETS_OFFLINE``).
+    """
     return any(
         os.environ.get(v, "").strip().lower() in ("1", "true", "yes", "on")
         for v in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE")
@@ -297,7 +299,8 @@ def check_tasks(names: Sequence[str], offline: bool, *, verify_online: bool = Tr
     """Check task names before anything runs; return the shipped tasks they need (tags expanded).
 
     lm-eval must be installed (the ``harness`` extra), or the run would stop at its harness
-    stage, after all training. Offline, every name must be a shipped task or tag (one line naming the
+    stage, after all training. Offline, every name must be a shipped task or tag (one line naming
+    the
     offline tasks otherwise). Online, other names pass through to lm-eval
     unchanged; with ``verify_online`` they must exist in lm-eval's own task
     index (building it takes a few seconds).

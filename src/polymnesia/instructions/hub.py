@@ -100,7 +100,8 @@ def map_rows(
     ]
     if missing:
         raise DataError(
-            f"{where} has no column {', '.join(missing)}; its columns: {', '.join(columns) or 'none'}"
+            f"{where} has no column {', '.join(missing)}; its columns: "
+            f"{', '.join(columns) or 'none'}"
         )
     if languages and "lang" not in fields:
         raise DataError(f"{where}: filtering by language needs a column mapped to 'lang'")

@@ -37,7 +37,8 @@ from polymnesia.instructions.punkt import ensure_punkt
 KINDS = ("quote", "no_comma", "title", "end_phrase", "bullets")
 END_PHRASE = "Amen."
 N_BULLETS = 3
-#: characters removed from the ``no_comma`` response: ASCII, Arabic, full-width and ideographic commas
+#: characters removed from the ``no_comma`` response: ASCII, Arabic, full-width and ideographic
+#: commas
 COMMAS = (",", "\u060c", "\uff0c", "\u3001")
 
 CHECKERS: dict[str, tuple[str, dict[str, Any]]] = {
@@ -53,37 +54,68 @@ TEMPLATES: dict[str, dict[str, str]] = {
     "en": {
         "quote": 'Repeat this verse and wrap your entire answer in double quotation marks ("...").',
         "no_comma": "Repeat this verse without using any commas.",
-        "title": "Repeat this verse and give it a title wrapped in double angular brackets, such as <<title>>.",
+        "title": (
+            "Repeat this verse and give it a title wrapped in double angular brackets, such as "
+            "<<title>>."
+        ),
         "end_phrase": 'Repeat this verse and end your answer with the exact phrase "Amen."',
-        "bullets": "Split this verse into exactly 3 bullet points, using markdown bullets such as: * point.",
+        "bullets": (
+            "Split this verse into exactly 3 bullet points, using markdown bullets such as: * "
+            "point."
+        ),
     },
     "fr": {
         "quote": 'Répète ce verset et mets toute ta réponse entre guillemets doubles ("...").',
         "no_comma": "Répète ce verset sans utiliser de virgules.",
-        "title": "Répète ce verset et donne-lui un titre entre doubles chevrons, par exemple <<titre>>.",
+        "title": (
+            "Répète ce verset et donne-lui un titre entre doubles chevrons, par exemple <<titre>>."
+        ),
         "end_phrase": 'Répète ce verset et termine ta réponse par la phrase exacte "Amen."',
-        "bullets": "Découpe ce verset en exactement 3 puces, avec des puces markdown comme : * point.",
+        "bullets": (
+            "Découpe ce verset en exactement 3 puces, avec des puces markdown comme : * point."
+        ),
     },
     "de": {
-        "quote": 'Wiederhole diesen Vers und setze deine gesamte Antwort in doppelte Anführungszeichen ("...").',
+        "quote": (
+            'Wiederhole diesen Vers und setze deine gesamte Antwort in doppelte Anführungszeichen '
+            '("...").'
+        ),
         "no_comma": "Wiederhole diesen Vers, ohne Kommas zu verwenden.",
-        "title": "Wiederhole diesen Vers und gib ihm einen Titel in doppelten spitzen Klammern, zum Beispiel <<Titel>>.",
+        "title": (
+            "Wiederhole diesen Vers und gib ihm einen Titel in doppelten spitzen Klammern, zum "
+            "Beispiel <<Titel>>."
+        ),
         "end_phrase": 'Wiederhole diesen Vers und beende deine Antwort mit genau dem Satz "Amen."',
-        "bullets": "Teile diesen Vers in genau 3 Aufzählungspunkte auf, mit Markdown-Punkten wie: * Punkt.",
+        "bullets": (
+            "Teile diesen Vers in genau 3 Aufzählungspunkte auf, mit Markdown-Punkten wie: * "
+            "Punkt."
+        ),
     },
     "es": {
         "quote": 'Repite este versículo y pon toda tu respuesta entre comillas dobles ("...").',
         "no_comma": "Repite este versículo sin usar comas.",
-        "title": "Repite este versículo y ponle un título entre dobles corchetes angulares, por ejemplo <<título>>.",
+        "title": (
+            "Repite este versículo y ponle un título entre dobles corchetes angulares, por "
+            "ejemplo <<título>>."
+        ),
         "end_phrase": 'Repite este versículo y termina tu respuesta con la frase exacta "Amen."',
-        "bullets": "Divide este versículo en exactamente 3 viñetas, con viñetas de markdown como: * punto.",
+        "bullets": (
+            "Divide este versículo en exactamente 3 viñetas, con viñetas de markdown como: * "
+            "punto."
+        ),
     },
     "pt": {
         "quote": 'Repita este versículo e coloque toda a sua resposta entre aspas duplas ("...").',
         "no_comma": "Repita este versículo sem usar vírgulas.",
-        "title": "Repita este versículo e dê a ele um título entre colchetes angulares duplos, por exemplo <<título>>.",
+        "title": (
+            "Repita este versículo e dê a ele um título entre colchetes angulares duplos, por "
+            "exemplo <<título>>."
+        ),
         "end_phrase": 'Repita este versículo e termine sua resposta com a frase exata "Amen."',
-        "bullets": "Divida este versículo em exatamente 3 marcadores, com marcadores markdown como: * item.",
+        "bullets": (
+            "Divida este versículo em exatamente 3 marcadores, com marcadores markdown como: * "
+            "item."
+        ),
     },
     "id": {
         "quote": 'Ulangi ayat ini dan tulis seluruh jawabanmu di dalam tanda kutip ganda ("...").',
@@ -95,16 +127,31 @@ TEMPLATES: dict[str, dict[str, str]] = {
     "ru": {
         "quote": 'Повтори этот стих и заключи весь ответ в двойные кавычки ("...").',
         "no_comma": "Повтори этот стих, не используя запятых.",
-        "title": "Повтори этот стих и дай ему заголовок в двойных угловых скобках, например <<заголовок>>.",
+        "title": (
+            "Повтори этот стих и дай ему заголовок в двойных угловых скобках, например "
+            "<<заголовок>>."
+        ),
         "end_phrase": 'Повтори этот стих и закончи ответ точной фразой "Amen."',
-        "bullets": "Раздели этот стих ровно на 3 пункта списка в формате markdown, например: * пункт.",
+        "bullets": (
+            "Раздели этот стих ровно на 3 пункта списка в формате markdown, например: * пункт."
+        ),
     },
     "vi": {
-        "quote": 'Hãy lặp lại câu Kinh Thánh này và đặt toàn bộ câu trả lời trong dấu ngoặc kép ("...").',
+        "quote": (
+            'Hãy lặp lại câu Kinh Thánh này và đặt toàn bộ câu trả lời trong dấu ngoặc kép '
+            '("...").'
+        ),
         "no_comma": "Hãy lặp lại câu Kinh Thánh này mà không dùng dấu phẩy.",
-        "title": "Hãy lặp lại câu Kinh Thánh này và đặt cho nó một tiêu đề trong dấu ngoặc nhọn kép, ví dụ <<tiêu đề>>.",
-        "end_phrase": 'Hãy lặp lại câu Kinh Thánh này và kết thúc câu trả lời bằng đúng cụm từ "Amen."',
-        "bullets": "Hãy chia câu Kinh Thánh này thành đúng 3 gạch đầu dòng, dùng dấu markdown như: * ý.",
+        "title": (
+            "Hãy lặp lại câu Kinh Thánh này và đặt cho nó một tiêu đề trong dấu ngoặc nhọn kép, "
+            "ví dụ <<tiêu đề>>."
+        ),
+        "end_phrase": (
+            'Hãy lặp lại câu Kinh Thánh này và kết thúc câu trả lời bằng đúng cụm từ "Amen."'
+        ),
+        "bullets": (
+            "Hãy chia câu Kinh Thánh này thành đúng 3 gạch đầu dòng, dùng dấu markdown như: * ý."
+        ),
     },
     "ar": {
         "quote": 'كرّر هذه الآية وضع إجابتك كاملة بين علامتي اقتباس مزدوجتين ("...").',
@@ -116,16 +163,24 @@ TEMPLATES: dict[str, dict[str, str]] = {
     "ja": {
         "quote": 'この節を繰り返し、回答全体を二重引用符（"..."）で囲んでください。',
         "no_comma": "この節を、読点やカンマを使わずに繰り返してください。",
-        "title": "この節を繰り返し、<<タイトル>> のように二重山括弧で囲んだタイトルを付けてください。",
+        "title": (
+            "この節を繰り返し、<<タイトル>> のように二重山括弧で囲んだタイトルを付けてください。"
+        ),
         "end_phrase": 'この節を繰り返し、回答の最後を "Amen." という語句で終えてください。',
-        "bullets": "この節をちょうど3つの箇条書きに分けてください。「* 項目」のようなマークダウン記法を使ってください。",
+        "bullets": (
+            "この節をちょうど3つの箇条書きに分けてください。「* "
+            "項目」のようなマークダウン記法を使ってください。"
+        ),
     },
     "ko": {
         "quote": '이 구절을 반복하고 답변 전체를 큰따옴표("...")로 감싸 주세요.',
         "no_comma": "이 구절을 쉼표를 사용하지 않고 반복해 주세요.",
         "title": "이 구절을 반복하고 <<제목>>처럼 이중 꺾쇠괄호로 감싼 제목을 붙여 주세요.",
         "end_phrase": '이 구절을 반복하고 답변을 정확히 "Amen."이라는 문구로 끝내 주세요.',
-        "bullets": "이 구절을 정확히 3개의 글머리 기호로 나누어 주세요. 마크다운 기호를 사용하세요. 예: * 항목",
+        "bullets": (
+            "이 구절을 정확히 3개의 글머리 기호로 나누어 주세요. 마크다운 기호를 사용하세요. 예: "
+            "* 항목"
+        ),
     },
 }
 # fmt: on

@@ -133,7 +133,9 @@ def bible_instructions(
     limit: int | None = None,
     seed: int = 0,
 ) -> list[InstructionRecord]:
-    """Records from prepared Bible verses (dicts with ``text`` and ``meta.genre``); see DATA_CARD."""
+    """Records from prepared Bible verses (dicts with ``text`` and ``meta.genre``); see
+    DATA_CARD.
+    """
     return [rec for _, _, rec in bible_records(verses, genres, tasks, limit=limit, seed=seed)]
 
 

@@ -135,9 +135,16 @@ def make_record(
         if not item_passes(item):
             return None
         return TwoPhaseRecord(
-            item.instruction, item.input, item.output, lang, kind, vid, "ifeval",
-            item.instruction_id_list, item.kwargs,
-        )  # fmt: skip
+            item.instruction,
+            item.input,
+            item.output,
+            lang,
+            kind,
+            vid,
+            "ifeval",
+            item.instruction_id_list,
+            item.kwargs,
+        )
     if kind == "genre":
         genre = (verse.get("meta") or {}).get("genre")
         if genre not in BIBLE_GENRES:
@@ -200,7 +207,9 @@ def _build(
     exclude: Collection[str],
     seed: int,
 ) -> InstructionSet:
-    """Set ``name`` (card titled ``title``): ``n`` records cycling through ``plan``; each verse used once."""
+    """Set ``name`` (card titled ``title``): ``n`` records cycling through ``plan``; each verse used
+    once.
+    """
     if n <= 0:
         raise DataError(f"an instruction set needs a positive size, got {n}")
     langs = sorted({x for k, lang, tgt in plan for x in (lang, tgt) if x})
@@ -234,9 +243,15 @@ def phase1_english(
     _check_kinds(kinds, PHASE1_KINDS, "phase 1")
     plan = [(k, "en", None) for k in kinds]
     return _build(
-        "phase1_english", "Phase 1 (English)",
-        data_dir, plan, n, split=split, exclude=exclude, seed=seed,
-    )  # fmt: skip
+        "phase1_english",
+        "Phase 1 (English)",
+        data_dir,
+        plan,
+        n,
+        split=split,
+        exclude=exclude,
+        seed=seed,
+    )
 
 
 def phase2_similar(
@@ -259,9 +274,15 @@ def phase2_similar(
         )
     plan = [(k, lang, None) for k in kinds for lang in languages]
     return _build(
-        "phase2_similar", "Phase 2, similar (Phase 1's kinds in other languages)",
-        data_dir, plan, n, split=split, exclude=exclude, seed=seed,
-    )  # fmt: skip
+        "phase2_similar",
+        "Phase 2, similar (Phase 1's kinds in other languages)",
+        data_dir,
+        plan,
+        n,
+        split=split,
+        exclude=exclude,
+        seed=seed,
+    )
 
 
 def phase2_dissimilar(
@@ -285,9 +306,15 @@ def phase2_dissimilar(
     nxt = {x: langs[(i + 1) % len(langs)] for i, x in enumerate(langs)}
     plan = [(k, x, nxt[x] if k == "translate" else None) for k in kinds for x in langs]
     return _build(
-        "phase2_dissimilar", "Phase 2, dissimilar (other task types in other languages)",
-        data_dir, plan, n, split=split, exclude=exclude, seed=seed,
-    )  # fmt: skip
+        "phase2_dissimilar",
+        "Phase 2, dissimilar (other task types in other languages)",
+        data_dir,
+        plan,
+        n,
+        split=split,
+        exclude=exclude,
+        seed=seed,
+    )
 
 
 def english_counterpart(
@@ -333,7 +360,8 @@ _KIND_TEXT = {
     "bullets": "the verse as exactly 3 bullets (IFEval detectable_format:number_bullet_lists)",
     "genre": "which of the 9 Bible genres the verse is from (exact answer)",
     "reference": "the verse's BOOK.CHAPTER.VERSE (exact answer)",
-    "translate": "translate the verse into another non-English language (chrF vs the aligned verse)",
+    "translate": "translate the verse into another non-English language (chrF vs the aligned "
+    "verse)",
     "continue": "the second half of the verse (exact / chrF)",
 }
 

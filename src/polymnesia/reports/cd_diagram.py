@@ -100,7 +100,8 @@ def plot_cd_diagram(
     reference: str | None = None,
     title: str = "Critical difference diagram",
 ) -> None:
-    """Draw the CD diagram of ``avg_ranks`` (method -> average rank) and save it atomically to ``path``.
+    """Draw the CD diagram of ``avg_ranks`` (method -> average rank) and save it atomically to
+    ``path``.
 
     The image format follows the suffix of ``path`` (png, pdf, svg). The file
     is written to a temporary file in the same folder and renamed into place.

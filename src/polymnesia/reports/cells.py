@@ -108,7 +108,8 @@ def _single(scores: Sequence[Score], name: str, what: str) -> None:
     if len(values) > 1:
         shown = ", ".join(str(v) for v in values)
         raise DataError(
-            f"{what} got scores of several {name}s ({shown}); select one with filter_scores({name}=...)"
+            f"{what} got scores of several {name}s ({shown}); select one with "
+            f"filter_scores({name}=...)"
         )
 
 

@@ -61,10 +61,15 @@ from polymnesia.reports.table_core import Estimate, Table, to_markdown
 
 Verdict = Literal[
     "holds", "contradicted", "within seed noise", "inconclusive", "not applicable", "not testable"
-]  # fmt: skip
+]
 VERDICTS: tuple[Verdict, ...] = (
-    "holds", "contradicted", "within seed noise", "inconclusive", "not applicable", "not testable"
-)  # fmt: skip
+    "holds",
+    "contradicted",
+    "within seed noise",
+    "inconclusive",
+    "not applicable",
+    "not testable",
+)
 ALPHA = 0.05
 #: the multiplicity correction every claims block applies (metrics/stats.py)
 CORRECTION: Correction = "holm"
@@ -123,7 +128,8 @@ def p_text(p: float | None) -> str:
 
 @dataclass(frozen=True)
 class Claim:
-    """A paper's finding (``statement``) as the expected sign of ``effect``, with this run's evidence.
+    """A paper's finding (``statement``) as the expected sign of ``effect``, with this run's
+    evidence.
 
     ``effect`` is what was measured (e.g. ``score(AFA) - score(BA)``; say which in
     ``effect_label``), ``low``/``high`` its interval at ``level``, ``n`` the items
@@ -161,9 +167,14 @@ class Claim:
         if self.not_applicable:
             return "not applicable"
         verdict = judge(
-            self.expected_sign, self.effect, self.low, self.high, self.test_p(),
-            margin=self.margin, p_adjusted=self.p_adjusted,
-        )  # fmt: skip
+            self.expected_sign,
+            self.effect,
+            self.low,
+            self.high,
+            self.test_p(),
+            margin=self.margin,
+            p_adjusted=self.p_adjusted,
+        )
         if verdict == "contradicted" and self.seed_band is not None:
             bound = -self.expected_sign * self.margin if self.margin is not None else 0.0
             if abs(self.effect - bound) <= self.seed_band:
@@ -234,7 +245,9 @@ def correct(claims: Sequence[Claim], method: Correction = CORRECTION) -> list[Cl
 
 
 def not_testable(claim: Claim, arms: Sequence[str]) -> Claim:
-    """``claim`` set aside because the arms named in ``arms`` did not learn (see :func:`learned_floor`)."""
+    """``claim`` set aside because the arms named in ``arms`` did not learn (see
+    :func:`learned_floor`).
+    """
     if not arms:
         return claim
     names = " and ".join(arms)
@@ -260,11 +273,22 @@ def claim_from_test(
     effect_label: str = "",
     source: str = "",
 ) -> Claim:
-    """A claim whose evidence is a paired test (``effect = a - b``, see :mod:`polymnesia.metrics.uncertainty`)."""
+    """A claim whose evidence is a paired test (``effect = a - b``, see
+    :mod:`polymnesia.metrics.uncertainty`).
+    """
     return Claim(
-        statement, expected_sign, test.effect, test.low, test.high, test.n, test.method,
-        test.p_value, effect_label, source, test.level,
-    )  # fmt: skip
+        statement,
+        expected_sign,
+        test.effect,
+        test.low,
+        test.high,
+        test.n,
+        test.method,
+        test.p_value,
+        effect_label,
+        source,
+        test.level,
+    )
 
 
 def claim_from_interval(
@@ -278,10 +302,18 @@ def claim_from_interval(
 ) -> Claim:
     """A claim about ``interval.estimate - reference`` (a score against a fixed baseline)."""
     return Claim(
-        statement, expected_sign, interval.estimate - reference, interval.low - reference,
-        interval.high - reference, interval.n, interval.method or "interval", None,
-        effect_label, source, interval.level,
-    )  # fmt: skip
+        statement,
+        expected_sign,
+        interval.estimate - reference,
+        interval.low - reference,
+        interval.high - reference,
+        interval.n,
+        interval.method or "interval",
+        None,
+        effect_label,
+        source,
+        interval.level,
+    )
 
 
 # ------------------------------------------------------------------- rendering
@@ -428,7 +460,8 @@ def claims_html(claims: Sequence[Claim], fmt: str = ".3f") -> str:
 
 @dataclass(frozen=True)
 class Baselines:
-    """Scores a model reaches without learning, on a test set with ``n`` gold labels of ``n_labels`` classes.
+    """Scores a model reaches without learning, on a test set with ``n`` gold labels of ``n_labels``
+    classes.
 
     ``chance_*``: guessing uniformly at random (accuracy ``1/k``; macro-F1 at
     the expected counts, ``mean_l 2 p_l (1/k) / (p_l + 1/k)`` for class shares
@@ -595,9 +628,13 @@ def trivial_table(
 
 
 def _learned_table(
-    name: str, title: str, baseline_columns: list[str], rows: list[list[object]], caption: str,
+    name: str,
+    title: str,
+    baseline_columns: list[str],
+    rows: list[list[object]],
+    caption: str,
     fmt: str | None = None,
-) -> Table:  # fmt: skip
+) -> Table:
     """A "did the task models learn?" table: model, languages, metric and score, the
     baseline's columns, then the verdict and n."""
     columns = ["Model", "Languages", "Metric", "Score", *baseline_columns, "Learned", "n"]

@@ -1,4 +1,5 @@
-"""``polymnesia compare RUN_DIR RUN_DIR...``: the headline tables of runs of one protocol side by side.
+"""``polymnesia compare RUN_DIR RUN_DIR...``: the headline tables of runs of one protocol side by
+side.
 
 Each run's report wrote its tables to ``RUN_DIR/results/NAME.csv`` (with
 ``_ci_low``/``_ci_high``/``_n`` columns where cells carry intervals). For every
@@ -167,7 +168,8 @@ def compare_runs(
     rep.bullets([f"**{lab}**: `{d}`" for lab, d in zip(labels, dirs, strict=True)])
     rep.paragraph(
         "Each table puts the runs' columns side by side; ± is half the width of each run's "
-        "interval as its report computed it (see that report's captions); – marks a row a run lacks."
+        "interval as its report computed it (see that report's captions); – marks a row a run "
+        "lacks."
     )
     for name in names:
         read = {
@@ -224,7 +226,8 @@ def _common_tables(dirs: Sequence[Path], wanted: Sequence[str] | None) -> list[s
         missing = [w for w in wanted if w not in common]
         if missing:
             raise PolymnesiaError(
-                f"table(s) {', '.join(missing)} not in every run; common: {', '.join(sorted(common)) or 'none'}"
+                f"table(s) {', '.join(missing)} not in every run; common: "
+                f"{', '.join(sorted(common)) or 'none'}"
             )
         return list(wanted)
     names = sorted(n for n in common if not n.endswith(EXCLUDED_SUFFIXES))
@@ -236,7 +239,9 @@ def _common_tables(dirs: Sequence[Path], wanted: Sequence[str] | None) -> list[s
 
 
 def default_out_dir(run_dirs: Sequence[str | os.PathLike[str]]) -> Path:
-    """``runs/compare-HASH8``, the hash of the resolved run folders (the same runs, the same folder)."""
+    """``runs/compare-HASH8``, the hash of the resolved run folders (the same runs, the same
+    folder).
+    """
     key = "\n".join(str(Path(d).resolve()) for d in run_dirs)
     return Path("runs") / f"compare-{hashlib.sha256(key.encode()).hexdigest()[:8]}"
 

@@ -1,4 +1,5 @@
-"""The evidence a report's claims rest on: arm differences and scores with intervals, from a run's records.
+"""The evidence a report's claims rest on: arm differences and scores with intervals, from a run's
+records.
 
 A report has score records (``results/scores.jsonl``) and, where the stages
 kept them, item sets (:func:`polymnesia.items.run_items`). These helpers pick
@@ -97,7 +98,8 @@ def _item_pairs(
     by_lang = {s.lang: s for s in fb}
     if len({s.lang for s in fa}) != len(fa) or len(by_lang) != len(fb):
         raise DataError(
-            f"several item sets per language for {a} or {b} (seeds or settings); narrow the selection"
+            f"several item sets per language for {a} or {b} (seeds or settings); narrow the "
+            "selection"
         )
     return [aligned(s, by_lang[s.lang]) for s in fa if s.lang in by_lang]
 
@@ -109,7 +111,9 @@ def item_difference(
     cfg: BootstrapConfig | None = None,
     test: Test = "bootstrap",
 ) -> PairedTest:
-    """Paired test of ``metric`` between the two sides of aligned item-set pairs (one per language)."""
+    """Paired test of ``metric`` between the two sides of aligned item-set pairs (one per
+    language).
+    """
     cfg = cfg or BootstrapConfig()
     left = [x.statistic(metric) for x, _ in pairs]
     right = [y.statistic(metric) for _, y in pairs]

@@ -8,7 +8,8 @@ One row per score record of each run folder's ``results/scores.jsonl`` (what the
 and claims are made from): the run (its folder name), its experiment and config name, the
 score's fields (``model``, ``lang``, ``metric``, ``value``, ``task``, ``group``, ``size``,
 ``params``, ``seed``, ``step``, ``setting``), its interval (``ci_low``, ``ci_high``, ``n``,
-``stderr``: empty where the score has none), the stage that wrote it, and each key of its ``extra`` mapping as a
+``stderr``: empty where the score has none), the stage that wrote it, and each key of its ``extra``
+mapping as a
 column ``extra.KEY``. The file is read strictly (:func:`polymnesia.results.read_scores`); a
 folder that is not a run gives one line.
 """

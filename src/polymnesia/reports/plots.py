@@ -255,7 +255,8 @@ def heatmap(
     data = np.asarray(matrix, dtype=float)
     if data.ndim != 2 or data.shape != (len(row_labels), len(col_labels)):
         raise ConfigError(
-            f"heatmap: matrix shape {data.shape} does not match {len(row_labels)} row and {len(col_labels)} column labels"
+            f"heatmap: matrix shape {data.shape} does not match {len(row_labels)} row and "
+            f"{len(col_labels)} column labels"
         )
     n_rows, n_cols = data.shape
     fig = Figure(

@@ -56,20 +56,26 @@ tr.block td { background: #fafafa; font-style: italic; text-align: left; }
 figure { margin: 1em 0; } figure img { max-width: 100%; height: auto; display: block; }
 pre { background: #f6f6f6; padding: 0.7em; overflow-x: auto; max-width: 100%; }
 nav.toc { background: #f7f7f9; border: 1px solid #e3e3e8; padding: 0.5em 1em; margin: 1em 0; }
-nav.toc ul { margin: 0.2em 0; padding-left: 1.2em; } nav.toc li.l3 { margin-left: 1.2em; font-size: 0.95em; }
+nav.toc ul { margin: 0.2em 0; padding-left: 1.2em; }
+nav.toc li.l3 { margin-left: 1.2em; font-size: 0.95em; }
 .claims { border: 1px solid #d0d7de; border-radius: 6px; padding: 0.3em 1em 0.8em; margin: 1em 0; }
 .claims .table-wrap { overflow-x: visible; }
 table.claims-table { width: 100%; table-layout: fixed; }
-.claims th, .claims td { white-space: normal; text-align: left; vertical-align: top; overflow-wrap: anywhere; }
+.claims th, .claims td {
+  white-space: normal; text-align: left; vertical-align: top; overflow-wrap: anywhere;
+}
 .claims col.c0 { width: 2.8em; } .claims col.c1 { width: 25%; } .claims col.c2 { width: 16%; }
 .claims col.c3 { width: 20%; } .claims col.c4 { width: 6.2em; } .claims col.c5 { width: 4.2em; }
-.claims td:first-child, .claims td.n, .claims td.p, .claims .num, .claims .nw { white-space: nowrap; }
+.claims td:first-child, .claims td.n, .claims td.p, .claims .num,
+.claims .nw { white-space: nowrap; }
 .claims td.effect .label, .claims td.effect .margin, .claims td.verdict .why { display: block; }
 .claims td.effect .label, .claims td.effect .margin { color: #555; font-size: 0.92em; }
 .claims td.verdict .why { font-weight: normal; color: #555; font-size: 0.92em; }
-.claims td.test { font-size: 0.92em; color: #333; } .claims td.test .source { display: block; color: #555; }
+.claims td.test { font-size: 0.92em; color: #333; }
+.claims td.test .source { display: block; color: #555; }
 tr.claim .verdict { font-weight: 600; } tr.claim.holds .verdict { color: #116329; }
-tr.claim.contradicted .verdict { color: #b42318; } tr.claim.inconclusive .verdict { color: #7a5d00; }
+tr.claim.contradicted .verdict { color: #b42318; }
+tr.claim.inconclusive .verdict { color: #7a5d00; }
 tr.claim.not-applicable .verdict, tr.claim.not-testable .verdict { color: #57606a; }
 .missing { color: #b00; }
 """
@@ -156,7 +162,9 @@ class Report:
         )
 
     def write(self, run_dir: str | os.PathLike[str]) -> tuple[Path, Path]:
-        """Write ``report.md`` and ``report.html`` into ``run_dir`` atomically; returns both paths."""
+        """Write ``report.md`` and ``report.html`` into ``run_dir`` atomically; returns both
+        paths.
+        """
         root = Path(run_dir)
         md_path, html_path = root / "report.md", root / "report.html"
         atomic_write_text(md_path, self.to_markdown())
@@ -165,7 +173,9 @@ class Report:
 
 
 def _laid_out(sections: list[Section]) -> list[tuple[Section, str]]:
-    """Sections in display order with the heading text above each: claims hoisted, empty headings dropped."""
+    """Sections in display order with the heading text above each: claims hoisted, empty headings
+    dropped.
+    """
     claims = [sec for sec in sections if sec.kind == "claims"]
     rest = [sec for sec in sections if sec.kind != "claims"]
     first = next((i for i, sec in enumerate(rest) if sec.kind == "heading"), len(rest))
@@ -293,7 +303,8 @@ def table_html(table: Table, floatfmt: str = ".3f") -> str:
     for i, row in enumerate(table.rows):
         if table.is_block_row(row):
             rows.append(
-                f'<tr class="block"><td colspan="{width}">{html.escape(table.block_label(row))}</td></tr>'
+                '<tr class="block"><td '
+                f'colspan="{width}">{html.escape(table.block_label(row))}</td></tr>'
             )
             continue
         cells = []
@@ -320,7 +331,9 @@ def _tooltip(value: object, floatfmt: str) -> str:
 
 
 def _image_html(run_dir: Path, relpath: str, caption: str, alt_text: str = "") -> str:
-    """The image as a base64 ``data:`` URI; a missing file shows a visible note instead of failing."""
+    """The image as a base64 ``data:`` URI; a missing file shows a visible note instead of
+    failing.
+    """
     path = run_dir / relpath
     cap = f"<figcaption>{inline_html(caption)}</figcaption>" if caption else ""
     if not path.is_file():

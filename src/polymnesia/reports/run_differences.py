@@ -224,7 +224,7 @@ def differences_table(run_dirs: Sequence[Path], labels: Sequence[str]) -> RunDif
             "p",
             "n",
             "Test",
-        ],  # fmt: skip
+        ],
         rows=rows,
         caption=(
             "The same arm scored on the same test items in two runs: the difference of the later "

@@ -1,4 +1,5 @@
-"""Paper 003's tables (1-6): methods by languages or settings, mean±std over seeds, marks, bold best.
+"""Paper 003's tables (1-6): methods by languages or settings, mean±std over seeds, marks, bold
+best.
 
 With one seed there is no spread and no significance test: a cell shows its
 value with the interval over test items instead, and the caption says so

@@ -48,7 +48,9 @@ class Estimate:
 
     @classmethod
     def of(cls, interval: Interval, value: float | None = None, mark: str = "") -> Estimate:
-        """The cell of an :class:`~polymnesia.metrics.uncertainty.Interval` (``value`` overrides its estimate)."""
+        """The cell of an :class:`~polymnesia.metrics.uncertainty.Interval` (``value`` overrides its
+        estimate).
+        """
         v = interval.estimate if value is None else value
         return cls(v, interval.low, interval.high, interval.n, None, mark, interval.method)
 

@@ -313,7 +313,8 @@ def matrix_table(
     if len(matrix) != len(row_labels) or any(len(r) != len(col_labels) for r in matrix):
         shape = f"{len(matrix)}x{len(matrix[0]) if matrix else 0}"
         raise ConfigError(
-            f"matrix_table '{name}': matrix is {shape} but labels are {len(row_labels)}x{len(col_labels)}"
+            f"matrix_table '{name}': matrix is {shape} but labels are "
+            f"{len(row_labels)}x{len(col_labels)}"
         )
     rows: list[list[Any]] = [[lab, *r] for lab, r in zip(row_labels, matrix, strict=True)]
     return Table(name=name, title=title, columns=[corner, *col_labels], rows=rows, caption=caption)

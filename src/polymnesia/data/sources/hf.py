@@ -11,7 +11,8 @@ The record id is ``id_field`` when given (use an aligned id column so that
 translations land in the same split), else the row index. ``label_field``
 must hold integers. A text column holding a list of words (PAN-X ``tokens``)
 is joined with single spaces. ``meta_fields`` copies columns into the
-record's ``meta`` under the task's names (``{tags: ner_tags}``; a list of columns keeps their names, as MASSIVE's ``[annot_utt]`` for paper 004's slot filling;
+record's ``meta`` under the task's names (``{tags: ner_tags}``; a list of columns keeps their names,
+as MASSIVE's ``[annot_utt]`` for paper 004's slot filling;
 ``{pair: hypothesis}``, ``{question: question, answers: answers}``): the field
 mapping that labelled tasks read (docs/lf_mlf.md). With a language column,
 ``lang_pattern`` (a regular expression with one group) extracts the language
@@ -104,7 +105,8 @@ class HFSource(Source):
             raise DataError("the hf source needs a dataset name, e.g. name: org/dataset")
         if languages is None and lang_field is None:
             raise DataError(
-                "the hf source needs languages (lang -> config name) or lang_field (a language column)"
+                "the hf source needs languages (lang -> config name) or lang_field (a language "
+                "column)"
             )
         self.dataset_name, self.config, self.split = name, config, split
         self.text_field, self.lang_field = text_field, lang_field
