@@ -44,9 +44,9 @@ def test_renamed_moves_a_key_with_one_warning_naming_both() -> None:
     [("max_eval_per_lang", "max_texts_per_lang"), ("max_eval_per_target", "max_texts_per_target")],
 )
 def test_lf_mlf_evaluation_limits_renamed(old: str, new: str) -> None:
-    with pytest.warns(ConfigWarning, match=rf"evaluation\.{old} is now evaluation\.{new}"):
+    with pytest.warns(ConfigWarning, match=rf"evaluate\.{old} is now evaluate\.{new}"):
         assert getattr(FinetuneEvalConfig(**{old: 7}), new) == 7
-    with pytest.raises(ValidationError, match=f"give only evaluation.{new}"):
+    with pytest.raises(ValidationError, match=f"give only evaluate.{new}"):
         FinetuneEvalConfig(**{old: 7, new: 7})
 
 
@@ -66,12 +66,15 @@ def test_renamed_limits_keep_the_fine_tuning_fingerprints(tmp_path: Path) -> Non
     smoke = CONFIGS / "lf_mlf_smoke.yaml"
     new = load_config(smoke)
     old = _old_config(
-        tmp_path, "lf_mlf_smoke.yaml", ("max_texts_per_lang: 16", "max_eval_per_lang: 16")
+        tmp_path,
+        "lf_mlf_smoke.yaml",
+        ("evaluate: {", "evaluation: {"),
+        ("max_texts_per_lang: 16", "max_eval_per_lang: 16"),
     )
-    assert old.evaluation == new.evaluation
+    assert old.evaluate == new.evaluate
     assert _fingerprints(old) == _fingerprints(new)
     # the renamed key enters the fingerprint: another value, another entry
-    other = load_config(smoke, ["evaluation.max_texts_per_lang=17"])
+    other = load_config(smoke, ["evaluate.max_texts_per_lang=17"])
     assert _fingerprints(other) != _fingerprints(new)
 
 

@@ -65,9 +65,9 @@ SHRINK: dict[str, list[str]] = {
     ],
     "lf_mlf": [
         *DATA, *_base("pretrain."), "seeds=[0,1]", *_steps("finetune", 3),
-        "evaluation.max_train_per_lang=30", "evaluation.max_texts_per_lang=8",
-        "evaluation.batch_size=8", "evaluation.forgetting_texts=4",
-        "evaluation.forgetting_max_length=32",
+        "evaluate.max_train_per_lang=30", "evaluate.max_texts_per_lang=8",
+        "evaluate.batch_size=8", "evaluate.forgetting_texts=4",
+        "evaluate.forgetting_max_length=32",
     ],
     "lifelong": [
         *DATA, *_base("base."), "languages=[en,fr,de,sw]", "hops=2", "train_per_lang=16",

@@ -128,7 +128,7 @@ def test_f_p_of_a_task_with_its_own_data_on_forgetting_data(
     args = [f"pretrain.model.name_or_path={folder}", *ONE_ARM, own]
     fp = [
         "forgetting_data={source: udhr, split_fractions: [0.5, 0.1, 0.4]}",
-        "evaluation.forgetting_texts=100",
+        "evaluate.forgetting_texts=100",
     ]
     assert main(["run", CONFIG, *args, *fp, "--run-dir", str(run)]) == 0
     scores = read_jsonl(run / "results" / "scores.jsonl")

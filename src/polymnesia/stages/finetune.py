@@ -103,7 +103,7 @@ class FinetuneEvalConfig(TextEvaluation):
     def _old_names(cls, data: Any) -> Any:
         moves = {"max_eval_per_lang": "max_texts_per_lang"}
         moves["max_eval_per_target"] = "max_texts_per_target"
-        return renamed(data, moves, "evaluation")
+        return renamed(data, moves, "evaluate")
 
 
 #: renamed keys enter stage fingerprints under their old names, so cache entries are kept

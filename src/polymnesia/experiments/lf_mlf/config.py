@@ -27,7 +27,7 @@ from pydantic import (
     model_validator,
 )
 
-from polymnesia.config.base import StrictModel
+from polymnesia.config.base import StrictModel, renamed
 from polymnesia.data.sources.checks import check_data_section
 from polymnesia.errors import PolymnesiaError, unknown
 from polymnesia.experiments.base import ExperimentConfig
@@ -217,7 +217,11 @@ class LFMLFConfig(ExperimentConfig):
         default_factory=lambda: [0, 1, 2], description="fine-tuning seeds (>= 3 for t-tests)"
     )
     finetune: TrainConfig = Field(default_factory=TrainConfig)
-    evaluation: FinetuneEvalConfig = Field(default_factory=FinetuneEvalConfig)
+    evaluate: FinetuneEvalConfig = Field(
+        default_factory=FinetuneEvalConfig,
+        description="labelled examples per arm, scoring (precision, batch_size, "
+        "max_texts_per_lang) and F_p",
+    )
     forgetting_data: DataConfig | None = Field(
         None,
         description="held-out text F_p is measured on (test split of each F_p language), for "
@@ -230,6 +234,11 @@ class LFMLFConfig(ExperimentConfig):
     parts: list[Part] = Field(
         default_factory=lambda: list(ALL_PARTS), description="which parts to run"
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _old_keys(cls, data: Any) -> Any:
+        return renamed(data, {"evaluation": "evaluate"}, "")
 
     @field_validator("sources", "targets")
     @classmethod
@@ -320,15 +329,13 @@ class LFMLFConfig(ExperimentConfig):
         if self.branches:
             for name, langs in self.branches.groups.items():
                 self._within_pretraining(langs, f"branches.groups.{name}")
-        if self.evaluation.forgetting_languages is not None:
-            _unique(
-                self.evaluation.forgetting_languages, "evaluation.forgetting_languages", "language"
-            )
+        if self.evaluate.forgetting_languages is not None:
+            _unique(self.evaluate.forgetting_languages, "evaluate.forgetting_languages", "language")
             known = self.all_languages()
-            bad = [x for x in self.evaluation.forgetting_languages if x not in known]
+            bad = [x for x in self.evaluate.forgetting_languages if x not in known]
             if bad:
                 raise ValueError(
-                    f"evaluation.forgetting_languages {bad} are not data languages of this run {known}"
+                    f"evaluate.forgetting_languages {bad} are not data languages of this run {known}"
                 )
 
     def _within_pretraining(self, langs: list[str], key: str) -> None:
@@ -375,4 +382,4 @@ class LFMLFConfig(ExperimentConfig):
         return list(dict.fromkeys(langs))
 
     def forgetting_languages(self) -> list[str]:
-        return self.evaluation.forgetting_languages or self.all_languages()
+        return self.evaluate.forgetting_languages or self.all_languages()

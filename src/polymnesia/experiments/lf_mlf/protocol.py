@@ -70,7 +70,7 @@ def base_lm_stage(cfg: LFMLFConfig) -> StageSpec:
     A base pretrained here: ``evaluate_lm`` (its perplexity is exp of the causal-LM loss). A
     loaded base: ``pretraining_loss``, the causal-LM loss of a decoder or the masked-LM loss of
     an encoder, as ``finetune_task`` scores the fine-tuned body."""
-    e = cfg.evaluation
+    e = cfg.evaluate
     evaluate = EvalConfig(
         split="test",
         max_texts_per_lang=e.forgetting_texts,
@@ -120,7 +120,7 @@ def finetune_stage(
         targets=targets,
         task=task.base(),
         train=cfg.finetune,
-        evaluation=cfg.evaluation,
+        evaluation=cfg.evaluate,
         forgetting_languages=cfg.forgetting_languages() if measure_fp else [],
         seed=seed,
         setting=setting,
