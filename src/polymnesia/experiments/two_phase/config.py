@@ -17,8 +17,10 @@ from polymnesia.harness.tasks import check_tasks, hub_offline
 from polymnesia.methods.layer_freezing import LayerFreezing, LayerFreezingConfig
 from polymnesia.stages.drift import DriftConfig
 from polymnesia.stages.instruction_data import InstructionSetConfig
+from polymnesia.stages.merge import MergeParams
 from polymnesia.stages.replay_data import ReplayConfig
 from polymnesia.stages.similarity import SimilarityConfig
+from polymnesia.training.plugins import validate_plugin_spec
 
 INSTRUCT = "instruct"  # the name of the off-the-shelf Phase 1 "dataset" (the paper's Instruct rows)
 _NAME = re.compile(r"^[A-Za-z0-9_]+$")
@@ -82,6 +84,38 @@ class ReplayArm(ReplayConfig):
     name: str
 
 
+class BaselineArm(StrictModel):
+    """A forgetting baseline as a Phase 2 arm (issue 27; docs/baselines.md), judged against
+    plain CFT like the mitigations: Phase 2 with ``l2sp`` (a pull towards the Phase 1
+    weights) or ``distill`` (LwF: KL to the Phase 1 model's outputs) as a training plugin,
+    or ``merge``: the Phase 1 and plain CFT models merged (the ``merge_models`` stage)."""
+
+    name: str = Field(description="the arm's name in tables (mit_NAME stages)")
+    method: Literal["l2sp", "distill", "merge"] = Field(
+        description="l2sp or distill (training plugins), or merge (Phase 1 and CFT merged)"
+    )
+    options: dict[str, Any] = Field(
+        default_factory=dict,
+        description="the plugin's options (polymnesia ls training-plugins), or merge_models' "
+        "(method: average, task_arithmetic or ties; weights; lam; density)",
+    )
+
+    @model_validator(mode="after")
+    def _options(self) -> BaselineArm:
+        if self.method == "merge":
+            merge = MergeParams.model_validate({"method": "average", **self.options})
+            full = merge.model_dump(mode="json")
+        else:  # every option filled in: equal settings, equal fingerprints
+            full = validate_plugin_spec({"name": self.method, **self.options})
+            del full["name"]
+        object.__setattr__(self, "options", full)  # past validate_assignment
+        return self
+
+    def plugin(self) -> dict[str, Any]:
+        """The arm's training plugin entry (``l2sp``, ``distill``)."""
+        return {"name": self.method, **self.options}
+
+
 class MitigationConfig(StrictModel):
     """Phase 2 with mitigations (Table 5) for one pair (the paper: Instruct -> MultiAlpaca)."""
 
@@ -93,6 +127,9 @@ class MitigationConfig(StrictModel):
     replay: list[ReplayArm] = Field(default_factory=list)
     freezing: list[FreezingArm] = Field(default_factory=list)
     lora_rank: int | None = Field(None, gt=0, description="the LoRA baseline's rank (paper: 64)")
+    baselines: list[BaselineArm] = Field(
+        default_factory=list, description="forgetting baselines: l2sp, distill, merge arms"
+    )
 
 
 class HarnessEval(StrictModel):
@@ -214,6 +251,7 @@ class TwoPhaseConfig(ExperimentConfig):
                     except ValueError as e:
                         raise ValueError(f"freezing arm {f.name}: {e}") from None
             names = [*(a.name for a in m.replay), *(f.name for f in m.freezing)]
+            names += [b.name for b in m.baselines]
             if len(set(names)) < len(names) or not all(_NAME.match(n) for n in names):
                 raise ValueError(f"mitigation arm names must be unique identifiers: {names}")
         return self

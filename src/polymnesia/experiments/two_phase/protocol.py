@@ -39,6 +39,7 @@ from polymnesia.stages.evaluate_harness import EvaluateHarnessParams, harness_dt
 from polymnesia.stages.import_model import ImportModelParams
 from polymnesia.stages.instruct import InstructConfig, InstructParams
 from polymnesia.stages.instruction_data import InstructionDataParams
+from polymnesia.stages.merge import MergeParams
 from polymnesia.stages.replay_data import ReplayConfig, ReplayDataParams
 from polymnesia.stages.similarity import DatasetSimilarityParams, ModelDistanceParams
 from polymnesia.training.config import TrainConfig
@@ -126,6 +127,15 @@ def _mitigation_stages(cfg: TwoPhaseConfig) -> list[StageSpec]:
         specs.append(_tune(cfg, f"mit_{f.name}", p1, [p2], train, extra_inputs=extra))
     if m.lora_rank is not None:
         specs.append(_tune(cfg, "mit_LoRA", p1, [p2], cfg.phase2, lora_rank=m.lora_rank))
+    for b in m.baselines:  # forgetting baselines (issue 27): from the Phase 1 model, like CFT
+        if b.method == "merge":  # Phase 1 and plain CFT merged; task vectors from the base
+            merge = MergeParams.model_validate(b.options)
+            inputs = {"model_0": p1, "model_1": cft_stage(pair)}
+            inputs |= {"base": PRETRAIN} if merge.method != "average" else {}
+            specs.append(StageSpec(f"mit_{b.name}", "merge_models", merge, inputs))
+        else:
+            train = cfg.phase2.with_plugins(b.plugin())
+            specs.append(_tune(cfg, f"mit_{b.name}", p1, [p2], train))
     return specs
 
 

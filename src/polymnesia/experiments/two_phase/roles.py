@@ -48,7 +48,11 @@ def evaluated_models(cfg: TwoPhaseConfig) -> dict[str, str]:
         out.update(
             {
                 f"mit_{name}": name
-                for name in [*(a.name for a in m.replay), *(f.name for f in m.freezing)]
+                for name in [
+                    *(a.name for a in m.replay),
+                    *(f.name for f in m.freezing),
+                    *(b.name for b in m.baselines),
+                ]
             }
         )
         if m.lora_rank is not None:
