@@ -9,7 +9,9 @@ the run folder's ``RUN_DIR/results/items.jsonl``, each tagged with its ``stage``
 (:func:`merge_run_items`), and :func:`run_items` reads them from there, so a report needs
 the run folder alone.
 
-Kinds and their columns (``ids`` aligns items across arms):
+Kinds and their columns (``ids`` aligns items across arms); how a metric is recomputed
+from a kind's columns is part of the metric's registration (``items=`` of
+:func:`polymnesia.metrics.base.register_metric`), so a new metric needs no edit here:
 
 * ``lm``: ``nll`` (summed nats), ``tokens``, ``bytes``, ``words`` per text ->
   ``bits_per_byte``, ``perplexity``, ``word_perplexity``, ``lm_loss`` (or, for the
@@ -18,9 +20,8 @@ Kinds and their columns (``ids`` aligns items across arms):
 * ``token``: ``correct``, ``total``, ``tp``, ``n_pred``, ``n_gold`` per tagged
   sentence -> token ``accuracy``, ``span_f1``;
 * ``values``: ``values`` per item -> their mean (any metric name);
-* ``stats``: ``stats`` (a list of sufficient statistics per item) -> a score
-  registered with :func:`register_sum_score` (corpus chrF or BLEU from summed
-  n-gram counts);
+* ``stats``: ``stats`` (a list of sufficient statistics per item) -> corpus chrF or
+  BLEU from summed n-gram counts;
 * ``docs``: a column per metric, one value per document (lm-evaluation-harness's per-document
   ``acc``, ``acc_norm``, ``exact_match``...) -> the mean of that metric's column; a metric
   without a column is refused.
@@ -28,9 +29,8 @@ Kinds and their columns (``ids`` aligns items across arms):
 
 from __future__ import annotations
 
-import math
 import os
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -41,20 +41,16 @@ from pydantic import Field
 from polymnesia.config.base import StrictModel
 from polymnesia.errors import DataError, PolymnesiaError
 from polymnesia.io import read_jsonl_strict, write_jsonl_atomic
-from polymnesia.metrics.translation import bleu_from_stats, chrf_from_stats
+from polymnesia.metrics.base import item_kinds, item_rule
 from polymnesia.metrics.uncertainty import (
     DEFAULT_LEVEL,
     DEFAULT_RESAMPLES,
     Interval,
     ItemStatistic,
-    accuracy_statistic,
     bootstrap_ci,
     hierarchical_bootstrap_ci,
-    macro_f1_statistic,
     mean_statistic,
-    ratio_statistic,
     stratified_bootstrap_ci,
-    sum_statistic,
 )
 from polymnesia.results import Score, with_interval
 
@@ -64,22 +60,12 @@ RUN_ITEMS = Path("results") / ITEMS_FILE
 KINDS = ("lm", "label", "token", "values", "stats", "docs")
 _IDENTITY = ("model", "lang", "task", "group", "size", "seed", "step", "setting")
 
-#: metric -> function of summed per-item statistics ``[B, k] -> [B]`` for kind "stats" (the
-#: corpus translation scores are known here, so any process can read a run's translation items)
-SUM_SCORES: dict[str, Callable[[np.ndarray], np.ndarray]] = {
-    "chrf": chrf_from_stats,
-    "bleu": bleu_from_stats,
-}
-
-
-def register_sum_score(metric: str, fn: Callable[[np.ndarray], np.ndarray]) -> None:
-    """Declare how ``metric`` is computed from per-item statistics summed over items."""
-    SUM_SCORES[metric] = fn
-
 
 @dataclass(frozen=True)
 class ItemSet:
-    """The items one model was scored on in one language: identity fields as in ``Score``, then columns."""
+    """The items one model was scored on in one language: identity fields as in ``Score``, then
+    columns.
+    """
 
     model: str
     lang: str
@@ -103,7 +89,8 @@ class ItemSet:
         lengths = {k: len(v) for k, v in self.columns.items()}
         if any(n != len(self.ids) for n in lengths.values()):
             raise DataError(
-                f"items of {self.model}/{self.lang}: {len(self.ids)} ids but columns of lengths {lengths}"
+                f"items of {self.model}/{self.lang}: {len(self.ids)} ids but columns of lengths "
+                f"{lengths}"
             )
 
     @property
@@ -114,7 +101,9 @@ class ItemSet:
         return {k: v for k, v in asdict(self).items() if v is not None and v != {}}
 
     def statistic(self, metric: str) -> ItemStatistic:
-        """The :class:`ItemStatistic` that reproduces ``metric`` on these items."""
+        """The :class:`ItemStatistic` that reproduces ``metric`` on these items: the mean of
+        its column (kinds ``docs`` and ``values``), else the rule the metric's registration
+        gives for this kind (:func:`polymnesia.metrics.base.register_metric`)."""
         c = {k: np.asarray(v, dtype=float) for k, v in self.columns.items()}
         if self.kind == "docs":  # a column per metric, one value per document: their mean
             if metric not in c:
@@ -123,52 +112,15 @@ class ItemSet:
                     f"{', '.join(sorted(c)) or 'none'}"
                 )
             return mean_statistic(c[metric], metric)
-        build = _BUILDERS.get((self.kind, metric)) or _generic(self.kind, metric)
-        if build is None:
-            accepted = [m for k, m in _BUILDERS if k == self.kind]
-            accepted += list(SUM_SCORES) if self.kind == "stats" else []
-            accepted += ["any metric (the mean of its values)"] if self.kind == "values" else []
+        if self.kind == "values":
+            return mean_statistic(c["values"], metric)
+        rule = item_rule(metric, self.kind)
+        if rule is None:
             raise PolymnesiaError(
-                f"metric '{metric}' cannot be computed from '{self.kind}' items; accepted: {', '.join(accepted)}"
+                f"metric '{metric}' cannot be computed from '{self.kind}' items; accepted: "
+                f"{', '.join(item_kinds(self.kind)) or 'none'}"
             )
-        return build(c, self)
-
-
-def _generic(
-    kind: str, metric: str
-) -> Callable[[dict[str, np.ndarray], ItemSet], ItemStatistic] | None:
-    if kind == "values":
-        return lambda c, _s: mean_statistic(c["values"], metric)
-    if kind == "stats" and metric in SUM_SCORES:
-        return lambda c, _s: sum_statistic(c["stats"], SUM_SCORES[metric], metric)
-    return None
-
-
-def _span_f1(sums: np.ndarray) -> np.ndarray:
-    denom = sums[:, 1] + sums[:, 2]
-    return np.where(denom > 0, 2 * sums[:, 0] / np.maximum(denom, 1e-300), 0.0)
-
-
-_LN2 = math.log(2)
-_BUILDERS: dict[tuple[str, str], Callable[[dict[str, np.ndarray], ItemSet], ItemStatistic]] = {
-    ("lm", "bits_per_byte"): lambda c, _s: ratio_statistic(
-        c["nll"], c["bytes"], scale=1 / _LN2, name="bits_per_byte"
-    ),
-    ("lm", "perplexity"): lambda c, _s: ratio_statistic(
-        c["nll"], c["tokens"], exp=True, name="perplexity"
-    ),
-    ("lm", "word_perplexity"): lambda c, _s: ratio_statistic(
-        c["nll"], c["words"], exp=True, name="word_perplexity"
-    ),
-    ("lm", "lm_loss"): lambda c, _s: ratio_statistic(c["nll"], c["tokens"], name="lm_loss"),
-    ("lm", "mlm_loss"): lambda c, _s: ratio_statistic(c["nll"], c["tokens"], name="mlm_loss"),
-    ("label", "accuracy"): lambda c, _s: accuracy_statistic(c["pred"], c["gold"]),
-    ("label", "macro_f1"): lambda c, s: macro_f1_statistic(c["pred"], c["gold"], s.n_labels),
-    ("token", "accuracy"): lambda c, _s: ratio_statistic(c["correct"], c["total"], name="accuracy"),
-    ("token", "span_f1"): lambda c, _s: sum_statistic(
-        np.stack([c["tp"], c["n_pred"], c["n_gold"]], axis=1), _span_f1, "span_f1"
-    ),
-}
+        return rule(c, self.n_labels)
 
 
 def item_set_from_dict(record: Mapping[str, Any], where: str = "item record") -> ItemSet:

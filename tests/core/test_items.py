@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,7 @@ from polymnesia.items import (
     aligned,
     group_intervals,
     interval_of,
+    merge_run_items,
     read_items,
     run_items,
     score_with_items,
@@ -57,10 +59,13 @@ def _lm(model: str, lang: str, nll: list[float], group: str = "g") -> ItemSet:
 
 def test_items_round_trip_and_selection(tmp_path: Path) -> None:
     sets = [_lm("BA", "fr", [1.0, 2.0]), _lm("AFA", "fr", [1.5, 2.5])]
-    (tmp_path / "stages" / "eval").mkdir(parents=True)
-    write_items(tmp_path / "stages" / "eval" / "items.jsonl", sets)
-    assert read_items(tmp_path / "stages" / "eval" / "items.jsonl") == sets
-    assert run_items(tmp_path) == sets
+    entry = tmp_path / "cache" / "eval"  # a stage's cache entry
+    entry.mkdir(parents=True)
+    write_items(entry / "items.jsonl", sets)
+    assert read_items(entry / "items.jsonl") == sets
+    merge_run_items(tmp_path / "run", {"eval": entry})  # the runner, into the run folder
+    assert run_items(tmp_path / "run") == [replace(s, stage="eval") for s in sets]
+    assert run_items(tmp_path / "run", stage="other") == []
     assert run_items(tmp_path / "nothing") == []
     assert select_items(sets, model=["AFA"]) == sets[1:]
     with pytest.raises(PolymnesiaError, match="unknown item field"):

@@ -13,7 +13,7 @@ import numpy as np
 import numpy.typing as npt
 
 from polymnesia.errors import PolymnesiaError
-from polymnesia.metrics.base import register_metric
+from polymnesia.metrics.base import accuracy_of, macro_f1_of, ratio_of, register_metric, summed
 
 Span = tuple[str, int, int]  # (type, start, end exclusive)
 
@@ -29,7 +29,11 @@ def _pair(pred: npt.ArrayLike, gold: npt.ArrayLike) -> tuple[np.ndarray, np.ndar
 
 
 @register_metric(
-    "accuracy", higher_is_better=True, description="share of predictions equal to the gold label"
+    "accuracy",
+    higher_is_better=True,
+    description="share of predictions equal to the gold label",
+    # label items: one prediction each; token items: correct / total tags per sentence
+    items={"label": accuracy_of(), "token": ratio_of("correct", "total", name="accuracy")},
 )
 def accuracy(pred: npt.ArrayLike, gold: npt.ArrayLike) -> float:
     """Accuracy: ``mean(pred == gold)``."""
@@ -43,6 +47,7 @@ def accuracy(pred: npt.ArrayLike, gold: npt.ArrayLike) -> float:
     description=(
         "unweighted mean over labels of per-label F1 (labels in gold or pred, or 0..n_labels-1)"
     ),
+    items={"label": macro_f1_of()},
 )
 def macro_f1(pred: npt.ArrayLike, gold: npt.ArrayLike, n_labels: int | None = None) -> float:
     """Macro-averaged F1: mean over labels of ``2 TP / (2 TP + FP + FN)``.
@@ -94,6 +99,9 @@ def bio_spans(tags: Sequence[str]) -> set[Span]:
     "span_f1",
     higher_is_better=True,
     description="micro F1 over exactly matching BIO entity spans (conlleval / seqeval default)",
+    items={
+        "token": summed(("tp", "n_pred", "n_gold"), lambda s: span_f1_from_counts(s), "span_f1")
+    },
 )
 def span_f1(pred_tags: Sequence[Sequence[str]], gold_tags: Sequence[Sequence[str]]) -> float:
     """Micro-averaged span F1 over sentences: a predicted span counts if type and bounds match.
@@ -112,3 +120,10 @@ def span_f1(pred_tags: Sequence[Sequence[str]], gold_tags: Sequence[Sequence[str
         ps, gs = bio_spans(p), bio_spans(g)
         tp, n_pred, n_gold = tp + len(ps & gs), n_pred + len(ps), n_gold + len(gs)
     return 2 * tp / (n_pred + n_gold) if n_pred + n_gold else 0.0
+
+
+def span_f1_from_counts(sums: np.ndarray) -> np.ndarray:
+    """Span F1 ``2 TP / (n_pred + n_gold)`` of summed ``[B, 3]`` counts (TP, n_pred, n_gold);
+    0 where both are empty."""
+    denom = sums[:, 1] + sums[:, 2]
+    return np.where(denom > 0, 2 * sums[:, 0] / np.maximum(denom, 1e-300), 0.0)

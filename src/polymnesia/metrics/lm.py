@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 
 from polymnesia.errors import PolymnesiaError
-from polymnesia.metrics.base import register_metric
+from polymnesia.metrics.base import ratio_of, register_metric
 
 
 def _per_unit(nll_sum: float, n: float, unit: str) -> float:
@@ -37,7 +37,10 @@ def exp_or_inf(x: float) -> float:
 
 
 @register_metric(
-    "perplexity", higher_is_better=False, description="exp(NLL sum / tokens), per-token perplexity"
+    "perplexity",
+    higher_is_better=False,
+    description="exp(NLL sum / tokens), per-token perplexity",
+    items={"lm": ratio_of("nll", "tokens", exp=True, name="perplexity")},
 )
 def perplexity(nll_sum: float, n_tokens: int) -> float:
     """Token perplexity ``exp(sum_i -log p(x_i) / n_tokens)``; only comparable under one
@@ -50,6 +53,7 @@ def perplexity(nll_sum: float, n_tokens: int) -> float:
     "bits_per_byte",
     higher_is_better=False,
     description="NLL sum in nats / (UTF-8 bytes * ln 2); tokenizer-independent",
+    items={"lm": ratio_of("nll", "bytes", scale=1 / math.log(2), name="bits_per_byte")},
 )
 def bits_per_byte(nll_sum_nats: float, n_bytes: int) -> float:
     """Bits per UTF-8 byte ``sum_i -log p(x_i) / (n_bytes ln 2)`` (lm-evaluation-harness)."""
@@ -60,6 +64,7 @@ def bits_per_byte(nll_sum_nats: float, n_bytes: int) -> float:
     "word_perplexity",
     higher_is_better=False,
     description="exp(NLL sum / words): perplexity per whitespace word, tokenizer-independent",
+    items={"lm": ratio_of("nll", "words", exp=True, name="word_perplexity")},
 )
 def word_perplexity(nll_sum: float, n_words: int) -> float:
     """Word perplexity ``exp(sum_i -log p(x_i) / n_words)`` (lm-evaluation-harness).
@@ -67,6 +72,28 @@ def word_perplexity(nll_sum: float, n_words: int) -> float:
     ``n_words`` counts words of the original text (whitespace-split), not tokens.
     """
     return exp_or_inf(_per_unit(nll_sum, n_words, "words"))
+
+
+@register_metric(
+    "lm_loss",
+    higher_is_better=False,
+    description="NLL sum / tokens: the mean causal-LM loss in nats per token",
+    items={"lm": ratio_of("nll", "tokens", name="lm_loss")},
+)
+def lm_loss(nll_sum: float, n_tokens: int) -> float:
+    """Mean loss per token ``sum_i -log p(x_i) / n_tokens`` (nats)."""
+    return _per_unit(nll_sum, n_tokens, "tokens")
+
+
+@register_metric(
+    "mlm_loss",
+    higher_is_better=False,
+    description="NLL sum / masked positions: the mean masked-LM loss in nats",
+    items={"lm": ratio_of("nll", "tokens", name="mlm_loss")},
+)
+def mlm_loss(nll_sum: float, n_masked: int) -> float:
+    """Mean loss per masked position (``tokens`` of ``lm`` items counts masked positions)."""
+    return _per_unit(nll_sum, n_masked, "masked positions")
 
 
 @register_metric(

@@ -31,7 +31,7 @@ from pathlib import Path
 import numpy as np
 
 from polymnesia.errors import PolymnesiaError
-from polymnesia.metrics.base import register_metric
+from polymnesia.metrics.base import register_metric, summed
 
 BLEU_TOKENIZERS = (
     "13a",
@@ -150,6 +150,8 @@ def _check(hyps: Sequence[str], refs: Sequence[str]) -> tuple[list[str], list[li
     "bleu",
     higher_is_better=True,
     description="corpus BLEU via sacrebleu, 0-100, with an explicit tokenizer (default 13a)",
+    # per-sentence statistics summed over the resampled sentences (defined below)
+    items={"stats": summed("stats", lambda s: bleu_from_stats(s), "bleu")},
 )
 def bleu(hyps: Sequence[str], refs: Sequence[str], tokenize: str = "13a") -> float:
     """Corpus-level BLEU (Papineni et al. 2002), sacrebleu's defaults, 0-100, tokenizer
@@ -179,6 +181,7 @@ def bleu_signature(tokenize: str = "13a") -> str:
     "chrf",
     higher_is_better=True,
     description="corpus chrF (character n-gram F-score, Popovic 2015) via sacrebleu",
+    items={"stats": summed("stats", lambda s: chrf_from_stats(s), "chrf")},
 )
 def chrf(hyps: Sequence[str], refs: Sequence[str], word_order: int = 0) -> float:
     """Corpus-level chrF (Popovic 2015); ``word_order=2`` gives chrF++. Tokenizer-free."""
