@@ -32,8 +32,8 @@ class ExperimentConfig(StrictModel):
     seed_noise_band: float | None = Field(
         None,
         ge=0,
-        description="with one seed, a claim whose effect lies within this band of its boundary "
-        "is 'within seed noise', not contradicted (default: the protocol's measured band)",
+        description="with one seed, a claim whose effect lies within this band of its boundary is "
+        "'within seed noise', not contradicted (default: the protocol's measured band)",
     )
 
     @field_validator("seeds")
@@ -48,7 +48,9 @@ class ExperimentConfig(StrictModel):
 
 
 class Experiment(ABC):
-    """A protocol: ``Config`` validates the YAML, ``build`` returns the stages, ``report`` writes the report."""
+    """A protocol: ``Config`` validates the YAML, ``build`` returns the stages, ``report`` writes
+    the report.
+    """
 
     Config: ClassVar[type[ExperimentConfig]]
 

@@ -21,7 +21,8 @@ def resolve_config(data: dict[str, Any], source: str = "") -> Any:
     name = data.get("experiment")
     if name is None:
         raise ConfigError(
-            f"{source + ': ' if source else ''}missing required key 'experiment'; accepted: {', '.join(EXPERIMENTS.names())}"
+            f"{source + ': ' if source else ''}missing required key 'experiment'; accepted: "
+            f"{', '.join(EXPERIMENTS.names())}"
         )
     if not isinstance(name, str) or name not in EXPERIMENTS:
         raise ConfigError(str(unknown("experiment", str(name), EXPERIMENTS.names())))

@@ -76,8 +76,8 @@ def check_run_dir_place(run_dir: Path) -> None:
     for root in PSEUDO_ROOTS:
         if resolved == root or root in resolved.parents:
             raise PolymnesiaError(
-                f"cannot use run folder {run_dir}: it is under {root}, which the kernel "
-                "provides and which holds no files; pass a --run-dir on a disk"
+                f"cannot use run folder {run_dir}: it is under {root}, which the kernel provides "
+                "and which holds no files; pass a --run-dir on a disk"
             )
     existing = resolved
     while not existing.exists() and existing != existing.parent:
@@ -88,7 +88,8 @@ def check_run_dir_place(run_dir: Path) -> None:
         )
     if existing.is_dir() and not os.access(existing, os.W_OK | os.X_OK):
         raise PolymnesiaError(
-            f"cannot use run folder {run_dir}: {existing} is not writable; pass a writable --run-dir"
+            f"cannot use run folder {run_dir}: {existing} is not writable; pass a writable "
+            "--run-dir"
         )
 
 
@@ -114,8 +115,8 @@ def check_run_record(run_dir: Path, advice: str = "") -> None:
             why = "its 'stages' is not a JSON object"
     if why:
         advice = advice or (
-            f"pass another --run-dir, or remove {run_dir} to run afresh (the stage cache "
-            "keeps what was built)"
+            f"pass another --run-dir, or remove {run_dir} to run afresh (the stage cache keeps "
+            "what was built)"
         )
         raise PolymnesiaError(f"run folder {run_dir} has a damaged run.json ({why}); {advice}")
 
@@ -168,8 +169,8 @@ def _check_harness_languages(specs: list[Any]) -> None:
             lang = next(x for x in need[missing[0]] if x not in languages)
             raise ConfigError(
                 f"lm-eval task {missing[0]} reads language '{lang}', which the data does not "
-                f"prepare (languages: {', '.join(languages)}); add '{lang}' to the data "
-                "languages or pick a task in one of them"
+                f"prepare (languages: {', '.join(languages)}); add '{lang}' to the data languages "
+                "or pick a task in one of them"
             )
 
 
@@ -188,8 +189,8 @@ def _check_task_kinds(cfg: Any) -> None:
             hint = "genre_segments" if node.kind == "token" else "genre_question"
             raise ConfigError(
                 f"{path}.kind is '{node.kind}', but the {data.source} source's records carry a "
-                f"label per text, no {what}; set {path}.constructed: {hint} to build the task "
-                "from labelled verses, or use a source whose records carry them"
+                f"label per text, no {what}; set {path}.constructed: {hint} to build the task from "
+                "labelled verses, or use a source whose records carry them"
             )
 
 

@@ -27,7 +27,8 @@ def rebuild_report(run_dir: Path) -> Path:
         shown = ", ".join(missing[:10]) + (", ..." if len(missing) > 10 else "")
         raise PolymnesiaError(
             f"{run_dir} is incomplete: {len(missing)} of {len(names)} stages have not finished "
-            f"({shown}); finish it with `polymnesia run {run_dir / 'config.yaml'} --run-dir {run_dir}`"
+            f"({shown}); finish it with `polymnesia run {run_dir / 'config.yaml'} --run-dir "
+            f"{run_dir}`"
         )
     scores = run_dir / "results" / "scores.jsonl"
     if not scores.exists():

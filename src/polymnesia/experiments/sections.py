@@ -103,8 +103,8 @@ class BaseModelSection(StrictModel):
     )
     pretrain: bool = Field(
         True,
-        description="train the model on the language mixture (from scratch for a preset, "
-        "continued for a loaded model); false: use the loaded model (model.name_or_path) as it is",
+        description="train the model on the language mixture (from scratch for a preset, continued "
+        "for a loaded model); false: use the loaded model (model.name_or_path) as it is",
     )
 
     @field_validator("languages")
@@ -117,7 +117,10 @@ class BaseModelSection(StrictModel):
         if not self.pretrain:
             return f"{self.model.describe()} (used as loaded, not pretrained here)"
         verb = "continued pretraining" if self.model.name_or_path else "pretrained"
-        return f"{self.model.describe()}, {verb} {self.train.steps} steps on {', '.join(self.languages)}"
+        return (
+            f"{self.model.describe()}, {verb} {self.train.steps} steps on "
+            f"{', '.join(self.languages)}"
+        )
 
     @model_validator(mode="after")
     def _loaded(self) -> BaseModelSection:

@@ -1,4 +1,6 @@
-"""Built-in stage kinds; importing this package registers every module in it (``polymnesia ls stages``)."""
+"""Built-in stage kinds; importing this package registers every module in it (``polymnesia ls
+stages``).
+"""
 
 from polymnesia.registry_imports import import_submodules
 

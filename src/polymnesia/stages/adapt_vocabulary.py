@@ -97,8 +97,8 @@ class AdaptConfig(StrictModel):
     )
     head: Literal["reinit", "keep"] = Field(
         "reinit",
-        description="LM head: reinit (paper 000: replaced, every row drawn afresh) or keep "
-        "(old rows kept as a warm start, new rows initialised like the embeddings)",
+        description="LM head: reinit (paper 000: replaced, every row drawn afresh) or keep (old "
+        "rows kept as a warm start, new rows initialised like the embeddings)",
     )
     strict: bool = Field(
         False, description="refuse (rather than warn) adapting languages that overlap pretraining"
@@ -137,7 +137,8 @@ class AdaptVocabularyParams(StrictModel):
         both = sorted(set(self.adapting) & set(self.pretraining))
         if both and self.adapt.strict:
             raise ValueError(
-                f"adapting languages {both} are also pretraining languages; remove them or set strict: false"
+                f"adapting languages {both} are also pretraining languages; remove them or set "
+                "strict: false"
             )
         needs_base_text = INITS.get(self.adapt.init).needs & {"alignment", "source_static"}
         if needs_base_text and not self.pretraining:
@@ -154,8 +155,8 @@ def check_resizable(model: torch.nn.Module) -> None:
     emb = model.get_input_embeddings() if ok else None  # type: ignore[operator]
     if emb is None or not isinstance(getattr(emb, "weight", None), torch.Tensor):
         raise PolymnesiaError(
-            f"{type(model).__name__} has no resizable input embeddings; vocabulary expansion needs a "
-            "transformers model with resize_token_embeddings (e.g. Mistral, Llama)"
+            f"{type(model).__name__} has no resizable input embeddings; vocabulary expansion needs "
+            "a transformers model with resize_token_embeddings (e.g. Mistral, Llama)"
         )
 
 
@@ -250,7 +251,9 @@ def resize_and_init(
 
 
 def _reinit_head(model: torch.nn.Module, seed: int) -> None:
-    """Draw every LM-head row from N(0, initializer_range) and zero its bias (paper 000: replaced)."""
+    """Draw every LM-head row from N(0, initializer_range) and zero its bias (paper 000:
+    replaced).
+    """
     out = model.get_output_embeddings()  # type: ignore[operator]
     std = float(getattr(getattr(model, "config", None), "initializer_range", 0.02))
     gen = torch.Generator().manual_seed(seed)
@@ -306,8 +309,8 @@ def side_data(
         pairs = verse_pairs(data, p.pretraining, p.adapting)
         if not pairs:
             raise ConfigError(
-                f"init '{init}' needs parallel text, but no train record of {', '.join(p.adapting)} "
-                f"shares an aligned id with {', '.join(p.pretraining)}"
+                f"init '{init}' needs parallel text, but no train record of "
+                f"{', '.join(p.adapting)} shares an aligned id with {', '.join(p.pretraining)}"
             )
         src = token_ids(base, [a for a, _ in pairs])
         tgt = token_ids(merged, [b for _, b in pairs])

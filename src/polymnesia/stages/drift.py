@@ -111,14 +111,27 @@ class RepresentationDrift(Stage[DriftParams]):
             X = states[name]
             extra = {"reference": p.reference_label, "prompts": len(texts)}
             scores.append(
-                Score(model=name, lang=d.language, metric="covariance_drift",
-                      value=covariance_drift(ref, X), task="drift", extra=extra)
-            )  # fmt: skip
+                Score(
+                    model=name,
+                    lang=d.language,
+                    metric="covariance_drift",
+                    value=covariance_drift(ref, X),
+                    task="drift",
+                    extra=extra,
+                )
+            )
             for layer, v in enumerate(layerwise_covariance_drift(ref, X)):
                 scores.append(
-                    Score(model=name, lang=d.language, metric="layer_covariance_drift",
-                          value=float(v), task="drift", step=layer, extra=extra)
-                )  # fmt: skip
+                    Score(
+                        model=name,
+                        lang=d.language,
+                        metric="layer_covariance_drift",
+                        value=float(v),
+                        task="drift",
+                        step=layer,
+                        extra=extra,
+                    )
+                )
         buf = io.BytesIO()
         np.savez(buf, **{k.replace(" ", "_"): v for k, v in states.items()})  # type: ignore[arg-type]
         atomic_write_bytes(ctx.out_dir / "states.npz", buf.getvalue())

@@ -60,9 +60,11 @@ class EvaluateLM(Stage[EvaluateLMParams]):
     def load(self, ctx: StageContext[EvaluateLMParams]) -> tuple[Any, Any, Runtime]:
         p = ctx.params
         return load_for_inference(
-            ctx.input(MODEL) / "model", stage="evaluate_lm", precision=p.eval.precision,
+            ctx.input(MODEL) / "model",
+            stage="evaluate_lm",
+            precision=p.eval.precision,
             sharded=True,
-        )  # fmt: skip
+        )
 
     def score(
         self, model: Any, tokenizer: Any, texts: list[str], e: EvalConfig, rt: Runtime

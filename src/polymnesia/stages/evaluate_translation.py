@@ -189,9 +189,17 @@ class EvaluateTranslation(Stage[EvaluateTranslationParams]):
                 "sample_hyp": hyps[0] if hyps else "",
             }
             scores += scores_with_intervals(
-                items, ("bleu", "chrf"), p.bootstrap, model=p.label, lang=lang, task="translation",
-                group=group, size=p.size, params=n_params, extra=extra,
-            )  # fmt: skip
+                items,
+                ("bleu", "chrf"),
+                p.bootstrap,
+                model=p.label,
+                lang=lang,
+                task="translation",
+                group=group,
+                size=p.size,
+                params=n_params,
+                extra=extra,
+            )
         if ctx.is_main_process:  # every process holds the gathered items
             write_items(ctx.out_dir / ITEMS_FILE, sets)
         return scores

@@ -47,8 +47,8 @@ class EvaluateZeroShotParams(ModelEvalParams):
     max_texts_per_lang: int | None = Field(90, gt=0)
     scoring: Literal["raw", "length_normalised", "pmi", "contextual"] = Field(
         "raw",
-        description="answer score: raw log-likelihood, length_normalised (per character), "
-        "pmi (domain-conditional PMI, Holtzman et al. 2021) or contextual (Zhao et al. 2021)",
+        description="answer score: raw log-likelihood, length_normalised (per character), pmi "
+        "(domain-conditional PMI, Holtzman et al. 2021) or contextual (Zhao et al. 2021)",
     )
 
 
@@ -102,9 +102,17 @@ class EvaluateZeroShot(Stage[EvaluateZeroShotParams]):
             )
             sets.append(items)
             scores += scores_with_intervals(
-                items, ("accuracy", "macro_f1"), p.bootstrap, model=p.label, lang=lang, task="genre",
-                group=group, size=p.size, params=n_params, extra=extra,
-            )  # fmt: skip
+                items,
+                ("accuracy", "macro_f1"),
+                p.bootstrap,
+                model=p.label,
+                lang=lang,
+                task="genre",
+                group=group,
+                size=p.size,
+                params=n_params,
+                extra=extra,
+            )
         if ctx.is_main_process:  # every process holds the gathered items
             write_items(ctx.out_dir / ITEMS_FILE, sets)
         return scores

@@ -69,7 +69,12 @@ class MergeModels(Stage[MergeParams]):
         tuned = [model_dir(ctx.input(r)) for r in merged_inputs(ctx)]
         base = model_dir(ctx.input(BASE)) if BASE in ctx.inputs else None
         merge_folders(
-            model_dir(ctx.out_dir), tuned, p.method, base=base, weights=p.weights,
-            lam=p.lam, density=p.density,
-        )  # fmt: skip
+            model_dir(ctx.out_dir),
+            tuned,
+            p.method,
+            base=base,
+            weights=p.weights,
+            lam=p.lam,
+            density=p.density,
+        )
         return []

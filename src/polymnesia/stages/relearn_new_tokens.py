@@ -86,8 +86,8 @@ class RelearnParams(StrictModel):
         bad = [s for s in self.eval_at if not 0 <= s <= self.train.steps]
         if bad:
             raise ValueError(
-                f"eval_at {bad} outside 0..train.steps ({self.train.steps}); accepted: step "
-                "counts up to the relearning's length"
+                f"eval_at {bad} outside 0..train.steps ({self.train.steps}); accepted: step counts "
+                "up to the relearning's length"
             )
         return self
 
@@ -168,9 +168,18 @@ class RelearnNewTokens(Stage):
                         max_length=p.eval.max_length,
                     )
                     sets.append(
-                        ItemSet(p.label, lang, "lm", list(range(len(texts[lang]))), cols,
-                                group=group, seed=p.seed, step=step, setting=p.init)
-                    )  # fmt: skip
+                        ItemSet(
+                            p.label,
+                            lang,
+                            "lm",
+                            list(range(len(texts[lang]))),
+                            cols,
+                            group=group,
+                            seed=p.seed,
+                            step=step,
+                            setting=p.init,
+                        )
+                    )
                     out[f"bpb_{lang}"] = st.bits_per_byte
             m.train(was_training)
             return out
@@ -210,8 +219,16 @@ class RelearnNewTokens(Stage):
         for s in sets:
             for metric in METRICS:
                 value = s.statistic(metric).value()
-                sc = Score(model=s.model, lang=s.lang, metric=metric, value=value, group=s.group,
-                           seed=s.seed, step=s.step, setting=s.setting)  # fmt: skip
+                sc = Score(
+                    model=s.model,
+                    lang=s.lang,
+                    metric=metric,
+                    value=value,
+                    group=s.group,
+                    seed=s.seed,
+                    step=s.step,
+                    setting=s.setting,
+                )
                 scores.append(with_interval(sc, interval_of(s, metric, p.bootstrap)))
         if ctx.is_main_process:
             write_items(ctx.out_dir / ITEMS_FILE, sets)

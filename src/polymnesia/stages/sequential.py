@@ -1,4 +1,5 @@
-"""Stage ``sequential_step``: train one model/adapter on one language (or all), then score every language.
+"""Stage ``sequential_step``: train one model/adapter on one language (or all), then score every
+language.
 
 One stage per training step of paper 004's protocol: step ``k`` of a
 sequential method (VANILLA eq. 4, SHARED LoRA eq. 5) starts from the model or
@@ -134,7 +135,7 @@ def _examples(
             seed=p.seed,
             pivot=p.task_pivot,
             slots=slots,
-        )  # fmt: skip
+        )
         for lang in langs
     }
 
@@ -180,17 +181,28 @@ def _train(
 
     def score(m: torch.nn.Module) -> float:
         s = evaluate_by_language(
-            m, val, kind=p.task.kind, metric=p.task.metric, batch_size=p.eval_batch_size,
+            m,
+            val,
+            kind=p.task.kind,
+            metric=p.task.metric,
+            batch_size=p.eval_batch_size,
             tag_names=_tags(ctx, p),
-        )  # fmt: skip
+        )
         return sum(s.values()) / len(s)
 
     stopper = EarlyStopping(h.early_stopping, spe, score)
     steps = spe * h.early_stopping.max_epochs
     cfg = TrainConfig(
-        steps=steps, batch_size=batch, lr=h.lr, warmup_ratio=0.0, min_lr_ratio=1.0,
-        weight_decay=0.0, log_every=spe, checkpoint_every=steps, progress_bar=False,
-    )  # fmt: skip
+        steps=steps,
+        batch_size=batch,
+        lr=h.lr,
+        warmup_ratio=0.0,
+        min_lr_ratio=1.0,
+        weight_decay=0.0,
+        log_every=spe,
+        checkpoint_every=steps,
+        progress_bar=False,
+    )
     t0 = time.time()
     data = ClassificationData(train_ex, tok.pad_token_id)
     done = train_in_stage(ctx, model, data, cfg, seed=p.seed, plugins=h.plugins, before=[stopper])
@@ -303,7 +315,7 @@ def _scores(
             step=p.order_index,
             setting=p.setting,
             n_labels=r.n_labels,
-        )  # fmt: skip
+        )
         for lang, r in results.items()
     }
     write_items(ctx.out_dir / ITEMS_FILE, list(sets.values()))
@@ -319,7 +331,7 @@ def _scores(
             step=p.order_index,
             setting=p.setting,
             extra=extra,
-        )  # fmt: skip
+        )
         for lang, r in results.items()
     ]
     return [score_with_items(sc, sets[sc.lang], p.bootstrap) for sc in scores]
@@ -368,9 +380,14 @@ class SequentialStep(Stage[StepParams]):
         model, rt = place_for_inference(model, stage="sequential_step", precision=p.eval_precision)
         t0 = time.time()
         results = evaluate_items_by_language(
-            model, test, kind=p.task.kind, metric=p.task.metric, batch_size=p.eval_batch_size,
-            tag_names=_tags(ctx, p), runtime=rt,
-        )  # fmt: skip
+            model,
+            test,
+            kind=p.task.kind,
+            metric=p.task.metric,
+            batch_size=p.eval_batch_size,
+            tag_names=_tags(ctx, p),
+            runtime=rt,
+        )
         row = {lang: r.value for lang, r in results.items()}
         info.update(
             eval_seconds=round(time.time() - t0, 3),

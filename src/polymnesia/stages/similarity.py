@@ -109,7 +109,7 @@ class DatasetSimilarity(Stage[DatasetSimilarityParams]):
                 task="similarity",
                 setting=c.embedder,
                 extra={"n": n, "field": c.field},
-            )  # fmt: skip
+            )
         ]
 
 

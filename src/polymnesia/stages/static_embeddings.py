@@ -222,7 +222,14 @@ class StaticEmbeddingsStage(Stage):
             )
         counts = {"base": len(base), "merged": len(merged), "added": report.added}
         return [
-            Score(model="vocabulary", lang="all", metric="vocab_size", value=float(v),
-                  task="vocabulary", setting=k, seed=p.seed)
+            Score(
+                model="vocabulary",
+                lang="all",
+                metric="vocab_size",
+                value=float(v),
+                task="vocabulary",
+                setting=k,
+                seed=p.seed,
+            )
             for k, v in counts.items()
-        ]  # fmt: skip
+        ]

@@ -113,15 +113,26 @@ def paper_claims(
         )
     if groups.get("other"):
         add(
-            f"BA has higher {headline} than Baseline on the 'other' languages (vocabulary expansion "
-            "hurts languages it did not add)",
-            +1, headline, "lm", "BA", "Baseline", "Table 1", lang=groups["other"],
-        )  # fmt: skip
+            f"BA has higher {headline} than Baseline on the 'other' languages (vocabulary "
+            "expansion hurts languages it did not add)",
+            +1,
+            headline,
+            "lm",
+            "BA",
+            "Baseline",
+            "Table 1",
+            lang=groups["other"],
+        )
     for other in ("Baseline", "BA"):
         add(
             f"AFA has lower self-similarity (more isotropic) than {other}",
-            -1, "self_similarity_adjusted", "isotropy", "AFA", other, "Table 2",
-        )  # fmt: skip
+            -1,
+            "self_similarity_adjusted",
+            "isotropy",
+            "AFA",
+            other,
+            "Table 2",
+        )
     for metric, task, words, src in DOWNSTREAM:
         for other in ("BA", "Baseline"):
             add(f"AFA has higher {words} than {other}", +1, metric, task, "AFA", other, src)
@@ -136,7 +147,8 @@ def learned_table(
     cfg: BootstrapConfig,
     size: str | None = None,
 ) -> Table | None:
-    """Zero-shot genre accuracy and macro-F1 of each arm against chance and majority-class baselines.
+    """Zero-shot genre accuracy and macro-F1 of each arm against chance and majority-class
+    baselines.
 
     Scopes: English (the instruction-tuning language, where the task was
     learned) and all languages (the groups are in Table 4); the score's
@@ -149,7 +161,8 @@ def learned_table(
     return baseline_table(
         rows,
         name="genre_baselines",
-        title="Did the task models learn? Zero-shot genre classification against chance and majority",
+        title="Did the task models learn? Zero-shot genre classification against chance and "
+        "majority",
     )
 
 
@@ -200,7 +213,8 @@ def learned_rows(
 def floor_claims(
     items: Sequence[ItemSet], arms: Sequence[str], cfg: BootstrapConfig, size: str | None = None
 ) -> list[Claim]:
-    """Per arm: chrF against the true references minus chrF against unrelated ones (> 0: it translates).
+    """Per arm: chrF against the true references minus chrF against unrelated ones (> 0: it
+    translates).
 
     The floor is the same outputs scored against the reference of another
     verse (``floor_stats`` of the translation items), so the difference is
@@ -229,8 +243,8 @@ def floor_claims(
         )
         out.append(
             claim_from_test(
-                f"{arm} translates: chrF above the floor of unrelated references "
-                f"({len(sets)} language{'s' if len(sets) != 1 else ''})",
+                f"{arm} translates: chrF above the floor of unrelated references ({len(sets)} "
+                f"language{'s' if len(sets) != 1 else ''})",
                 +1,
                 test,
                 effect_label="chrF − floor",

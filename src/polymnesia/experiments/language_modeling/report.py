@@ -19,7 +19,8 @@ def write_report(cfg: LanguageModelingConfig, run_dir: Path) -> Path:
     rep.paragraph(
         f"A decoder ({cfg.model.describe()}) trained for {cfg.train.steps} steps on "
         f"{', '.join(cfg.groups.pretraining)} (data source '{cfg.data.source}'), evaluated on the "
-        f"{cfg.evaluate.split} split of {len(cfg.groups.all())} languages. Bits per byte does not depend on "
+        f"{cfg.evaluate.split} split of {len(cfg.groups.all())} languages. Bits per byte does not "
+        "depend on "
         "the tokenizer; token perplexity does. Groups follow paper 000 (Table 6). "
         + (
             "Intervals: 95% percentile bootstrap over the test texts of each language; a group "

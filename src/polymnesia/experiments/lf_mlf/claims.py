@@ -84,9 +84,16 @@ def zero_shot_claims(
     for other in others:
         c = _claim(
             f"{task.name}: LF-MLF has better zero-shot {metric} than {other}",
-            +1, scores, items, metric, REFERENCE, other,
-            f"{SOURCE}, Tables 1-3", f"{metric}(LF-MLF) − {metric}({other})", **where,
-        )  # fmt: skip
+            +1,
+            scores,
+            items,
+            metric,
+            REFERENCE,
+            other,
+            f"{SOURCE}, Tables 1-3",
+            f"{metric}(LF-MLF) − {metric}({other})",
+            **where,
+        )
         if c:
             out.append(rests_on(c, [REFERENCE, other], ok or {}))
     return out
@@ -135,12 +142,18 @@ def forgetting_claims(
         for loss, what in losses.items():
             for other in [label_of(m) for m in cfg.methods if label_of(m) != REFERENCE]:
                 c = _claim(
-                    f"{prefix}LF-MLF forgets the pretraining objective less than {other} "
-                    f"(lower F_p{what})",
-                    +1, scores, items, loss, other, REFERENCE,
+                    f"{prefix}LF-MLF forgets the pretraining objective less than {other} (lower "
+                    f"F_p{what})",
+                    +1,
+                    scores,
+                    items,
+                    loss,
+                    other,
+                    REFERENCE,
                     f"{SOURCE}, Section 3 (the aim; not measured in the paper)",
-                    f"F_p({other}) − F_p(LF-MLF)", **where,
-                )  # fmt: skip
+                    f"F_p({other}) − F_p(LF-MLF)",
+                    **where,
+                )
                 if c:
                     out.append(rests_on(c, [REFERENCE, other], (ok or {}).get(task, {})))
     return out
@@ -157,10 +170,19 @@ def _above_uniform(
     out, metric = [], task.metric
     for setting, statement in settings:
         c = _claim(
-            f"{task.name}: {statement}", +1, scores, items, metric, REFERENCE, "Uniform-MLF",
-            f"{SOURCE}, {source}", f"{metric}(LF-MLF) − {metric}(Uniform-MLF)",
-            group="target", setting=setting, task=task.name,
-        )  # fmt: skip
+            f"{task.name}: {statement}",
+            +1,
+            scores,
+            items,
+            metric,
+            REFERENCE,
+            "Uniform-MLF",
+            f"{SOURCE}, {source}",
+            f"{metric}(LF-MLF) − {metric}(Uniform-MLF)",
+            group="target",
+            setting=setting,
+            task=task.name,
+        )
         if c:
             out.append(c)
     return out
@@ -174,15 +196,22 @@ def sweep_and_branch_claims(
     m, out = task.metric, []
     if cfg.sweep and "sweep" in cfg.parts:
         settings = [
-            (f"top{k}", f"with the top {k} sources, LF-MLF has better zero-shot {m} than Uniform-MLF")
+            (
+                f"top{k}",
+                f"with the top {k} sources, LF-MLF has better zero-shot {m} than Uniform-MLF",
+            )
             for k in sorted(cfg.sweep.counts)
-        ]  # fmt: skip
+        ]
         out += _above_uniform(task, scores, items, settings, "Figure 3")
     if cfg.branches and "branches" in cfg.parts:
         settings = [
-            (f"branch_{name}", f"fine-tuned on {name}, LF-MLF transfers better to the other branches than Uniform-MLF")
+            (
+                f"branch_{name}",
+                f"fine-tuned on {name}, LF-MLF transfers better to the other branches than "
+                "Uniform-MLF",
+            )
             for name in cfg.branches.groups
-        ]  # fmt: skip
+        ]
         out += _above_uniform(task, scores, items, settings, "Figures 5a and 6a")
     return out
 

@@ -1,4 +1,5 @@
-"""The ``lf_mlf`` report: paper 003's tables (1-6), forgetting, Figure 2 (CD), 3-4 (sweep), 5a (branches).
+"""The ``lf_mlf`` report: paper 003's tables (1-6), forgetting, Figure 2 (CD), 3-4 (sweep), 5a
+(branches).
 
 Everything is recomputed from ``results/scores.jsonl`` and the stages'
 ``items.jsonl``. Per-seed values are averaged first (over target languages for
@@ -44,7 +45,10 @@ from polymnesia.reports.table_core import Table
 from polymnesia.reports.tables import seed_table, write_table
 from polymnesia.results import Score, filter_scores, read_scores
 
-LEGEND = "● LF-MLF is statistically superior (paired t-test over seeds at 0.05), as paper 003 Tables 1-3."
+LEGEND = (
+    "● LF-MLF is statistically superior (paired t-test over seeds at 0.05), as paper 003 Tables "
+    "1-3."
+)
 
 
 def _seed_means(scores: list[Score]) -> dict[str, dict[int, float]]:
@@ -100,7 +104,8 @@ def zero_shot_table(
         marks=_marks(_seed_means(tgt)),
         best=None,  # seed_table bolds per row; the paper bolds per column
         name=f"zero_shot{_suffix(cfg, task)}",
-        title=f"Zero-shot performance on {task.name} ({metric}, averaged over {n_targets} target languages)",
+        title=f"Zero-shot performance on {task.name} ({metric}, averaged over {n_targets} target "
+        "languages)",
         caption="Paper 003 Tables 1-3 layout.",
         legend=LEGEND,
     )
@@ -129,7 +134,8 @@ def finetune_table(
         best=None,
         name=f"fine_tuning{_suffix(cfg, task)}",
         title=f"Fine-tuning performance on {task.name} ({metric}) per source language",
-        caption="Paper 003 Tables 4-6; SLF: each column from the model fine-tuned on that language alone.",
+        caption="Paper 003 Tables 4-6; SLF: each column from the model fine-tuned on that language "
+        "alone.",
         legend=LEGEND,
     )
     _show(rep, run_dir, table)
@@ -150,17 +156,16 @@ def baselines(
         main = [r for r in trivial if r[2] == task.metric]
         above = sum(iv.low > v for _, _, _, iv, _, v in main)
         text = (
-            f"{above} of {len(main)} arms score above the trivial answer with an interval "
-            f"above it on {task.metric}; an arm that does not has not learned this task at "
-            "this run's size."
+            f"{above} of {len(main)} arms score above the trivial answer with an interval above it "
+            f"on {task.metric}; an arm that does not has not learned this task at this run's size."
         )
         words = [r for r in trivial if r[2] != task.metric]
         if words:
             up = sum(iv.low > v for _, _, _, iv, _, v in words)
             text += (
-                f" Word tag accuracy (span F1 needs every word of a span right, so it can stay "
-                f"near 0 while words are learned): {up} of {len(words)} arms above the most "
-                "frequent tag's accuracy."
+                " Word tag accuracy (span F1 needs every word of a span right, so it can stay near "
+                f"0 while words are learned): {up} of {len(words)} arms above the most frequent "
+                "tag's accuracy."
             )
         rep.paragraph(text)
     rows = baseline_rows(cfg, task, scores, items)
@@ -170,9 +175,9 @@ def baselines(
     _show(rep, run_dir, table)
     ratios = [iv.estimate / base.majority(metric) for _, _, metric, iv, base in rows]
     rep.paragraph(
-        f"Learned-above-chance check: score >= 2x the majority-class baseline with an "
-        f"interval above it: {sum(r >= 2 for r in ratios)} of {len(rows)} arms reach 2x "
-        f"(ratios {min(ratios):.2f} to {max(ratios):.2f})."
+        "Learned-above-chance check: score >= 2x the majority-class baseline with an interval "
+        f"above it: {sum(r >= 2 for r in ratios)} of {len(rows)} arms reach 2x (ratios "
+        f"{min(ratios):.2f} to {max(ratios):.2f})."
     )
 
 
@@ -243,7 +248,8 @@ def forgetting_table(rep: Report, run_dir: Path, cfg: LFMLFConfig, scores: list[
             best=None,
             floatfmt=".4f",
             name=name,
-            title=f"Forgetting F_p = L_p(θ_f) − L_p(θ_p) ({what}, mean over languages; lower is better)",
+            title=f"Forgetting F_p = L_p(θ_f) − L_p(θ_p) ({what}, mean over languages; lower is "
+            "better)",
             caption=f"{text}, fine-tuned body with the pretrained {head}.",
         )
         _show(rep, run_dir, table)
@@ -290,7 +296,8 @@ def cd_diagram(rep: Report, run_dir: Path, cfg: LFMLFConfig, scores: list[Score]
     )
     rep.paragraph(
         f"Friedman test with {blocks} as blocks ({why}): {len(res.block_names)} blocks, "
-        f"{len(methods)} methods, Iman-Davenport F_F = {res.statistic:.3f} ({p_text(res.p)}; critical "
+        f"{len(methods)} methods, Iman-Davenport F_F = {res.statistic:.3f} ({p_text(res.p)}; "
+        "critical "
         f"value at 0.05: {res.critical:.3f}), so the null hypothesis of equal performance is "
         f"{'rejected' if res.statistic > res.critical else 'not rejected'}. Average ranks: "
         + ", ".join(f"{m} {r:.2f}" for m, r in sorted(res.ranks.items(), key=lambda kv: kv[1]))
@@ -355,9 +362,9 @@ def sweep_figures(
         )
         rep.image(
             f"plots/sweep_relative{_suffix(cfg, task)}.png",
-            "R_T = 1/T sum_t S_t^m / S_t^s (paper 003 Section 5.3), mean over seeds. The paper finds "
-            "R_T similar for LF-MLF and Uniform-MLF and not evidently above SLF (Figure 4): a finding "
-            "of no difference, shown here and not judged as a claim.",
+            "R_T = 1/T sum_t S_t^m / S_t^s (paper 003 Section 5.3), mean over seeds. The paper "
+            "finds R_T similar for LF-MLF and Uniform-MLF and not evidently above SLF (Figure 4): "
+            "a finding of no difference, shown here and not judged as a claim.",
         )
         rep.bullets(
             [
@@ -417,8 +424,8 @@ def _setup(cfg: LFMLFConfig) -> str:
     )
     return (
         f"Tasks: {tasks}; data source '{cfg.data.source}'. Base model: {base}. "
-        f"{cfg.finetune.steps} fine-tuning steps of {cfg.finetune.batch_size} examples per language; "
-        f"seeds {cfg.seeds}."
+        f"{cfg.finetune.steps} fine-tuning steps of {cfg.finetune.batch_size} examples per "
+        f"language; seeds {cfg.seeds}."
     )
 
 

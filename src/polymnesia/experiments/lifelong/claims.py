@@ -44,7 +44,8 @@ def _claim(statement: str, sign: int, r: Replicates, label: str, source: str) ->
 
 def learned_arms(arms: Sequence[Arm], ev: Evidence | None, metric: str) -> dict[str, bool]:
     """``{arm label: learned?}``: the arm's score on each language right after learning it
-    (R's diagonal, mean over languages and orders) reaches :func:`~polymnesia.reports.claims.learned_floor`
+    (R's diagonal, mean over languages and orders) reaches
+    :func:`~polymnesia.reports.claims.learned_floor`
     of the languages' mean baselines. Empty (no check) for a task without class labels."""
     if ev is None or not ev.baselines or metric not in ("accuracy", "macro_f1"):
         return {}
@@ -74,9 +75,19 @@ def method_claims(
     others = [a for a in arms if a is not multi]
     if multi is not None and others:
         d = m[multi.label]["final"] - best_of([m[a.label]["final"] for a in others])
-        out.append(rests_on(
-            _claim("MULTI has the best final score of all methods", +1, d, "final(MULTI) − best other",
-                   f"{SOURCE} Table 1: 75.03% vs at most 74.19%"), [multi.label], ok))  # fmt: skip
+        out.append(
+            rests_on(
+                _claim(
+                    "MULTI has the best final score of all methods",
+                    +1,
+                    d,
+                    "final(MULTI) − best other",
+                    f"{SOURCE} Table 1: 75.03% vs at most 74.19%",
+                ),
+                [multi.label],
+                ok,
+            )
+        )
     vanilla = next((a for a in arms if a.method == "vanilla"), None)
     if vanilla is None:
         return out
@@ -97,18 +108,36 @@ def method_claims(
             ("cft", "transfers forward less than VANILLA (lower CFT)", "0.51-0.53 vs 0.55"),
         ):
             d = m[a.label][key] - v[key]
-            c = _claim(f"{a.label} {what}", -1, d, f"{key.upper()}({a.label}) − {key.upper()}(VANILLA)",
-                       f"{SOURCE} Table 2: {paper}")  # fmt: skip
+            c = _claim(
+                f"{a.label} {what}",
+                -1,
+                d,
+                f"{key.upper()}({a.label}) − {key.upper()}(VANILLA)",
+                f"{SOURCE} Table 2: {paper}",
+            )
             out.append(rests_on(c, [a.label, V], ok))
     for a in (a for a in arms if a.method == "nonshared_lora"):
-        forgets = _claim(f"{a.label} forgets less than VANILLA (higher CBT)", +1,
-                         m[a.label]["cbt"] - v["cbt"], f"CBT({a.label}) − CBT(VANILLA)",
-                         f"{SOURCE} Figure 2: \"greater resilience to forgetting\"")  # fmt: skip
+        forgets = _claim(
+            f"{a.label} forgets less than VANILLA (higher CBT)",
+            +1,
+            m[a.label]["cbt"] - v["cbt"],
+            f"CBT({a.label}) − CBT(VANILLA)",
+            f'{SOURCE} Figure 2: "greater resilience to forgetting"',
+        )
         out.append(not_applicable(forgets, NONSHARED_CANNOT_FORGET))
-        out.append(rests_on(
-            _claim(f"{a.label} ends with a higher final score than VANILLA", +1,
-                   m[a.label]["final"] - v["final"], f"final({a.label}) − final(VANILLA)",
-                   f"{SOURCE} Table 1: 72.14-73.16% vs 66.16%"), [a.label, V], ok))  # fmt: skip
+        out.append(
+            rests_on(
+                _claim(
+                    f"{a.label} ends with a higher final score than VANILLA",
+                    +1,
+                    m[a.label]["final"] - v["final"],
+                    f"final({a.label}) − final(VANILLA)",
+                    f"{SOURCE} Table 1: 72.14-73.16% vs 66.16%",
+                ),
+                [a.label, V],
+                ok,
+            )
+        )
     return out
 
 
@@ -131,8 +160,13 @@ def baseline_claims(
     v = m[vanilla.label]
     out = []
     for a in (a for a in arms if get_method(a.method).against_forgetting):
-        c = _claim(f"{a.label} forgets less than VANILLA (higher CBT)", +1,
-                   m[a.label]["cbt"] - v["cbt"], f"CBT({a.label}) − CBT(VANILLA)", BASELINE_SOURCE)  # fmt: skip
+        c = _claim(
+            f"{a.label} forgets less than VANILLA (higher CBT)",
+            +1,
+            m[a.label]["cbt"] - v["cbt"],
+            f"CBT({a.label}) − CBT(VANILLA)",
+            BASELINE_SOURCE,
+        )
         out.append(rests_on(c, [a.label, vanilla.label], ok or {}))
     return out
 
@@ -144,7 +178,9 @@ def script_claims(
     ev: Evidence | None,
     ok: Mapping[str, bool] | None = None,
 ) -> list[Claim]:
-    """Section 5.2 for one sequential arm: non-Latin scripts receive (MBT) and donate (MFT) worse."""
+    """Section 5.2 for one sequential arm: non-Latin scripts receive (MBT) and donate (MFT)
+    worse.
+    """
 
     def gap(kind: str) -> Replicates:
         def fn(rs: Mapping[str, np.ndarray]) -> float:
@@ -157,11 +193,21 @@ def script_claims(
     if not np.isfinite(mbt.point):
         return []
     found = [
-        _claim(f"non-Latin scripts are more fragile receivers than Latin ones ({arm.label}, mean MBT)", -1,
-               mbt, "MBT(non-Latin) − MBT(Latin)", f"{SOURCE} section 5.2, Figure 5"),
-        _claim(f"Latin scripts are stronger donors than non-Latin ones ({arm.label}, mean MFT)", -1,
-               mft, "MFT(non-Latin) − MFT(Latin)", f"{SOURCE} section 5.2, Figure 6"),
-    ]  # fmt: skip
+        _claim(
+            f"non-Latin scripts are more fragile receivers than Latin ones ({arm.label}, mean MBT)",
+            -1,
+            mbt,
+            "MBT(non-Latin) − MBT(Latin)",
+            f"{SOURCE} section 5.2, Figure 5",
+        ),
+        _claim(
+            f"Latin scripts are stronger donors than non-Latin ones ({arm.label}, mean MFT)",
+            -1,
+            mft,
+            "MFT(non-Latin) − MFT(Latin)",
+            f"{SOURCE} section 5.2, Figure 6",
+        ),
+    ]
     return [rests_on(c, [arm.label], ok or {}) for c in found]
 
 
@@ -183,10 +229,13 @@ def baselines(
     for a in arms:
         diag = arm_quantity(a, learned_score, ev)
         rows.append((a.label, "each right after learning it", metric, diag.interval(), base))
-        rows.append((a.label, "all after the last step", metric, metrics[a.label]["final"].interval(), base))  # fmt: skip
+        rows.append(
+            (a.label, "all after the last step", metric, metrics[a.label]["final"].interval(), base)
+        )
     t = baseline_table(rows)
     t.caption = (
-        f"{t.caption} Means over the {len(ev.baselines)} task languages and over orders; the baselines "
-        "are averaged over the languages' test sets. '× majority' is the learned-above-chance check (>= 2)."
+        f"{t.caption} Means over the {len(ev.baselines)} task languages and over orders; the "
+        "baselines are averaged over the languages' test sets. '× majority' is the "
+        "learned-above-chance check (>= 2)."
     )
     return t

@@ -87,8 +87,9 @@ class LifelongConfig(ExperimentConfig):
     orders: list[OrderConfig] = Field(min_length=1)
     shift: Literal["literal", "previous"] = Field(
         "literal",
-        description="P_avg reading (eq. 9) of Figure 3 and of destructive_last orders that set none: "
-        "literal (the new language counts in P_t+1) or previous (only languages learned before)",
+        description="P_avg reading (eq. 9) of Figure 3 and of destructive_last orders that set "
+        "none: literal (the new language counts in P_t+1) or previous (only languages learned "
+        "before)",
     )
     train_per_lang: int | None = Field(
         None, gt=0, description="training examples per language (cap)"
@@ -101,8 +102,8 @@ class LifelongConfig(ExperimentConfig):
     hops: int = Field(9, ge=0, description="largest hop of MFT/MBT (paper: 9)")
     replay: ReplayBufferConfig = Field(
         default_factory=ReplayBufferConfig,
-        description="the replay arm's buffer of earlier languages' training examples and the "
-        "share of each step drawn from it (used when 'replay' is in methods)",
+        description="the replay arm's buffer of earlier languages' training examples and the share "
+        "of each step drawn from it (used when 'replay' is in methods)",
     )
     bootstrap: BootstrapConfig = Field(
         default_factory=BootstrapConfig,
@@ -184,19 +185,21 @@ class LifelongConfig(ExperimentConfig):
             and (not isinstance(meta, list) or self.slot_field not in meta)
         ):
             raise ConfigError(
-                f"slot_field '{self.slot_field}' must be listed in data.options.meta_fields "
-                "(the hf source copies those columns into each record)"
+                f"slot_field '{self.slot_field}' must be listed in data.options.meta_fields (the "
+                "hf source copies those columns into each record)"
             )
         if self.task_pivot is not None and self.task_pivot in self.languages:
             raise ConfigError(
-                f"task_pivot '{self.task_pivot}' is a task language; pick a prepared language outside 'languages'"
+                f"task_pivot '{self.task_pivot}' is a task language; pick a prepared language "
+                "outside 'languages'"
             )
 
     def _check_lora(self) -> None:
         targets = self.lora.target_modules
         if not targets or any(not t for t in targets):
             raise ConfigError(
-                f"lora.target_modules: list at least one layer name; accepted: {', '.join(MISTRAL_LINEAR)}"
+                "lora.target_modules: list at least one layer name; accepted: "
+                f"{', '.join(MISTRAL_LINEAR)}"
             )
         if len(set(targets)) != len(targets):
             raise ConfigError("lora.target_modules lists a layer twice; list each once")
@@ -205,8 +208,8 @@ class LifelongConfig(ExperimentConfig):
         bad = [t for t in targets if t not in MISTRAL_LINEAR]
         if bad:
             raise ConfigError(
-                f"lora.target_modules: the preset decoder has no layer {', '.join(map(repr, bad))}; "
-                f"accepted: {', '.join(MISTRAL_LINEAR)}"
+                "lora.target_modules: the preset decoder has no layer "
+                f"{', '.join(map(repr, bad))}; accepted: {', '.join(MISTRAL_LINEAR)}"
             )
         d = self.base.model.dims()
         kv = d["hidden_size"] // d["num_attention_heads"] * d["num_key_value_heads"]
@@ -215,7 +218,8 @@ class LifelongConfig(ExperimentConfig):
         for r in self.ranks:
             if r > width:
                 raise ConfigError(
-                    f"ranks: LoRA rank {r} is larger than the layer width {width} of {targets}; use 1..{width}"
+                    f"ranks: LoRA rank {r} is larger than the layer width {width} of {targets}; "
+                    f"use 1..{width}"
                 )
 
     def _check_orders(self) -> None:
@@ -240,7 +244,8 @@ class LifelongConfig(ExperimentConfig):
             count = o.destructive_count
             if count is not None and count > len(self.languages):
                 raise ConfigError(
-                    f"order '{o.name}': destructive_count {count} exceeds the {len(self.languages)} languages"
+                    f"order '{o.name}': destructive_count {count} exceeds the "
+                    f"{len(self.languages)} languages"
                 )
             if o.kind == "destructive_last" and "shift" not in o.model_fields_set:
                 self.orders[i] = o.model_copy(update={"shift": self.shift})

@@ -39,7 +39,9 @@ from polymnesia.reports.claims import Baselines, label_baselines
 
 @dataclass
 class Evidence:
-    """What the run's items give: draws per language, the untrained model's replicates, baselines."""
+    """What the run's items give: draws per language, the untrained model's replicates,
+    baselines.
+    """
 
     n: int  # test items over all languages
     level: float

@@ -17,7 +17,9 @@ READINGS = {
 
 
 def order_info(scores: Sequence[Score]) -> dict[str, dict[str, Any]]:
-    """``{order name: extra}`` of the ``order_position`` records (kind, procedure, reading, count)."""
+    """``{order name: extra}`` of the ``order_position`` records (kind, procedure, reading,
+    count).
+    """
     return {str(s.setting): dict(s.extra) for s in filter_scores(scores, metric="order_position")}
 
 
@@ -39,9 +41,9 @@ def how_made(o: OrderConfig, info: Mapping[str, Any]) -> str:
         )
     count = info.get("count", o.destructive_count)
     return (
-        f"most destructive last, procedure 'move_to_end' (the paper's appendix A.1): a shuffle "
-        f"(seed {o.seed}), then the {count} language(s) with the largest {reading} moved to the end, "
-        f"{where}"
+        "most destructive last, procedure 'move_to_end' (the paper's appendix A.1): a shuffle "
+        f"(seed {o.seed}), then the {count} language(s) with the largest {reading} moved to the "
+        f"end, {where}"
     )
 
 

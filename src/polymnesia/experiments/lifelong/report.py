@@ -97,12 +97,15 @@ def table1(
         rows.append([name, _millions(arm.params), cell(m[arm.label]["final"], 100), *groups])
     cols = ", ".join(f"{c} = Joshi {k}" for c, k in RESOURCE_COLUMNS.items())
     return Table(
-        "table1_methods", "Table 1: trainable parameters and final score by method",
-        ["Method", "Params (M)", "F1 (%)", "Low", "Mid", "High"], rows,
-        caption=f"Score after the last step, all languages, mean over orders. Vitality columns: {cols}; "
-        "N/A where no task language is in the class. MONO and NON-SHARED LoRA count one model/adapter per language.",
+        "table1_methods",
+        "Table 1: trainable parameters and final score by method",
+        ["Method", "Params (M)", "F1 (%)", "Low", "Mid", "High"],
+        rows,
+        caption="Score after the last step, all languages, mean over orders. Vitality columns: "
+        f"{cols}; N/A where no task language is in the class. MONO and NON-SHARED LoRA count one "
+        "model/adapter per language.",
         floatfmt=".2f",
-    )  # fmt: skip
+    )
 
 
 def table2(arms: list[Arm], m: Metrics) -> Table:
@@ -119,20 +122,26 @@ def table2(arms: list[Arm], m: Metrics) -> Table:
             [f"r = {a.rank}", cell(m[a.label]["cbt"]), cell(m[a.label]["cft"])] for a in shared
         ]
     return Table(
-        "table2_transfer", "Table 2: CBT and CFT (higher is better)", ["Method", "CBT", "CFT"], rows,
-        caption="CBT (eq. 12) reads R_{T-1,i} as the row after the last step; CFT eqs. 10-11. Mean over orders.",
-    )  # fmt: skip
+        "table2_transfer",
+        "Table 2: CBT and CFT (higher is better)",
+        ["Method", "CBT", "CFT"],
+        rows,
+        caption="CBT (eq. 12) reads R_{T-1,i} as the row after the last step; CFT eqs. 10-11. Mean "
+        "over orders.",
+    )
 
 
 def variants_table(arms: list[Arm], m: Metrics) -> Table:
     rows = [[a.label, *[cell(m[a.label][k]) for k, _ in METRICS]] for a in arms]
     return Table(
-        "transfer_variants", "All transfer and forgetting metrics by method",
-        ["Method", *[n for _, n in METRICS]], rows,
-        caption="Scores as fractions, mean over orders. BWT (GEM) = CBT; forgetting after learning = -BWT; "
-        "the forgetting variants differ in the rows the best score is taken over (docs/metrics.md); "
-        "FWT against the untrained classifier.",
-    )  # fmt: skip
+        "transfer_variants",
+        "All transfer and forgetting metrics by method",
+        ["Method", *[n for _, n in METRICS]],
+        rows,
+        caption="Scores as fractions, mean over orders. BWT (GEM) = CBT; forgetting after learning "
+        "= -BWT; the forgetting variants differ in the rows the best score is taken over "
+        "(docs/metrics.md); FWT against the untrained classifier.",
+    )
 
 
 def analysis_tables(
@@ -147,15 +156,30 @@ def analysis_tables(
             row.append("; ".join(f"{g} {_pct_text(_group(arm, orders, by, g, ev))}" for g in names))
         by_group.append(row)
     tables = [
-        Table("by_group", "Final score (%) by script, resource class and family", ["Method", "script", "resource", "family"], by_group,
-              caption=f"Resource classes: {', '.join(f'{c} = Joshi {k}' for c, k in RESOURCE_COLUMNS.items())}.")
-    ]  # fmt: skip
-    tr_rows = [[a.label, *_script_cells(a, orders, hops, ev)] for a in arms if a.method in ("vanilla", "shared_lora")]  # fmt: skip
+        Table(
+            "by_group",
+            "Final score (%) by script, resource class and family",
+            ["Method", "script", "resource", "family"],
+            by_group,
+            caption="Resource classes: "
+            f"{', '.join(f'{c} = Joshi {k}' for c, k in RESOURCE_COLUMNS.items())}.",
+        )
+    ]
+    tr_rows = [
+        [a.label, *_script_cells(a, orders, hops, ev)]
+        for a in arms
+        if a.method in ("vanilla", "shared_lora")
+    ]
     if tr_rows:
         tables.append(
-            Table("transfer_by_script", "Mean MFT / MBT over hops, Latin vs non-Latin scripts",
-                  ["Method", "MFT Latin", "MFT non-Latin", "MBT Latin", "MBT non-Latin"], tr_rows, floatfmt=".4f")
-        )  # fmt: skip
+            Table(
+                "transfer_by_script",
+                "Mean MFT / MBT over hops, Latin vs non-Latin scripts",
+                ["Method", "MFT Latin", "MFT non-Latin", "MBT Latin", "MBT non-Latin"],
+                tr_rows,
+                floatfmt=".4f",
+            )
+        )
     return tables
 
 
@@ -187,17 +211,32 @@ def donor_table(arm: Arm, orders: dict[str, list[str]], hops: int) -> Table:
         for i, (d, r) in enumerate(zip(donors, receivers, strict=True))
     ]
     return Table(
-        f"donors_{arm.method}_{arm.rank}", f"Donors (mean MFT) and receivers (mean MBT), {arm.label}",
-        ["rank", "donor", "MFT", "receiver", "MBT"], rows, floatfmt=".4f",
-        caption=f"Mean over hops 0..{hops} and over orders (section 5: MFT = donating, MBT = receiving).",
-    )  # fmt: skip
+        f"donors_{arm.method}_{arm.rank}",
+        f"Donors (mean MFT) and receivers (mean MBT), {arm.label}",
+        ["rank", "donor", "MFT", "receiver", "MBT"],
+        rows,
+        floatfmt=".4f",
+        caption=f"Mean over hops 0..{hops} and over orders (section 5: MFT = donating, MBT = "
+        "receiving).",
+    )
 
 
 def cost_table(arms: list[Arm]) -> Table:
-    return Table("cost", "Training and evaluation time by method", ["Method", "train s", "eval s", "train ex/s", "eval ex/s"],
-                 [[a.label, a.seconds["train_seconds"], a.seconds["eval_seconds"],
-                   a.seconds["train_examples_seen"] / max(1e-9, a.seconds["train_seconds"]),
-                   a.seconds["eval_examples"] / max(1e-9, a.seconds["eval_seconds"])] for a in arms])  # fmt: skip
+    return Table(
+        "cost",
+        "Training and evaluation time by method",
+        ["Method", "train s", "eval s", "train ex/s", "eval ex/s"],
+        [
+            [
+                a.label,
+                a.seconds["train_seconds"],
+                a.seconds["eval_seconds"],
+                a.seconds["train_examples_seen"] / max(1e-9, a.seconds["train_seconds"]),
+                a.seconds["eval_examples"] / max(1e-9, a.seconds["eval_seconds"]),
+            ]
+            for a in arms
+        ],
+    )
 
 
 def _untrained(scores: dict[str, float], ev: Evidence | None) -> Replicates | None:
@@ -211,18 +250,18 @@ def _untrained(scores: dict[str, float], ev: Evidence | None) -> Replicates | No
 
 def _intro(cfg: LifelongConfig, arms: list[Arm], ev: Evidence | None) -> str:
     text = (
-        f"Task '{cfg.task.name}' ({cfg.task.kind}, {cfg.task.metric}) on {', '.join(cfg.languages)}; base "
-        f"{cfg.base.describe()}. Methods: {', '.join(a.label for a in arms)}. "
-        "R matrices (CSV and .npy) are in results/R/. "
+        f"Task '{cfg.task.name}' ({cfg.task.kind}, {cfg.task.metric}) on "
+        f"{', '.join(cfg.languages)}; base {cfg.base.describe()}. Methods: "
+        f"{', '.join(a.label for a in arms)}. R matrices (CSV and .npy) are in results/R/. "
     )
     if ev is None:
         return text + "No per-item evidence was found: numbers are shown without intervals."
     pct = round(100 * ev.level)
     return text + (
         f"± is half the width of the {pct}% percentile interval of a bootstrap over the test items "
-        f"({ev.n} items, {ev.n_resamples} resamples, seed {cfg.bootstrap.seed}): each replicate draws "
-        "one resample per language and recomputes every entry of every R on it, so differences between "
-        "arms are paired."
+        f"({ev.n} items, {ev.n_resamples} resamples, seed {cfg.bootstrap.seed}): each replicate "
+        "draws one resample per language and recomputes every entry of every R on it, so "
+        "differences between arms are paired."
     )
 
 
@@ -269,8 +308,16 @@ def build_report(cfg: LifelongConfig, run_dir: Path) -> Path:
     if first is not None:
         name = next(iter(first.Rs))
         labels = [f"{i}:{lang}" for i, lang in enumerate(orders[name])]
-        rep.table(matrix_table(first.Rs[name], labels, orders[name], "R_vanilla",
-                               f"R for VANILLA, order {name}", corner="after step"))  # fmt: skip
+        rep.table(
+            matrix_table(
+                first.Rs[name],
+                labels,
+                orders[name],
+                "R_vanilla",
+                f"R for VANILLA, order {name}",
+                corner="after step",
+            )
+        )
     for t in [*tables, *main, *extra]:
         write_table(run_dir / "results", t)
     run_health(rep, run_dir)

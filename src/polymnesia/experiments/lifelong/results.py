@@ -130,7 +130,9 @@ METRICS: list[tuple[str, str]] = [
 def matrix_metrics(
     Rs: Mapping[str, np.ndarray], orders: Mapping[str, list[str]], b: Mapping[str, float]
 ) -> dict[str, float]:
-    """Every scalar metric of paper 004 and the named variants (:data:`METRICS`), mean over orders."""
+    """Every scalar metric of paper 004 and the named variants (:data:`METRICS`), mean over
+    orders.
+    """
     rows: dict[str, list[float]] = {}
     for name, R in Rs.items():
         order = orders[name]
@@ -186,7 +188,9 @@ def average_curve(arm: Arm) -> np.ndarray:
 def per_language(
     arm: Arm, orders: dict[str, list[str]], hops: int, shift: cm.Shift = "literal"
 ) -> dict[str, Any]:
-    """P_avg (eq. 9, reading ``shift``) and MFT_h / MBT_h (eqs. 13-14) per language, over the orders."""
+    """P_avg (eq. 9, reading ``shift``) and MFT_h / MBT_h (eqs. 13-14) per language, over the
+    orders.
+    """
     names = list(arm.Rs)
     ords, Rs = [orders[n] for n in names], [arm.Rs[n] for n in names]
     return {

@@ -114,7 +114,9 @@ class Evidence:
     def gap_change(
         self, init: str, af: str, standard: str, step: int, langs: Sequence[str]
     ) -> PairedTest:
-        """``[af(init) - af(mean)] - [standard(init) - standard(mean)]``, paired by seed and text."""
+        """``[af(init) - af(mean)] - [standard(init) - standard(mean)]``, paired by seed and
+        text.
+        """
 
         def gain(base: str) -> list[list[ItemStatistic]]:
             a = self.per_seed(Cell(base, init, step), langs)
@@ -157,28 +159,39 @@ def claims(
             a, b = Cell(base, init, 0), Cell(base, REFERENCE, 0)
             if init in NO_CLAIM or not (ev.has(a, adapting) and ev.has(b, adapting)):
                 continue
-            out.append(claim_from_test(
-                f"{init} beats mean at 0 steps ({base} base)", -1, ev.versus(a, b, adapting),
-                effect_label=f"bpb({init}) - bpb(mean)", source="issue 26",
-            ))  # fmt: skip
+            out.append(
+                claim_from_test(
+                    f"{init} beats mean at 0 steps ({base} base)",
+                    -1,
+                    ev.versus(a, b, adapting),
+                    effect_label=f"bpb({init}) - bpb(mean)",
+                    source="issue 26",
+                )
+            )
     if af is not None and standard is not None:
         a, b = Cell(af, REFERENCE, last), Cell(standard, REFERENCE, last)
         if ev.has(a, adapting) and ev.has(b, adapting):
-            out.append(claim_from_test(
-                f"active forgetting relearns better than standard pretraining (mean, {last} steps)",
-                -1, ev.versus(a, b, adapting), effect_label=f"bpb({af}) - bpb({standard})",
-                source="Aggarwal et al. 2024",
-            ))  # fmt: skip
+            out.append(
+                claim_from_test(
+                    f"active forgetting relearns better than standard pretraining (mean, {last} "
+                    "steps)",
+                    -1,
+                    ev.versus(a, b, adapting),
+                    effect_label=f"bpb({af}) - bpb({standard})",
+                    source="Aggarwal et al. 2024",
+                )
+            )
         for init in ev.inits():
             cells = [Cell(x, i, last) for x in (af, standard) for i in (init, REFERENCE)]
             if init in NO_CLAIM or not all(ev.has(c, adapting) for c in cells):
                 continue
             claim = claim_from_test(
-                f"active forgetting narrows the gap between {init} and mean ({last} steps)", 1,
+                f"active forgetting narrows the gap between {init} and mean ({last} steps)",
+                1,
                 ev.gap_change(init, af, standard, last, adapting),
                 effect_label=f"gain of {init} on {af} minus gain on {standard}",
                 source="issue 26",
-            )  # fmt: skip
+            )
             gain = ev.versus(Cell(standard, init, last), Cell(standard, REFERENCE, last), adapting)
             if gain.effect >= 0:
                 claim = not_applicable(

@@ -80,7 +80,8 @@ class RelearnSection(StrictModel):
         unknown = [i for i in v if i not in INITS]
         if unknown:
             raise ValueError(
-                f"unknown init {unknown[0]!r} in relearn.inits; accepted: {', '.join(INITS.names())}"
+                f"unknown init {unknown[0]!r} in relearn.inits; accepted: "
+                f"{', '.join(INITS.names())}"
             )
         if len(set(v)) < len(v):
             raise ValueError(f"an init is listed twice in relearn.inits: {v}")

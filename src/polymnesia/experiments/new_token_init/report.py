@@ -70,8 +70,8 @@ def step_table(ev: Evidence, cfg: NewTokenInitConfig, step: int) -> Table:
         ],
         rows=rows,
         caption=f"Lower is better. 95% bootstrap intervals over {what}; a group is the mean over "
-        "its languages. Δ: the adapting group's paired difference against mean on the same "
-        "texts (paired bootstrap), p its two-sided p-value.",
+        "its languages. Δ: the adapting group's paired difference against mean on the same texts "
+        "(paired bootstrap), p its two-sided p-value.",
     )
 
 
@@ -95,8 +95,13 @@ def figure(ev: Evidence, cfg: NewTokenInitConfig, path: Path) -> Path:
                 ev.versus(Cell(base, init, s), Cell(base, REFERENCE, s), adapting) for s in refs
             ]
             bottom.plot(refs, [t.effect for t in tests], marker="o", ms=3, color=f"C{i % 10}")
-            bottom.fill_between(refs, [t.low for t in tests], [t.high for t in tests],
-                                color=f"C{i % 10}", alpha=0.15)  # fmt: skip
+            bottom.fill_between(
+                refs,
+                [t.low for t in tests],
+                [t.high for t in tests],
+                color=f"C{i % 10}",
+                alpha=0.15,
+            )
         top.set_title(f"{base} base")
         bottom.axhline(0.0, color="black", lw=0.8)
         bottom.set_xlabel("relearning steps")
@@ -125,8 +130,18 @@ def cells_csv(ev: Evidence, cfg: NewTokenInitConfig) -> str:
     for c in ev.cells:
         if ev.has(c, cfg.groups.adapting):
             iv = ev.interval(c, cfg.groups.adapting)
-            w.writerow([c.base, c.init, c.step, f"{iv.estimate:.6f}", f"{iv.low:.6f}",
-                        f"{iv.high:.6f}", iv.n, len(ev.seeds)])  # fmt: skip
+            w.writerow(
+                [
+                    c.base,
+                    c.init,
+                    c.step,
+                    f"{iv.estimate:.6f}",
+                    f"{iv.low:.6f}",
+                    f"{iv.high:.6f}",
+                    iv.n,
+                    len(ev.seeds),
+                ]
+            )
     return buf.getvalue()
 
 
@@ -140,15 +155,21 @@ def write_report(cfg: NewTokenInitConfig, run_dir: Path) -> Path:
         f"Base models ({cfg.model.describe()}, {cfg.pretrain.steps} pretraining steps on "
         f"{', '.join(cfg.groups.pretraining)}): "
         + ", ".join(
-            f"{b.name} ({'active forgetting, reset every ' + str(b.forgetting.reset_every) if b.forgetting else 'standard pretraining'})"
+            f"{b.name} ("
+            + (
+                f"active forgetting, reset every {b.forgetting.reset_every}"
+                if b.forgetting
+                else "standard pretraining"
+            )
+            + ")"
             for b in cfg.bases
         )
         + f". The vocabulary is expanded for {', '.join(cfg.groups.adapting)} "
         f"({r.vocabulary.new_vocab_size}-token adapting BPE merged into the base); the new rows "
-        f"are initialised by each of {', '.join(r.inits)} (head: {r.head}), then only the new "
-        f"rows and the head are trained for {r.train.steps} steps. Bits per byte on the "
-        f"{cfg.evaluate.split} split at steps {', '.join(map(str, r.steps()))}; "
-        f"training seeds: {', '.join(map(str, ev.seeds)) or 'none yet'}."
+        f"are initialised by each of {', '.join(r.inits)} (head: {r.head}), then only the new rows "
+        f"and the head are trained for {r.train.steps} steps. Bits per byte on the "
+        f"{cfg.evaluate.split} split at steps {', '.join(map(str, r.steps()))}; training seeds: "
+        f"{', '.join(map(str, ev.seeds)) or 'none yet'}."
     )
     af, standard = _bases(cfg)
     found = claims(ev, cfg.groups.adapting, af, standard)
@@ -162,8 +183,8 @@ def write_report(cfg: NewTokenInitConfig, run_dir: Path) -> Path:
         figure(ev, cfg, run_dir / FIGURE)
         rep.image(
             FIGURE,
-            "adapting-group bits per byte against relearning steps, a panel per base; below, "
-            "each init minus mean with its 95% paired interval",
+            "adapting-group bits per byte against relearning steps, a panel per base; below, each "
+            "init minus mean with its 95% paired interval",
         )
         atomic_write_text(run_dir / "results" / "new_token_init_cells.csv", cells_csv(ev, cfg))
     training_curves(rep, run_dir)

@@ -47,8 +47,8 @@ def primary_column(items: ItemSet) -> str:
         if m in items.columns:
             return m
     raise DataError(
-        f"task {items.task} of {items.model}: no per-document metric among {', '.join(PRIMARY)} "
-        f"in its items (columns: {', '.join(sorted(items.columns)) or 'none'})"
+        f"task {items.task} of {items.model}: no per-document metric among {', '.join(PRIMARY)} in "
+        f"its items (columns: {', '.join(sorted(items.columns)) or 'none'})"
     )
 
 
@@ -147,7 +147,9 @@ def paired_difference(
 
 
 def combined(ea: Ability, ma: Ability) -> Ability:
-    """EA and MA tasks together, weighted so the score is ``(EA + MA) / 2`` (Table 5's "Combined")."""
+    """EA and MA tasks together, weighted so the score is ``(EA + MA) / 2`` (Table 5's
+    "Combined").
+    """
     items = {
         **{f"EA:{t}": s for t, s in ea.items.items()},
         **{f"MA:{t}": s for t, s in ma.items.items()},

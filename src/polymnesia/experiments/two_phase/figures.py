@@ -36,8 +36,8 @@ def layer_curves(layer: list[Score]) -> dict[str, tuple[list[int], list[float]]]
 def too_few_layers(n: int) -> str:
     """Why Figures 1 and 2 are not drawn for a model with ``n`` layer rows."""
     return (
-        f"Figures 1 and 2 are not drawn: the drift stage measured {n} layer(s), and they need "
-        f"at least {MIN_LAYERS} (with 2 layers the per-layer covariance changes are equal by "
+        f"Figures 1 and 2 are not drawn: the drift stage measured {n} layer(s), and they need at "
+        f"least {MIN_LAYERS} (with 2 layers the per-layer covariance changes are equal by "
         "construction and the t-SNE has 2 points per model). Use a model with more layers "
         "(model.num_hidden_layers) or drift.include_embeddings."
     )
@@ -79,7 +79,8 @@ def figures(
             )
             rep.image(
                 str(path.relative_to(run_dir)),
-                f"Figure 1: t-SNE of the mean hidden activations per layer ({pair.phase1} -> {pair.phase2})",
+                f"Figure 1: t-SNE of the mean hidden activations per layer ({pair.phase1} -> "
+                f"{pair.phase2})",
             )
     curves = layer_curves(layer)
     ticks = sorted({x for xs, _ in curves.values() for x in xs})

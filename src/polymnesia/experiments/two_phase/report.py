@@ -126,8 +126,8 @@ def ability_table(
     caption = (
         "Per-task cells are lm-eval's scores with ±1.96 stderr (chrF on a 0-1 scale); the averages "
         "are means over the tasks of per-document values with stratified bootstrap intervals "
-        f"(tasks: {', '.join(tasks)}). A mixture row is one model trained on both sets for as "
-        "many steps as the two phases together."
+        f"(tasks: {', '.join(tasks)}). A mixture row is one model trained on both sets for as many "
+        "steps as the two phases together."
     )
     return Table(f"table{number}_{which.lower()}", f"Table {number}: {what}", cols, rows, caption)
 
@@ -151,7 +151,10 @@ def similarity_tables(cfg: TwoPhaseConfig, scores: list[Score]) -> list[Table]:
     if mpd:
         top = max(s.value for s in mpd) or 1.0
         rows = [[s.model, s.value, s.value / top] for s in mpd]
-        cap = "Both models fine-tuned from the same base, one on each set; normalised by the largest (as the paper)."
+        cap = (
+            "Both models fine-tuned from the same base, one on each set; normalised by the largest "
+            "(as the paper)."
+        )
         out.append(
             Table(
                 "table4_mpd",
@@ -259,8 +262,8 @@ def claims(cfg: TwoPhaseConfig, ev: Evidence, arms: dict[str, str]) -> list[Clai
                 out.append(
                     replace(
                         claim_from_test(
-                            f"Phase 2 on a similar set keeps English ability, within the margin "
-                            f"of {margin:g} ({pair.phase1} -> {pair.phase2})",
+                            "Phase 2 on a similar set keeps English ability, within the margin of "
+                            f"{margin:g} ({pair.phase1} -> {pair.phase2})",
                             1,
                             t,
                             effect_label="EA(P2) - EA(P1)",
@@ -272,7 +275,8 @@ def claims(cfg: TwoPhaseConfig, ev: Evidence, arms: dict[str, str]) -> list[Clai
             elif kind == "phase2_dissimilar":
                 out.append(
                     claim_from_test(
-                        f"Phase 2 on a dissimilar set loses English ability ({pair.phase1} -> {pair.phase2})",
+                        f"Phase 2 on a dissimilar set loses English ability ({pair.phase1} -> "
+                        f"{pair.phase2})",
                         -1,
                         t,
                         effect_label="EA(P2) - EA(P1)",
@@ -328,12 +332,14 @@ def correlation_lines(cfg: TwoPhaseConfig, ev: Evidence, scores: list[Score]) ->
         keys = [k for k in change if k in other]
         if len(keys) < 3:
             out.append(
-                f"EA change vs {name}: {len(keys)} pair(s); a rank correlation needs at least 3 (the paper expects sign {sign})."
+                f"EA change vs {name}: {len(keys)} pair(s); a rank correlation needs at least 3 "
+                f"(the paper expects sign {sign})."
             )
             continue
         rho, p = spearmanr([change[k] for k in keys], [other[k] for k in keys])
         out.append(
-            f"EA change vs {name}: Spearman rho = {rho:+.3f}, {p_text(p)}, n = {len(keys)} pairs (paper: sign {sign})."
+            f"EA change vs {name}: Spearman rho = {rho:+.3f}, {p_text(p)}, n = {len(keys)} pairs "
+            f"(paper: sign {sign})."
         )
     return out
 
@@ -347,11 +353,11 @@ def write_report(cfg: TwoPhaseConfig, run_dir: Path) -> Path:
     rep = Report(f"{cfg.name}: two-phase continual instruction fine-tuning (paper 002)")
     pairs = "; ".join(f"{p.phase1} -> {p.phase2}" for p in cfg.pairs)
     rep.paragraph(
-        f"Base: {cfg.base.describe()}. Phase-wise pairs: {pairs}. Every model is scored "
-        f"through lm-evaluation-harness: EA on {', '.join(cfg.evaluation.english)}; MA on "
+        f"Base: {cfg.base.describe()}. Phase-wise pairs: {pairs}. Every model is scored through "
+        f"lm-evaluation-harness: EA on {', '.join(cfg.evaluation.english)}; MA on "
         f"{', '.join(cfg.evaluation.multilingual)} ({cfg.evaluation.limit or 'all'} documents per "
-        "task). Instruction sets and their data cards are in stages/set_*/ while the cache holds them. "
-        + variance_note(cfg)
+        "task). Instruction sets and their data cards are in stages/set_*/ while the cache holds "
+        "them. " + variance_note(cfg)
     )
     found = claims(cfg, ev, arms)
     if found:
