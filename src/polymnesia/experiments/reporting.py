@@ -1,5 +1,5 @@
 """Report pieces shared by experiments: the paper-000 tables, the training curves, the
-run's health and compute, and :func:`rebuild_report` (``polymnesia report RUN_DIR``)."""
+run's health and compute."""
 
 from __future__ import annotations
 
@@ -9,12 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from polymnesia.data.languages import get_language
-from polymnesia.errors import PolymnesiaError
-from polymnesia.experiments.base import EXPERIMENTS
-from polymnesia.experiments.loading import load_run_config
-from polymnesia.io import check_jsonl, read_jsonl_strict
-from polymnesia.items import RUN_ITEMS, BootstrapConfig, ItemSet, group_intervals
-from polymnesia.pipeline.run_dir import missing_stages
+from polymnesia.io import read_jsonl_strict
+from polymnesia.items import BootstrapConfig, ItemSet, group_intervals
 from polymnesia.pipeline.stage import ROLES, STAGES
 from polymnesia.reports.plots import bar_by_language, line_plot
 from polymnesia.reports.render import Report
@@ -279,33 +275,3 @@ def training_curves(report: Report, run_dir: Path) -> None:
             title="Training loss",
         )
         report.image(rel, "Training loss of each training stage.")
-
-
-def rebuild_report(run_dir: Path) -> Path:
-    """Write the report of a finished run folder again (``polymnesia report RUN_DIR``); returns
-    ``report.md``.
-
-    A report reads the run folder alone: its config, ``run.json``, ``metrics.jsonl`` and the
-    records under ``results/`` (scores, items, stage records), never a stage's cache entry,
-    so a copy of the folder rebuilds the same report after the cache is deleted. An
-    unfinished run, or one whose results are missing or damaged, is refused in one line.
-    """
-    cfg = load_run_config(run_dir)
-    exp = EXPERIMENTS.get(cfg.experiment)
-    names = [s.name for s in exp.build(cfg)]
-    missing = missing_stages(run_dir, names)
-    if missing:
-        shown = ", ".join(missing[:10]) + (", ..." if len(missing) > 10 else "")
-        raise PolymnesiaError(
-            f"{run_dir} is incomplete: {len(missing)} of {len(names)} stages have not finished "
-            f"({shown}); finish it with `polymnesia run {run_dir / 'config.yaml'} --run-dir {run_dir}`"
-        )
-    results = run_dir / "results"
-    if not (results / "scores.jsonl").exists():
-        raise PolymnesiaError(f"{run_dir} has no results/scores.jsonl yet; run the experiment first")
-    for path in (results / "scores.jsonl", results / RUN_ITEMS.name, results / STAGES_FILE):
-        if path.exists():
-            check_jsonl(path)
-    if (run_dir / "metrics.jsonl").exists():
-        check_jsonl(run_dir / "metrics.jsonl")
-    return Path(exp.report(cfg, run_dir))
