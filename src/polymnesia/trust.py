@@ -28,8 +28,7 @@ def remote_code(requested: bool, what: str) -> bool:
     """The ``trust_remote_code`` value for a loader of ``what`` that ``requested`` it."""
     if requested and not _allowed:
         raise PolymnesiaError(
-            f"{what} asks for trust_remote_code, which runs code from its repository; "
-            "polymnesia allows that only for a run started with `polymnesia run ... "
-            "--trust-remote-code`"
+            f"{what} asks for trust_remote_code, which runs code from its repository; polymnesia "
+            "allows that only for a run started with `polymnesia run ... --trust-remote-code`"
         )
     return bool(requested)

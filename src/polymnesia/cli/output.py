@@ -54,6 +54,5 @@ def run_summary(run_dir: Path, seconds: float) -> str:
     resumed = f" ({status['resume']} resumed)" if status["resume"] else ""
     return (
         f"{len(stages)} stage{'' if len(stages) == 1 else 's'} in {duration(seconds)}: {built} "
-        f"built{resumed}, "
-        f"{status['reuse']} reused from the cache"
+        f"built{resumed}, {status['reuse']} reused from the cache"
     )

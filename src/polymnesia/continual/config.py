@@ -85,9 +85,8 @@ class OrderConfig(StrictModel):
     source_method: str = Field("vanilla", description="the sequential method those runs used")
     destructive: Literal["move_to_end", "sort"] = Field(
         "move_to_end",
-        description="destructive_last procedure: move_to_end (paper 004, A.1: shuffle with "
-        "'seed', then "
-        "move the 'destructive_count' most destructive languages to the end); sort: every "
+        description="destructive_last procedure: move_to_end (paper 004, A.1: shuffle with 'seed', "
+        "then move the 'destructive_count' most destructive languages to the end); sort: every "
         "language by P_avg",
     )
     destructive_count: int | None = Field(
@@ -96,8 +95,7 @@ class OrderConfig(StrictModel):
     shift: Literal["literal", "previous"] = Field(
         "literal",
         description="P_avg reading that ranks destructiveness: literal eq. 9 (new language "
-        "included) "
-        "or previous (only languages learned before, section 3.3.1's prose)",
+        "included) or previous (only languages learned before, section 3.3.1's prose)",
     )
 
     @field_validator("languages")

@@ -99,7 +99,6 @@ def _annotation(record: dict[str, Any], field: str) -> str:
     if not isinstance(value, str):
         raise DataError(
             f"record {record.get('id')} ({record.get('lang')}) has no slot annotation "
-            f"meta['{field}']; "
-            "give the source the annotated column (hf: meta_fields)"
+            f"meta['{field}']; give the source the annotated column (hf: meta_fields)"
         )
     return value

@@ -87,8 +87,7 @@ TEMPLATES: dict[str, dict[str, str]] = {
         ),
         "end_phrase": 'Wiederhole diesen Vers und beende deine Antwort mit genau dem Satz "Amen."',
         "bullets": (
-            "Teile diesen Vers in genau 3 Aufzählungspunkte auf, mit Markdown-Punkten wie: * "
-            "Punkt."
+            "Teile diesen Vers in genau 3 Aufzählungspunkte auf, mit Markdown-Punkten wie: * Punkt."
         ),
     },
     "es": {
@@ -100,8 +99,7 @@ TEMPLATES: dict[str, dict[str, str]] = {
         ),
         "end_phrase": 'Repite este versículo y termina tu respuesta con la frase exacta "Amen."',
         "bullets": (
-            "Divide este versículo en exactamente 3 viñetas, con viñetas de markdown como: * "
-            "punto."
+            "Divide este versículo en exactamente 3 viñetas, con viñetas de markdown como: * punto."
         ),
     },
     "pt": {
@@ -138,8 +136,7 @@ TEMPLATES: dict[str, dict[str, str]] = {
     },
     "vi": {
         "quote": (
-            'Hãy lặp lại câu Kinh Thánh này và đặt toàn bộ câu trả lời trong dấu ngoặc kép '
-            '("...").'
+            'Hãy lặp lại câu Kinh Thánh này và đặt toàn bộ câu trả lời trong dấu ngoặc kép ("...").'
         ),
         "no_comma": "Hãy lặp lại câu Kinh Thánh này mà không dùng dấu phẩy.",
         "title": (

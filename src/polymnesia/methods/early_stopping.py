@@ -34,8 +34,7 @@ class EarlyStoppingConfig(StrictModel):
         if self.patience >= self.max_epochs:
             raise ValueError(
                 f"patience {self.patience} >= max_epochs {self.max_epochs}: early stopping can "
-                "never "
-                "trigger; use a patience smaller than max_epochs"
+                "never trigger; use a patience smaller than max_epochs"
             )
         return self
 

@@ -272,9 +272,8 @@ def _load(
             ) from None
         raise PolymnesiaError(
             f"cannot load Hub model '{name_or_path}': the Hugging Face Hub is unreachable or the "
-            "id is wrong; "
-            "offline, build a model from a preset (model.preset) or point model.name_or_path at a "
-            "local folder"
+            "id is wrong; offline, build a model from a preset (model.preset) or point "
+            "model.name_or_path at a local folder"
         ) from None
 
 

@@ -105,8 +105,7 @@ class TaskConfig(StrictModel):
         if self.constructed is not None and CONSTRUCTED[self.constructed] != self.kind:
             raise ValueError(
                 f"constructed '{self.constructed}' builds a '{CONSTRUCTED[self.constructed]}' "
-                "task, "
-                f"but kind is '{self.kind}'"
+                f"task, but kind is '{self.kind}'"
             )
         if self.tag_names is not None and len(set(self.tag_names)) < 2:
             raise ValueError("task.tag_names needs at least 2 distinct tag names")
