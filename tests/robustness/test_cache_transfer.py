@@ -263,7 +263,7 @@ def test_select_stages_runs_a_role_where_its_inputs_are_ready():
     picked, _ = select_stages(pipeline, ["data"], {"train"})
     assert [s.name for s in picked] == ["data", "tokenizer", "train", "order"]  # train reused
     assert parse_roles(" data, evaluation ") == ["data", "evaluation"]
-    with pytest.raises(PolymnesiaError, match=r"--only: unknown stage role eval; give one or"):
+    with pytest.raises(PolymnesiaError, match=r"--only: unknown stage category eval; give one or"):
         parse_roles("data,eval")
 
 
@@ -275,4 +275,4 @@ def test_run_only_data_plans_the_data_stages(isolated_cache, capsys):  # type: i
     assert kinds == ["prepare_data", "train_tokenizer"]
     assert main(["run", config, "--only", "evaluate", "--dry-run"]) != 0
     err = capsys.readouterr().err.strip()
-    assert err.startswith("polymnesia: error: --only: unknown stage role evaluate; give one")
+    assert err.startswith("polymnesia: error: --only: unknown stage category evaluate; give one")

@@ -125,12 +125,13 @@ def plan(specs: list[StageSpec]) -> list[PlannedStage]:
 
 
 def parse_roles(text: str) -> list[str]:
-    """``"data,training"`` as a list of roles; one line naming an unknown one."""
+    """``"data,training"`` as a list of stage categories (``Stage.role``); one line naming
+    an unknown one."""
     roles = [r.strip() for r in text.split(",") if r.strip()]
     bad = [r for r in roles if r not in ROLES]
     if bad or not roles:
         raise PolymnesiaError(
-            f"--only: unknown stage role {', '.join(bad) or repr(text)}; "
+            f"--only: unknown stage category {', '.join(bad) or repr(text)}; "
             f"give one or more of {', '.join(ROLES)}, separated by commas"
         )
     return roles
