@@ -57,7 +57,10 @@ def peak_flops(device: torch.device, dtype: torch.dtype) -> tuple[float, str]:
     from polymnesia.training.flops import matmul_peak
 
     peak = matmul_peak(device, dtype)
-    what = f"{device.type} {str(dtype).removeprefix('torch.')} matmul peak measured: {peak / 1e9:.1f} GFLOP/s"
+    what = (
+        f"{device.type} {str(dtype).removeprefix('torch.')} matmul peak measured: "
+        f"{peak / 1e9:.1f} GFLOP/s"
+    )
     if device.type == "cpu":
         what += (
             " (CPU: MFU is shown for completeness; a shared CPU's peak is not a stable reference)"
@@ -69,4 +72,7 @@ def mfu_line(label: str, tokens_per_s: float, flops_per_token: float, peak: floa
     from polymnesia.training.flops import mfu
 
     achieved = tokens_per_s * flops_per_token
-    return f"{label}: {achieved / 1e9:.2f} GFLOP/s of model FLOPs, MFU {100 * mfu(tokens_per_s, flops_per_token, peak):.1f}%"
+    return (
+        f"{label}: {achieved / 1e9:.2f} GFLOP/s of model FLOPs, MFU "
+        f"{100 * mfu(tokens_per_s, flops_per_token, peak):.1f}%"
+    )

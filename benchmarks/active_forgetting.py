@@ -92,7 +92,8 @@ def main() -> None:
             print(f"round {r + 1} {arm:5s}: {tps:9.0f} tokens/s", flush=True)
     ratio = best["reset"] / best["none"]
     print(
-        f"best tokens/s: none {best['none']:.0f}, reset every {args.reset_every}: {best['reset']:.0f}; "
+        f"best tokens/s: none {best['none']:.0f}, reset every {args.reset_every}: "
+        f"{best['reset']:.0f}; "
         f"ratio {ratio:.3f} ({(1 - ratio) * 100:+.1f}% slower; goal: within 2%)"
     )
     share = TimedActiveForgetting.seconds / tokens_per_s.reset_seconds  # type: ignore[attr-defined]

@@ -169,7 +169,9 @@ def tiny_classifier(vocab: int = 6000) -> torch.nn.Module:
 
 
 def loop_step_ms(name: str, t: int, steps: int, batch: int, seq: int) -> float:
-    """Milliseconds per optimizer step of ``train`` with a per-language step (after 1 warm-up step)."""
+    """Milliseconds per optimizer step of ``train`` with a per-language step (after 1 warm-up
+    step).
+    """
     import tempfile
     from pathlib import Path
 
@@ -231,7 +233,8 @@ def loop_step_ms(name: str, t: int, steps: int, batch: int, seq: int) -> float:
 def bench_loop(steps: int, batch: int, seq: int) -> None:
     goals = {3: 1.25, 10: 1.6}
     print(
-        f"4. real training loop, tiny preset classifier, {batch} x {seq} tokens per language, {steps} steps (ms/step, ratio to uniform)"
+        f"4. real training loop, tiny preset classifier, {batch} x {seq} tokens per language, "
+        f"{steps} steps (ms/step, ratio to uniform)"
     )
     for t in (3, 10):
         times = {n: loop_step_ms(n, t, steps, batch, seq) for n in NAMES}

@@ -79,9 +79,8 @@ def main() -> None:
     ratios = [e / t for e, t in zip(eval_runs, train_runs, strict=True)]
     train_tps, eval_tps = statistics.median(train_runs), statistics.median(eval_runs)
     print(
-        f"{rt.device.type}, torch threads: {torch.get_num_threads()}, preset {a.preset}, "
-        f"precision {a.precision}; {len(texts)} texts, {stats.tokens} scored tokens; "
-        f"{a.rounds} rounds"
+        f"{rt.device.type}, torch threads: {torch.get_num_threads()}, preset {a.preset}, precision "
+        f"{a.precision}; {len(texts)} texts, {stats.tokens} scored tokens; {a.rounds} rounds"
     )
     print(f"training   : {train_tps:9.0f} tokens/s median  (runs: {_runs(train_runs)})")
     print(f"evaluation : {eval_tps:9.0f} tokens/s median  (runs: {_runs(eval_runs)})")
@@ -96,7 +95,8 @@ def main() -> None:
         for e, c, t in zip(t_eval, t_encode, train_runs, strict=True)
     ]
     print(
-        f"  without the evaluation's tokenization ({100 * statistics.median(t_encode) / statistics.median(t_eval):.0f}% "
+        "  without the evaluation's tokenization "
+        f"({100 * statistics.median(t_encode) / statistics.median(t_eval):.0f}% "
         f"of its time): ratio {statistics.median(scoring):.2f} median, range "
         f"{min(scoring):.2f}-{max(scoring):.2f}"
     )

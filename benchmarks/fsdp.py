@@ -170,12 +170,18 @@ def main() -> None:
         runs["ddp, model's loss"].append(launch(args, "ddp", **{"model-loss": True}))
     ddp, fsdp = runs["ddp"][0], runs["fsdp2"][0]
     for what in ("param_bytes", "grad_bytes", "optimizer_bytes"):
-        print(f"  {what:16s} per process: DDP {ddp[what] / 2**20:8.2f} MiB, "
-              f"FSDP2 {fsdp[what] / 2**20:8.2f} MiB, ratio {fsdp[what] / ddp[what]:.3f}")  # fmt: skip
-    total = {e: sum(runs[e][0][k] for k in ("param_bytes", "grad_bytes", "optimizer_bytes"))
-             for e in ("ddp", "fsdp2")}  # fmt: skip
-    print(f"  model+gradients+optimizer per process: FSDP2 / DDP = "
-          f"{total['fsdp2'] / total['ddp']:.3f} (goal <= 0.6)")  # fmt: skip
+        print(
+            f"  {what:16s} per process: DDP {ddp[what] / 2**20:8.2f} MiB, "
+            f"FSDP2 {fsdp[what] / 2**20:8.2f} MiB, ratio {fsdp[what] / ddp[what]:.3f}"
+        )
+    total = {
+        e: sum(runs[e][0][k] for k in ("param_bytes", "grad_bytes", "optimizer_bytes"))
+        for e in ("ddp", "fsdp2")
+    }
+    print(
+        f"  model+gradients+optimizer per process: FSDP2 / DDP = "
+        f"{total['fsdp2'] / total['ddp']:.3f} (goal <= 0.6)"
+    )
     for e in runs:
         m, lo, hi = _median(runs[e], "peak_rss_bytes")
         print(
@@ -188,12 +194,18 @@ def main() -> None:
     for e in runs:
         m, lo, hi = _median(runs[e], "tokens_per_s")
         print(f"  tokens/s ({e}): {m:.0f} [{lo:.0f}-{hi:.0f}]")
-    print(f"  tokens/s FSDP2 / DDP: {statistics.median(ratios):.3f} "
-          f"[{min(ratios):.3f}-{max(ratios):.3f}] over {args.rounds} paired rounds (goal >= 0.7)")  # fmt: skip
-    same = [f["tokens_per_s"] / d["tokens_per_s"]
-            for d, f in zip(runs["ddp, model's loss"], runs["fsdp2"], strict=True)]  # fmt: skip
-    print(f"  tokens/s FSDP2 / DDP with the model's own loss (as FSDP2 uses): "
-          f"{statistics.median(same):.3f} [{min(same):.3f}-{max(same):.3f}]")  # fmt: skip
+    print(
+        f"  tokens/s FSDP2 / DDP: {statistics.median(ratios):.3f} "
+        f"[{min(ratios):.3f}-{max(ratios):.3f}] over {args.rounds} paired rounds (goal >= 0.7)"
+    )
+    same = [
+        f["tokens_per_s"] / d["tokens_per_s"]
+        for d, f in zip(runs["ddp, model's loss"], runs["fsdp2"], strict=True)
+    ]
+    print(
+        f"  tokens/s FSDP2 / DDP with the model's own loss (as FSDP2 uses): "
+        f"{statistics.median(same):.3f} [{min(same):.3f}-{max(same):.3f}]"
+    )
     if args.skip_combiners:
         return
     for t in (3, 10):
@@ -204,9 +216,11 @@ def main() -> None:
             for c in gram:
                 gram[c].append(launch(args, "fsdp2", languages=t, combiner=c)["step_s"] / u)
         for c, r in gram.items():
-            print(f"  FSDP2 per-language step, T = {t}: {c} / uniform = {statistics.median(r):.3f} "
-                  f"[{min(r):.3f}-{max(r):.3f}] (uniform step {statistics.median(base):.3f} s; "
-                  f"goal <= {1.3 if t == 3 else 1.7})")  # fmt: skip
+            print(
+                f"  FSDP2 per-language step, T = {t}: {c} / uniform = {statistics.median(r):.3f} "
+                f"[{min(r):.3f}-{max(r):.3f}] (uniform step {statistics.median(base):.3f} s; "
+                f"goal <= {1.3 if t == 3 else 1.7})"
+            )
 
 
 if __name__ == "__main__":

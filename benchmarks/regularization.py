@@ -59,9 +59,16 @@ def step_time(arm: str, blocks: torch.Tensor, a: argparse.Namespace) -> float:
         plugins = [Distill(weight=1.0, temperature=2.0)]
     stamps = Stamps()
     cfg = TrainConfig(
-        steps=a.steps, batch_size=a.batch, block_size=a.block, lr=1e-3, warmup_ratio=0.0,
-        log_every=a.steps, checkpoint_every=10**6, checkpoint_at_end=False, progress_bar=False,
-    )  # fmt: skip
+        steps=a.steps,
+        batch_size=a.batch,
+        block_size=a.block,
+        lr=1e-3,
+        warmup_ratio=0.0,
+        log_every=a.steps,
+        checkpoint_every=10**6,
+        checkpoint_at_end=False,
+        progress_bar=False,
+    )
     with tempfile.TemporaryDirectory() as out:
         train(model, PackedLMData(blocks), cfg, Path(out), plugins=[*plugins, stamps])
     t = stamps.t

@@ -11,14 +11,16 @@ constructor, as polymnesia's ``train`` does inside). The two sides alternate for
 median ratio with its range, and each side's median tokens/s. It also prints the
 steady-state ratio: tokens/s of the median step after step ``--skip`` (setup,
 the first steps' warm-up and the end of the call left out), timed by
-a loop plugin on polymnesia's side and a ``TrainerCallback`` on the Trainer's. The optimizer each side builds is printed: the Trainer's default is fused
+a loop plugin on polymnesia's side and a ``TrainerCallback`` on the Trainer's. The optimizer each
+side builds is printed: the Trainer's default is fused
 AdamW wherever torch has the kernel (CPU too); polymnesia's ``train.fused_adamw``
 default (null) fuses on CUDA only, ``--fused true`` fuses on the CPU as well.
 polymnesia's side makes a decoder's loss in chunks of positions (``train.chunked_loss``,
 the default); ``--chunked-loss false`` uses the model's own loss, as the Trainer does.
 Goal: ratio (polymnesia / Trainer) >= 1.0 on CPU, >= 1.2 on GPU.
 
-    python benchmarks/train_throughput.py [--rounds 5] [--steps 40] [--skip 5] [--batch 16] [--block 128]
+    python benchmarks/train_throughput.py [--rounds 5] [--steps 40] [--skip 5] [--batch 16] [--block
+    128]
         [--preset tiny] [--vocab 2000] [--precision no|bf16|fp16] [--fused null|true|false]
         [--chunked-loss true|false]
 

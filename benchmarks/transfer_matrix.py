@@ -21,8 +21,32 @@ from pathlib import Path
 
 import torch
 
-LANGS = ["en", "fr", "de", "es", "pt", "pl", "tr", "id", "vi", "sw", "ru", "uk", "ar", "zh", "hi", "ja",
-         "ko", "it", "nl", "sv", "fi", "hu", "cs", "el"]  # fmt: skip
+LANGS = [
+    "en",
+    "fr",
+    "de",
+    "es",
+    "pt",
+    "pl",
+    "tr",
+    "id",
+    "vi",
+    "sw",
+    "ru",
+    "uk",
+    "ar",
+    "zh",
+    "hi",
+    "ja",
+    "ko",
+    "it",
+    "nl",
+    "sv",
+    "fi",
+    "hu",
+    "cs",
+    "el",
+]
 
 
 def examples(tok, lang: str, n: int, offset: int, max_length: int) -> list[dict]:  # type: ignore[no-untyped-def]
@@ -70,8 +94,16 @@ def main() -> None:
     }
     test = {lang: v[1] for lang, v in data.items()}
     torch.manual_seed(0)
-    cfg = MistralConfig(vocab_size=len(tok), hidden_size=128, intermediate_size=384, num_hidden_layers=2,
-                        num_attention_heads=4, num_key_value_heads=2, num_labels=9, pad_token_id=tok.pad_token_id or 0)  # type: ignore[call-arg]  # fmt: skip
+    cfg = MistralConfig(
+        vocab_size=len(tok),
+        hidden_size=128,
+        intermediate_size=384,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        num_labels=9,
+        pad_token_id=tok.pad_token_id or 0,
+    )  # type: ignore[call-arg]
     model: torch.nn.Module = MistralForSequenceClassification(cfg)
     pad = int(tok.pad_token_id or 0)
     t_train = t_val = t_eval = 0.0
@@ -93,8 +125,16 @@ def main() -> None:
         stop = EarlyStopping(
             EarlyStoppingConfig(max_epochs=args.epochs, patience=args.epochs - 1), spe, score
         )
-        tc = TrainConfig(steps=spe * args.epochs, batch_size=args.batch, lr=1e-3, warmup_ratio=0.0, min_lr_ratio=1.0,
-                         checkpoint_every=10**9, log_every=10**9, progress_bar=False)  # fmt: skip
+        tc = TrainConfig(
+            steps=spe * args.epochs,
+            batch_size=args.batch,
+            lr=1e-3,
+            warmup_ratio=0.0,
+            min_lr_ratio=1.0,
+            checkpoint_every=10**9,
+            log_every=10**9,
+            progress_bar=False,
+        )
         t = time.time()
         with tempfile.TemporaryDirectory() as d:
             model, res = train(model, ClassificationData(tr, pad), tc, Path(d), plugins=[stop])
@@ -109,10 +149,12 @@ def main() -> None:
     tr_rate, ev_rate = n_train / t_train, n_eval / t_eval
     print(f"T = {len(langs)}: R filled in {total:.1f} s (threads {torch.get_num_threads()})")
     print(
-        f"  evaluation share: test rows {100 * t_eval / total:.1f}% + validation {100 * t_val / total:.1f}%"
+        f"  evaluation share: test rows {100 * t_eval / total:.1f}% + validation "
+        f"{100 * t_val / total:.1f}%"
     )
     print(
-        f"  training: {n_train} examples in {t_train:.1f} s = {tr_rate:.0f} ex/s (forward+backward+step)"
+        f"  training: {n_train} examples in {t_train:.1f} s = {tr_rate:.0f} ex/s "
+        "(forward+backward+step)"
     )
     print(
         f"  evaluation: {n_eval} examples in {t_eval:.1f} s = {ev_rate:.0f} ex/s (batched, no grad)"

@@ -34,7 +34,9 @@ def isolated_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 @pytest.fixture(scope="session")
 def make_tok_model():  # type: ignore[no-untyped-def]
-    """Factory: a tiny BPE trained on ``sentences`` and a 16-wide, 1-layer Mistral (seed 0) for it."""
+    """Factory: a tiny BPE trained on ``sentences`` and a 16-wide, 1-layer Mistral (seed 0) for
+    it.
+    """
 
     def make(sentences: list[str]):  # type: ignore[no-untyped-def]
         from polymnesia.testing import tiny_bpe, tiny_model

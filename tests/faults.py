@@ -1,4 +1,5 @@
-"""Fault injection for resume tests: run the polymnesia CLI with a SIGKILL planted by monkeypatching.
+"""Fault injection for resume tests: run the polymnesia CLI with a SIGKILL planted by
+monkeypatching.
 
 Production code has no fault-injection hooks; this script patches them in:
 
@@ -6,7 +7,8 @@ Production code has no fault-injection hooks; this script patches them in:
                                                                       # to write checkpoint N
     python tests/faults.py kill-in-checkpoint=N -- run CONFIG ...   # killed half-way through
                                                                       # writing checkpoint N
-    python tests/faults.py kill-at-language=K -- run CONFIG ...     # killed as sequential step K starts
+    python tests/faults.py kill-at-language=K -- run CONFIG ...     # killed as sequential step K
+    starts
 """
 
 from __future__ import annotations

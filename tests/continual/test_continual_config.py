@@ -107,8 +107,11 @@ def test_bad_input_is_one_line(tmp_path: Path, changes: dict[str, Any], needle: 
 
 
 def test_codes_are_normalised_and_regions_kept(tmp_path: Path) -> None:
-    cfg = _load(tmp_path, languages=["EN", "fr", "zh-tw", "zh"], orders=[
-        {"name": "x", "kind": "explicit", "languages": ["zh_TW", "ZH", "fr", "en"]}])  # fmt: skip
+    cfg = _load(
+        tmp_path,
+        languages=["EN", "fr", "zh-tw", "zh"],
+        orders=[{"name": "x", "kind": "explicit", "languages": ["zh_TW", "ZH", "fr", "en"]}],
+    )
     assert cfg.languages == ["en", "fr", "zh-TW", "zh"]
     assert cfg.orders[0].languages == ["zh-TW", "zh", "fr", "en"]
 

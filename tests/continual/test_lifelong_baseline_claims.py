@@ -28,9 +28,18 @@ def test_each_baseline_is_judged_against_vanilla_on_cbt_paired_over_items() -> N
     rng = np.random.default_rng(0)
     shared = rng.normal(0, 0.05, 400)  # the resample's effect, common to every arm
     own = lambda sd: rng.normal(0, sd, 400)  # noqa: E731
-    arms = [_arm(x, y) for x, y in (("VANILLA", "vanilla"), ("EWC", "ewc"), ("L2-SP", "l2sp"),
-                                     ("LwF", "lwf"), ("MERGE", "merge"), ("REPLAY", "replay"),
-                                     ("MONO", "mono"))]  # fmt: skip
+    arms = [
+        _arm(x, y)
+        for x, y in (
+            ("VANILLA", "vanilla"),
+            ("EWC", "ewc"),
+            ("L2-SP", "l2sp"),
+            ("LwF", "lwf"),
+            ("MERGE", "merge"),
+            ("REPLAY", "replay"),
+            ("MONO", "mono"),
+        )
+    ]
     m = {
         "VANILLA": _metrics(-0.10 + shared + own(0.002)),
         "EWC": _metrics(-0.04 + shared + own(0.002)),  # forgets less: holds
@@ -46,8 +55,13 @@ def test_each_baseline_is_judged_against_vanilla_on_cbt_paired_over_items() -> N
         for x in ("EWC", "L2-SP", "LwF", "MERGE", "REPLAY")
     }  # the paper's own arms are not baselines
     verdict = {s.split(" ")[0]: c.verdict for s, c in found.items()}
-    assert verdict == {"EWC": "holds", "L2-SP": "inconclusive", "LwF": "contradicted",
-                       "MERGE": "holds", "REPLAY": "holds"}  # fmt: skip
+    assert verdict == {
+        "EWC": "holds",
+        "L2-SP": "inconclusive",
+        "LwF": "contradicted",
+        "MERGE": "holds",
+        "REPLAY": "holds",
+    }
     # paired: the shared resample noise (sd 0.05) cancels; unpaired it would swamp 0.06
     ewc = found["EWC forgets less than VANILLA (higher CBT)"]
     assert ewc.effect_label == "CBT(EWC) − CBT(VANILLA)"
@@ -58,8 +72,10 @@ def test_each_baseline_is_judged_against_vanilla_on_cbt_paired_over_items() -> N
 def test_baseline_claims_join_the_block_under_its_correction() -> None:
     rng = np.random.default_rng(1)
     arms = [_arm("VANILLA", "vanilla"), _arm("EWC", "ewc")]
-    m = {"VANILLA": _metrics(-0.1 + rng.normal(0, 0.01, 400)),
-         "EWC": _metrics(-0.1 + rng.normal(0, 0.01, 400))}  # fmt: skip
+    m = {
+        "VANILLA": _metrics(-0.1 + rng.normal(0, 0.01, 400)),
+        "EWC": _metrics(-0.1 + rng.normal(0, 0.01, 400)),
+    }
     claims = correct(method_claims(arms, m) + baseline_claims(arms, m))
     assert len(claims) == 2 and all(c.p_adjusted is not None for c in claims if c.testable)
 

@@ -1,4 +1,6 @@
-"""A lifelong run's items -> replicates of R, metric intervals and claims (hand-built run folder)."""
+"""A lifelong run's items -> replicates of R, metric intervals and claims (hand-built run
+folder).
+"""
 
 from pathlib import Path
 from typing import Any
@@ -28,10 +30,14 @@ PRED = {
 
 def _cfg(tmp_path: Path) -> Any:
     raw = yaml.safe_load(SMOKE.read_text())
-    raw.update(languages=ORDER, methods=["vanilla"], ranks=[],
-               orders=[{"name": "o", "kind": "explicit", "languages": ORDER}],
-               task={"name": "t", "kind": "sequence", "metric": "accuracy", "num_labels": 2},
-               bootstrap={"n_resamples": 50, "seed": 3})  # fmt: skip
+    raw.update(
+        languages=ORDER,
+        methods=["vanilla"],
+        ranks=[],
+        orders=[{"name": "o", "kind": "explicit", "languages": ORDER}],
+        task={"name": "t", "kind": "sequence", "metric": "accuracy", "num_labels": 2},
+        bootstrap={"n_resamples": 50, "seed": 3},
+    )
     path = tmp_path / "c.yaml"
     path.write_text(yaml.safe_dump(raw))
     return load_config(str(path))
@@ -51,7 +57,7 @@ def _run(tmp_path: Path) -> Path:
                 task="t",
                 step=step,
                 n_labels=2,
-            )  # fmt: skip
+            )
             for lang, p in preds.items()
         ]
         entries[name] = tmp_path / "cache" / name

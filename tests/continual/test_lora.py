@@ -9,9 +9,16 @@ def _classifier() -> torch.nn.Module:
     from polymnesia.testing import tiny_model
 
     return tiny_model(
-        "mistral", 50, head="sequence", hidden_size=32, intermediate_size=64,
-        num_attention_heads=4, num_key_value_heads=2, num_labels=3, pad_token_id=0,
-    )  # fmt: skip
+        "mistral",
+        50,
+        head="sequence",
+        hidden_size=32,
+        intermediate_size=64,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        num_labels=3,
+        pad_token_id=0,
+    )
 
 
 def test_rank_larger_than_layer_width_is_one_line() -> None:

@@ -1,4 +1,6 @@
-"""Score interval fields and per-item evidence: round trips, selection, alignment, group intervals."""
+"""Score interval fields and per-item evidence: round trips, selection, alignment, group
+intervals.
+"""
 
 from __future__ import annotations
 

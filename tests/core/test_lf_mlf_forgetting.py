@@ -20,8 +20,18 @@ def _records(task: str) -> tuple[list[Score], list[ItemSet]]:
         Score("base", "en", "perplexity", 90.0, task="lm", group="forgetting"),
         Score("LF-MLF", "es", "accuracy", 0.5, task="bible_genre", group="target", seed=0),
     ]
-    items = [ItemSet("LF-MLF", "en", "lm", [0], {"nll": [1.0], "tokens": [1.0], "bytes": [1.0]},
-                     task=task, group="forgetting", seed=0)]  # fmt: skip
+    items = [
+        ItemSet(
+            "LF-MLF",
+            "en",
+            "lm",
+            [0],
+            {"nll": [1.0], "tokens": [1.0], "bytes": [1.0]},
+            task=task,
+            group="forgetting",
+            seed=0,
+        )
+    ]
     return scores, items
 
 

@@ -22,8 +22,15 @@ def _arm(model: str, right: float, group: str, lang: str, task: str) -> tuple[Sc
     gold = np.arange(N) % K
     pred = np.where(rng.random(N) < right, gold, (gold + 1) % K)
     where: dict[str, Any] = {"task": task, "group": group, "setting": "main", "seed": 0}
-    items = ItemSet(model, lang, "label", list(range(N)),
-                    {"pred": pred.tolist(), "gold": gold.tolist()}, n_labels=K, **where)  # fmt: skip
+    items = ItemSet(
+        model,
+        lang,
+        "label",
+        list(range(N)),
+        {"pred": pred.tolist(), "gold": gold.tolist()},
+        n_labels=K,
+        **where,
+    )
     return Score(model, lang, "accuracy", float(np.mean(pred == gold)), **where), items
 
 

@@ -43,7 +43,9 @@ def test_offline_hub_id_and_missing_folder(tmp_path: Path):
 
 @pytest.mark.parametrize("arch", ["llama", "qwen2", "gpt2"])
 def test_local_folder_loads_with_dtype_and_attention(arch: str, tmp_path: Path) -> None:
-    """model.name_or_path may point at a folder the testing factory wrote; dtype and kernel apply."""
+    """model.name_or_path may point at a folder the testing factory wrote; dtype and kernel
+    apply.
+    """
     from polymnesia.testing import save_tiny, tiny_bpe
 
     folder = save_tiny(tmp_path / arch, arch, tiny_bpe(vocab_size=300))

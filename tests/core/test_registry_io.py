@@ -48,7 +48,8 @@ def test_file_lock_refuses_second_holder(tmp_path: Path):
 
         code = (
             "import sys\nfrom polymnesia.io import file_lock\n"
-            f"try:\n    file_lock({str(lock)!r}, 'run folder X').__enter__()\nexcept Exception as e:\n    print(e)\n"
+            f"try:\n    file_lock({str(lock)!r}, 'run folder X').__enter__()\nexcept Exception as "
+            "e:\n    print(e)\n"
         )
         out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout
         assert "in use by another polymnesia process" in out

@@ -1,4 +1,6 @@
-"""Training seeds: one pipeline per seed with shared stages, records tagged by seed, the seed-noise band."""
+"""Training seeds: one pipeline per seed with shared stages, records tagged by seed, the seed-noise
+band.
+"""
 
 from __future__ import annotations
 

@@ -31,8 +31,19 @@ def test_config_validates_and_plans(path: Path, isolated_cache: Path, capsys):
         assert "need the Hugging Face Hub, which is offline; offline tasks:" in err
         assert err.count("\n") == 1
         # its data prepares English only: an offline task in another language is refused
-        assert main(["validate", str(path), "--set", "evaluation.english=[poly_genre_en]",
-                     "--set", "evaluation.multilingual=[poly_genre_en]"]) == 0  # fmt: skip
+        assert (
+            main(
+                [
+                    "validate",
+                    str(path),
+                    "--set",
+                    "evaluation.english=[poly_genre_en]",
+                    "--set",
+                    "evaluation.multilingual=[poly_genre_en]",
+                ]
+            )
+            == 0
+        )
         return
     assert main(["validate", str(path)]) == 0
     assert capsys.readouterr().out.startswith("ok ")

@@ -13,10 +13,9 @@ from polymnesia.experiments.two_phase.roles import evaluated_models
 
 CONFIG = str(Path(__file__).resolve().parents[2] / "configs" / "two_phase_smoke.yaml")
 ARMS = (
-    "mitigation.baselines=[{name: L2SP, method: l2sp, options: {alpha: 0.5}},"
-    " {name: LwF, method: distill},"
-    " {name: MERGE, method: merge},"
-    " {name: TIES, method: merge, options: {method: ties, density: 0.5}}]"
+    "mitigation.baselines=[{name: L2SP, method: l2sp, options: {alpha: 0.5}}, {name: LwF, method: "
+    "distill}, {name: MERGE, method: merge}, {name: TIES, method: merge, options: {method: ties, "
+    "density: 0.5}}]"
 )
 
 
@@ -31,8 +30,10 @@ def test_baselines_start_from_phase_1_and_tune_on_the_phase_2_set(graphs) -> Non
     cfg = load_config(CONFIG)
     pair = cfg.pairs[cfg.mitigation.pair]
     cft = extra[f"cft_{pair.key}"]
-    for name, plugin in (("L2SP", {"name": "l2sp", "alpha": 0.5, "beta": 0.0, "anchor_head": False}),
-                         ("LwF", {"name": "distill", "weight": 1.0, "temperature": 2.0})):  # fmt: skip
+    for name, plugin in (
+        ("L2SP", {"name": "l2sp", "alpha": 0.5, "beta": 0.0, "anchor_head": False}),
+        ("LwF", {"name": "distill", "weight": 1.0, "temperature": 2.0}),
+    ):
         spec = extra[f"mit_{name}"]
         assert spec.kind == "instruct" and spec.inputs == cft.inputs  # Phase 1 model, Phase 2 set
         assert spec.params.instruct.train.plugins == [plugin]

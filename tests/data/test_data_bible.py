@@ -129,9 +129,25 @@ def test_languages_and_licences():
 
 @pytest.mark.parametrize(
     "book,genre",
-    [(1, 0), (5, 0), (6, 1), (17, 1), (18, 2), (22, 2), (23, 3), (39, 3), (40, 4), (43, 4),
-     (44, 5), (45, 6), (58, 6), (59, 7), (65, 7), (66, 8)],
-)  # fmt: skip
+    [
+        (1, 0),
+        (5, 0),
+        (6, 1),
+        (17, 1),
+        (18, 2),
+        (22, 2),
+        (23, 3),
+        (39, 3),
+        (40, 4),
+        (43, 4),
+        (44, 5),
+        (45, 6),
+        (58, 6),
+        (59, 7),
+        (65, 7),
+        (66, 8),
+    ],
+)
 def test_genre_boundaries(book, genre):
     assert genre_of(book) == genre
     assert len(BIBLE_GENRES) == 9

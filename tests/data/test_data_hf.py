@@ -53,7 +53,8 @@ def test_other_errors_are_one_line(monkeypatch):
     monkeypatch.setattr(datasets, "load_dataset", missing)
     with pytest.raises(
         DataError,
-        match=r"cannot load Hugging Face dataset 'org/x' split 'train': BuilderConfig 'zz' not found\.$",
+        match=r"cannot load Hugging Face dataset 'org/x' split 'train': BuilderConfig 'zz' not "
+        r"found\.$",
     ):
         HFSource("org/x", lang_field="lang").languages()
 
@@ -123,24 +124,45 @@ def test_field_mapping_lang_pattern_and_word_lists(monkeypatch):
 
     rows = _Rows(
         [
-            {"id": "english-1", "context": "Paris is big.", "question": "what?",
-             "answers": {"text": ["Paris"], "answer_start": [0]}, "tokens": ["a", "b"], "ner_tags": [0, 1]},
-            {"id": "russian-2", "context": "Москва", "question": "что?",
-             "answers": {"text": ["Москва"], "answer_start": [0]}, "tokens": ["c"], "ner_tags": [2]},
+            {
+                "id": "english-1",
+                "context": "Paris is big.",
+                "question": "what?",
+                "answers": {"text": ["Paris"], "answer_start": [0]},
+                "tokens": ["a", "b"],
+                "ner_tags": [0, 1],
+            },
+            {
+                "id": "russian-2",
+                "context": "Москва",
+                "question": "что?",
+                "answers": {"text": ["Москва"], "answer_start": [0]},
+                "tokens": ["c"],
+                "ner_tags": [2],
+            },
         ]
-    )  # fmt: skip
+    )
     monkeypatch.setattr(datasets, "load_dataset", lambda *a, **k: rows)
     src = HFSource(
-        "org/tydi", text_field="context", id_field="id", lang_field="id",
-        lang_pattern=r"^([a-z]+)-", languages={"en": "english", "ru": "russian"},
+        "org/tydi",
+        text_field="context",
+        id_field="id",
+        lang_field="id",
+        lang_pattern=r"^([a-z]+)-",
+        languages={"en": "english", "ru": "russian"},
         meta_fields={"question": "question", "answers": "answers"},
-    )  # fmt: skip
+    )
     assert src.languages() == ["en", "ru"]
     (rec,) = list(src.records("ru"))
     assert rec.text == "Москва" and rec.meta["question"] == "что?"
     assert rec.meta["answers"]["answer_start"] == [0]
-    ner = HFSource("org/panx", text_field="tokens", lang_field="id", lang_pattern=r"^([a-z]+)-",
-                   meta_fields={"tags": "ner_tags"})  # fmt: skip
+    ner = HFSource(
+        "org/panx",
+        text_field="tokens",
+        lang_field="id",
+        lang_pattern=r"^([a-z]+)-",
+        meta_fields={"tags": "ner_tags"},
+    )
     first = next(iter(ner.records("english")))
     assert first.text == "a b" and first.meta["tags"] == [0, 1]
 
@@ -160,8 +182,13 @@ def test_meta_fields_are_copied_into_meta(monkeypatch):
     rows = {"fr-FR": [{"utt": "réveille moi", "annot_utt": "réveille [person : moi]", "id": "1"}]}
     load, _ = _fake(rows)
     monkeypatch.setattr(datasets, "load_dataset", load)
-    src = HFSource("org/massive", languages={"fr": "fr-FR"}, text_field="utt", id_field="id",
-                   meta_fields=["annot_utt"])  # fmt: skip
+    src = HFSource(
+        "org/massive",
+        languages={"fr": "fr-FR"},
+        text_field="utt",
+        id_field="id",
+        meta_fields=["annot_utt"],
+    )
     (rec,) = list(src.records("fr"))
     assert rec.text == "réveille moi" and rec.meta["annot_utt"] == "réveille [person : moi]"
     bad = HFSource("org/massive", languages={"fr": "fr-FR"}, text_field="utt", meta_fields=["x"])

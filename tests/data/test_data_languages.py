@@ -159,15 +159,29 @@ def test_table_is_consistent():
     codes = [c for lang in langs for c in (lang.iso639_1, lang.iso639_3) if c]
     assert len(codes) == len(set(codes))
     assert all(len(lang.iso639_3) == 3 and len(lang.iso639_1) in (0, 2) for lang in langs)
-    assert {"Latin", "Cyrillic", "Arabic", "Devanagari", "Bengali", "Han", "Japanese", "Hangul",
-            "Greek", "Hebrew", "Thai"} <= {lang.script for lang in langs}  # fmt: skip
+    assert {
+        "Latin",
+        "Cyrillic",
+        "Arabic",
+        "Devanagari",
+        "Bengali",
+        "Han",
+        "Japanese",
+        "Hangul",
+        "Greek",
+        "Hebrew",
+        "Thai",
+    } <= {lang.script for lang in langs}
     assert LANGUAGES.get("fr").name == "French"
     entry = next(e for e in LANGUAGES if e.name == "ja")
     assert entry.description.startswith("Japanese · Japanese script · Japonic")
 
 
 def test_parse_table_errors():
-    good = "iso639_1\tiso639_3\tname\tscript\tfamily\tbranch\tjoshi_class\nen\teng\tEnglish\tLatin\tIE\tGermanic\t5\n"
+    good = (
+        "iso639_1\tiso639_3\tname\tscript\tfamily\tbranch\tjoshi_class\n"
+        "en\teng\tEnglish\tLatin\tIE\tGermanic\t5\n"
+    )
     assert parse_table(good) == [Language("en", "eng", "English", "Latin", "IE", "Germanic", 5)]
     with pytest.raises(PolymnesiaError, match="columns"):
         parse_table("code\tname\n")

@@ -29,9 +29,11 @@ if __name__ == "__main__":
     entry.mkdir(parents=True)
     inputs = {"model": folder / "model", "data": folder / "data"}
     ctx = StageContext(
-        StageSpec("base_lm", "pretraining_loss", params), entry, inputs,
+        StageSpec("base_lm", "pretraining_loss", params),
+        entry,
+        inputs,
         is_main_process=state.is_main_process,
-    )  # fmt: skip
+    )
     results: dict[str, object] = {"stage": [asdict(s) for s in PretrainingLoss().run(ctx)]}
     model = load_encoder(folder / "model" / "model").eval()
     tok = load_tokenizer(str(folder / "model" / "model"))

@@ -88,14 +88,14 @@ def _stages(folders: Path) -> list[tuple[str, Any, Any, dict[str, Path], str]]:
             EvaluateLMParams(label="M", languages=langs, eval=EvalConfig(precision="bf16")),
             io,
             "bf16",
-        ),  # fmt: skip
+        ),
         (
             "evaluate_zero_shot",
             EvaluateZeroShot,
             EvaluateZeroShotParams(label="M", languages=langs, precision="bf16"),
             io,
             "bf16",
-        ),  # fmt: skip
+        ),
         (
             "evaluate_translation",
             EvaluateTranslation,
@@ -104,14 +104,14 @@ def _stages(folders: Path) -> list[tuple[str, Any, Any, dict[str, Path], str]]:
             ),
             io,
             "fp16",
-        ),  # fmt: skip
+        ),
         (
             "evaluate_isotropy",
             EvaluateIsotropy,
             EvaluateIsotropyParams(label="M", languages=langs, precision="bf16"),
             io,
             "bf16",
-        ),  # fmt: skip
+        ),
         (
             "replay_data",
             ReplayData,
@@ -121,7 +121,7 @@ def _stages(folders: Path) -> list[tuple[str, Any, Any, dict[str, Path], str]]:
             ),
             {"model": model, "records": folders / "records", "pool": folders / "records"},
             "bf16",
-        ),  # fmt: skip
+        ),
         (
             "representation_drift",
             RepresentationDrift,
@@ -133,7 +133,7 @@ def _stages(folders: Path) -> list[tuple[str, Any, Any, dict[str, Path], str]]:
             ),
             {"reference": model, "model_0": model, "data": data},
             "fp16",
-        ),  # fmt: skip
+        ),
         (
             "dataset_similarity",
             DatasetSimilarity,
@@ -144,7 +144,7 @@ def _stages(folders: Path) -> list[tuple[str, Any, Any, dict[str, Path], str]]:
             ),
             {"model": model, "a": folders / "records", "b": folders / "records"},
             "bf16",
-        ),  # fmt: skip
+        ),
     ]
 
 

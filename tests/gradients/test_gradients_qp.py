@@ -64,7 +64,8 @@ def test_rank_deficient_gram_solves_with_the_ridge():
 
 @pytest.mark.parametrize("solver", ["quadprog", "clarabel"])
 def test_empty_feasible_set_raises(solver):
-    # B w >= 0 with B = [[1, -2], [-2, 1]] needs w1 >= 2 w2 and w2 >= 2 w1: impossible on the simplex.
+    # B w >= 0 with B = [[1, -2], [-2, 1]] needs w1 >= 2 w2 and w2 >= 2 w1: impossible on the
+    # simplex.
     with pytest.raises(InfeasibleQP, match="feasible set is empty"):
         solve_simplex_qp(np.eye(2), np.zeros(2), np.array([[1.0, -2.0], [-2.0, 1.0]]), solver)
 

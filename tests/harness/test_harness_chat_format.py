@@ -43,10 +43,14 @@ def gemma() -> Any:
 #: the generation prompt, and after an answer (written out here, not computed by the code
 #: under test)
 TEMPLATES = {
-    "llama3": (llama3, "<|start_header_id|>system<|end_header_id|>\n\n",
-               "<|start_header_id|>assistant<|end_header_id|>\n\n", "<|eot_id|>"),
+    "llama3": (
+        llama3,
+        "<|start_header_id|>system<|end_header_id|>\n\n",
+        "<|start_header_id|>assistant<|end_header_id|>\n\n",
+        "<|eot_id|>",
+    ),
     "gemma": (gemma, "<start_of_turn>user\n", "<start_of_turn>model\n", "<end_of_turn>"),
-}  # fmt: skip
+}
 
 
 def lm_eval_config(path: Path) -> dict[str, Any]:
@@ -165,9 +169,17 @@ def run_stage(folder: Path, prep: Path, out: Path, tasks: list[str], **kw: Any) 
     from polymnesia.stages.evaluate_harness import EvaluateHarness, EvaluateHarnessParams
 
     p = EvaluateHarnessParams(
-        label="L3", tasks=tasks, docs_per_task=4, fewshot_docs=2, batch_size=2, device="cpu",
-        dtype="float32", offline=True, max_gen_toks=4, **kw,
-    )  # fmt: skip
+        label="L3",
+        tasks=tasks,
+        docs_per_task=4,
+        fewshot_docs=2,
+        batch_size=2,
+        device="cpu",
+        dtype="float32",
+        offline=True,
+        max_gen_toks=4,
+        **kw,
+    )
     ctx = StageContext(
         StageSpec("eval", "evaluate_harness", p), out, {"model": folder.parent, "data": prep}
     )

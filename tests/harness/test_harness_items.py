@@ -36,7 +36,7 @@ def test_a_column_per_metric_whose_mean_is_lm_evals_score() -> None:
                 _row(1, acc=False),
                 _row(0, "strict", acc=1.0),
                 _row(1, "strict", acc=1.0),
-            ],  # fmt: skip
+            ],
         },
     }
     genre, xnli = samples_to_items(results, "P1", seed=0)

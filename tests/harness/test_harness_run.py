@@ -1,4 +1,6 @@
-"""lm-eval runs on a local model folder: same accuracy as polymnesia's scorer; Score records; the stage."""
+"""lm-eval runs on a local model folder: same accuracy as polymnesia's scorer; Score records; the
+stage.
+"""
 
 from __future__ import annotations
 
@@ -98,9 +100,14 @@ def test_lm_eval_accuracy_equals_polymnesia_scorer(setup: dict[str, Any], capfd)
 
     tasks = ["poly_genre_en", "poly_continue_mc_fr"]
     res = run_lm_eval(
-        setup["folder"], tasks, setup["root"] / "out", task_data=setup["docs"], batch_size=4,
-        device="cpu", dtype="float32",
-    )  # fmt: skip
+        setup["folder"],
+        tasks,
+        setup["root"] / "out",
+        task_data=setup["docs"],
+        batch_size=4,
+        device="cpu",
+        dtype="float32",
+    )
     err = capfd.readouterr().err  # output to a file: no request progress bars, no expected warnings
     assert "Running loglikelihood requests" not in err and "Tokenizing inputs" not in err
     assert "Custom kwargs" not in err
@@ -139,9 +146,17 @@ def test_stage_evaluate_harness(setup: dict[str, Any], tmp_path: Path) -> None:
     stage_dir = tmp_path / "stage_model"
     shutil.copytree(setup["folder"], stage_dir / "model")
     p = EvaluateHarnessParams(
-        label="P1", tasks=["poly_genre_fr", "poly_ifeval_en"], limit=3, docs_per_task=6,
-        fewshot_docs=1, batch_size=2, device="cpu", dtype="float32", offline=True, max_gen_toks=8,
-    )  # fmt: skip
+        label="P1",
+        tasks=["poly_genre_fr", "poly_ifeval_en"],
+        limit=3,
+        docs_per_task=6,
+        fewshot_docs=1,
+        batch_size=2,
+        device="cpu",
+        dtype="float32",
+        offline=True,
+        max_gen_toks=8,
+    )
     out = tmp_path / "out"
     ctx = StageContext(
         StageSpec("eval", "evaluate_harness", p), out, {"model": stage_dir, "data": setup["prep"]}

@@ -1,4 +1,6 @@
-"""Verifiable instructions: correct responses pass IFEval's checkers, wrong ones fail; Punkt offline."""
+"""Verifiable instructions: correct responses pass IFEval's checkers, wrong ones fail; Punkt
+offline.
+"""
 
 from __future__ import annotations
 

@@ -29,8 +29,11 @@ def test_compare_pairs_the_arms_of_two_runs_item_by_item(
     # statistics included) without the stages that wrote them being imported
     proc = subprocess.run(
         [sys.executable, "-m", "polymnesia", "compare", str(a), str(b), "--out", str(out)],
-        capture_output=True, text=True, timeout=600, env={**os.environ},
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ},
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     md = (out / "compare.md").read_text(encoding="utf-8")
     section = md.split("## Paired differences from the first run", 1)[1]

@@ -51,13 +51,21 @@ def test_smoke_config_on_cuda(name: str, isolated_cache: Path, tmp_path: Path) -
             check=True,
         )
     out = subprocess.run(
-        [sys.executable, "-m", "polymnesia.cli.main", "run", str(CONFIGS / config), *overrides,
-         "--run-dir", str(run)],
+        [
+            sys.executable,
+            "-m",
+            "polymnesia.cli.main",
+            "run",
+            str(CONFIGS / config),
+            *overrides,
+            "--run-dir",
+            str(run),
+        ],
         env=env,
         capture_output=True,
         text=True,
         timeout=1800,
-    )  # fmt: skip
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     assert "runs on the CPU" not in out.stderr  # no stage fell back to the host
     off = mismatches(run, name, rel=2e-2, abs_=1e-3)  # GPU kernels round differently

@@ -1,4 +1,6 @@
-"""The lf_mlf protocol end to end through the CLI on configs/lf_mlf_smoke.yaml (Bible, nano model)."""
+"""The lf_mlf protocol end to end through the CLI on configs/lf_mlf_smoke.yaml (Bible, nano
+model).
+"""
 
 from __future__ import annotations
 

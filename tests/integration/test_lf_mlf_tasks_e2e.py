@@ -21,9 +21,23 @@ def test_tagging_and_span_tasks_run_with_tasks_as_friedman_blocks(
     del data["task"]
     data["tasks"] = [
         {"name": "genre", "kind": "sequence", "metric": "accuracy", "max_length": 32},
-        {"name": "segments", "kind": "token", "metric": "span_f1", "constructed": "genre_segments", "max_length": 96, "context": "bidirectional"},
-        {"name": "questions", "kind": "span", "metric": "squad_f1", "constructed": "genre_question", "max_length": 192, "context": "echo"},
-    ]  # fmt: skip
+        {
+            "name": "segments",
+            "kind": "token",
+            "metric": "span_f1",
+            "constructed": "genre_segments",
+            "max_length": 96,
+            "context": "bidirectional",
+        },
+        {
+            "name": "questions",
+            "kind": "span",
+            "metric": "squad_f1",
+            "constructed": "genre_question",
+            "max_length": 192,
+            "context": "echo",
+        },
+    ]
     # the decoder's tagger sees the whole passage, its QA model reads the passage twice
     data.update(
         methods=["uniform", "mgda", "lf_mlf"], seeds=[0], slf=False, friedman={"blocks": "tasks"}

@@ -1,4 +1,6 @@
-"""The forgetting baselines (L2-SP, EWC, LwF, MERGE) as lifelong arms, end to end through the CLI."""
+"""The forgetting baselines (L2-SP, EWC, LwF, MERGE) as lifelong arms, end to end through the
+CLI.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,6 @@
-"""Training seeds end to end: the quickstart with seeds [0, 1] on the packaged UDHR, a nano model."""
+"""Training seeds end to end: the quickstart with seeds [0, 1] on the packaged UDHR, a nano
+model.
+"""
 
 from __future__ import annotations
 

@@ -48,8 +48,10 @@ def test_training_seed_variance_widens_the_interval_beyond_the_items() -> None:
 
 
 def test_strata_per_seed_average_languages_first() -> None:
-    per_seed = [[mean_statistic(np.full(10, a)), mean_statistic(np.full(30, b))]
-                for a, b in ((0.2, 0.4), (0.2, 0.4))]  # fmt: skip
+    per_seed = [
+        [mean_statistic(np.full(10, a)), mean_statistic(np.full(30, b))]
+        for a, b in ((0.2, 0.4), (0.2, 0.4))
+    ]
     iv = hierarchical_bootstrap_ci(per_seed, n_resamples=200)
     assert iv.estimate == pytest.approx(0.3) and iv.low == pytest.approx(0.3)
     assert iv.high == pytest.approx(0.3) and iv.n == 40

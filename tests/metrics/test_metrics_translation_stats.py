@@ -16,7 +16,13 @@ from polymnesia.metrics.translation import (
 )
 
 HYPS = ["the cat sat on the mat", "a dog", "", "In the beginning God created", "x y z w"]
-REFS = ["the cat is on the mat", "the dog barks", "something", "In the beginning God created the heaven", "x y"]  # fmt: skip
+REFS = [
+    "the cat is on the mat",
+    "the dog barks",
+    "something",
+    "In the beginning God created the heaven",
+    "x y",
+]
 
 
 def test_summed_statistics_give_the_corpus_scores() -> None:

@@ -54,9 +54,16 @@ def fit(model: torch.nn.Module, out: Path, plugins: list[Any], steps: int = 3) -
     g = torch.Generator().manual_seed(0)
     data = PackedLMData(torch.randint(3, VOCAB, (32, 8), generator=g))
     cfg = TrainConfig(
-        steps=steps, batch_size=4, block_size=8, lr=1e-2, warmup_ratio=0.0, weight_decay=0.1,
-        log_every=1, checkpoint_every=1000, progress_bar=False,
-    )  # fmt: skip
+        steps=steps,
+        batch_size=4,
+        block_size=8,
+        lr=1e-2,
+        warmup_ratio=0.0,
+        weight_decay=0.1,
+        log_every=1,
+        checkpoint_every=1000,
+        progress_bar=False,
+    )
     train(model, data, cfg, out, seed=0, plugins=plugins)
 
 

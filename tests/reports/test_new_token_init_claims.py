@@ -24,18 +24,34 @@ def items(base: str, init: str, step: int, scale: float, seed: int = 0) -> list[
     for lang in LANGS:
         nll = scale * (300 + NOISE[lang]) * math.log(2) / 3
         cols = {"nll": list(nll), "bytes": [100.0] * N, "tokens": [30.0] * N, "words": [20.0] * N}
-        out.append(ItemSet(base, lang, "lm", list(range(N)), cols, group="adapting",
-                           seed=seed, step=step, setting=init))  # fmt: skip
+        out.append(
+            ItemSet(
+                base,
+                lang,
+                "lm",
+                list(range(N)),
+                cols,
+                group="adapting",
+                seed=seed,
+                step=step,
+                setting=init,
+            )
+        )
     return out
 
 
 #: bpb multipliers: good beats mean by 10% on standard, 4% on af; bad loses 5%; af's mean is
 #: worse than standard's; normal equals mean
 SCALES = {
-    ("standard", "mean"): 1.00, ("standard", "good"): 0.90, ("standard", "bad"): 1.05,
+    ("standard", "mean"): 1.00,
+    ("standard", "good"): 0.90,
+    ("standard", "bad"): 1.05,
     ("standard", "normal"): 1.00,
-    ("af", "mean"): 1.02, ("af", "good"): 0.98, ("af", "bad"): 1.07, ("af", "normal"): 1.02,
-}  # fmt: skip
+    ("af", "mean"): 1.02,
+    ("af", "good"): 0.98,
+    ("af", "bad"): 1.07,
+    ("af", "normal"): 1.02,
+}
 
 
 def evidence() -> Evidence:

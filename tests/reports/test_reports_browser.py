@@ -121,7 +121,7 @@ def _scores() -> list[Score]:
                     ci_low=v - h,
                     ci_high=v + h,
                     n=300,
-                )  # fmt: skip
+                )
             )
     return out
 
@@ -163,11 +163,18 @@ def _report(run_dir: Path) -> Report:
                 1980,
                 "paired bootstrap over 1980 verses (1000 resamples)",
             ),
-        ]  # fmt: skip
+        ]
     )
     rep.heading("Table 1: Bits per byte by language group", 2)
-    rep.table(group_table(scores, "bits_per_byte", GROUPS, model_order=["Baseline", "BA", "AFA"],
-                          title="Table 1: Bits per byte by language group"))  # fmt: skip
+    rep.table(
+        group_table(
+            scores,
+            "bits_per_byte",
+            GROUPS,
+            model_order=["Baseline", "BA", "AFA"],
+            title="Table 1: Bits per byte by language group",
+        )
+    )
     rep.heading("Per language", 3).table(language_table(scores, "bits_per_byte", GROUPS))
     bar_by_language(scores, "bits_per_byte", GROUPS, run_dir / "plots" / "bpb.png")
     rep.image("plots/bpb.png", "Bits per byte per language with 95% intervals, by group.")
@@ -290,7 +297,8 @@ def _realistic_claims() -> list[Claim]:
         Claim("Phase 1 on english teaches the English tasks (EA above the base)", 1, 0.117, 0.037,
               0.2, 1500, test, 0.004, "EA(P1) - EA(base)", "setup"),
         Claim("CFT beats the mixture (english -> similar), mean of EA and MA", 1, 0.015, -0.013,
-              0.044, 2700, test, 0.31, "Combined(CFT) - Combined(mixture)", "paper 002, Tables 1-2"),
+              0.044, 2700, test, 0.31, "Combined(CFT) - Combined(mixture)",
+              "paper 002, Tables 1-2"),
         Claim("Phase 2 on a similar set keeps English ability, within the margin of 0.05 "
               "(english -> similar)", 1, -0.01, -0.057, 0.037, 1500, test, 0.68,
               "EA(P2) - EA(P1)", "paper 002, Table 1 ('retains (or improves)')", margin=0.05),

@@ -69,8 +69,8 @@ def test_claims_markdown_and_html() -> None:
     md = claims_markdown(claims).splitlines()
     assert md[2] == "| # | Claim (paper) | Verdict | Effect [95% CI] | p (Holm) | n | Test |"
     assert (
-        md[4]
-        == "| 1 | A beats B | ✔ holds | +0.100 [+0.050, +0.150] | < 0.001 | 300 | paired bootstrap; paper 003, Table 1 |"
+        md[4] == "| 1 | A beats B | ✔ holds | +0.100 [+0.050, +0.150] | < 0.001 | 300 | "
+        "paired bootstrap; paper 003, Table 1 |"
     )
     html = claims_html(claims)
     assert html.count('<tr class="claim ') == 3 and 'class="claim contradicted"' in html
@@ -168,8 +168,9 @@ def test_claims_on_an_arm_that_did_not_learn_are_not_testable() -> None:
     assert floor == pytest.approx(2 * max(base.chance("macro_f1"), base.majority("macro_f1")))
     assert not learned(0.097, base, "macro_f1") and learned(floor + 1e-9, base, "macro_f1")
     assert not learned(float("nan"), base, "macro_f1")
-    c = not_testable(Claim("r=11 forgets more", -1, -0.1, -0.2, -0.05, 50, "t", 0.001),
-                     ["SHARED LoRA r = 11"])  # fmt: skip
+    c = not_testable(
+        Claim("r=11 forgets more", -1, -0.1, -0.2, -0.05, 50, "t", 0.001), ["SHARED LoRA r = 11"]
+    )
     assert c.verdict == "not testable" and not c.testable
     assert c.verdict_text() == "⊘ not testable: arm SHARED LoRA r = 11 did not learn"
     assert not_testable(c, []) is c

@@ -1,4 +1,6 @@
-"""polymnesia compare: tables of runs of one protocol side by side, intervals kept; protocols checked."""
+"""polymnesia compare: tables of runs of one protocol side by side, intervals kept; protocols
+checked.
+"""
 
 from __future__ import annotations
 
@@ -121,9 +123,18 @@ def _run_with_items(
             )
             value = sum(shifted) / len(shifted)
             scores.append(
-                Score("M", lang, "f1", value, task="t", seed=seed, ci_low=value - 0.1,
-                      ci_high=value + 0.1, n=len(ids))
-            )  # fmt: skip
+                Score(
+                    "M",
+                    lang,
+                    "f1",
+                    value,
+                    task="t",
+                    seed=seed,
+                    ci_low=value - 0.1,
+                    ci_high=value + 0.1,
+                    n=len(ids),
+                )
+            )
     write_scores(run / "results" / "scores.jsonl", scores)
     write_table(run / "results", group_table(scores, "f1", {"all": ["en"]}, name="main", title="t"))
     write_items(run / "results" / "items.jsonl", sets)  # as the runner merges them
@@ -209,9 +220,16 @@ def test_scores_without_intervals_are_counted_as_untestable_not_lost(tmp_path: P
         (run / "run.json").write_text(json.dumps({"experiment": "two_phase", "name": name}))
         # lm-eval's accuracy: a value and lm-eval's stderr, no interval and no items
         write_scores(run / "results" / "scores.jsonl", [Score("P1", "en", "acc", value, task="ea")])
-        write_table(run / "results", group_table(
-            [Score("P1", "en", "acc", value, task="ea")], "acc", {"all": ["en"]}, name="t", title="t"
-        ))  # fmt: skip
+        write_table(
+            run / "results",
+            group_table(
+                [Score("P1", "en", "acc", value, task="ea")],
+                "acc",
+                {"all": ["en"]},
+                name="t",
+                title="t",
+            ),
+        )
         runs.append(run)
     found = differences_table(runs, ["ref", "new"])
     assert (found.table, found.without_evidence, found.with_evidence) == (None, 1, 0)

@@ -1,4 +1,6 @@
-"""Tables with uncertainty: "value ± half-width", CI columns in the CSV, one seed without "±0.00"."""
+"""Tables with uncertainty: "value ± half-width", CI columns in the CSV, one seed without
+"±0.00".
+"""
 
 from __future__ import annotations
 

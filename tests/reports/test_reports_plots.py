@@ -61,8 +61,14 @@ def test_heatmap_with_center_and_nan(tmp_path: Path) -> None:
 
 def test_bar_plot(tmp_path: Path) -> None:
     path = tmp_path / "delta.png"
-    bar_plot({"en": 0.3, "fr": -0.1, "sw": 0.05}, path, signed_colors=True, sort=True, fmt=".2f",
-             errors={"en": 0.1})  # fmt: skip
+    bar_plot(
+        {"en": 0.3, "fr": -0.1, "sw": 0.05},
+        path,
+        signed_colors=True,
+        sort=True,
+        fmt=".2f",
+        errors={"en": 0.1},
+    )
     assert_only_png(path)
 
 

@@ -13,10 +13,13 @@ from polymnesia.reports.render import Report, inline_html, table_html
 from polymnesia.reports.tables import Table, to_markdown
 
 TABLE = Table(
-    "t1", "Table 1: ppl", ["Model", "mu_overall"],
+    "t1",
+    "Table 1: ppl",
+    ["Model", "mu_overall"],
     [["Number of parameters = 1M"], ["Baseline", 31.451], ["BA <b>", 30.0]],
-    caption="(Lower is better)", block_column="size",
-)  # fmt: skip
+    caption="(Lower is better)",
+    block_column="size",
+)
 
 
 def build(run_dir: Path) -> Report:

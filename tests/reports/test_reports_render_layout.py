@@ -1,4 +1,6 @@
-"""Report layout: claims first, a table of contents, empty sections dropped, no repeated captions."""
+"""Report layout: claims first, a table of contents, empty sections dropped, no repeated
+captions.
+"""
 
 from __future__ import annotations
 

@@ -44,9 +44,13 @@ def test_group_table_overall_is_mean_over_languages_not_groups() -> None:
 def test_group_table_na_group_seed_averaging_and_model_order() -> None:
     # Y has no adapting language -> N/A; seeds of X on 'a' average to (0+2)/2 = 1 first.
     scores = [
-        sc("X", "a", 0.0, seed=1), sc("X", "a", 2.0, seed=2), sc("X", "c", 4.0),
-        sc("Y", "b", 2.0), sc("Y", "d", 8.0), sc("Y", "zz", 5.0),
-    ]  # fmt: skip
+        sc("X", "a", 0.0, seed=1),
+        sc("X", "a", 2.0, seed=2),
+        sc("X", "c", 4.0),
+        sc("Y", "b", 2.0),
+        sc("Y", "d", 8.0),
+        sc("Y", "zz", 5.0),
+    ]
     t = group_table(scores, "ppl", GROUPS, model_order=["Y", "X"], block_by=None, caption="C")
     y, x = t.rows
     assert y[:2] == ["Y", 2.0] and math.isnan(y[2]) and y[3] == 8.0
@@ -141,9 +145,11 @@ def test_seed_table_mean_std_marks_and_best() -> None:
 def test_seed_table_setting_columns_average_languages_per_seed_first() -> None:
     # seed 1: (1+3)/2 = 2, seed 2: (3+5)/2 = 4 -> mean 3, sample std sqrt(2) = 1.41
     scores = [
-        sc("LF", "fr", 1.0, seed=1, setting="S1"), sc("LF", "de", 3.0, seed=1, setting="S1"),
-        sc("LF", "fr", 3.0, seed=2, setting="S1"), sc("LF", "de", 5.0, seed=2, setting="S1"),
-    ]  # fmt: skip
+        sc("LF", "fr", 1.0, seed=1, setting="S1"),
+        sc("LF", "de", 3.0, seed=1, setting="S1"),
+        sc("LF", "fr", 3.0, seed=2, setting="S1"),
+        sc("LF", "de", 5.0, seed=2, setting="S1"),
+    ]
     t = seed_table(scores, "ppl", col_key="setting")
     assert texts(t) == [["LF", "3.00±1.41"]]
     assert texts(seed_table(scores, "ppl", col_key="setting", ddof=0)) == [["LF", "3.00±1.00"]]
@@ -158,9 +164,11 @@ def test_seed_table_setting_columns_average_languages_per_seed_first() -> None:
 
 def test_seed_table_keeps_several_tasks_apart_only_as_rows_or_columns() -> None:
     scores = [
-        sc("LF", "fr", 1.0, seed=0, task="tag"), sc("LF", "fr", 3.0, seed=1, task="tag"),
-        sc("LF", "fr", 5.0, seed=0, task="qa"), sc("LF", "fr", 7.0, seed=1, task="qa"),
-    ]  # fmt: skip
+        sc("LF", "fr", 1.0, seed=0, task="tag"),
+        sc("LF", "fr", 3.0, seed=1, task="tag"),
+        sc("LF", "fr", 5.0, seed=0, task="qa"),
+        sc("LF", "fr", 7.0, seed=1, task="qa"),
+    ]
     t = seed_table(scores, "ppl", col_key="task", col_order=["tag", "qa"])
     assert t.columns == ["Model", "tag", "qa"]
     assert texts(t) == [["LF", "2.00±1.41", "6.00±1.41"]]

@@ -512,7 +512,8 @@ def _hostile_archives(folder: Path) -> dict[str, Path]:
 def command_cases(folder: Path, full_disk: tuple[int, ...] = (0, 3, 12, 40)) -> list[Outcome]:
     """``report`` and ``compare`` on damaged run folders, ``cache import`` of hostile archives
     and a tiny run on a disk that fills after ``k`` writes for each ``k`` of ``full_disk``;
-    every one must be refused in one line. Uses the cache of ``$POLYMNESIA_CACHE`` (a run folder per case)."""
+    every one must be refused in one line. Uses the cache of ``$POLYMNESIA_CACHE`` (a run folder per
+    case)."""
     import os
 
     import yaml

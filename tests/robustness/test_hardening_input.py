@@ -254,10 +254,15 @@ def test_a_translation_task_needs_english_in_the_data_too() -> None:
     from polymnesia.experiments.preflight import _check_harness_languages
 
     def specs(languages: list[str]) -> list[SimpleNamespace]:
-        data = SimpleNamespace(name="data", kind="data", inputs={},
-                               params=SimpleNamespace(languages=languages))  # fmt: skip
-        harness = SimpleNamespace(name="h", kind="evaluate_harness", inputs={"data": "data"},
-                                  params=SimpleNamespace(tasks=["poly_translate_de"]))  # fmt: skip
+        data = SimpleNamespace(
+            name="data", kind="data", inputs={}, params=SimpleNamespace(languages=languages)
+        )
+        harness = SimpleNamespace(
+            name="h",
+            kind="evaluate_harness",
+            inputs={"data": "data"},
+            params=SimpleNamespace(tasks=["poly_translate_de"]),
+        )
         return [data, harness]
 
     _check_harness_languages(specs(["de", "en"]))

@@ -22,7 +22,9 @@ LIFELONG = sorted(CONFIGS.glob("lifelong*.yaml"))
 
 
 def _is_task_code(parts: list[str]) -> bool:
-    """The first code of ``languages`` or of an explicit order (one per list keeps the table short)."""
+    """The first code of ``languages`` or of an explicit order (one per list keeps the table
+    short).
+    """
     return (parts[:1] == ["languages"] and parts[1:] == ["0"]) or (
         len(parts) == 4 and parts[0] == "orders" and parts[2:] == ["languages", "0"]
     )
@@ -51,8 +53,16 @@ def _cases() -> Iterator[tuple[Mutation, str]]:
         langs: list[Any] = data["languages"]
         twice = _dump({**data, "languages": [*langs, langs[0]]})
         yield Mutation(path.name, "duplicate", "languages", "refuse", twice), "twice"
-        yield Mutation(path.name, "empty_string", "task.name", "refuse",
-                       _dump(_set(data, ["task", "name"], ""))), "task.name"  # fmt: skip
+        yield (
+            Mutation(
+                path.name,
+                "empty_string",
+                "task.name",
+                "refuse",
+                _dump(_set(data, ["task", "name"], "")),
+            ),
+            "task.name",
+        )
 
 
 CASES = list(_cases())

@@ -22,11 +22,23 @@ from polymnesia.stages.evaluate_translation import (
 from polymnesia.stages.evaluate_zero_shot import EvaluateZeroShot, EvaluateZeroShotParams
 
 VERSES = {
-    "en": ["the cat sat on the mat", "the dog ran to the cat", "a law of the land", "the mat is red",
-           "the cat and the dog", "wisdom of the land"],
-    "fr": ["le chat est sur le tapis", "le chien court vers le chat", "une loi du pays",
-           "le tapis est rouge", "le chat et le chien", "la sagesse du pays"],
-}  # fmt: skip
+    "en": [
+        "the cat sat on the mat",
+        "the dog ran to the cat",
+        "a law of the land",
+        "the mat is red",
+        "the cat and the dog",
+        "wisdom of the land",
+    ],
+    "fr": [
+        "le chat est sur le tapis",
+        "le chien court vers le chat",
+        "une loi du pays",
+        "le tapis est rouge",
+        "le chat et le chien",
+        "la sagesse du pays",
+    ],
+}
 BOOT = BootstrapConfig(n_resamples=200)
 
 
@@ -40,11 +52,10 @@ def folders(make_tok_model, tmp_path_factory):  # type: ignore[no-untyped-def]
             write_jsonl_atomic(
                 root / "data" / lang / f"{split}.jsonl",
                 [
-                    {"id": f"v{i}", "lang": lang, "text": t,
-                     "meta": {"genre": BIBLE_GENRES[i % 3]}}
+                    {"id": f"v{i}", "lang": lang, "text": t, "meta": {"genre": BIBLE_GENRES[i % 3]}}
                     for i, t in enumerate(texts)
                 ],
-            )  # fmt: skip
+            )
     return root
 
 

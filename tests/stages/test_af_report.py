@@ -1,4 +1,6 @@
-"""Report pieces of the active_forgetting protocol: three-verdict claims, baselines, floor, Figure 3."""
+"""Report pieces of the active_forgetting protocol: three-verdict claims, baselines, floor, Figure
+3.
+"""
 
 from __future__ import annotations
 
@@ -55,23 +57,59 @@ def evidence() -> tuple[list[Score], list[ItemSet]]:
     for arm, bpb, ss in (("Baseline", 2.0, 0.30), ("BA", 2.0, 0.30), ("AFA", 1.5, 0.10)):
         for lang, group in LANGS.items():
             nll = bytes_ * np.log(2) * (bpb + rng.normal(0, 0.05, N))
-            lm = ItemSet(arm, lang, "lm", list(range(N)),
-                         {"nll": list(nll), "tokens": list(bytes_ / 3), "bytes": list(bytes_),
-                          "words": list(bytes_ / 5)}, group=group)  # fmt: skip
-            iso = ItemSet(arm, lang, "values", [f"w{i}" for i in range(N)],
-                          {"values": list(ss + rng.normal(0, 0.05, N))}, task="isotropy", group=group,
-                          extra={"metric": "self_similarity_adjusted"})  # fmt: skip
+            lm = ItemSet(
+                arm,
+                lang,
+                "lm",
+                list(range(N)),
+                {
+                    "nll": list(nll),
+                    "tokens": list(bytes_ / 3),
+                    "bytes": list(bytes_),
+                    "words": list(bytes_ / 5),
+                },
+                group=group,
+            )
+            iso = ItemSet(
+                arm,
+                lang,
+                "values",
+                [f"w{i}" for i in range(N)],
+                {"values": list(ss + rng.normal(0, 0.05, N))},
+                task="isotropy",
+                group=group,
+                extra={"metric": "self_similarity_adjusted"},
+            )
             pred = [g if i % 2 else 0.0 for i, g in enumerate(gold)]  # BA and AFA answer alike
             if arm == "Baseline":
                 pred = [0.0] * N
-            lab = ItemSet(arm, lang, "label", list(range(N)), {"pred": pred, "gold": gold},
-                          task="genre", group=group, n_labels=9)  # fmt: skip
+            lab = ItemSet(
+                arm,
+                lang,
+                "label",
+                list(range(N)),
+                {"pred": pred, "gold": gold},
+                task="genre",
+                group=group,
+                n_labels=9,
+            )
             sets += [lm, iso, lab]
-            for metric, item in (("bits_per_byte", lm), ("self_similarity_adjusted", iso),
-                                 ("accuracy", lab)):  # fmt: skip
+            for metric, item in (
+                ("bits_per_byte", lm),
+                ("self_similarity_adjusted", iso),
+                ("accuracy", lab),
+            ):
                 task = {"lm": "lm", "values": "isotropy", "label": "genre"}[item.kind]
-                out.append(Score(model=arm, lang=lang, metric=metric, task=task, group=group,
-                                 value=item.statistic(metric).value()))  # fmt: skip
+                out.append(
+                    Score(
+                        model=arm,
+                        lang=lang,
+                        metric=metric,
+                        task=task,
+                        group=group,
+                        value=item.statistic(metric).value(),
+                    )
+                )
     return out, sets
 
 
@@ -106,10 +144,19 @@ def test_floor_claims_say_whether_outputs_depend_on_the_source() -> None:
     rolled = refs[1:] + refs[:1]
     items = []
     for arm, hyps in (("BA", refs), ("AFA", ["the the the"] * 20)):
-        items.append(ItemSet(arm, "fr", "stats", list(range(20)),
-                             {"stats": translation_statistics(hyps, refs),
-                              "floor_stats": translation_statistics(hyps, rolled)},
-                             task="translation"))  # fmt: skip
+        items.append(
+            ItemSet(
+                arm,
+                "fr",
+                "stats",
+                list(range(20)),
+                {
+                    "stats": translation_statistics(hyps, refs),
+                    "floor_stats": translation_statistics(hyps, rolled),
+                },
+                task="translation",
+            )
+        )
     found = {c.statement.split()[0]: c for c in floor_claims(items, ["BA", "AFA"], BOOT)}
     assert found["BA"].verdict == "holds" and found["BA"].effect > 5
     assert found["AFA"].verdict == "inconclusive" and found["AFA"].effect == 0

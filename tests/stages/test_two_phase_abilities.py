@@ -97,9 +97,21 @@ def test_translation_tasks_count_their_sentence_chrf() -> None:
     # lm-eval keeps chrF per document as a (reference, prediction) pair and aggregates it
     # over the corpus; the items keep each document's sentence chrF / 100 instead
     rows = [
-        {"doc_id": 0, "doc_hash": "h0", "filter": "none", "metrics": ["chrf"], "chrf": ["le chat", "le chat"]},
-        {"doc_id": 1, "doc_hash": "h1", "filter": "none", "metrics": ["chrf"], "chrf": ["le chien", "un oiseau"]},
-    ]  # fmt: skip
+        {
+            "doc_id": 0,
+            "doc_hash": "h0",
+            "filter": "none",
+            "metrics": ["chrf"],
+            "chrf": ["le chat", "le chat"],
+        },
+        {
+            "doc_id": 1,
+            "doc_hash": "h1",
+            "filter": "none",
+            "metrics": ["chrf"],
+            "chrf": ["le chien", "un oiseau"],
+        },
+    ]
     results = {
         "results": {"poly_translate_fr": {"chrf,none": 40.0}},
         "samples": {"poly_translate_fr": rows},
@@ -122,8 +134,14 @@ def test_layer_curves_draw_a_shared_model_once_in_layer_order() -> None:
     from polymnesia.results import Score
 
     def s(model: str, layer: int, v: float) -> Score:
-        return Score(model=model, lang="en", metric="layer_covariance_drift", value=v, step=layer,
-                     extra={"reference": "P1 en"})  # fmt: skip
+        return Score(
+            model=model,
+            lang="en",
+            metric="layer_covariance_drift",
+            value=v,
+            step=layer,
+            extra={"reference": "P1 en"},
+        )
 
     layer = [s("base", 1, 2.0), s("base", 0, 1.0), s("P2 a", 0, 0.5), s("base", 0, 1.0)]
     curves = layer_curves(layer)

@@ -77,7 +77,7 @@ def test_mitigations_are_not_applicable_where_plain_cft_loses_nothing() -> None:
             (p1, plain, "EA"): (0.0, 0, 0, 1),
             (plain, p1, "EA"): (-0.01, -0.04, 0.02, 0.5),
             (gr, plain, "EA"): (0.1, 0.05, 0.15, 0.0),
-        }  # fmt: skip
+        }
     )
     found = claims(cfg, ev, arms)
     keeps = [c for c in found if "better than plain CFT" in c.statement]

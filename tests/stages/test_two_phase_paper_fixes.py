@@ -104,7 +104,7 @@ def _drift(layers: int) -> list[Score]:
             task="drift",
             step=i,
             extra={"reference": "P1 english"},
-        )  # fmt: skip
+        )
         for j, m in enumerate(["P2", "base"])
         for i in range(layers)
     ]

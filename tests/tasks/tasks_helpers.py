@@ -1,4 +1,6 @@
-"""Record builder shared by the task tests (a uniquely named module, importable from tests/tasks)."""
+"""Record builder shared by the task tests (a uniquely named module, importable from
+tests/tasks).
+"""
 
 from __future__ import annotations
 

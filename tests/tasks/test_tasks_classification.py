@@ -263,8 +263,11 @@ def test_a_configured_label_count_the_data_does_not_fit_is_refused_in_one_line()
 
     recs = [record(1, "en", "a", 8), record(2, "en", "b", 2)]
     task = TaskConfig(name="genre", num_labels=3)
-    with pytest.raises(DataError, match=r"^task 'genre': task.num_labels is 3 but its training "
-                       r"data has labels up to 8 \(9 labels\); set it to at least 9, or to null"):  # fmt: skip
+    with pytest.raises(
+        DataError,
+        match=r"^task 'genre': task.num_labels is 3 but its training "
+        r"data has labels up to 8 \(9 labels\); set it to at least 9, or to null",
+    ):
         label_space(task, recs)
     assert label_space(TaskConfig(name="genre", num_labels=9), recs) == (9, None)
     assert label_space(TaskConfig(name="genre", num_labels=12), recs) == (12, None)

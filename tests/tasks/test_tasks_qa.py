@@ -1,4 +1,6 @@
-"""Extractive QA on a decoder body (tasks/qa.py) and the constructed genre tasks (tasks/constructed.py)."""
+"""Extractive QA on a decoder body (tasks/qa.py) and the constructed genre tasks
+(tasks/constructed.py).
+"""
 
 from __future__ import annotations
 

@@ -101,7 +101,9 @@ def test_saved_folder_reloads_with_the_same_behaviour(case: dict[str, Any], tmp_
 
 
 def test_sentencepiece_model_agrees_with_tokenizer_json(case: dict[str, Any]) -> None:
-    """The expanded tokenizer.model (the sentencepiece library: the slow reference) = the fast one."""
+    """The expanded tokenizer.model (the sentencepiece library: the slow reference) = the fast
+    one.
+    """
     if case["sp"] is None:
         pytest.skip("byte-level BPE has no SentencePiece model")
     expansion = case["kept"]

@@ -181,9 +181,12 @@ def test_fsdp2_run_killed_at_a_random_checkpoint_resumes_bit_identically(
     cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2"]
     cmd += [SCRIPT, str(tmp_path), "fsdp2", "killed"]
     killed = subprocess.run(
-        cmd, env={**env, "FSDP_CASES_KILL_AT": str(at)}, capture_output=True, text=True,
+        cmd,
+        env={**env, "FSDP_CASES_KILL_AT": str(at)},
+        capture_output=True,
+        text=True,
         timeout=600,
-    )  # fmt: skip
+    )
     assert killed.returncode != 0 and not (tmp_path / "killed" / "weights.safetensors").exists()
     steps = [p.name for p in (tmp_path / "killed" / "checkpoints").iterdir()]
     assert steps == [f"step_{at - 2:07d}"], steps  # the last checkpoint before the kill
@@ -243,8 +246,18 @@ def test_methods_not_verified_under_fsdp2_are_refused_naming_it() -> None:
 
     with pytest.raises(ConfigError, match="'unverified' .* not verified under fsdp2"):
         check_engine("fsdp2", [Unverified()], standard_step, model, standard_step=standard_step)
-    check_engine("fsdp2", [ActiveForgetting(reset_every=2)], standard_step, model,
-                 standard_step=standard_step)  # fmt: skip
+    check_engine(
+        "fsdp2",
+        [ActiveForgetting(reset_every=2)],
+        standard_step,
+        model,
+        standard_step=standard_step,
+    )
     with pytest.raises(ConfigError, match="or with train.engine: fsdp2"):
-        check_engine("deepspeed", [ActiveForgetting(reset_every=2)], standard_step, model,
-                     standard_step=standard_step)  # fmt: skip
+        check_engine(
+            "deepspeed",
+            [ActiveForgetting(reset_every=2)],
+            standard_step,
+            model,
+            standard_step=standard_step,
+        )

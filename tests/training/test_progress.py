@@ -40,7 +40,8 @@ def test_lines_at_each_tenth_crossed_and_at_the_end() -> None:
     steps = [int(x.split("step ")[1].split("/")[0]) for x in lines]
     assert steps == [30, 45, 60, 90, 105, 120, 150, 165, 180, 200]
     assert lines[0] == (
-        "[polymnesia] pretrain: step 30/200 (15%), loss 4.700, 1000 tokens/s, 15 s, ~1 min 25 s left"
+        "[polymnesia] pretrain: step 30/200 (15%), loss 4.700, 1000 tokens/s, 15 s, ~1 min 25 s "
+        "left"
     )
     assert (
         lines[-1]

@@ -120,9 +120,13 @@ def test_losses_read_at_log_steps_still_name_the_first_bad_step(tmp_path: Path):
         TrainingDiverged, match=r"loss became nan at step 6; last good checkpoint: none yet"
     ):
         train(
-            nano_model(), data(), cfg(log_every=4, checkpoint_every=8), tmp_path, seed=0,
+            nano_model(),
+            data(),
+            cfg(log_every=4, checkpoint_every=8),
+            tmp_path,
+            seed=0,
             plugins=[Poison()],
-        )  # fmt: skip
+        )
     assert not (tmp_path / "checkpoints").exists() or not any((tmp_path / "checkpoints").iterdir())
     from polymnesia.io import read_jsonl
 

@@ -140,7 +140,8 @@ def test_a_tracker_without_its_package_is_refused_before_training(
     monkeypatch.setattr(trackers, "tracker_available", lambda name: name != "wandb")
     with pytest.raises(
         ConfigError,
-        match=r"^training: trackers names wandb, whose package is not installed \(pip install wandb\); installed here: tensorboard, mlflow, comet_ml, aim, clearml$",
+        match=r"^training: trackers names wandb, whose package is not installed \(pip install "
+        r"wandb\); installed here: tensorboard, mlflow, comet_ml, aim, clearml$",
     ):
         train(nano_model(), data(), cfg(steps=2, trackers=["wandb"]), tmp_path / "run")
     assert not (tmp_path / "run" / "checkpoints").exists()
