@@ -1,4 +1,4 @@
-"""load_runs: run folders' scores as one pandas DataFrame."""
+"""load_run / load_runs: a run folder's records as one indexed table and as a DataFrame."""
 
 from __future__ import annotations
 
@@ -8,7 +8,9 @@ from pathlib import Path
 import pytest
 
 from polymnesia.errors import DataError
-from polymnesia.reports import load_runs
+from polymnesia.items import ItemSet, write_items
+from polymnesia.pipeline.run_dir import merge_stage_outputs
+from polymnesia.reports import RunTable, load_run, load_runs
 from polymnesia.results import Score, write_scores
 
 
@@ -45,3 +47,37 @@ def test_a_folder_that_is_not_a_run_is_one_line(tmp_path: Path) -> None:
     (a / "results" / "scores.jsonl").write_text('{"broken\n{"model": "m"}\n')
     with pytest.raises(DataError):
         load_runs(a)
+
+
+def test_a_run_table_answers_selections_from_its_index(tmp_path: Path) -> None:
+    # two stages' cache entries merged into a run folder, as the runner does
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "run.json").write_text(json.dumps({"experiment": "lf_mlf", "name": "cfg"}))
+    entries = {}
+    for stage, model, v in (("eval_a", "A", 0.5), ("eval_b", "B", 0.7)):
+        entry = entries[stage] = tmp_path / "cache" / stage
+        entry.mkdir(parents=True)
+        scores = [Score(model, lang, "f1", v + i / 10, task="t") for i, lang in enumerate("xy")]
+        scores.append(Score(model, "x", "bits_per_byte", 2.0))
+        write_scores(entry / "scores.jsonl", scores)
+        sets = [ItemSet(model, "x", "values", [0, 1], {"values": [v, v]}, task="t")]
+        write_items(entry / "items.jsonl", sets)
+    merge_stage_outputs(run, entries)
+    table = load_run(run)
+    assert isinstance(table, RunTable) and table.experiment == "lf_mlf" and table.name == "run"
+    assert [(s.model, s.lang) for s in table.scores(metric="f1", model="B")] == [
+        ("B", "x"),
+        ("B", "y"),
+    ]
+    assert len(table.scores(metric=["f1", "bits_per_byte"])) == 6
+    assert [s.value for s in table.scores(metric="f1", lang="y")] == pytest.approx([0.6, 0.8])
+    assert (
+        table.scores(metric="f1", model="C") == [] and table.scores(stage="eval_a")[0].model == "A"
+    )
+    assert [s.model for s in table.items(stage="eval_b")] == ["B"]
+    assert [s.stage for s in table.items(model="A")] == ["eval_a"]
+    assert set(table.stages()) == {"eval_a", "eval_b"}
+    df = table.frame(metrics=["f1"])
+    assert len(df) == 4 and set(df.stage) == {"eval_a", "eval_b"}
+    assert load_runs(run).equals(table.frame())

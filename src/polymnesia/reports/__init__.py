@@ -6,7 +6,7 @@ Tables (:mod:`polymnesia.reports.tables`) and the report builder
 Scores come from :mod:`polymnesia.results`. See docs/reports.md.
 """
 
-from polymnesia.reports.frame import load_runs
+from polymnesia.reports.frame import RunTable, load_run, load_runs
 from polymnesia.reports.render import Report, table_html
 from polymnesia.reports.tables import (
     Estimate,
@@ -23,8 +23,10 @@ from polymnesia.reports.tables import (
 __all__ = [
     "Estimate",
     "Report",
+    "RunTable",
     "Table",
     "group_table",
+    "load_run",
     "load_runs",
     "language_table",
     "matrix_table",

@@ -1,4 +1,16 @@
-"""A run's results as a pandas DataFrame, for a researcher's own analysis.
+"""A run's results as one typed, indexed table, and as a pandas DataFrame for a researcher's
+own analysis.
+
+>>> from polymnesia.reports import load_run
+>>> run = load_run("runs/two_phase-1a2b3c4d")                       # doctest: +SKIP
+>>> run.scores(metric="acc", model=["base", "P1 english"])          # doctest: +SKIP
+>>> run.items(stage="eval_pretrain")                                # doctest: +SKIP
+
+:class:`RunTable` reads a run folder once (``run.json``, ``results/scores.jsonl``,
+``results/items.jsonl``, ``results/stages.jsonl``: the records every report is made from,
+never a stage folder) and answers selections of its :class:`~polymnesia.results.Score`
+records from an index on ``metric`` and ``model``. Its :meth:`RunTable.frame` and
+:func:`load_runs` give the same records as a DataFrame:
 
 >>> from polymnesia.reports import load_runs
 >>> df = load_runs("runs/two_phase-1a2b3c4d", "runs/two_phase-5e6f7a8b")  # doctest: +SKIP
@@ -23,7 +35,15 @@ from pathlib import Path
 from typing import Any
 
 from polymnesia.errors import DataError
-from polymnesia.results import Score, read_scores
+from polymnesia.items import ItemSet, run_items, select_items
+from polymnesia.results import (
+    STAGES_FILE,
+    Score,
+    StageRecord,
+    filter_scores,
+    read_scores,
+    read_stage_records,
+)
 
 #: the columns every frame has, in this order (``extra.*`` columns follow)
 COLUMNS = (
@@ -59,15 +79,83 @@ def _run_record(run_dir: Path) -> dict[str, Any]:
     return record
 
 
+class RunTable:
+    """One run folder's records, read once and indexed (see the module docstring)."""
+
+    def __init__(self, run_dir: str | os.PathLike[str]) -> None:
+        self.run_dir = Path(run_dir)
+        self.record = _run_record(self.run_dir)
+        self._scores: tuple[Score, ...] = tuple(
+            read_scores(self.run_dir / "results" / "scores.jsonl")
+        )
+        self._by: dict[tuple[str, Any], list[Score]] = {}
+        for s in self._scores:
+            self._by.setdefault(("metric", s.metric), []).append(s)
+            self._by.setdefault(("model", s.model), []).append(s)
+        self._items: list[ItemSet] | None = None
+        self._stages: dict[str, StageRecord] | None = None
+
+    @property
+    def name(self) -> str:
+        return self.run_dir.name
+
+    @property
+    def experiment(self) -> str | None:
+        return self.record.get("experiment")
+
+    def scores(self, **equals: Any) -> list[Score]:
+        """The score records whose fields equal ``equals`` (a list/tuple/set value means "one
+        of"), in file order; ``metric`` and ``model`` are answered from the index."""
+        pool: Sequence[Score] = self._scores
+        for key in ("metric", "model"):
+            want = equals.get(key)
+            if want is None:
+                continue
+            wanted = want if isinstance(want, (list, tuple, set, frozenset)) else [want]
+            hits = {id(s) for w in wanted for s in self._by.get((key, w), [])}
+            pool = [s for s in pool if id(s) in hits]
+        rest = {k: v for k, v in equals.items() if k not in ("metric", "model")}
+        return filter_scores(pool, **rest) if rest else list(pool)
+
+    def items(self, *, stage: str | None = None, **equals: Any) -> list[ItemSet]:
+        """The run's item sets (read on first use), of one ``stage`` and with identity fields
+        ``equals`` (:func:`polymnesia.items.select_items`)."""
+        if self._items is None:
+            self._items = run_items(self.run_dir)
+        sets = self._items if stage is None else [s for s in self._items if s.stage == stage]
+        return select_items(sets, **equals) if equals else list(sets)
+
+    def stages(self) -> dict[str, StageRecord]:
+        """``{stage: record}``: each stage's build seconds and report files."""
+        if self._stages is None:
+            self._stages = read_stage_records(self.run_dir / "results" / STAGES_FILE)
+        return self._stages
+
+    def rows(self) -> list[dict[str, Any]]:
+        """One plain dict per score (the DataFrame's rows; no pandas needed)."""
+        return _rows(self.run_dir.name, self.record, self._scores)
+
+    def frame(self, metrics: Sequence[str] | None = None) -> Any:
+        """The scores as a ``pandas.DataFrame`` (as :func:`load_runs` gives them)."""
+        return _frame(self.rows(), metrics)
+
+
+def load_run(run_dir: str | os.PathLike[str]) -> RunTable:
+    """One run folder's records as a :class:`RunTable` (read once; a folder that is not a run
+    is refused in one line)."""
+    return RunTable(run_dir)
+
+
 def run_rows(run_dir: str | os.PathLike[str]) -> list[dict[str, Any]]:
     """The rows :func:`load_runs` makes of one run folder (plain dicts, no pandas needed)."""
-    folder = Path(run_dir)
-    record = _run_record(folder)
-    scores: list[Score] = read_scores(folder / "results" / "scores.jsonl")
+    return load_run(run_dir).rows()
+
+
+def _rows(run: str, record: dict[str, Any], scores: Sequence[Score]) -> list[dict[str, Any]]:
     rows = []
     for s in scores:
         row: dict[str, Any] = {
-            "run": folder.name,
+            "run": run,
             "experiment": record.get("experiment"),
             "name": record.get("name"),
         }
@@ -81,14 +169,17 @@ def load_runs(*run_dirs: str | os.PathLike[str], metrics: Sequence[str] | None =
     """Every score of the run folders as one ``pandas.DataFrame`` (columns: :data:`COLUMNS`,
     then ``extra.*``); ``metrics`` keeps those metrics only. Two folders with the same name
     are refused (the ``run`` column would not tell them apart)."""
-    import pandas as pd
-
     if not run_dirs:
         raise DataError("load_runs needs at least one run folder")
     names = [Path(d).name for d in run_dirs]
     if len(set(names)) < len(names):
         raise DataError(f"run folders with the same name cannot be told apart: {names}")
-    rows = [row for d in run_dirs for row in run_rows(d)]
+    return _frame([row for d in run_dirs for row in run_rows(d)], metrics)
+
+
+def _frame(rows: list[dict[str, Any]], metrics: Sequence[str] | None) -> Any:
+    import pandas as pd
+
     if metrics is not None:
         rows = [r for r in rows if r["metric"] in set(metrics)]
     extra = sorted({k for r in rows for k in r if k.startswith("extra.")})

@@ -29,7 +29,7 @@ from polymnesia.experiments.two_phase.roles import (
     mix_stage,
     p1_stage,
 )
-from polymnesia.items import ItemSet, run_items
+from polymnesia.items import ItemSet
 from polymnesia.metrics.uncertainty import PairedTest
 from polymnesia.reports.claims import (
     Claim,
@@ -39,9 +39,10 @@ from polymnesia.reports.claims import (
     not_applicable,
     p_text,
 )
+from polymnesia.reports.frame import RunTable, load_run
 from polymnesia.reports.render import Report
 from polymnesia.reports.table_core import Estimate, Table, write_table
-from polymnesia.results import STAGES_FILE, Score, filter_scores, read_scores, read_stage_records
+from polymnesia.results import Score
 
 SOURCE = "paper 002"
 
@@ -50,10 +51,10 @@ class Evidence:
     """Per-document EA and MA of every evaluated model of a run, from the harness stages'
     items in the run folder (read once)."""
 
-    def __init__(self, cfg: TwoPhaseConfig, run_dir: Path) -> None:
+    def __init__(self, cfg: TwoPhaseConfig, run: RunTable) -> None:
         self.cfg = cfg
         self.sets: dict[str, list[ItemSet]] = {}
-        for s in run_items(run_dir):
+        for s in run.items():
             if s.kind == "docs" and s.stage is not None:
                 self.sets.setdefault(s.stage, []).append(s)
         self._cache: dict[str, tuple[Ability, Ability]] = {}
@@ -81,8 +82,8 @@ class Evidence:
         return paired_difference(self._pick(a, which), self._pick(b, which), seed=self.cfg.seed)
 
 
-def _task_value(scores: list[Score], label: str, task: str) -> Estimate:
-    rows = [s for s in filter_scores(scores, model=label) if s.task == task]
+def _task_value(run: RunTable, label: str, task: str) -> Estimate:
+    rows = run.scores(model=label, task=task)
     for metric in ("prompt_level_strict_acc", "acc", "chrf", "exact_match", "f1", "acc_norm"):
         hit = [s for s in rows if s.metric == metric]
         if hit:
@@ -95,7 +96,7 @@ def _task_value(scores: list[Score], label: str, task: str) -> Estimate:
 
 
 def ability_table(
-    cfg: TwoPhaseConfig, ev: Evidence, scores: list[Score], which: str, labels: dict[str, str]
+    cfg: TwoPhaseConfig, ev: Evidence, run: RunTable, which: str, labels: dict[str, str]
 ) -> Table:
     """Table 1 (EA) or Table 2 (MA): per task after Phase 1 and Phase 2, and the average."""
     tasks = cfg.evaluation.english if which == "EA" else cfg.evaluation.multilingual
@@ -110,7 +111,7 @@ def ability_table(
             continue
         row: list[object] = [pair.phase1, pair.phase2]
         for t in tasks:
-            row += [_task_value(scores, labels[p1], t), _task_value(scores, labels[p2], t)]
+            row += [_task_value(run, labels[p1], t), _task_value(run, labels[p2], t)]
         row += [ev.cell(p1, which), ev.cell(p2, which)]
         rows.append(row)
     for pair in cfg.pairs:
@@ -118,7 +119,7 @@ def ability_table(
         if ev.has(mix):
             row = [f"mixture: {pair.phase1} + {pair.phase2}", "(one phase)"]
             for t in tasks:
-                row += [_task_value(scores, labels[mix], t), math.nan]
+                row += [_task_value(run, labels[mix], t), math.nan]
             rows.append([*row, ev.cell(mix, which), math.nan])
     number, what = (
         ("1", "English ability (EA)") if which == "EA" else ("2", "Multilingual ability (MA)")
@@ -345,11 +346,12 @@ def correlation_lines(cfg: TwoPhaseConfig, ev: Evidence, scores: list[Score]) ->
 
 
 def write_report(cfg: TwoPhaseConfig, run_dir: Path) -> Path:
-    scores = read_scores(run_dir / "results" / "scores.jsonl")
+    run = load_run(run_dir)  # every record of the run, read once
+    scores = run.scores()
     results = run_dir / "results"
     labels = evaluated_models(cfg)
     arms = {k: v for k, v in labels.items() if k.startswith("mit_")}
-    ev = Evidence(cfg, run_dir)
+    ev = Evidence(cfg, run)
     rep = Report(f"{cfg.name}: two-phase continual instruction fine-tuning (paper 002)")
     pairs = "; ".join(f"{p.phase1} -> {p.phase2}" for p in cfg.pairs)
     rep.paragraph(
@@ -365,8 +367,8 @@ def write_report(cfg: TwoPhaseConfig, run_dir: Path) -> Path:
         write_table(results, claims_table(found))
     rep.heading("Tables", 2)
     tables = [
-        ability_table(cfg, ev, scores, "EA", labels),
-        ability_table(cfg, ev, scores, "MA", labels),
+        ability_table(cfg, ev, run, "EA", labels),
+        ability_table(cfg, ev, run, "MA", labels),
     ]
     tables += similarity_tables(cfg, scores)
     mt = mitigation_table(cfg, ev, arms)
@@ -378,7 +380,7 @@ def write_report(cfg: TwoPhaseConfig, run_dir: Path) -> Path:
     lines = correlation_lines(cfg, ev, scores)
     if lines:
         rep.heading("EA change against dataset similarity", 3).bullets(lines)
-    records = read_stage_records(results / STAGES_FILE)
+    records = run.stages()
     cards = [
         str(records[name].files.get("DATA_CARD.md", "")).splitlines()[0]
         for name in sorted(records)
