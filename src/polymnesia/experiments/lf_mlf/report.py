@@ -30,7 +30,6 @@ from polymnesia.experiments.lf_mlf.claims import (
 )
 from polymnesia.experiments.lf_mlf.config import REFERENCE, LFMLFConfig, TaskSection, label_of
 from polymnesia.experiments.reporting import training_curves
-from polymnesia.items import run_items
 from polymnesia.metrics.lm import forgetting
 from polymnesia.metrics.stats import (
     default_blocks,
@@ -39,11 +38,12 @@ from polymnesia.metrics.stats import (
 )
 from polymnesia.reports.cd_diagram import plot_cd_diagram
 from polymnesia.reports.claims import baseline_table, claims_table, p_text, trivial_table
+from polymnesia.reports.frame import load_run
 from polymnesia.reports.plots import heatmap, line_plot
 from polymnesia.reports.render import Report
 from polymnesia.reports.table_core import Table
 from polymnesia.reports.tables import seed_table, write_table
-from polymnesia.results import Score, filter_scores, read_scores
+from polymnesia.results import Score, filter_scores
 
 LEGEND = (
     "● LF-MLF is statistically superior (paired t-test over seeds at 0.05), as paper 003 Tables "
@@ -430,8 +430,8 @@ def _setup(cfg: LFMLFConfig) -> str:
 
 
 def write_report(cfg: LFMLFConfig, run_dir: Path) -> Path:
-    scores = read_scores(run_dir / "results" / "scores.jsonl")
-    scores, items = forgetting_by_task(cfg, scores, run_items(run_dir))
+    run = load_run(run_dir)  # the run folder's records and items, read once
+    scores, items = forgetting_by_task(cfg, run.scores(), run.items())
     rep = Report(f"{cfg.name}: multi-lingual fine-tuning with per-language gradients (paper 003)")
     rep.paragraph(_setup(cfg))
     claims = all_claims(cfg, scores, items)
