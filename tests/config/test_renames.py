@@ -107,3 +107,13 @@ def test_lifelong_old_eval_keys_keep_the_fingerprints(tmp_path: Path) -> None:
     )
     assert old.evaluate == new.evaluate
     assert _fingerprints(old) == _fingerprints(new)
+
+
+def test_active_forgetting_harness_is_in_the_evaluate_section() -> None:
+    smoke = CONFIGS / "active_forgetting_smoke.yaml"
+    harness = "{tasks: [poly_genre_en], limit: 4, num_fewshot: 0, batch_size: 2}"
+    with pytest.warns(ConfigWarning, match=r"^harness is now evaluate\.harness; the old name"):
+        old = load_config(smoke, [f"harness={harness}"])
+    new = load_config(smoke, [f"evaluate.harness={harness}"])
+    assert old.evaluate == new.evaluate and new.evaluate.harness.limit == 4
+    assert _fingerprints(old) == _fingerprints(new)

@@ -40,10 +40,16 @@ def refused(capsys: pytest.CaptureFixture[str], config: str, *overrides: str) ->
         (["downstream.zero_shot_scoring=calibrated"], "zero_shot_scoring"),
         (["downstream.isotropy_pooling=first"], "isotropy_pooling"),
         (["adapt.head=drop"], "adapt.head"),
-        (["harness={tasks: [mmlu], offline: true}"], "mmlu need the Hugging Face Hub"),
-        (["harness={tasks: []}"], "harness.tasks"),
-        (["harness={tasks: [poly_genre_ja]}"], "harness.tasks need ja, which no group lists"),
-        (["harness={tasks: [poly_genre_en, poly_genre_en]}"], "listed twice in harness.tasks"),
+        (["evaluate.harness={tasks: [mmlu], offline: true}"], "mmlu need the Hugging Face Hub"),
+        (["evaluate.harness={tasks: []}"], "harness.tasks"),
+        (
+            ["evaluate.harness={tasks: [poly_genre_ja]}"],
+            "harness.tasks need ja, which no group lists",
+        ),
+        (
+            ["evaluate.harness={tasks: [poly_genre_en, poly_genre_en]}"],
+            "listed twice in harness.tasks",
+        ),
     ],
 )
 def test_active_forgetting_refuses_in_one_line(
@@ -81,7 +87,7 @@ def test_options_reach_the_stages() -> None:
             "downstream.bleu_tokenize=char",
             "downstream.bleu_tokenize_by_lang={fr: intl}",
             "adapt.head=keep",
-            "harness={tasks: [poly_genre_en], limit: 4, num_fewshot: 0, batch_size: 2}",
+            "evaluate.harness={tasks: [poly_genre_en], limit: 4, num_fewshot: 0, batch_size: 2}",
         ],
     )
     specs = {s.name: s for s in EXPERIMENTS.get("active_forgetting").build(cfg)}

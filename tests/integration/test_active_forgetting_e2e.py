@@ -95,7 +95,9 @@ def test_reset_interval_not_below_steps_is_one_line(
 @pytest.mark.integration
 def test_harness_section_scores_every_arm(isolated_cache: Path, tmp_path: Path) -> None:
     run_dir = tmp_path / "run"
-    harness = "harness={tasks: [poly_genre_en, poly_continue_mc_fr], limit: 6, docs_per_task: 6}"
+    harness = (
+        "evaluate.harness={tasks: [poly_genre_en, poly_continue_mc_fr], limit: 6, docs_per_task: 6}"
+    )
     cfg = str(ROOT / "configs" / "active_forgetting_smoke.yaml")
     assert main(["run", cfg, harness, "--run-dir", str(run_dir)]) == 0
     scores = read_scores(run_dir / "results" / "scores.jsonl")

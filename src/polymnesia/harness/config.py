@@ -11,6 +11,8 @@ task's own few-shot count and generation cap, every document.
 
 from __future__ import annotations
 
+from typing import Any
+
 from pydantic import Field, field_validator, model_validator
 
 from polymnesia.config.base import StrictModel
@@ -48,7 +50,7 @@ class HarnessOptions(StrictModel):
     def is_offline(self) -> bool:
         return hub_offline() if self.offline is None else self.offline
 
-    def options(self) -> dict[str, object]:
+    def options(self) -> dict[str, Any]:
         """These options as keyword arguments (of the ``evaluate_harness`` stage's parameters)."""
         return {k: getattr(self, k) for k in HarnessOptions.model_fields}
 

@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from polymnesia.config.base import StrictModel
+from polymnesia.config.base import StrictModel, renamed
 from polymnesia.errors import suggest
 from polymnesia.experiments.base import ExperimentConfig
 from polymnesia.experiments.sections import (
@@ -87,6 +87,19 @@ class DownstreamSection(StrictModel):
         return out
 
 
+class AFEvaluation(EvalConfig):
+    """Per-language likelihood evaluation (Tables 1-2), and lm-evaluation-harness tasks on the
+    instruction-tuned models (optional)."""
+
+    harness: HarnessConfig | None = Field(
+        None, description="lm-evaluation-harness tasks on the instruction-tuned models"
+    )
+
+    def lm(self) -> EvalConfig:
+        """The likelihood evaluation alone (the ``evaluate_lm`` stages' section)."""
+        return EvalConfig.model_validate(self.model_dump(exclude={"harness"}))
+
+
 class ActiveForgettingConfig(ExperimentConfig):
     experiment: Literal["active_forgetting"] = "active_forgetting"
     data: DataConfig = Field(default_factory=DataConfig)
@@ -101,11 +114,13 @@ class ActiveForgettingConfig(ExperimentConfig):
     forgetting: ForgettingSection
     adapt: AdaptConfig = Field(default_factory=AdaptConfig)
     instruct: InstructConfig = Field(default_factory=InstructConfig)
-    evaluate: EvalConfig = Field(default_factory=EvalConfig)
+    evaluate: AFEvaluation = Field(default_factory=AFEvaluation)
     downstream: DownstreamSection = Field(default_factory=DownstreamSection)
-    harness: HarnessConfig | None = Field(
-        None, description="lm-evaluation-harness tasks on the instruction-tuned models"
-    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _old_keys(cls, data: Any) -> Any:
+        return renamed(data, {"harness": "evaluate.harness"}, "")
 
     @field_validator("sizes")
     @classmethod
@@ -137,14 +152,14 @@ class ActiveForgettingConfig(ExperimentConfig):
             raise ValueError(
                 f"downstream.bleu_tokenize_by_lang names {', '.join(unused)}, not in groups"
             )
-        if self.harness is not None:
+        if self.evaluate.harness is not None:
             missing = sorted(
-                {t.lang for t in map(HARNESS_TASKS.get, expand(self.harness.tasks))}
+                {t.lang for t in map(HARNESS_TASKS.get, expand(self.evaluate.harness.tasks))}
                 - set(self.groups.all())
             )
             if missing:
                 raise ValueError(
-                    f"harness.tasks need {', '.join(missing)}, which no group lists "
+                    f"evaluate.harness.tasks need {', '.join(missing)}, which no group lists "
                     "(the poly_* tasks read the run's prepared data)"
                 )
         return self

@@ -14,7 +14,7 @@ isotropy (Table 2) of the models before instruction tuning (Baseline = the
 base model, BA/AFA = the adapted ones, as the paper studies M_adapted);
 English-to-X translation (Table 3) and zero-shot genre classification of the
 instruction-tuned models, each with bootstrap intervals over test items (the
-stages keep ``items.jsonl``). With ``harness:`` the instruction-tuned models
+stages keep ``items.jsonl``). With ``evaluate.harness`` the instruction-tuned models
 are also evaluated through lm-evaluation-harness (``harness_{arm}``). With
 ``sizes`` the whole pipeline runs per model size and the report draws Figure 3.
 
@@ -93,7 +93,7 @@ def _size_stages(cfg: ActiveForgettingConfig, size: str | None) -> list[StageSpe
         specs.append(StageSpec(f"instruct_{arm}{sfx}", "instruct", params_i, inputs))
     for arm, src in sources.items():
         specs += _evaluation_stages(cfg, arm, src + sfx, f"instruct_{arm}{sfx}", sfx, label)
-    if cfg.harness is not None:
+    if cfg.evaluate.harness is not None:
         specs += [_harness_stage(cfg, arm, f"instruct_{arm}{sfx}", sfx, label) for arm in sources]
     return specs
 
@@ -101,19 +101,15 @@ def _size_stages(cfg: ActiveForgettingConfig, size: str | None) -> list[StageSpe
 def _harness_stage(
     cfg: ActiveForgettingConfig, arm: str, tuned: str, sfx: str, size: str
 ) -> StageSpec:
-    """lm-evaluation-harness on an instruction-tuned model (``harness:``; paper 000 Tables 3, 7-11)."""
-    h = cfg.harness
+    """lm-evaluation-harness on an instruction-tuned model (``evaluate.harness``; paper 000
+    Tables 3, 7-11)."""
+    h = cfg.evaluate.harness
     assert h is not None
     params = EvaluateHarnessParams(
         label=arm,
         size=size,
         tasks=h.tasks,
-        num_fewshot=h.num_fewshot,
-        limit=h.limit,
-        batch_size=h.batch_size,
-        docs_per_task=h.docs_per_task,
-        max_gen_toks=h.max_gen_toks,
-        offline=h.offline,
+        **h.options(),
         dtype=harness_dtype(cfg.evaluate.precision),
         seed=cfg.seed,
     )
@@ -152,7 +148,7 @@ def _evaluation_stages(
         **common, max_texts_per_lang=d.zero_shot_texts, scoring=d.zero_shot_scoring
     )
     return [
-        evaluate_lm_stage(f"lm_{arm}{sfx}", arm, adapted, langs, cfg.evaluate, size),
+        evaluate_lm_stage(f"lm_{arm}{sfx}", arm, adapted, langs, cfg.evaluate.lm(), size),
         StageSpec(f"isotropy_{arm}{sfx}", "evaluate_isotropy", iso, on),
         StageSpec(f"translation_{arm}{sfx}", "evaluate_translation", mt, tuned_on),
         StageSpec(f"zero_shot_{arm}{sfx}", "evaluate_zero_shot", zs, tuned_on),

@@ -346,8 +346,9 @@ def per_language_tables(
 
 
 def harness_table(rep: Report, results: Path, scores: Sequence[Score], cfg: Any) -> None:
-    """lm-evaluation-harness scores of the instruction-tuned models (``harness:``), ± 1.96 stderr."""
-    if cfg.harness is None:
+    """lm-evaluation-harness scores of the instruction-tuned models (``evaluate.harness``),
+    ± 1.96 stderr."""
+    if cfg.evaluate.harness is None:
         return
     chosen = [s for s in scores if "lm_eval_version" in s.extra]
     if not chosen:
@@ -361,7 +362,7 @@ def harness_table(rep: Report, results: Path, scores: Sequence[Score], cfg: Any)
             s = cell.get((arm, task, metric, size))
             row.append(_stderr_cell(s) if s is not None else math.nan)
         rows.append(row)
-    h = cfg.harness
+    h = cfg.evaluate.harness
     shots = "the task's default" if h.num_fewshot is None else str(h.num_fewshot)
     t = Table(
         name="harness",
