@@ -60,6 +60,7 @@ from polymnesia.stages.adapt_vocabulary import (
     new_ids,
     resize_and_init,
     side_data,
+    source_side_data,
 )
 from polymnesia.tokenizers.bpe import train_bpe
 from polymnesia.tokenizers.encode import token_ids
@@ -166,7 +167,14 @@ def quality(args: argparse.Namespace) -> dict[str, Any]:
         t = time.perf_counter()
         _, alignment = side_data("align", tok, merged, tmp / "data", p)
         t_align = time.perf_counter() - t
-        results["side_data_seconds"] = {"static": t_static, "alignment": t_align}
+        t = time.perf_counter()
+        source = source_side_data("wechsel", tok, tmp / "data", p)
+        t_source = time.perf_counter() - t
+        results["side_data_seconds"] = {
+            "static": t_static,
+            "alignment": t_align,
+            "source_static": t_source,
+        }
         pre = blocks(tok, base_texts, args.block)
         adapt_blocks = blocks(merged, new_texts, args.block)
         for base_name in args.bases:
@@ -196,6 +204,7 @@ def quality(args: argparse.Namespace) -> dict[str, Any]:
                     seed=args.seed,
                     static=static,
                     alignment=alignment,
+                    source_static=source,
                 )
                 t_init = time.perf_counter() - t
                 curve = {0: bpb_items(m, merged, tests)}
@@ -414,10 +423,13 @@ def speed(args: argparse.Namespace) -> dict[str, Any]:
             ),
             shape=(n, args.base),
         )
-        tokens = NewTokens(
-            base, merged, args.base, tuple(range(args.base, n)), st, Alignment(counts)
+        src = StaticEmbeddings(
+            torch.randn((args.base, 64), generator=gen), torch.full((args.base,), 5), 1
         )
-        for name in INITS.names():
+        tokens = NewTokens(
+            base, merged, args.base, tuple(range(args.base, n)), st, Alignment(counts), 0, src
+        )
+        for name in args.speed_inits:
             t, c = time.perf_counter(), time.process_time()
             initialise(name, old, tokens)
             sec, cpu = time.perf_counter() - t, time.process_time() - c
@@ -434,6 +446,9 @@ def main() -> None:
     ap.add_argument("--adapting", nargs="+", default=["fr", "de"])
     ap.add_argument("--bases", nargs="+", default=["standard", "af"])
     ap.add_argument("--inits", nargs="+", default=INITS.names())
+    ap.add_argument(
+        "--speed-inits", nargs="+", default=INITS.names(), help="inits timed by --speed"
+    )
     ap.add_argument("--preset", default="nano")
     ap.add_argument("--base-vocab", type=int, default=1000)
     ap.add_argument("--new-vocab", type=int, default=600)

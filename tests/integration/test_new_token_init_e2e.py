@@ -43,9 +43,11 @@ def test_smoke_run_scores_every_arm_at_every_step(isolated_cache: Path, tmp_path
     assert "wechsel beats mean at 0 steps (standard base)" in report
     assert "active forgetting narrows the gap between align and mean (4 steps)" in report
     assert any(v in report for v in VERDICTS)
-    csv = (run_dir / "results" / "new_token_init_cells.csv").read_text(encoding="utf-8")
-    assert csv.splitlines()[0] == "base,init,step,bpb,low,high,n,seeds"
+    csv = (run_dir / "results" / "relearning.csv").read_text(encoding="utf-8")
+    assert csv.splitlines()[0].startswith("base/init/step,bpb,bpb_ci_low,bpb_ci_high,bpb_n,")
     assert len(csv.splitlines()) == 1 + 2 * len(INITS) * 3
+    assert (run_dir / "results" / "claims.csv").is_file()
+    assert (run_dir / "results" / "bpb_step4.csv").is_file()
     # one vocabulary entry serves both bases and every init
     stages = json.loads((run_dir / "run.json").read_text(encoding="utf-8"))["stages"]
     assert [n for n in stages if "vocabulary" in n] == ["vocabulary"]

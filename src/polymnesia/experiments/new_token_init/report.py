@@ -3,8 +3,6 @@ steps with a panel per base, and the claims (``claims.py``)."""
 
 from __future__ import annotations
 
-import csv
-import io
 from pathlib import Path
 
 from matplotlib.figure import Figure
@@ -12,12 +10,11 @@ from matplotlib.figure import Figure
 from polymnesia.experiments.new_token_init.claims import REFERENCE, Cell, Evidence, claims
 from polymnesia.experiments.new_token_init.config import NewTokenInitConfig
 from polymnesia.experiments.reporting import training_curves
-from polymnesia.io import atomic_write_text
 from polymnesia.items import ItemSet, run_items
-from polymnesia.reports.claims import format_p
+from polymnesia.reports.claims import claims_table, format_p
 from polymnesia.reports.plots import save_figure
 from polymnesia.reports.render import Report
-from polymnesia.reports.table_core import Estimate, Table
+from polymnesia.reports.table_core import Estimate, Table, write_table
 
 FIGURE = "plots/bpb_vs_steps.png"
 
@@ -122,27 +119,27 @@ def _bases(cfg: NewTokenInitConfig) -> tuple[str | None, str | None]:
     return af, standard
 
 
-def cells_csv(ev: Evidence, cfg: NewTokenInitConfig) -> str:
-    """Every cell's adapting-group bpb with its interval, tidy (one row per base, init, step)."""
-    buf = io.StringIO()
-    w = csv.writer(buf, lineterminator="\n")
-    w.writerow(["base", "init", "step", "bpb", "low", "high", "n", "seeds"])
-    for c in ev.cells:
-        if ev.has(c, cfg.groups.adapting):
-            iv = ev.interval(c, cfg.groups.adapting)
-            w.writerow(
-                [
-                    c.base,
-                    c.init,
-                    c.step,
-                    f"{iv.estimate:.6f}",
-                    f"{iv.low:.6f}",
-                    f"{iv.high:.6f}",
-                    iv.n,
-                    len(ev.seeds),
-                ]
-            )
-    return buf.getvalue()
+def cells_table(ev: Evidence, cfg: NewTokenInitConfig) -> Table:
+    """Every (base, init, step) cell's adapting-group bpb and its paired difference against
+    mean, one row each (``results/relearning.csv``: the measured-run record reads it)."""
+    adapting = cfg.groups.adapting
+    rows: list[list[object]] = []
+    for c in sorted(ev.cells, key=lambda c: (c.base, c.init, c.step)):
+        if not ev.has(c, adapting):
+            continue
+        ref = Cell(c.base, REFERENCE, c.step)
+        diff: object = "–"
+        if c.init != REFERENCE and ev.has(ref, adapting):
+            t = ev.versus(c, ref, adapting)
+            diff = Estimate(t.effect, t.low, t.high, t.n, method=t.method)
+        rows.append([f"{c.base}/{c.init}/{c.step}", Estimate.of(ev.interval(c, adapting)), diff])
+    return Table(
+        name="relearning",
+        title="Adapting-group bits per byte of every base/init/step",
+        columns=["base/init/step", "bpb", "delta_vs_mean"],
+        rows=rows,
+        caption="95% intervals as in the step tables; delta_vs_mean is paired on the same texts.",
+    )
 
 
 def write_report(cfg: NewTokenInitConfig, run_dir: Path) -> Path:
@@ -173,11 +170,15 @@ def write_report(cfg: NewTokenInitConfig, run_dir: Path) -> Path:
     )
     af, standard = _bases(cfg)
     found = claims(ev, cfg.groups.adapting, af, standard)
+    results = run_dir / "results"
     if found:
         rep.claims(found, "Claims at this scale")
+        write_table(results, claims_table(found))
     rep.heading("Bits per byte by step count", 2)
     for step in ev.steps():
-        rep.table(step_table(ev, cfg, step))
+        table = step_table(ev, cfg, step)
+        rep.table(table)
+        write_table(results, table)
     if ev.cells:
         rep.heading("Figure", 2)
         figure(ev, cfg, run_dir / FIGURE)
@@ -186,7 +187,7 @@ def write_report(cfg: NewTokenInitConfig, run_dir: Path) -> Path:
             "adapting-group bits per byte against relearning steps, a panel per base; below, each "
             "init minus mean with its 95% paired interval",
         )
-        atomic_write_text(run_dir / "results" / "new_token_init_cells.csv", cells_csv(ev, cfg))
+        write_table(results, cells_table(ev, cfg))
     training_curves(rep, run_dir)
     md, _ = rep.write(run_dir)
     return md
