@@ -4,6 +4,8 @@ and one name per concept in ``polymnesia ls`` (old spellings accepted with a not
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -85,3 +87,21 @@ def test_the_library_check_refuses_in_one_line() -> None:
         f"config {config}: instruct.fields: unknown role 'instrucion'; accepted: instruction, "
         "input, output (each maps to a column of the dataset)"
     )
+
+
+def test_help_answers_without_loading_torch() -> None:
+    """``polymnesia --help`` and argument errors load no library (torch took ~5 s of it)."""
+    code = (
+        "import sys\n"
+        "from polymnesia.cli.main import main\n"
+        "for argv in (['--help'], ['run']):\n"
+        "    try:\n"
+        "        main(argv)\n"
+        "    except SystemExit:\n"
+        "        pass\n"
+        "print('torch' in sys.modules)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout
+    assert out.splitlines()[-1] == "False"

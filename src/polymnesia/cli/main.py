@@ -106,9 +106,9 @@ def disk_full(error: BaseException) -> str | None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    args = parse_args(build_parser(), argv)  # --help and argument errors: no torch loaded
     from polymnesia.runtime import shutdown
 
-    args = parse_args(build_parser(), argv)
     plain_library_output()
     log_lines = PolymnesiaLogLines(logging.WARNING)
     logging.getLogger("polymnesia").addHandler(log_lines)

@@ -1,5 +1,8 @@
 """What the command line writes besides its results: log lines that say whose they are,
-no progress-bar debris when the output is a file, and a run's closing summary."""
+no progress-bar debris when the output is a file, and a run's closing summary.
+
+The library (:mod:`polymnesia.runtime` loads torch) is imported inside the functions, so
+``polymnesia --help`` and argument errors answer without loading it."""
 
 from __future__ import annotations
 
@@ -11,9 +14,6 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from polymnesia.runtime import is_terminal, say
-from polymnesia.training.progress import duration
-
 PROGRESS_BAR_SWITCHES = ("HF_HUB_DISABLE_PROGRESS_BARS", "HF_DATASETS_DISABLE_PROGRESS_BARS")
 
 
@@ -21,6 +21,8 @@ def plain_library_output(stream: Any = None) -> bool:
     """Output going to a file: the Hugging Face libraries' progress bars (weights loaded and
     written, datasets mapped) off, as polymnesia's own progress turns to lines. A switch the
     user set is left alone. True when the bars were turned off."""
+    from polymnesia.runtime import is_terminal
+
     if is_terminal(stream):
         return False
     for name in PROGRESS_BAR_SWITCHES:
@@ -38,6 +40,8 @@ class PolymnesiaLogLines(logging.Handler):
     Python's last-resort handler bare, with nothing saying whose they were)."""
 
     def emit(self, record: logging.LogRecord) -> None:
+        from polymnesia.runtime import say
+
         level = "" if record.levelno < logging.WARNING else f"{record.levelname.lower()}: "
         try:
             say(f"{level}{record.getMessage()}")
@@ -48,6 +52,8 @@ class PolymnesiaLogLines(logging.Handler):
 def run_summary(run_dir: Path, seconds: float) -> str:
     """``40 stages in 32 s: 39 built (2 resumed), 1 reused from the cache`` from ``run.json``
     (every stage's status as this run left it)."""
+    from polymnesia.training.progress import duration
+
     stages = json.loads((run_dir / "run.json").read_text(encoding="utf-8")).get("stages", {})
     status = Counter(str(v.get("status")) for v in stages.values())
     built = status["run"] + status["resume"]
