@@ -34,7 +34,10 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from polymnesia.runtime import Precision
 
 #: environment variables that change what polymnesia or the libraries under it do
 KNOBS = (
@@ -232,7 +235,7 @@ def describe() -> dict[str, Any]:
     }
 
 
-def check(precision: str = "no") -> list[dict[str, Any]]:
+def check(precision: Precision = "no") -> list[dict[str, Any]]:
     """The device check: each item has ``name``, ``ok``, ``seconds`` and ``detail`` (a
     measured figure, or the one-line reason it failed)."""
     results = []
@@ -273,13 +276,13 @@ def _tiny(vocab: int = 512) -> Any:
     )
 
 
-def _check_matmul(precision: str) -> str:
+def _check_matmul(precision: Precision) -> str:
     import torch
 
     from polymnesia.runtime import current
     from polymnesia.training.flops import matmul_peak
 
-    rt = current(precision)  # type: ignore[arg-type]
+    rt = current(precision)
     n = 2048 if rt.device.type != "cpu" else 512
     peak = matmul_peak(rt.device, rt.dtype, n=n)
     line = (
@@ -297,7 +300,7 @@ def _check_matmul(precision: str) -> str:
     return line
 
 
-def _check_training(precision: str) -> str:
+def _check_training(precision: Precision) -> str:
     import torch
 
     from polymnesia.training.config import TrainConfig
@@ -329,20 +332,20 @@ def _check_training(precision: str) -> str:
     if result.engine == "fsdp2":  # the gathered model is on the CPU; training ran sharded
         from polymnesia.runtime import current
 
-        device = current(precision).device  # type: ignore[arg-type]
+        device = current(precision).device
     return (
         f"3 steps in {seconds:.1f} s on {device} ({precision}, engine {result.engine}), "
         f"last loss {loss:.3f}"
     )
 
 
-def _check_scoring(precision: str) -> str:
+def _check_scoring(precision: Precision) -> str:
     import torch
 
     from polymnesia.evaluation.likelihood import sequence_nll
     from polymnesia.runtime import current
 
-    rt = current(precision)  # type: ignore[arg-type]
+    rt = current(precision)
     model = rt.place(_tiny(), stage="env --check")
     param = next(model.parameters())
     if param.device.type != rt.device.type or param.dtype != rt.dtype:
@@ -358,7 +361,7 @@ def _check_scoring(precision: str) -> str:
     )
 
 
-def _check_collective(precision: str) -> str:
+def _check_collective(precision: Precision) -> str:
     """An all-reduce over every process: its sum checked exactly, its bus bandwidth (as
     nccl-tests count it: 2(N-1)/N of the bytes per second), and no two processes on one
     accelerator (the usual mistake of a launch that does not set each process's device)."""

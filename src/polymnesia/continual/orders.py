@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 import random
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 
 from polymnesia.data.languages import get_language
@@ -25,13 +26,11 @@ def validate_order(
     order: Sequence[str], languages: Sequence[str], name: str = "order"
 ) -> list[str]:
     """``order`` as a list if it is a permutation of ``languages``; else a one-line error."""
-    seen: set[str] = set()
-    repeats = [lang for lang in order if lang in seen or seen.add(lang)]  # type: ignore[func-returns-value]
+    counts = Counter(order)
+    repeats = sorted(lang for lang, n in counts.items() if n > 1)
     if repeats:
-        raise ConfigError(
-            f"{name} repeats {', '.join(sorted(set(repeats)))}; each language must appear once"
-        )
-    missing = [lang for lang in languages if lang not in seen]
+        raise ConfigError(f"{name} repeats {', '.join(repeats)}; each language must appear once")
+    missing = [lang for lang in languages if lang not in counts]
     extra = [lang for lang in order if lang not in set(languages)]
     if missing or extra:
         parts = ([f"misses {', '.join(missing)}"] if missing else []) + (

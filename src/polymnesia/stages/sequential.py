@@ -61,7 +61,7 @@ from polymnesia.models.lora import LoraConfig, add_adapter, load_adapter, traina
 from polymnesia.pipeline.stage import STAGES, Artifact, Role, Stage, StageContext
 from polymnesia.results import Score
 from polymnesia.stages.common import DATA, plugin_inputs, train_in_stage
-from polymnesia.stages.sequential_order import read_matrix, read_order
+from polymnesia.stages.sequential_order import MatrixRecord, read_matrix, read_order
 from polymnesia.tasks.classification import (
     ClassificationData,
     evaluate_by_language,
@@ -278,20 +278,18 @@ def _save(ctx: StageContext, p: StepParams, model: torch.nn.Module, tok: Any) ->
 
 def _matrix(ctx: StageContext, p: StepParams, trained: list[str], row: dict[str, float]) -> None:
     prev = ctx.inputs.get(PREV)
-    before = (
-        read_matrix(prev)
-        if prev is not None and p.setting is not None
-        else {"order": [], "rows": []}
-    )
-    atomic_write_json(
-        ctx.out_dir / "matrix.json",
-        {
-            "columns": p.languages,
-            "order": [*before["order"], *trained],  # type: ignore[misc]
-            "rows": [*before["rows"], [row[lang] for lang in p.languages]],  # type: ignore[misc]
-            "metric": p.task.metric,
-        },
-    )
+    order: list[str] = []
+    rows: list[list[float]] = []
+    if prev is not None and p.setting is not None:
+        before = read_matrix(prev)
+        order, rows = before["order"], before["rows"]
+    record: MatrixRecord = {
+        "columns": list(p.languages),
+        "order": [*order, *trained],
+        "rows": [*rows, [row[lang] for lang in p.languages]],
+        "metric": p.task.metric,
+    }
+    atomic_write_json(ctx.out_dir / "matrix.json", record)
 
 
 def _scores(

@@ -10,6 +10,7 @@ import json
 import math
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TypedDict
 
 from pydantic import Field
 
@@ -46,8 +47,18 @@ def read_order(stage_dir: Path) -> list[str]:
     return list(json.loads((stage_dir / "order.json").read_text(encoding="utf-8"))["order"])
 
 
-def read_matrix(stage_dir: Path) -> dict[str, object]:
-    return dict(json.loads((stage_dir / "matrix.json").read_text(encoding="utf-8")))
+class MatrixRecord(TypedDict):
+    """``matrix.json`` of a sequential step: R so far, one row per step trained."""
+
+    columns: list[str]
+    order: list[str]
+    rows: list[list[float]]
+    metric: str
+
+
+def read_matrix(stage_dir: Path) -> MatrixRecord:
+    record: MatrixRecord = json.loads((stage_dir / "matrix.json").read_text(encoding="utf-8"))
+    return record
 
 
 def _pretraining_sizes(data_dir: Path, p: OrderParams) -> dict[str, float]:
@@ -65,9 +76,9 @@ def _destructive(
     o = p.order
     mats = [read_matrix(ctx.input(SOURCES(i))) for i in range(len(o.sources))]
     shifts = performance_shift(
-        [list(m["order"]) for m in mats],  # type: ignore[call-overload]
+        [m["order"] for m in mats],
         [m["rows"] for m in mats],
-        columns=list(mats[0]["columns"]),  # type: ignore[call-overload]
+        columns=mats[0]["columns"],
         shift=o.shift,
     )
     if o.destructive == "sort":

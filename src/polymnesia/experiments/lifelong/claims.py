@@ -25,6 +25,7 @@ from polymnesia.continual.methods import get_method
 from polymnesia.continual.resample import Replicates, best_of
 from polymnesia.experiments.lifelong.evidence import Evidence, arm_quantity, mean_baselines
 from polymnesia.experiments.lifelong.results import Arm, learned_score, multi_hop
+from polymnesia.metrics.continual import Kind
 from polymnesia.reports.claims import (
     Claim,
     baseline_table,
@@ -182,9 +183,9 @@ def script_claims(
     worse.
     """
 
-    def gap(kind: str) -> Replicates:
+    def gap(kind: Kind) -> Replicates:
         def fn(rs: Mapping[str, np.ndarray]) -> float:
-            g = group_means(hop_average(multi_hop(rs, orders, hops, kind)), "script")  # type: ignore[arg-type]
+            g = group_means(hop_average(multi_hop(rs, orders, hops, kind)), "script")
             return g.get("non-Latin", np.nan) - g.get("Latin", np.nan)
 
         return arm_quantity(arm, fn, ev)

@@ -17,7 +17,13 @@ from typing import Any
 
 import numpy as np
 
-from polymnesia.continual.analysis import RESOURCE_COLUMNS, group_means, hop_average, ranking
+from polymnesia.continual.analysis import (
+    RESOURCE_COLUMNS,
+    GroupBy,
+    group_means,
+    hop_average,
+    ranking,
+)
 from polymnesia.continual.resample import Replicates
 from polymnesia.experiments.lifelong.claims import (
     baseline_claims,
@@ -48,6 +54,7 @@ from polymnesia.experiments.lifelong.results import (
 )
 from polymnesia.experiments.reporting import compute_table, run_health
 from polymnesia.experiments.seeds import variance_note, with_seed_band
+from polymnesia.metrics.continual import Kind
 from polymnesia.reports.claims import claims_table, correct
 from polymnesia.reports.render import Report
 from polymnesia.reports.table_core import Estimate
@@ -67,10 +74,10 @@ def cell(r: Replicates, scale: float = 1.0) -> Estimate | float:
 
 
 def _group(
-    arm: Arm, orders: Mapping[str, list[str]], by: str, group: str, ev: Evidence | None
+    arm: Arm, orders: Mapping[str, list[str]], by: GroupBy, group: str, ev: Evidence | None
 ) -> Replicates:
     def fn(rs: Mapping[str, np.ndarray]) -> float:
-        return group_means(final_scores(rs, orders), by).get(group, math.nan)  # type: ignore[arg-type]
+        return group_means(final_scores(rs, orders), by).get(group, math.nan)
 
     return arm_quantity(arm, fn, ev)
 
@@ -195,8 +202,8 @@ def _script_cells(
     for kind in ("mft", "mbt"):
         for g in ("Latin", "non-Latin"):
 
-            def fn(rs: Mapping[str, np.ndarray], kind: str = kind, g: str = g) -> float:
-                vals = hop_average(multi_hop(rs, orders, hops, kind))  # type: ignore[arg-type]
+            def fn(rs: Mapping[str, np.ndarray], kind: Kind = kind, g: str = g) -> float:
+                vals = hop_average(multi_hop(rs, orders, hops, kind))
                 return group_means(vals, "script").get(g, math.nan)
 
             out.append(cell(arm_quantity(arm, fn, ev)))
