@@ -89,13 +89,11 @@ def test_stage_seeds_names_the_owner_of_each_stage() -> None:
 
 def _run(tmp_path: Path, stages: dict[str, list[Score]], items: dict[str, list[ItemSet]]) -> Path:
     run = tmp_path / "run"
-    for name in stages:
-        (run / "stages" / name).mkdir(parents=True)
-        write_scores(run / "stages" / name / "scores.jsonl", stages[name])
-    (run / "results").mkdir()
-    write_scores(run / "results" / "scores.jsonl", [s for v in stages.values() for s in v])
-    merged = [replace(i, stage=name) for name, sets in items.items() for i in sets]
-    write_items(run / "results" / "items.jsonl", merged)
+    (run / "results").mkdir(parents=True)
+    records = [replace(s, stage=name) for name, recs in stages.items() for s in recs]
+    write_scores(run / "results" / "scores.jsonl", records)
+    sets = [replace(i, stage=name) for name, found in items.items() for i in found]
+    write_items(run / "results" / "items.jsonl", sets)
     (run / "run.json").write_text(json.dumps({"stages": {n: {} for n in stages}}))
     return run
 

@@ -8,10 +8,9 @@ first-seed stage's (data preparation: it takes no seed) is that stage, shared; a
 added as ``NAME.seedS``. The cache then computes each distinct stage once.
 
 Stages do not all tag their score records and item sets with the seed they ran with, so
-:func:`seeded_scores` (from each stage's own ``scores.jsonl``, through the run folder's stage
-links) and :func:`seeded_items` (from the merged items, which name their stage) tag what each
-stage wrote with the seed it belongs to (a stage shared by every seed gives its records to
-each seed). With one seed they return the run's records as they are.
+:func:`seeded_scores` and :func:`seeded_items` tag each merged record of the run folder (which
+names its stage) with the seed its stage belongs to (a stage shared by every seed gives its
+records to each seed). With one seed they return the run's records as they are.
 
 With several seeds, intervals and paired tests resample seeds and test items together (the
 two-stage bootstrap of :mod:`polymnesia.metrics.uncertainty`, chosen in
@@ -187,19 +186,24 @@ def _run_stages(run_dir: Path) -> list[str]:
 
 
 def seeded_scores(run_dir: Path, seeds: Sequence[int]) -> list[Score]:
-    """The run's score records, each tagged with the training seed of the stage that wrote it.
-
-    One seed: ``results/scores.jsonl`` as it is. Several: every stage's own records, a record
-    without a seed given its stage's seed (once per seed for a stage shared by all seeds)."""
+    """The run's score records (``results/scores.jsonl``), each tagged with the training seed
+    of the stage that wrote it (once per seed for a stage shared by all seeds); a record that
+    already names its seed keeps it. One seed: the records as they are."""
+    scores = read_scores(run_dir / "results" / "scores.jsonl")
     if len(seeds) < 2:
-        return read_scores(run_dir / "results" / "scores.jsonl")
+        return scores
+    owners = stage_seeds(_run_stages(run_dir), seeds)
     out: list[Score] = []
-    for name, owners in stage_seeds(_run_stages(run_dir), seeds).items():
-        path = run_dir / "stages" / name / "scores.jsonl"
-        if not path.exists():
-            continue
-        for rec in read_scores(path):
-            out += [rec] if rec.seed is not None else [replace(rec, seed=s) for s in owners]
+    for rec in scores:
+        if rec.seed is not None:
+            out.append(rec)
+        elif rec.stage is None or rec.stage not in owners:
+            raise DataError(
+                f"score records of {rec.model} name no stage of this run; run the experiment "
+                "again (it reuses every stage) to merge them with their stages"
+            )
+        else:
+            out += [replace(rec, seed=s) for s in owners[rec.stage]]
     return out
 
 
