@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Protocol, runtime_checkable
 
 import torch
 from pydantic import Field, model_validator
@@ -310,11 +311,39 @@ def _refuse_encoder(model: torch.nn.Module) -> None:
         )
 
 
+@runtime_checkable
+class Pretrained(Protocol):
+    """A model that writes an HF folder: a transformers model, or a PEFT model (its adapter)."""
+
+    def save_pretrained(self, save_directory: str | os.PathLike[str], **kwargs: Any) -> Any: ...
+
+
+@runtime_checkable
+class Resizable(Protocol):
+    """A transformers model whose token embeddings can be read and resized."""
+
+    def get_input_embeddings(self) -> torch.nn.Embedding: ...
+
+    def get_output_embeddings(self) -> torch.nn.Linear | None: ...
+
+    def resize_token_embeddings(self, new_num_tokens: int | None = None, **kwargs: Any) -> Any: ...
+
+
+def save_pretrained(model: torch.nn.Module, folder: Path, **kwargs: Any) -> None:
+    """``model.save_pretrained(folder, **kwargs)``; one line if the model cannot write one."""
+    if not isinstance(model, Pretrained):
+        raise PolymnesiaError(
+            f"{type(model).__name__} has no save_pretrained: polymnesia saves transformers and "
+            "PEFT models"
+        )
+    model.save_pretrained(folder, **kwargs)
+
+
 def save_model(model: torch.nn.Module, path: Path) -> None:
     """Save in HF format with safetensors, atomically (a temp folder renamed into place)."""
 
     with atomic_dir(path) as tmp:
-        model.save_pretrained(tmp, safe_serialization=True)  # type: ignore[operator]
+        save_pretrained(model, tmp, safe_serialization=True)
 
 
 def count_parameters(model: torch.nn.Module, trainable_only: bool = False) -> int:

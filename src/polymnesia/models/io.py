@@ -10,7 +10,7 @@ from typing import Any
 import torch
 
 from polymnesia.io import atomic_dir
-from polymnesia.models.build import load_model
+from polymnesia.models.build import load_model, save_pretrained
 from polymnesia.tokenizers.bpe import load_tokenizer
 
 
@@ -27,5 +27,5 @@ def load_model_and_tokenizer(folder: Path) -> tuple[torch.nn.Module, Any]:
 def save_model_and_tokenizer(model: torch.nn.Module, tokenizer: Any, folder: Path) -> None:
     """Write weights (safetensors) and tokenizer files to ``folder`` atomically."""
     with atomic_dir(folder) as tmp:
-        model.save_pretrained(tmp, safe_serialization=True)  # type: ignore[operator]
+        save_pretrained(model, tmp, safe_serialization=True)
         tokenizer.save_pretrained(tmp)

@@ -51,6 +51,7 @@ from polymnesia.data.sampling import sample_mixture
 from polymnesia.errors import ConfigError, PolymnesiaError
 from polymnesia.methods.frozen_rows import FrozenRows
 from polymnesia.models import count_parameters
+from polymnesia.models.build import Resizable
 from polymnesia.models.io import load_model_and_tokenizer, save_model_and_tokenizer
 from polymnesia.models.new_tokens import (
     INITS,
@@ -149,15 +150,19 @@ class AdaptVocabularyParams(StrictModel):
         return self
 
 
-def check_resizable(model: torch.nn.Module) -> None:
-    """One line if the model's embeddings cannot be resized."""
-    ok = hasattr(model, "resize_token_embeddings") and hasattr(model, "get_input_embeddings")
-    emb = model.get_input_embeddings() if ok else None  # type: ignore[operator]
-    if emb is None or not isinstance(getattr(emb, "weight", None), torch.Tensor):
+def check_resizable(model: torch.nn.Module) -> Resizable:
+    """``model`` if its embeddings can be resized; else one line."""
+    emb = model.get_input_embeddings() if isinstance(model, Resizable) else None
+    if (
+        not isinstance(model, Resizable)
+        or emb is None
+        or not isinstance(getattr(emb, "weight", None), torch.Tensor)
+    ):
         raise PolymnesiaError(
             f"{type(model).__name__} has no resizable input embeddings; vocabulary expansion needs "
             "a transformers model with resize_token_embeddings (e.g. Mistral, Llama)"
         )
+    return model
 
 
 def padding_multiple(rows: int, n_base: int) -> int | None:
@@ -206,16 +211,16 @@ def resize_and_init(
     :data:`polymnesia.models.new_tokens.INITS`, ``static`` and ``alignment`` its side data;
     ``seed`` draws the replaced head and random initialisations (the same on every process).
     """
-    check_resizable(model)
+    hf = check_resizable(model)
     n_base = len(base)
-    emb_w = model.get_input_embeddings().weight  # type: ignore[operator]
+    emb_w = hf.get_input_embeddings().weight
     rows = emb_w.shape[0]
     if rows < n_base:
         raise PolymnesiaError(
             f"{type(model).__name__} has {rows} embedding rows for a tokenizer of {n_base} tokens"
         )
     emb_old = emb_w.detach()[:n_base].clone()
-    out = model.get_output_embeddings()  # type: ignore[operator]
+    out = hf.get_output_embeddings()
     tied = out is not None and out.weight is emb_w
     if head == "reinit" and (out is None or tied):
         raise ConfigError(
@@ -229,20 +234,22 @@ def resize_and_init(
     if needed > rows:
         target = -(-needed // multiple) * multiple if multiple else needed
         try:
-            model.resize_token_embeddings(target, mean_resizing=False)  # type: ignore[operator]
+            hf.resize_token_embeddings(target, mean_resizing=False)
         except (NotImplementedError, AttributeError, TypeError) as e:
             raise PolymnesiaError(
                 f"cannot resize the embeddings of {type(model).__name__}: {str(e).splitlines()[0]}"
             ) from None
     tokens = NewTokens(base, merged, first_new_id, ids, static, alignment, seed, source_static)
-    emb = model.get_input_embeddings().weight  # type: ignore[operator]
+    emb = hf.get_input_embeddings().weight
     emb[:n_base] = emb_old
     index = torch.tensor(ids, dtype=torch.long)
     emb[index] = initialise(init, emb_old, tokens)
     if head == "reinit":
-        _reinit_head(model, seed)
+        _reinit_head(hf, seed)
     elif head_old is not None:
-        w = model.get_output_embeddings().weight  # type: ignore[operator]
+        head_now = hf.get_output_embeddings()
+        assert head_now is not None  # head_old was read from it
+        w = head_now.weight
         w[:n_base] = head_old  # never let a resize re-initialise the old head rows
         head_tokens = NewTokens(
             base, merged, first_new_id, ids, static, alignment, seed + 1, source_static
@@ -250,11 +257,12 @@ def resize_and_init(
         w[index] = initialise(init, head_old, head_tokens)
 
 
-def _reinit_head(model: torch.nn.Module, seed: int) -> None:
+def _reinit_head(model: Resizable, seed: int) -> None:
     """Draw every LM-head row from N(0, initializer_range) and zero its bias (paper 000:
     replaced).
     """
-    out = model.get_output_embeddings()  # type: ignore[operator]
+    out = model.get_output_embeddings()
+    assert out is not None  # head: reinit refuses a model without a head
     std = float(getattr(getattr(model, "config", None), "initializer_range", 0.02))
     gen = torch.Generator().manual_seed(seed)
     draw = torch.randn(tuple(out.weight.shape), generator=gen, dtype=torch.float32) * std

@@ -56,6 +56,7 @@ from polymnesia.methods.regularization import (
     online_fisher,
     save_fisher,
 )
+from polymnesia.models.build import save_pretrained
 from polymnesia.models.io import save_model_and_tokenizer
 from polymnesia.models.lora import LoraConfig, add_adapter, load_adapter, trainable_parameters
 from polymnesia.pipeline.stage import STAGES, Artifact, Role, Stage, StageContext
@@ -271,7 +272,7 @@ def _start_state(model: torch.nn.Module) -> dict[str, torch.Tensor]:
 def _save(ctx: StageContext, p: StepParams, model: torch.nn.Module, tok: Any) -> None:
     if get_method(p.method).uses_lora(p.rank):
         with atomic_dir(ctx.out_dir / "adapter") as tmp:
-            model.save_pretrained(tmp)  # type: ignore[operator]
+            save_pretrained(model, tmp)
     else:
         save_model_and_tokenizer(model, tok, ctx.out_dir / "model")
 

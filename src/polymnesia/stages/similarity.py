@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import importlib.util
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Literal
 
 from pydantic import Field, field_validator
@@ -72,8 +73,8 @@ class DatasetSimilarityParams(StrictModel):
     seed: int = 0
 
 
-def _texts(folder: object, field: str) -> list[str]:
-    rows = read_jsonl_strict(folder / "records.jsonl")  # type: ignore[operator]
+def _texts(folder: Path, field: str) -> list[str]:
+    rows = read_jsonl_strict(folder / "records.jsonl")
     if field == "instruction":
         return [str(r["instruction"]) for r in rows]
     return [f"{r['instruction']}\n{r.get('input', '')}".strip() for r in rows]
