@@ -25,6 +25,7 @@ from __future__ import annotations
 import logging
 import math
 import time
+from collections.abc import Sequence
 from typing import Literal
 
 import torch
@@ -40,16 +41,14 @@ from polymnesia.items import ITEMS_FILE, BootstrapConfig, ItemSet, interval_of, 
 from polymnesia.methods.frozen_rows import FrozenRows
 from polymnesia.models.io import load_model_and_tokenizer
 from polymnesia.models.new_tokens import INITS
-from polymnesia.pipeline.stage import STAGES, Stage, StageContext
+from polymnesia.pipeline.stage import STAGES, Artifact, Stage, StageContext
 from polymnesia.results import Score, with_interval
 from polymnesia.runtime import use_cpu
 from polymnesia.stages.adapt_vocabulary import check_resizable, resize_and_init
-from polymnesia.stages.common import packed_mixture
-from polymnesia.stages.static_embeddings import SideData, load_side_data
+from polymnesia.stages.common import DATA, MODEL, packed_mixture, plugin_inputs, train_in_stage
+from polymnesia.stages.static_embeddings import VOCABULARY, SideData, load_side_data
 from polymnesia.training.config import TrainConfig
 from polymnesia.training.data import PackedLMData
-from polymnesia.training.loop import train
-from polymnesia.training.plugins import build_plugins
 
 log = logging.getLogger(__name__)
 
@@ -117,15 +116,21 @@ def check_same_base(base: object, side: SideData) -> None:
     "relearn_new_tokens",
     "initialise new-token rows on a base model; bits per byte at 0 steps and along relearning",
 )
-class RelearnNewTokens(Stage):
+class RelearnNewTokens(Stage[RelearnParams]):
     role = "training"
     version = "1"
+    inputs = (DATA, MODEL, VOCABULARY)
+    outputs = (Artifact.ITEMS,)
 
-    def run(self, ctx: StageContext) -> list[Score]:
-        p: RelearnParams = ctx.params
-        data = ctx.input("data")
-        side = load_side_data(ctx.input("vocabulary"))
-        model, base = load_model_and_tokenizer(ctx.input("model") / "model")
+    @classmethod
+    def named_inputs(cls, params: RelearnParams) -> Sequence[str]:
+        return plugin_inputs(params.train.plugins)
+
+    def run(self, ctx: StageContext[RelearnParams]) -> list[Score]:
+        p = ctx.params
+        data = ctx.input(DATA)
+        side = load_side_data(ctx.input(VOCABULARY))
+        model, base = load_model_and_tokenizer(ctx.input(MODEL) / "model")
         check_resizable(model)
         check_same_base(base, side)
         merged = side.merged
@@ -204,17 +209,11 @@ class RelearnNewTokens(Stage):
                 block_size=p.train.block_size,
                 seed=p.seed,
             )
-            plugins = [FrozenRows(first_trainable_row=side.first_new_id)]
-            model, result = train(
-                model,
-                PackedLMData(blocks),
-                cfg,
-                ctx.out_dir,
-                seed=p.seed,
-                plugins=[*plugins, *build_plugins(p.train.plugins, ctx.inputs)],
-                eval_fn=at_step,
-                tracker_name=ctx.spec.name,
+            frozen = FrozenRows(first_trainable_row=side.first_new_id)
+            done_training = train_in_stage(
+                ctx, model, PackedLMData(blocks), cfg, seed=p.seed, before=[frozen], eval_fn=at_step
             )
+            model, result = done_training.model, done_training.result
         scores = []
         for s in sets:
             for metric in METRICS:

@@ -39,7 +39,7 @@ from polymnesia.data.prepared import read_texts
 from polymnesia.errors import ConfigError, DataError
 from polymnesia.io import atomic_write_json
 from polymnesia.models.new_tokens import INITS, Alignment, StaticEmbeddings
-from polymnesia.pipeline.stage import STAGES, Stage, StageContext
+from polymnesia.pipeline.stage import STAGES, Artifact, Role, Stage, StageContext
 from polymnesia.results import Score
 from polymnesia.stages.adapt_vocabulary import (
     AdaptConfig,
@@ -49,6 +49,7 @@ from polymnesia.stages.adapt_vocabulary import (
     side_data,
     source_side_data,
 )
+from polymnesia.stages.common import DATA, TOKENIZER
 from polymnesia.tokenizers.bpe import load_tokenizer, save_tokenizer, train_bpe_mixture
 from polymnesia.tokenizers.merge import merge_tokenizers
 
@@ -61,6 +62,8 @@ STATIC_FILE = "static_embeddings.safetensors"
 SOURCE_STATIC_FILE = "source_static_embeddings.safetensors"
 ALIGNMENT_FILE = "alignment_counts.npz"
 SUMMARY_FILE = "vocabulary.json"
+#: the input role of a stage that reads a ``static_embeddings`` entry
+VOCABULARY = Role("vocabulary", SUMMARY_FILE)
 
 
 class VocabularySection(StrictModel):
@@ -180,14 +183,16 @@ def base_tokenizer(folder: Path) -> Any:
     "static_embeddings",
     "merge the adapting vocabulary; static embeddings and alignments for new-token inits",
 )
-class StaticEmbeddingsStage(Stage):
+class StaticEmbeddingsStage(Stage[StaticEmbeddingsParams]):
     role = "data"
     version = "1"
+    inputs = (DATA, TOKENIZER)
+    outputs = (Artifact.TOKENIZER, SUMMARY_FILE)
 
-    def run(self, ctx: StageContext) -> list[Score]:
-        p: StaticEmbeddingsParams = ctx.params
-        data = ctx.input("data")
-        base = base_tokenizer(ctx.input("tokenizer"))
+    def run(self, ctx: StageContext[StaticEmbeddingsParams]) -> list[Score]:
+        p = ctx.params
+        data = ctx.input(DATA)
+        base = base_tokenizer(ctx.input(TOKENIZER))
         ap = adapt_params(p)
         t = time.perf_counter()
         merged, report = expand_vocabulary(base, data, ap)
