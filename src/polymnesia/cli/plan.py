@@ -170,7 +170,13 @@ def stage_plans(
     from polymnesia.errors import ConfigError
     from polymnesia.pipeline.stage import STAGES
     from polymnesia.training.config import train_configs
-    from polymnesia.training.memory import Setup, frozen_fraction, plan, precision_of
+    from polymnesia.training.memory import (
+        Setup,
+        frozen_fraction,
+        plan,
+        precision_of,
+        resolve_engine,
+    )
 
     by_name = {s.name: s for s in specs}
     out = []
@@ -186,9 +192,7 @@ def stage_plans(
             import dataclasses
 
             shape = dataclasses.replace(shape, lm_head=False, name=f"{shape.name} (classifier)")
-        chosen = engine or getattr(train, "engine", None) or "auto"
-        if chosen == "auto":
-            chosen = "ddp" if devices > 1 else "single"
+        chosen = resolve_engine(engine or getattr(train, "engine", None) or "auto", devices)
         if chosen == "single" and devices > 1:
             raise ConfigError(f"engine single trains on 1 device, not {devices}; use ddp or fsdp2")
         per_step = train.batch_size // train.grad_accum
@@ -199,7 +203,7 @@ def stage_plans(
             micro_batch=micro,
             seq_len=_length(spec.params, train),
             precision=precision_of(dtype, train.mixed_precision),
-            engine=chosen,  # type: ignore[arg-type]
+            engine=chosen,
             devices=devices,
             offload=offload or bool(getattr(train, "fsdp2_offload", False)),
             gradient_checkpointing=checkpointing or train.gradient_checkpointing,

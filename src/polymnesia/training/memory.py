@@ -80,7 +80,7 @@ from polymnesia.models.presets import PRESETS
 Precision = Literal["fp32", "bf16-mixed", "bf16"]
 Engine = Literal["single", "ddp", "fsdp2"]
 PRECISIONS: tuple[str, ...] = ("fp32", "bf16-mixed", "bf16")
-ENGINES: tuple[str, ...] = ("single", "ddp", "fsdp2")
+ENGINES: tuple[Engine, ...] = ("single", "ddp", "fsdp2")
 GIB = 2**30
 MIB = 2**20
 #: framework memory per device that no tensor accounts for (bytes): CUDA context, cuBLAS and
@@ -659,6 +659,15 @@ def frozen_fraction(shape: ModelShape, plugins: Iterable[Mapping[str, Any]]) -> 
     return min(1.0, total)
 
 
+def resolve_engine(engine: str, devices: int) -> Engine:
+    """``engine`` with ``auto`` resolved (single on one device, else ddp); one line if unknown."""
+    name = ("single" if devices == 1 else "ddp") if engine == "auto" else engine
+    for known in ENGINES:
+        if known == name:
+            return known
+    raise ConfigError(f"engine '{engine}' is not one of {', '.join(ENGINES)}")
+
+
 def plan_for_model(
     model: Any,
     cfg: Any,
@@ -691,13 +700,12 @@ def plan_for_model(
         fixed = sum(p.numel() for p in params if not p.requires_grad)
         frozen = min(1.0, fixed / max(1, shape.num_layers * shape.block_params))
     fused = getattr(cfg, "fused_adamw", None)
-    chosen = "single" if engine == "auto" and devices == 1 else engine
-    chosen = "ddp" if chosen == "auto" else chosen
+    chosen = resolve_engine(engine, devices)
     setup = Setup(
         micro_batch=max(1, cfg.batch_size // cfg.grad_accum // devices),
         seq_len=seq_len,
         precision=precision_of(dtype, cfg.mixed_precision),
-        engine=chosen,  # type: ignore[arg-type]
+        engine=chosen,
         devices=devices,
         offload=bool(getattr(cfg, "fsdp2_offload", False)) and chosen == "fsdp2",
         gradient_checkpointing=cfg.gradient_checkpointing,
