@@ -22,7 +22,7 @@ from polymnesia.stages.pretrain import PretrainParams
 ROOT = Path(__file__).resolve().parents[2]
 QUICKSTART = str(ROOT / "configs" / "quickstart.yaml")
 #: kinds whose modules are owned elsewhere and declare no contract yet (accept any input)
-UNDECLARED = {"instruction_data", "replay_data", "static_embeddings", "relearn_new_tokens"}
+UNDECLARED = {"static_embeddings", "relearn_new_tokens"}
 
 
 def quickstart_specs() -> list[StageSpec]:

@@ -10,6 +10,7 @@ from polymnesia.evaluation.config import EvalConfig
 from polymnesia.experiments.sections import BaseModelSection
 from polymnesia.models import ModelConfig
 from polymnesia.pipeline.stage import StageSpec
+from polymnesia.stages import common as roles
 from polymnesia.stages.data import PrepareDataParams
 from polymnesia.stages.evaluate_lm import EvaluateLMParams
 from polymnesia.stages.import_model import ImportModelParams
@@ -17,6 +18,7 @@ from polymnesia.stages.pretrain import PretrainParams
 from polymnesia.stages.tokenizer import TrainTokenizerParams
 from polymnesia.training.config import TrainConfig
 
+#: the shared stages' names (their input roles are ``roles.DATA``, ``roles.TOKENIZER``, ...)
 DATA, TOKENIZER, PRETRAIN = "data", "tokenizer", "pretrain"
 
 
@@ -30,7 +32,7 @@ def data_stage(data: DataConfig, languages: list[str]) -> StageSpec:
 def tokenizer_stage(base: BaseModelSection, seed: int) -> StageSpec:
     """``train_tokenizer`` on the base model's languages (stage name ``tokenizer``)."""
     params = TrainTokenizerParams(tokenizer=base.tokenizer, languages=base.languages, seed=seed)
-    return StageSpec(TOKENIZER, "train_tokenizer", params, {"data": DATA})
+    return StageSpec(TOKENIZER, "train_tokenizer", params, {roles.DATA: DATA})
 
 
 def pretrain_stage(
@@ -49,7 +51,7 @@ def pretrain_stage(
         temperature=base.mixture_temperature,
         seed=seed,
     )
-    return StageSpec(name, "pretrain", params, {"data": DATA, "tokenizer": TOKENIZER})
+    return StageSpec(name, "pretrain", params, {roles.DATA: DATA, roles.TOKENIZER: TOKENIZER})
 
 
 def import_stage(base: BaseModelSection) -> StageSpec:
@@ -85,4 +87,4 @@ def evaluate_lm_stage(
     stage's test split; ``kind`` ``pretraining_loss`` scores the model's own pre-training loss
     instead (causal or masked)."""
     params = EvaluateLMParams(label=label, size=size, languages=languages, eval=evaluate)
-    return StageSpec(name, kind, params, {"data": data, "model": model_stage})
+    return StageSpec(name, kind, params, {roles.DATA: data, roles.MODEL: model_stage})

@@ -19,6 +19,7 @@ import re
 import shutil
 import time
 from collections.abc import Callable
+from typing import Any
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -202,7 +203,7 @@ def _run_one(p: PlannedStage, inputs: dict[str, Path], run_dir: Path | None, is_
     if is_main:
         p.entry.mkdir(parents=True, exist_ok=True)
         _write_spec(p)
-    ctx = StageContext(
+    ctx: StageContext[Any] = StageContext(
         spec=p.spec, out_dir=p.entry, inputs=inputs, run_dir=run_dir, is_main_process=is_main
     )
     start = time.time()

@@ -26,7 +26,7 @@ import json
 import re
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar, get_args, get_origin
 
@@ -106,7 +106,7 @@ class Family:
 class StageContext(Generic[P]):
     """What a running stage sees."""
 
-    spec: StageSpec[P]
+    spec: StageSpec
     out_dir: Path  # the stage's cache entry; artifacts go here
     inputs: dict[str, Path]  # role -> upstream artifact folder
     run_dir: Path | None = None
@@ -219,18 +219,28 @@ def _nested(value: Any, dumped: Any) -> Any:
     return _canonical(dumped)
 
 
-@dataclass
-class StageSpec(Generic[P]):
-    """One node of a pipeline."""
+@dataclass(init=False)
+class StageSpec:
+    """One node of a pipeline; its kind's contract (:func:`check_spec`) says what ``params``
+    and ``inputs`` must be."""
 
     name: str
     kind: str
-    params: P
-    inputs: dict[str, str] = field(default_factory=dict)  # role -> upstream stage name
-    label: str = ""  # a human description for --dry-run and the report
+    params: Any
+    inputs: dict[str, str]  # role -> upstream stage name
+    label: str  # a human description for --dry-run and the report
 
-    def __post_init__(self) -> None:  # roles are plain strings from here on (fingerprints)
-        self.inputs = {str(role): up for role, up in self.inputs.items()}
+    def __init__(
+        self,
+        name: str,
+        kind: str,
+        params: Any,
+        inputs: Mapping[Role, str] | Mapping[str, str] | None = None,
+        label: str = "",
+    ) -> None:
+        self.name, self.kind, self.params, self.label = name, kind, params, label
+        # roles (Role constants or strings) are plain strings from here on (fingerprints)
+        self.inputs = {str(role): up for role, up in (inputs or {}).items()}
 
     def fingerprint(self, input_fingerprints: dict[str, str]) -> str:
         cls = STAGES.get(self.kind)
@@ -254,7 +264,7 @@ def _accepted(cls: type[Stage[Any]], named: Iterable[str]) -> str:
     return ", ".join(names) or "none"
 
 
-def check_spec(spec: StageSpec[Any], kinds: Mapping[str, str] | None = None) -> None:
+def check_spec(spec: StageSpec, kinds: Mapping[str, str] | None = None) -> None:
     """Hold ``spec`` to its kind's contract; one line naming what is wrong and what is accepted.
 
     ``kinds``: upstream stage name -> kind, to check that each input's stage writes what the

@@ -17,6 +17,7 @@ verse with Phase 1 (the paper's Phase 2 has no access to the Phase 1 data).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal
 
@@ -41,8 +42,9 @@ from polymnesia.instructions.sets import (
     read_instruction_set,
     write_instruction_set,
 )
-from polymnesia.pipeline.stage import STAGES, Stage, StageContext
+from polymnesia.pipeline.stage import STAGES, Artifact, Family, Role, Stage, StageContext
 from polymnesia.results import Score
+from polymnesia.stages.common import DATA
 from polymnesia.stages.instruct import InstructConfig
 
 SetKind = Literal[
@@ -165,13 +167,18 @@ def _bible_set(name: str, c: InstructionSetConfig, data: Path, seed: int) -> Ins
     return InstructionSet(name, recs, DATA_CARD)
 
 
-def build_set(ctx: StageContext, p: InstructionDataParams) -> InstructionSet:
+#: the Phase 2 set an english_counterpart set mirrors
+OF = Role("of", Artifact.RECORDS, required=False)
+#: sets whose verses this one leaves out (a Phase 2 set shares no verse with its Phase 1 sets)
+EXCLUDES = Family("exclude_", Artifact.RECORDS)
+
+
+def build_set(ctx: StageContext[InstructionDataParams], p: InstructionDataParams) -> InstructionSet:
     """The instruction set ``p`` describes, from the stage's inputs."""
-    c, data = p.set, ctx.inputs.get("data")
+    c, data = p.set, ctx.inputs.get(DATA)
     exclude: set[str] = set()
-    for role, folder in sorted(ctx.inputs.items()):
-        if role.startswith("exclude_"):
-            exclude |= read_instruction_set(folder).verse_ids
+    for folder in ctx.family(EXCLUDES):
+        exclude |= read_instruction_set(folder).verse_ids
     kw = {"split": c.split, "exclude": exclude, "seed": p.seed}
     if c.kind == "hf":
         return _hf_set(p.name, c)
@@ -187,16 +194,23 @@ def build_set(ctx: StageContext, p: InstructionDataParams) -> InstructionSet:
     if c.kind == "phase2_dissimilar":
         kinds = c.tasks or DISSIMILAR_KINDS
         return phase2_dissimilar(data, c.languages, c.records, kinds=kinds, **kw)  # type: ignore[arg-type]
-    return english_counterpart(read_instruction_set(ctx.input("of"), c.of), data, split=c.split)
+    return english_counterpart(read_instruction_set(ctx.input(OF), c.of), data, split=c.split)
 
 
 @STAGES.register("instruction_data", "an instruction set with its data card (papers 000 and 002)")
-class InstructionData(Stage):
+class InstructionData(Stage[InstructionDataParams]):
     role = "data"
     version = "1"
+    inputs = (DATA.optional(), OF, EXCLUDES)
+    outputs = (Artifact.RECORDS,)
 
-    def run(self, ctx: StageContext) -> list[Score]:
-        p: InstructionDataParams = ctx.params
+    @classmethod
+    def named_inputs(cls, params: InstructionDataParams) -> Sequence[str]:
+        data = [DATA] if params.set.kind != "hf" else []  # every other kind reads verses
+        return [*data, *([OF] if params.set.of is not None else [])]
+
+    def run(self, ctx: StageContext[InstructionDataParams]) -> list[Score]:
+        p = ctx.params
         s = build_set(ctx, p)
         if not s.records:
             raise DataError(f"instruction set '{p.name}' ({p.set.kind}) came out empty")

@@ -35,8 +35,12 @@ from polymnesia.instructions.replay import (
     replay_size,
 )
 from polymnesia.io import atomic_write_text, read_jsonl_strict, write_jsonl_atomic
-from polymnesia.pipeline.stage import STAGES, Stage, StageContext
+from polymnesia.pipeline.stage import STAGES, Artifact, Role, Stage, StageContext
 from polymnesia.results import Score
+from polymnesia.stages.common import MODEL
+
+#: the Phase 2 records replay is mixed into, and the English pool it draws from
+PHASE2, POOL = Role("records", Artifact.RECORDS), Role("pool", Artifact.RECORDS)
 
 
 class ReplayConfig(StrictModel):
@@ -83,21 +87,27 @@ def generative_replay(
 
 
 @STAGES.register("replay_data", "mix English or generative replay into Phase 2 records (paper 002)")
-class ReplayData(Stage):
+class ReplayData(Stage[ReplayDataParams]):
     role = "data"
     version = "1"
+    inputs = (PHASE2, POOL, MODEL.optional())
+    outputs = (Artifact.RECORDS,)
 
-    def run(self, ctx: StageContext) -> list[Score]:
-        p: ReplayDataParams = ctx.params
-        phase2 = [_fields(r) for r in read_jsonl_strict(ctx.input("records") / "records.jsonl")]
-        pool = [_fields(r) for r in read_jsonl_strict(ctx.input("pool") / "records.jsonl")]
+    @classmethod
+    def named_inputs(cls, params: ReplayDataParams) -> Sequence[str]:
+        return [MODEL] if params.replay.kind == "generative" else []  # the Phase 1 model answers
+
+    def run(self, ctx: StageContext[ReplayDataParams]) -> list[Score]:
+        p = ctx.params
+        phase2 = [_fields(r) for r in read_jsonl_strict(ctx.input(PHASE2) / "records.jsonl")]
+        pool = [_fields(r) for r in read_jsonl_strict(ctx.input(POOL) / "records.jsonl")]
         k = replay_size(len(phase2), p.replay.share)
         if p.replay.kind == "generative":
             # answer the pool's first records, a margin more than needed (empty answers are
             # dropped); the pool is in its builder's seeded order
             n = min(len(pool), max(k + 8, int(k * 1.5)))
             model, tok, _ = load_for_inference(
-                ctx.input("model") / "model", stage="replay_data", precision=p.precision
+                ctx.input(MODEL) / "model", stage="replay_data", precision=p.precision
             )
             pool = generative_replay(
                 model,

@@ -34,12 +34,14 @@ from polymnesia.experiments.active_forgetting.report import write_report
 from polymnesia.experiments.base import EXPERIMENTS, Experiment, ExperimentConfig
 from polymnesia.experiments.seeds import fan_out
 from polymnesia.experiments.shared import (
+    DATA,
     data_stage,
     evaluate_lm_stage,
     pretrain_stage,
     tokenizer_stage,
 )
 from polymnesia.pipeline.stage import StageSpec
+from polymnesia.stages import common as roles
 from polymnesia.stages.adapt_vocabulary import AdaptVocabularyParams
 from polymnesia.stages.evaluate_harness import EvaluateHarnessParams, harness_dtype
 from polymnesia.stages.evaluate_isotropy import EvaluateIsotropyParams
@@ -56,7 +58,7 @@ def instruction_stage(cfg: ActiveForgettingConfig) -> StageSpec:
     """Paper 000's English instruction records, built by paper 002's ``instruction_data`` stage
     (one set for every arm and size: the records depend on the data and the seed only)."""
     params = InstructionDataParams(name=INSTRUCTIONS, set=instruct_set(cfg.instruct), seed=cfg.seed)
-    return StageSpec(INSTRUCTIONS, "instruction_data", params, {"data": "data"})
+    return StageSpec(INSTRUCTIONS, "instruction_data", params, {roles.DATA: DATA})
 
 
 def _size_stages(cfg: ActiveForgettingConfig, size: str | None) -> list[StageSpec]:
@@ -84,12 +86,12 @@ def _size_stages(cfg: ActiveForgettingConfig, size: str | None) -> list[StageSpe
             fertility_texts=cfg.evaluate.max_texts_per_lang or 200,
             seed=cfg.seed,
         )
-        inputs = {"data": "data", "model": pretrained + sfx}
+        inputs: dict[str, str] = {roles.DATA: DATA, roles.MODEL: pretrained + sfx}
         specs.append(StageSpec(f"adapt_{arm}{sfx}", "adapt_vocabulary", params, inputs))
     sources = {"Baseline": "pretrain", "BA": "adapt_BA", "AFA": "adapt_AFA"}
     for arm, src in sources.items():
         params_i = InstructParams(instruct=cfg.instruct, records=[INSTRUCTIONS], seed=cfg.seed)
-        inputs = {INSTRUCTIONS: INSTRUCTIONS, "model": src + sfx}
+        inputs = {INSTRUCTIONS: INSTRUCTIONS, roles.MODEL: src + sfx}
         specs.append(StageSpec(f"instruct_{arm}{sfx}", "instruct", params_i, inputs))
     for arm, src in sources.items():
         specs += _evaluation_stages(cfg, arm, src + sfx, f"instruct_{arm}{sfx}", sfx, label)
@@ -113,9 +115,8 @@ def _harness_stage(
         dtype=harness_dtype(cfg.evaluate.precision),
         seed=cfg.seed,
     )
-    return StageSpec(
-        f"harness_{arm}{sfx}", "evaluate_harness", params, {"data": "data", "model": tuned}
-    )
+    inputs = {roles.DATA: DATA, roles.MODEL: tuned}
+    return StageSpec(f"harness_{arm}{sfx}", "evaluate_harness", params, inputs)
 
 
 def _evaluation_stages(
@@ -123,8 +124,8 @@ def _evaluation_stages(
 ) -> list[StageSpec]:
     """Table 1-2 on the model before instruction tuning, Table 3 and zero-shot after it."""
     d, langs, seed = cfg.downstream, cfg.groups.group_of(), cfg.seed
-    on = {"data": "data", "model": adapted}
-    tuned_on = {"data": "data", "model": tuned}
+    on = {roles.DATA: DATA, roles.MODEL: adapted}
+    tuned_on = {roles.DATA: DATA, roles.MODEL: tuned}
     common = {
         "label": arm,
         "precision": cfg.evaluate.precision,

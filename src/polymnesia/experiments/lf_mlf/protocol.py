@@ -37,7 +37,9 @@ from polymnesia.experiments.shared import (
     import_stage,
 )
 from polymnesia.pipeline.stage import StageSpec
+from polymnesia.stages import common as roles
 from polymnesia.stages.data import PrepareDataParams
+from polymnesia.stages.finetune import FORGETTING_DATA as FORGETTING_TEXT
 from polymnesia.stages.finetune import FinetuneParams
 
 #: the held-out text of F_p when the config names ``forgetting_data``
@@ -127,9 +129,9 @@ def finetune_stage(
     )
     tag = "-".join(sources) if method == "slf" else method
     prefix = f"{task.name}_" if len(cfg.task_list()) > 1 else ""
-    inputs = {"data": data_name(cfg, task), "model": PRETRAIN}
+    inputs = {roles.DATA: data_name(cfg, task), roles.MODEL: PRETRAIN}
     if measure_fp and cfg.forgetting_data is not None:
-        inputs["forgetting_data"] = FORGETTING_DATA  # F_p's texts (default: the "data" input)
+        inputs[FORGETTING_TEXT] = FORGETTING_DATA  # F_p's texts (default: the "data" input)
     return StageSpec(f"ft_{setting}_{prefix}{tag}_s{seed}", "finetune_task", params, inputs)
 
 

@@ -22,8 +22,9 @@ from polymnesia.experiments.lifelong.report import build_report
 from polymnesia.experiments.seeds import fan_out
 from polymnesia.experiments.shared import DATA, PRETRAIN, base_stages
 from polymnesia.pipeline.stage import StageSpec
-from polymnesia.stages.sequential import StepParams
-from polymnesia.stages.sequential_order import OrderParams
+from polymnesia.stages import common as roles
+from polymnesia.stages.sequential import BASE, ORDER, PREV, StepParams
+from polymnesia.stages.sequential_order import SOURCES, OrderParams
 
 
 def data_languages(cfg: LifelongConfig) -> list[str]:
@@ -42,21 +43,18 @@ def _step(
     **kw: object,
 ) -> StageSpec:
     params = StepParams(
-        method=method, rank=rank, lora=cfg.lora, hyper=with_baseline(method, cfg.hyper(method, rank), "prev" in inputs), task=cfg.task,
+        method=method, rank=rank, lora=cfg.lora, hyper=with_baseline(method, cfg.hyper(method, rank), PREV in inputs), task=cfg.task,
         task_pivot=cfg.task_pivot, slot_field=cfg.slot_field, languages=cfg.languages, train_per_lang=cfg.train_per_lang,
         eval_per_lang=cfg.evaluate.max_texts_per_lang, eval_batch_size=cfg.evaluate.batch_size, eval_precision=cfg.evaluate.precision, bootstrap=cfg.bootstrap, seed=cfg.seed,
         replay=cfg.replay if get_method(method).replay else None, **kw,
     )  # fmt: skip
-    return StageSpec(name, "sequential_step", params, {"data": DATA, "base": PRETRAIN, **inputs})
+    return StageSpec(name, "sequential_step", params, {roles.DATA: DATA, BASE: PRETRAIN, **inputs})
 
 
 def order_stage(cfg: LifelongConfig, o: OrderConfig) -> StageSpec:
     key = arm_key(o.source_method, None)
     last = len(cfg.languages) - 1
-    inputs = {
-        "data": "data",
-        **{f"source_{i}": f"{key}_{s}_{last}" for i, s in enumerate(o.sources)},
-    }
+    inputs = {roles.DATA: DATA, **SOURCES.bind([f"{key}_{s}_{last}" for s in o.sources])}
     params = OrderParams(order=o, languages=cfg.languages, pretraining=cfg.base.languages)
     return StageSpec(f"order_{o.name}", "sequential_order", params, inputs)
 
@@ -95,9 +93,9 @@ class Lifelong(Experiment):
                     continue
                 key = arm_key(method, rank)
                 for k in range(len(cfg.languages)):
-                    prev = {"prev": f"{key}_{o.name}_{k - 1}"} if k else {}
+                    prev: dict[str, str] = {PREV: f"{key}_{o.name}_{k - 1}"} if k else {}
                     specs.append(
-                        _step(cfg, f"{key}_{o.name}_{k}", method, rank, {"order": f"order_{o.name}", **prev}, order_index=k, setting=o.name)
+                        _step(cfg, f"{key}_{o.name}_{k}", method, rank, {ORDER: f"order_{o.name}", **prev}, order_index=k, setting=o.name)
                     )  # fmt: skip
         return specs
 

@@ -34,14 +34,23 @@ from polymnesia.experiments.two_phase.roles import (
     single_stage,
 )
 from polymnesia.pipeline.stage import StageSpec
-from polymnesia.stages.drift import DriftParams
+from polymnesia.stages import common as roles
+from polymnesia.stages.drift import REFERENCE, DriftParams
 from polymnesia.stages.evaluate_harness import EvaluateHarnessParams, harness_dtype
 from polymnesia.stages.import_model import ImportModelParams
-from polymnesia.stages.instruct import InstructConfig, InstructParams
-from polymnesia.stages.instruction_data import InstructionDataParams
+from polymnesia.stages.instruct import RECORDS, InstructConfig, InstructParams
+from polymnesia.stages.instruction_data import EXCLUDES, OF, InstructionDataParams
+from polymnesia.stages.merge import BASE as MERGE_BASE
 from polymnesia.stages.merge import MergeParams
-from polymnesia.stages.replay_data import ReplayConfig, ReplayDataParams
-from polymnesia.stages.similarity import DatasetSimilarityParams, ModelDistanceParams
+from polymnesia.stages.replay_data import PHASE2, POOL, ReplayConfig, ReplayDataParams
+from polymnesia.stages.similarity import (
+    MODEL_A,
+    MODEL_B,
+    SET_A,
+    SET_B,
+    DatasetSimilarityParams,
+    ModelDistanceParams,
+)
 from polymnesia.training.config import TrainConfig
 
 
@@ -56,11 +65,11 @@ def data_languages(cfg: TwoPhaseConfig) -> list[str]:
 def _set_stages(cfg: TwoPhaseConfig) -> list[StageSpec]:
     specs = []
     for name, s in cfg.sets.items():
-        inputs = {"data": DATA}
+        inputs: dict[str, str] = {roles.DATA: DATA}
         phase1s = sorted({p.phase1 for p in cfg.pairs if p.phase2 == name and p.phase1 != INSTRUCT})
-        inputs.update({f"exclude_{i}": set_stage(x) for i, x in enumerate(phase1s)})
+        inputs.update(EXCLUDES.bind([set_stage(x) for x in phase1s]))
         if s.of is not None:
-            inputs["of"] = set_stage(s.of)
+            inputs[OF] = set_stage(s.of)
         params = InstructionDataParams(name=name, set=s, seed=cfg.seed)
         specs.append(StageSpec(set_stage(name), "instruction_data", params, inputs))
     return specs
@@ -80,9 +89,9 @@ def _tune(
     icfg = InstructConfig(
         max_length=cfg.max_length, train=train, lora_rank=lora_rank, too_long="drop"
     )
-    roles = [f"records_{i}" for i in range(len(records))]
-    params = InstructParams(instruct=icfg, records=roles, seed=cfg.seed)
-    inputs = {"model": start, **dict(zip(roles, records, strict=True)), **(extra_inputs or {})}
+    sets = RECORDS.bind(records)
+    params = InstructParams(instruct=icfg, records=list(sets), seed=cfg.seed)
+    inputs = {roles.MODEL: start, **sets, **(extra_inputs or {})}
     return StageSpec(name, "instruct", params, inputs)
 
 
@@ -117,8 +126,8 @@ def _mitigation_stages(cfg: TwoPhaseConfig) -> list[StageSpec]:
     specs: list[StageSpec] = []
     for arm in m.replay:
         replay = ReplayConfig(**arm.model_dump(exclude={"name"}))
-        params = ReplayDataParams(replay=replay, precision=cfg.evaluation.precision, seed=cfg.seed)
-        inputs = {"records": p2, "pool": set_stage(m.pool), "model": p1}
+        params = ReplayDataParams(replay=replay, precision=cfg.evaluate.precision, seed=cfg.seed)
+        inputs: dict[str, str] = {PHASE2: p2, POOL: set_stage(m.pool), roles.MODEL: p1}
         specs.append(StageSpec(f"replay_{arm.name}", "replay_data", params, inputs))
         specs.append(_tune(cfg, f"mit_{arm.name}", p1, [f"replay_{arm.name}"], cfg.phase2))
     for f in m.freezing:
@@ -130,8 +139,8 @@ def _mitigation_stages(cfg: TwoPhaseConfig) -> list[StageSpec]:
     for b in m.baselines:  # forgetting baselines (issue 27): from the Phase 1 model, like CFT
         if b.method == "merge":  # Phase 1 and plain CFT merged; task vectors from the base
             merge = MergeParams.model_validate(b.options)
-            inputs = {"model_0": p1, "model_1": cft_stage(pair)}
-            inputs |= {"base": PRETRAIN} if merge.method != "average" else {}
+            inputs = roles.MODELS.bind([p1, cft_stage(pair)])
+            inputs |= {MERGE_BASE: PRETRAIN} if merge.method != "average" else {}
             specs.append(StageSpec(f"mit_{b.name}", "merge_models", merge, inputs))
         else:
             train = cfg.phase2.with_plugins(b.plugin())
@@ -140,22 +149,23 @@ def _mitigation_stages(cfg: TwoPhaseConfig) -> list[StageSpec]:
 
 
 def _evaluation_stages(cfg: TwoPhaseConfig) -> list[StageSpec]:
-    e = cfg.evaluation
+    e, h = cfg.evaluate, cfg.evaluate.harness
     specs = []
     for stage, label in evaluated_models(cfg).items():
         params = EvaluateHarnessParams(
             label=label,
-            tasks=[*e.english, *e.multilingual],
-            num_fewshot=e.num_fewshot,
-            limit=e.limit,
-            batch_size=e.batch_size,
-            docs_per_task=e.docs_per_task,
-            max_gen_toks=e.max_gen_toks,
+            tasks=[*h.english, *h.multilingual],
+            **h.options(),
             dtype=harness_dtype(e.precision),
             seed=cfg.seed,
         )
         specs.append(
-            StageSpec(eval_stage(stage), "evaluate_harness", params, {"data": DATA, "model": stage})
+            StageSpec(
+                eval_stage(stage),
+                "evaluate_harness",
+                params,
+                {roles.DATA: DATA, roles.MODEL: stage},
+            )
         )
     return specs
 
@@ -168,32 +178,32 @@ def _analysis_stages(cfg: TwoPhaseConfig) -> list[StageSpec]:
             des = DatasetSimilarityParams(
                 label=label,
                 similarity=cfg.similarity,
-                precision=cfg.evaluation.precision,
+                precision=cfg.evaluate.precision,
                 seed=cfg.seed,
             )
-            ab = {"a": set_stage(pair.phase1), "b": set_stage(pair.phase2)}
+            ab = {SET_A: set_stage(pair.phase1), SET_B: set_stage(pair.phase2)}
             if cfg.similarity.embedder == "hidden":  # the base model's mean last hidden state
-                ab["model"] = PRETRAIN
+                ab[roles.MODEL] = PRETRAIN
             specs.append(StageSpec(f"des_{pair.key}", "dataset_similarity", des, ab))
         mpd = ModelDistanceParams(label=f"{pair.phase2} vs {pair.phase1}")
-        ab = {"a": single_stage(pair.phase2), "b": p1_stage(pair.phase1)}
+        ab = {MODEL_A: single_stage(pair.phase2), MODEL_B: p1_stage(pair.phase1)}
         specs.append(StageSpec(f"mpd_{pair.key}", "model_distance", mpd, ab))
-        models = {"model_0": cft_stage(pair), "model_1": PRETRAIN}
+        models = [cft_stage(pair), PRETRAIN]
         labels = [f"P2 ({label})", "base"]
         m = cfg.mitigation
         if m is not None and cfg.pairs[m.pair] == pair:
             arms = [*(a.name for a in m.replay), *(f.name for f in m.freezing)]
             arms += ["LoRA"] if m.lora_rank else []
-            models.update({f"model_{i + 2}": f"mit_{a}" for i, a in enumerate(arms)})
+            models += [f"mit_{a}" for a in arms]
             labels += arms
         drift = DriftParams(
             drift=cfg.drift,
             reference_label=f"P1 {pair.phase1}",
             labels=labels,
-            precision=cfg.evaluation.precision,
+            precision=cfg.evaluate.precision,
             seed=cfg.seed,
         )
-        inputs = {"data": DATA, "reference": p1_stage(pair.phase1), **models}
+        inputs = {roles.DATA: DATA, REFERENCE: p1_stage(pair.phase1), **roles.MODELS.bind(models)}
         specs.append(StageSpec(f"drift_{pair.key}", "representation_drift", drift, inputs))
     return specs
 
