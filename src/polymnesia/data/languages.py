@@ -114,7 +114,18 @@ def parse_table(text: str) -> list[Language]:
     rows = []
     for i, row in enumerate(reader, start=2):
         try:
-            rows.append(Language(**{**row, "joshi_class": int(row["joshi_class"])}))  # type: ignore[arg-type]
+            if None in row:  # more fields than the header names
+                raise ValueError
+            lang = Language(
+                iso639_1=row["iso639_1"],
+                iso639_3=row["iso639_3"],
+                name=row["name"],
+                script=row["script"],
+                family=row["family"],
+                branch=row["branch"],
+                joshi_class=int(row["joshi_class"]),
+            )
+            rows.append(lang)
         except (TypeError, ValueError):
             raise PolymnesiaError(f"language table line {i} is malformed: {row}") from None
     return rows

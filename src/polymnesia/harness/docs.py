@@ -255,9 +255,10 @@ def family_docs(
         if len(out[langs[0]]) >= n:
             break
         docs = {lang: build(record(lang, k), len(out[lang]), aligned[lang], fmt) for lang in langs}
-        if all(d is not None for d in docs.values()):
-            for lang, d in docs.items():
-                out[lang].append(d)  # type: ignore[arg-type]
+        ready = {lang: d for lang, d in docs.items() if d is not None}
+        if len(ready) == len(docs):
+            for lang, d in ready.items():
+                out[lang].append(d)
     return out
 
 

@@ -76,9 +76,10 @@ def mean_cell(
     if interval is not None:
         return Estimate.of(interval, value)
     ivs = [record_interval(recs[0]) if len(recs) == 1 else None for recs in langs]
-    if all(iv is not None for iv in ivs):
-        got = combine_independent([iv for iv in ivs if iv is not None], level)
-        return Estimate.of(got, value) if len(ivs) > 1 else Estimate.of(ivs[0], value)  # type: ignore[arg-type]
+    known = [iv for iv in ivs if iv is not None]
+    if len(known) == len(ivs):
+        got = combine_independent(known, level)
+        return Estimate.of(got if len(ivs) > 1 else known[0], value)
     return value
 
 
