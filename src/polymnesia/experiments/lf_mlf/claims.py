@@ -1,9 +1,10 @@
 """Paper 003's claims judged with uncertainty, and the did-the-models-learn baselines.
 
 Each claim is the sign of a paired difference between two arms
-(:func:`polymnesia.reports.evidence.arm_difference`: the paired t-test over
-seeds when the arms share two or more seeds, else the paired bootstrap over
-test items, each language resampled within itself), judged holds /
+(:func:`polymnesia.reports.evidence.arm_difference`: with two or more shared
+seeds the paired two-stage bootstrap over seeds and test items, or the paired
+t-test over seeds where items are missing; with one seed the paired bootstrap
+over test items, each language resampled within itself), judged holds /
 contradicted / inconclusive (:mod:`polymnesia.reports.claims`). Only what the
 paper states is claimed:
 
