@@ -19,9 +19,9 @@ import re
 import shutil
 import time
 from collections.abc import Callable
-from typing import Any
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 import polymnesia.pipeline.integrity as integrity
 import polymnesia.pipeline.run_dir as rd
