@@ -81,11 +81,12 @@ def add_penalty_grad_(
     them). Where every tensor has the anchor's shape, dtype and device this runs as a few
     fused ``torch._foreach_*`` kernels instead of one Python step per parameter."""
     ps, anchors, weights = list(params), list(anchors), list(weights)
+    thetas, grads = [], []
     for p in ps:
         if p.grad is None:
             p.grad = torch.zeros_like(p)
-    thetas = [local(p.detach()) for p in ps]
-    grads = [local(p.grad) for p in ps]  # type: ignore[arg-type]
+        thetas.append(local(p.detach()))
+        grads.append(local(p.grad))
     tensor_w = [w for w in weights if isinstance(w, torch.Tensor)]
     fused = all(
         t.shape == a.shape and t.dtype == a.dtype == g.dtype and t.device == a.device

@@ -133,7 +133,7 @@ class RepresentationDrift(Stage[DriftParams]):
                     )
                 )
         buf = io.BytesIO()
-        np.savez(buf, **{k.replace(" ", "_"): v for k, v in states.items()})  # type: ignore[arg-type]
+        np.savez(buf, allow_pickle=False, **{k.replace(" ", "_"): v for k, v in states.items()})
         atomic_write_bytes(ctx.out_dir / "states.npz", buf.getvalue())
         atomic_write_json(ctx.out_dir / "tsne.json", tsne_points(states, p.seed))
         return scores
