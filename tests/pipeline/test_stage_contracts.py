@@ -10,10 +10,13 @@ from pathlib import Path
 import pytest
 
 from polymnesia.cli.main import main
+from polymnesia.config.base import StrictModel
 from polymnesia.errors import ConfigError
 from polymnesia.experiments import EXPERIMENTS, load_config
+from polymnesia.io import atomic_write_text
 from polymnesia.pipeline.runner import check_specs, plan
-from polymnesia.pipeline.stage import STAGES, Family, Role, StageSpec
+from polymnesia.pipeline.stage import STAGES, Family, Role, Stage, StageContext, StageSpec
+from polymnesia.results import Score
 from polymnesia.stages.common import DATA, MODEL, MODELS, TOKENIZER
 from polymnesia.stages.evaluate_lm import EvaluateLMParams
 from polymnesia.stages.merge import MergeParams
@@ -158,3 +161,67 @@ def test_the_cli_refuses_a_mis_built_spec_in_one_line(
     want = f"input role '{TOKENIZER}' is missing; pretrain takes data, tokenizer"
     assert any(want in line for line in err), err
     assert not list(isolated_cache.glob("stages/pretrain/*"))  # nothing was built
+
+
+class ValueParams(StrictModel):
+    value: int
+
+
+@STAGES.register("test_value", "writes its value to value.txt (tests only)")
+class WriteValue(Stage[ValueParams]):
+    inputs = ()
+    outputs = ("value.txt",)
+
+    def run(self, ctx: StageContext[ValueParams]) -> list[Score]:
+        atomic_write_text(ctx.out_dir / "value.txt", str(ctx.params.value))
+        return []
+
+
+NEW_KIND = '''
+"""A stage kind written as a new module: its parameters, roles, outputs and run."""
+from polymnesia.config.base import StrictModel
+from polymnesia.io import atomic_write_text
+from polymnesia.pipeline.stage import STAGES, Role, Stage, StageContext
+from polymnesia.results import Score
+
+#: the folder whose value.txt this kind doubles
+SOURCE = Role("source", "value.txt")
+
+
+class DoubleParams(StrictModel):
+    factor: int = 2
+
+
+@STAGES.register("test_double", "doubles its source's value (tests only)")
+class Double(Stage[DoubleParams]):
+    inputs = (SOURCE,)
+    outputs = ("value.txt",)
+
+    def run(self, ctx: StageContext[DoubleParams]) -> list[Score]:
+        value = int((ctx.input(SOURCE) / "value.txt").read_text()) * ctx.params.factor
+        atomic_write_text(ctx.out_dir / "value.txt", str(value))
+        return [Score(model="m", lang="en", metric="value", value=float(value))]
+'''
+
+
+def test_a_new_kind_is_one_module(tmp_path: Path, isolated_cache: Path) -> None:
+    """Adding a kind touches one file under src/ (its module; the protocol that builds its
+    spec is the second): registration, contract and plan-time checks come with it."""
+    import importlib.util
+
+    from polymnesia.pipeline.runner import run_pipeline
+
+    path = tmp_path / "double_kind.py"
+    path.write_text(NEW_KIND, encoding="utf-8")
+    spec = importlib.util.spec_from_file_location("double_kind", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    write = StageSpec("a", "test_value", ValueParams(value=21))
+    double = StageSpec("b", "test_double", module.DoubleParams(), {module.SOURCE: "a"})
+    entries = run_pipeline([write, double], None, log=lambda _: None)
+    assert (entries["b"] / "value.txt").read_text() == "42"
+    with pytest.raises(ConfigError, match=r"^stage 'b' \(test_double\): unknown input role"):
+        plan([write, dataclasses.replace(double, inputs={"src": "a"})])
+    with pytest.raises(ConfigError, match=r"are ValueParams; test_double takes DoubleParams"):
+        plan([write, dataclasses.replace(double, params=ValueParams(value=1))])
