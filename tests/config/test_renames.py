@@ -50,15 +50,18 @@ def test_lf_mlf_evaluation_limits_renamed(old: str, new: str) -> None:
         FinetuneEvalConfig(**{old: 7, new: 7})
 
 
-def _old_config(tmp_path: Path, name: str, *replacements: tuple[str, str]) -> Any:
-    """``configs/NAME`` with ``replacements`` (new text -> old text), loaded."""
+def _old_config(
+    tmp_path: Path, name: str, *replacements: tuple[str, str], match: str | None = None
+) -> Any:
+    """``configs/NAME`` with ``replacements`` (new text -> old text), loaded: it warns
+    (``match``: the warning's text)."""
     text = (CONFIGS / name).read_text(encoding="utf-8")
     for new, old in replacements:
         assert new in text, new
         text = text.replace(new, old)
     path = tmp_path / name
     path.write_text(text, encoding="utf-8")
-    with pytest.warns(ConfigWarning):
+    with pytest.warns(ConfigWarning, match=match):
         return load_config(path)
 
 
@@ -117,3 +120,41 @@ def test_active_forgetting_harness_is_in_the_evaluate_section() -> None:
     new = load_config(smoke, [f"evaluate.harness={harness}"])
     assert old.evaluate == new.evaluate and new.evaluate.harness.limit == 4
     assert _fingerprints(old) == _fingerprints(new)
+
+
+TWO_PHASE_NEW = """evaluate:
+  ea_margin: 0.05
+  harness:
+    english: [poly_genre_en, poly_quote_en, poly_reference_en]
+    multilingual: [poly_continue_mc_fr, poly_translate_de, poly_reference_fr]
+    limit: 8
+    docs_per_task: 8
+    num_fewshot: 0
+    max_gen_toks: 8
+"""
+#: the same section before: flat, lm-eval keys beside ea_margin, num_fewshot 0 by default
+TWO_PHASE_OLD = """evaluation:
+  english: [poly_genre_en, poly_quote_en, poly_reference_en]
+  multilingual: [poly_continue_mc_fr, poly_translate_de, poly_reference_fr]
+  limit: 8
+  docs_per_task: 8
+  max_gen_toks: 8
+  ea_margin: 0.05
+"""
+
+
+def test_two_phase_flat_evaluation_is_evaluate_with_a_harness_section(tmp_path: Path) -> None:
+    new = load_config(CONFIGS / "two_phase_smoke.yaml")
+    warning = r"^evaluation is now evaluate, with its lm-eval keys"
+    old = _old_config(
+        tmp_path, "two_phase_smoke.yaml", (TWO_PHASE_NEW, TWO_PHASE_OLD), match=warning
+    )
+    assert old.evaluate == new.evaluate
+    assert _fingerprints(old) == _fingerprints(new)
+    # the old section's own defaults still apply to an old config that leaves them out
+    with pytest.warns(ConfigWarning):
+        cfg = load_config(tmp_path / "two_phase_smoke.yaml", ["evaluation.limit=null"])
+    h = cfg.evaluate.harness
+    assert (h.limit, h.num_fewshot, h.max_gen_toks) == (None, 0, 8)
+    with pytest.raises(ConfigError, match="evaluation is the old name of evaluate; give only"):
+        load_config(CONFIGS / "two_phase_smoke.yaml", ["evaluation.limit=4"])

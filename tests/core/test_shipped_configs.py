@@ -37,9 +37,9 @@ def test_config_validates_and_plans(path: Path, isolated_cache: Path, capsys):
                     "validate",
                     str(path),
                     "--set",
-                    "evaluation.english=[poly_genre_en]",
+                    "evaluate.harness.english=[poly_genre_en]",
                     "--set",
-                    "evaluation.multilingual=[poly_genre_en]",
+                    "evaluate.harness.multilingual=[poly_genre_en]",
                 ]
             )
             == 0
@@ -100,7 +100,10 @@ def test_resolved_config_reloads_as_itself(path: Path, tmp_path: Path, isolated_
     from polymnesia.io import atomic_write_yaml
 
     overrides = (
-        ["evaluation.english=[poly_genre_en]", "evaluation.multilingual=[poly_genre_fr]"]
+        [
+            "evaluate.harness.english=[poly_genre_en]",
+            "evaluate.harness.multilingual=[poly_genre_fr]",
+        ]
         if path.stem in NEEDS_HUB_TASKS
         else []
     )

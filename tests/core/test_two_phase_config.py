@@ -22,7 +22,7 @@ CONFIG = str(Path(__file__).resolve().parents[2] / "configs" / "two_phase_smoke.
         ("mitigation.pool=nope", "mitigation.pool names 'nope'"),
         ("sets.similar.languages=[]", "needs 'languages'"),
         ("sets.english.tasks=[summarise]", "unknown task kinds"),
-        ("evaluation.english=[mmlu]", "offline"),
+        ("evaluate.harness.english=[mmlu]", "offline"),
         ("mitigation.freezing=[{name: X, strategy: random, top_k: 1, pct: 5}]", "not both"),
         ("mitigation.freezing=[{name: X, strategy: random, top_k: 0}]", "greater than 0"),
         (

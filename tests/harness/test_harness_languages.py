@@ -168,9 +168,9 @@ def test_a_two_phase_config_names_an_offline_suite() -> None:
 
     cfg = load_config(
         ROOT / "configs" / "two_phase_smoke.yaml",
-        ["evaluation.multilingual=[poly_continue_mc@phase2, poly_reference_fr]"],
+        ["evaluate.harness.multilingual=[poly_continue_mc@phase2, poly_reference_fr]"],
     )
-    assert cfg.evaluation.multilingual == [
+    assert cfg.evaluate.harness.multilingual == [
         "poly_continue_mc_fr",
         "poly_continue_mc_de",
         "poly_reference_fr",
@@ -178,7 +178,7 @@ def test_a_two_phase_config_names_an_offline_suite() -> None:
     with pytest.raises(Exception, match="poly_translate has no task in en"):
         load_config(
             ROOT / "configs" / "two_phase_smoke.yaml",
-            ["evaluation.multilingual=[poly_translate@base]"],
+            ["evaluate.harness.multilingual=[poly_translate@base]"],
         )
 
 

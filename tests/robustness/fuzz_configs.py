@@ -372,13 +372,13 @@ def cli_mutations(
         task = data["task"]
         expect = "refuse" if label_only and not task.get("data") else "any"
         yield file("token_task", "task.kind", expect, _set(data, ["task", "kind"], "token"))
-    evaluation = data.get("evaluation")
-    if isinstance(evaluation, dict) and "multilingual" in evaluation:
+    harness = (data.get("evaluate") or {}).get("harness")
+    if isinstance(harness, dict) and "multilingual" in harness:
         langs = _data_languages(data)
         absent = [e.name for e in HARNESS_TASKS if e.obj.lang not in langs]
         if langs and absent:
-            bad = _set(data, ["evaluation", "multilingual"], [absent[0]])
-            yield file("harness_language", "evaluation.multilingual", "refuse", bad)
+            bad = _set(data, ["evaluate", "harness", "multilingual"], [absent[0]])
+            yield file("harness_language", "evaluate.harness.multilingual", "refuse", bad)
     # values given on the command line rather than in the file
     plain = [(p, v) for p, v in leaves if p != ["experiment"] and not any(x.isdigit() for x in p)]
     for _ in range(6):
@@ -401,7 +401,7 @@ def mutations(seed: int = 0, per_config: int = 30) -> Iterator[Mutation]:
         text = path.read_bytes()
         data = parse_yaml(text.decode("utf-8"))
         if path.name in OFFLINE_TASKS:
-            data["evaluation"].update(OFFLINE_TASKS[path.name])
+            data["evaluate"]["harness"].update(OFFLINE_TASKS[path.name])
             text = _dump(data)
         model = EXPERIMENTS.get(data["experiment"]).Config
         yield from structural_mutations(path.name, text, data, model, rng)

@@ -49,7 +49,7 @@ def test_shipped_configs_mitigate_the_pair_that_loses_english_ability() -> None:
         assert cfg.sets[pair.phase2].kind == "phase2_dissimilar", path.name
         pool = cfg.sets[cfg.mitigation.pool]
         assert pool.kind == "english_counterpart" and pool.of == pair.phase2, path.name
-        assert cfg.evaluation.ea_margin == 0.05
+        assert cfg.evaluate.ea_margin == 0.05
 
 
 def test_similar_keeps_english_ability_is_a_non_inferiority_test() -> None:

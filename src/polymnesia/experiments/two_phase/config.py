@@ -4,16 +4,19 @@ dataset mixture, an optional off-the-shelf Phase 1 model, mitigations, evaluatio
 from __future__ import annotations
 
 import re
-from typing import Any, Literal
+import warnings
+from typing import Any, ClassVar, Literal
 
 from pydantic import Field, field_validator, model_validator
 
 from polymnesia.config.base import StrictModel
-from polymnesia.evaluation.config import PRECISION_HELP, InferencePrecision
+from polymnesia.errors import ConfigWarning
+from polymnesia.evaluation.config import EvaluationSection
 from polymnesia.experiments.base import ExperimentConfig
 from polymnesia.experiments.sections import BaseModelSection, DataConfig, TrainConfig
+from polymnesia.harness.config import HarnessOptions
 from polymnesia.harness.suites import expand_suites, is_suite, parse_suite
-from polymnesia.harness.tasks import check_tasks, hub_offline
+from polymnesia.harness.tasks import check_tasks
 from polymnesia.methods.layer_freezing import LayerFreezing, LayerFreezingConfig
 from polymnesia.stages.drift import DriftConfig
 from polymnesia.stages.instruction_data import InstructionSetConfig
@@ -132,8 +135,10 @@ class MitigationConfig(StrictModel):
     )
 
 
-class HarnessEval(StrictModel):
-    """English ability (EA) and multilingual ability (MA) through lm-evaluation-harness."""
+class AbilityTasks(HarnessOptions):
+    """English ability (EA) and multilingual ability (MA): their lm-evaluation-harness tasks,
+    and lm-eval's options (:class:`~polymnesia.harness.config.HarnessOptions`, declared once
+    for every protocol)."""
 
     english: list[str] = Field(
         min_length=1,
@@ -145,11 +150,31 @@ class HarnessEval(StrictModel):
         "SUITE@GROUP: a task family in every language of a group (base, phase2, sets, or "
         "codes joined by '+'), e.g. poly_continue_mc@phase2, belebele@phase2",
     )
-    limit: int | None = Field(60, gt=0, description="documents per task (null: all)")
-    docs_per_task: int = Field(100, gt=0, description="offline tasks: documents written per task")
-    num_fewshot: int | None = Field(0, ge=0, description="the paper evaluates zero-shot")
-    batch_size: int = Field(8, gt=0)
-    max_gen_toks: int | None = Field(48, gt=0, description="cap on generated tokens")
+
+    @model_validator(mode="after")
+    def _tasks(self) -> AbilityTasks:
+        names = [*self.english, *self.multilingual]
+        for n in filter(is_suite, names):
+            parse_suite(n)  # expanded by the protocol's config, which knows the groups
+        plain = [n for n in names if not is_suite(n)]
+        if plain:
+            check_tasks(plain, self.is_offline(), verify_online=False)
+        return self
+
+    def expanded(self, groups: dict[str, list[str]]) -> AbilityTasks:
+        """The same section with every ``SUITE@GROUP`` replaced by its tasks, checked."""
+        english = expand_suites(self.english, groups)
+        multilingual = expand_suites(self.multilingual, groups)
+        check_tasks([*english, *multilingual], self.is_offline(), verify_online=False)
+        return self.model_copy(update={"english": english, "multilingual": multilingual})
+
+
+class TwoPhaseEvaluation(EvaluationSection):
+    """EA and MA through lm-evaluation-harness (``harness``), the claims' margin, and the
+    precision of every model-running evaluation stage (harness, drift, hidden-state DES) and
+    of generative replay."""
+
+    harness: AbilityTasks
     ea_margin: float = Field(
         0.05,
         ge=0,
@@ -157,32 +182,49 @@ class HarnessEval(StrictModel):
         description="non-inferiority margin of 'Phase 2 on a similar set keeps English "
         "ability': EA (0-1) may fall by at most this much (docs/two_phase.md)",
     )
-    precision: InferencePrecision = Field(
-        "no",
-        description="every model-running evaluation stage (harness, drift, hidden-state DES) "
-        "and generative replay: " + PRECISION_HELP,
+
+
+#: the lm-eval keys of the flat ``evaluation`` section of older two_phase configs, and the
+#: defaults it had where lm-eval's differ (they still apply to such a config)
+_OLD_HARNESS_KEYS = (
+    "english",
+    "multilingual",
+    "limit",
+    "docs_per_task",
+    "num_fewshot",
+    "batch_size",
+    "max_gen_toks",
+)
+_OLD_DEFAULTS = {"limit": 60, "num_fewshot": 0, "max_gen_toks": 48}
+
+
+def old_evaluation(data: Any) -> Any:
+    """An older config's flat ``evaluation`` section as ``evaluate`` with its lm-eval keys
+    under ``evaluate.harness`` (and its old defaults), with one warning line."""
+    if not isinstance(data, dict) or "evaluation" not in data:
+        return data
+    if "evaluate" in data:
+        raise ValueError("evaluation is the old name of evaluate; give only evaluate")
+    data = dict(data)
+    old = data.pop("evaluation")
+    if isinstance(old, dict):
+        old = dict(old)
+        moved = {k: old.pop(k) for k in _OLD_HARNESS_KEYS if k in old}
+        old["harness"] = {**_OLD_DEFAULTS, **moved}
+    data["evaluate"] = old
+    warnings.warn(
+        "evaluation is now evaluate, with its lm-eval keys (english, multilingual, limit, "
+        "docs_per_task, num_fewshot, batch_size, max_gen_toks) under evaluate.harness; the "
+        "old form is still read, with its defaults limit 60, num_fewshot 0, max_gen_toks 48",
+        ConfigWarning,
+        stacklevel=2,
     )
-
-    @model_validator(mode="after")
-    def _tasks(self) -> HarnessEval:
-        names = [*self.english, *self.multilingual]
-        for n in filter(is_suite, names):
-            parse_suite(n)  # expanded by the protocol's config, which knows the groups
-        plain = [n for n in names if not is_suite(n)]
-        if plain:
-            check_tasks(plain, hub_offline(), verify_online=False)
-        return self
-
-    def expanded(self, groups: dict[str, list[str]]) -> HarnessEval:
-        """The same section with every ``SUITE@GROUP`` replaced by its tasks, checked."""
-        english = expand_suites(self.english, groups)
-        multilingual = expand_suites(self.multilingual, groups)
-        check_tasks([*english, *multilingual], hub_offline(), verify_online=False)
-        return self.model_copy(update={"english": english, "multilingual": multilingual})
+    return data
 
 
 class TwoPhaseConfig(ExperimentConfig):
     experiment: Literal["two_phase"] = "two_phase"
+    max_seeds: ClassVar[int | None] = 1  # the report reads one seed
     data: DataConfig = Field(default_factory=DataConfig)
     base: BaseModelSection
     sets: dict[str, InstructionSetConfig] = Field(description="instruction sets by name")
@@ -197,9 +239,14 @@ class TwoPhaseConfig(ExperimentConfig):
     phase2: TrainConfig = Field(default_factory=TrainConfig)
     max_length: int = Field(256, gt=8, description="tokens per SFT example")
     mitigation: MitigationConfig | None = None
-    evaluation: HarnessEval
+    evaluate: TwoPhaseEvaluation
     similarity: SimilarityConfig = Field(default_factory=SimilarityConfig)
     drift: DriftConfig = Field(default_factory=DriftConfig)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _old_keys(cls, data: Any) -> Any:
+        return old_evaluation(data)
 
     @field_validator("sets")
     @classmethod
@@ -232,9 +279,10 @@ class TwoPhaseConfig(ExperimentConfig):
         if len(set(keys)) < len(keys):
             raise ValueError("a pair is listed twice")
         self._fits_the_train_split()
-        if any(map(is_suite, [*self.evaluation.english, *self.evaluation.multilingual])):
+        h = self.evaluate.harness
+        if any(map(is_suite, [*h.english, *h.multilingual])):
             # assigned past pydantic: validate_assignment would run this validator again
-            object.__setattr__(self, "evaluation", self.evaluation.expanded(self.language_groups()))
+            object.__setattr__(self.evaluate, "harness", h.expanded(self.language_groups()))
         m = self.mitigation
         if m is not None:
             if m.pair >= len(self.pairs):
@@ -279,7 +327,11 @@ class TwoPhaseConfig(ExperimentConfig):
             if s.kind == "hf" or s.of is not None:
                 continue
             phase1s = sorted({p.phase1 for p in self.pairs if p.phase2 == name} - {INSTRUCT})
-            need = s.records + sum(self.sets[x].records for x in phase1s)
+            counts = [self.sets[x].records for x in phase1s]
+            known = [c for c in counts if c is not None]
+            if s.records is None or len(known) < len(counts):
+                continue  # an uncapped bible set: its size is known when it is built
+            need = s.records + sum(known)
             if need > cap:
                 raise ValueError(
                     f"set {name} ({s.records} records) leaves out the verses of "

@@ -126,7 +126,7 @@ def _mitigation_stages(cfg: TwoPhaseConfig) -> list[StageSpec]:
     specs: list[StageSpec] = []
     for arm in m.replay:
         replay = ReplayConfig(**arm.model_dump(exclude={"name"}))
-        params = ReplayDataParams(replay=replay, precision=cfg.evaluation.precision, seed=cfg.seed)
+        params = ReplayDataParams(replay=replay, precision=cfg.evaluate.precision, seed=cfg.seed)
         inputs: dict[str, str] = {PHASE2: p2, POOL: set_stage(m.pool), roles.MODEL: p1}
         specs.append(StageSpec(f"replay_{arm.name}", "replay_data", params, inputs))
         specs.append(_tune(cfg, f"mit_{arm.name}", p1, [f"replay_{arm.name}"], cfg.phase2))
@@ -149,17 +149,13 @@ def _mitigation_stages(cfg: TwoPhaseConfig) -> list[StageSpec]:
 
 
 def _evaluation_stages(cfg: TwoPhaseConfig) -> list[StageSpec]:
-    e = cfg.evaluation
+    e, h = cfg.evaluate, cfg.evaluate.harness
     specs = []
     for stage, label in evaluated_models(cfg).items():
         params = EvaluateHarnessParams(
             label=label,
-            tasks=[*e.english, *e.multilingual],
-            num_fewshot=e.num_fewshot,
-            limit=e.limit,
-            batch_size=e.batch_size,
-            docs_per_task=e.docs_per_task,
-            max_gen_toks=e.max_gen_toks,
+            tasks=[*h.english, *h.multilingual],
+            **h.options(),
             dtype=harness_dtype(e.precision),
             seed=cfg.seed,
         )
@@ -182,7 +178,7 @@ def _analysis_stages(cfg: TwoPhaseConfig) -> list[StageSpec]:
             des = DatasetSimilarityParams(
                 label=label,
                 similarity=cfg.similarity,
-                precision=cfg.evaluation.precision,
+                precision=cfg.evaluate.precision,
                 seed=cfg.seed,
             )
             ab = {SET_A: set_stage(pair.phase1), SET_B: set_stage(pair.phase2)}
@@ -204,7 +200,7 @@ def _analysis_stages(cfg: TwoPhaseConfig) -> list[StageSpec]:
             drift=cfg.drift,
             reference_label=f"P1 {pair.phase1}",
             labels=labels,
-            precision=cfg.evaluation.precision,
+            precision=cfg.evaluate.precision,
             seed=cfg.seed,
         )
         inputs = {roles.DATA: DATA, REFERENCE: p1_stage(pair.phase1), **roles.MODELS.bind(models)}

@@ -64,7 +64,7 @@ class Evidence:
 
     def abilities(self, stage: str) -> tuple[Ability, Ability]:
         if stage not in self._cache:
-            sets, e = self.sets.get(eval_stage(stage), []), self.cfg.evaluation
+            sets, e = self.sets.get(eval_stage(stage), []), self.cfg.evaluate.harness
             self._cache[stage] = (
                 ability(sets, e.english, stage),
                 ability(sets, e.multilingual, stage),
@@ -99,7 +99,8 @@ def ability_table(
     cfg: TwoPhaseConfig, ev: Evidence, run: RunTable, which: str, labels: dict[str, str]
 ) -> Table:
     """Table 1 (EA) or Table 2 (MA): per task after Phase 1 and Phase 2, and the average."""
-    tasks = cfg.evaluation.english if which == "EA" else cfg.evaluation.multilingual
+    h = cfg.evaluate.harness
+    tasks = h.english if which == "EA" else h.multilingual
     cols = ["Phase 1", "Phase 2"]
     for t in tasks:
         cols += [f"{t} P1", f"{t} P2"]
@@ -226,11 +227,11 @@ def mitigation_premise(cfg: TwoPhaseConfig, ev: Evidence) -> str:
 
 def claims(cfg: TwoPhaseConfig, ev: Evidence, arms: dict[str, str]) -> list[Claim]:
     """Paper 002's claims on this run, before the block's multiplicity correction: superiority
-    tests, a non-inferiority test with ``evaluation.ea_margin`` for "a similar Phase 2 keeps
+    tests, a non-inferiority test with ``evaluate.ea_margin`` for "a similar Phase 2 keeps
     English ability", and the mitigations judged only where plain CFT loses EA."""
     out: list[Claim] = []
     seen_p1: set[str] = set()
-    margin = cfg.evaluation.ea_margin
+    margin = cfg.evaluate.ea_margin
     for pair in cfg.pairs:
         p1, p2, mix = p1_stage(pair.phase1), cft_stage(pair), mix_stage(pair)
         if pair.phase1 != INSTRUCT and p1 not in seen_p1 and ev.has(p1) and ev.has(PRETRAIN):
@@ -356,8 +357,9 @@ def write_report(cfg: TwoPhaseConfig, run_dir: Path) -> Path:
     pairs = "; ".join(f"{p.phase1} -> {p.phase2}" for p in cfg.pairs)
     rep.paragraph(
         f"Base: {cfg.base.describe()}. Phase-wise pairs: {pairs}. Every model is scored through "
-        f"lm-evaluation-harness: EA on {', '.join(cfg.evaluation.english)}; MA on "
-        f"{', '.join(cfg.evaluation.multilingual)} ({cfg.evaluation.limit or 'all'} documents per "
+        f"lm-evaluation-harness: EA on {', '.join(cfg.evaluate.harness.english)}; MA on "
+        f"{', '.join(cfg.evaluate.harness.multilingual)} ({cfg.evaluate.harness.limit or 'all'} "
+        "documents per "
         "task). Instruction sets and their data cards are in stages/set_*/ while the cache holds "
         "them. " + variance_note(cfg)
     )
