@@ -11,9 +11,10 @@ from typing import Any
 
 import numpy as np
 import pytest
+from pydantic import ValidationError
 
 from polymnesia.errors import ConfigError, DataError
-from polymnesia.experiments.base import EXPERIMENTS
+from polymnesia.experiments.base import EXPERIMENTS, ExperimentConfig
 from polymnesia.experiments.loading import load_config
 from polymnesia.experiments.seeds import (
     SeedBand,
@@ -180,11 +181,19 @@ def test_group_intervals_of_seed_tagged_items_resample_seeds_and_items() -> None
 
 
 def test_protocols_whose_reports_read_one_seed_refuse_several_before_training() -> None:
-    cfg = load_config("configs/lifelong_smoke.yaml", ["seeds=[0,1]"])
-    with pytest.raises(ConfigError, match="does not pool training seeds yet"):
-        EXPERIMENTS.get(cfg.experiment).build(cfg)
+    with pytest.raises(ConfigError, match="report reads one training seed; run each seed"):
+        load_config("configs/lifelong_smoke.yaml", ["seeds=[0,1]"])
     one = load_config("configs/lifelong_smoke.yaml", ["seeds=[3]"])
     assert all(getattr(s.params, "seed", 3) == 3 for s in EXPERIMENTS.get("lifelong").build(one))
+
+
+def test_a_protocol_that_does_not_read_seeds_refuses_them() -> None:
+    class Plain(ExperimentConfig):
+        experiment: str = "plain"
+
+    assert Plain(name="p", seed=2).seed == 2
+    with pytest.raises(ValidationError, match="does not read seeds; set seed"):
+        Plain(name="p", seeds=[2])
 
 
 def test_a_measured_band_serves_the_same_claim_at_another_rank() -> None:

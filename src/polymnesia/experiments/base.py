@@ -10,7 +10,7 @@ from abc import ABC, abstractmethod
 from pathlib import Path
 from typing import ClassVar
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from polymnesia.config.base import StrictModel
 from polymnesia.pipeline.stage import StageSpec
@@ -18,7 +18,14 @@ from polymnesia.registry import Registry
 
 
 class ExperimentConfig(StrictModel):
-    """Keys every experiment config has."""
+    """Keys every experiment config has.
+
+    ``max_seeds`` says how many training seeds (``seeds``) a protocol runs in one run: 0 (the
+    default) when it does not read ``seeds``, 1 when its report reads one seed (``seeds:
+    [S]`` picks it), None for any number.
+    """
+
+    max_seeds: ClassVar[int | None] = 0
 
     experiment: str = Field(description="the protocol (polymnesia ls experiments)")
     name: str = Field(description="a short name; the default run folder is runs/NAME-HASH")
@@ -45,6 +52,19 @@ class ExperimentConfig(StrictModel):
             if seed in (v or [])[:i]:
                 raise ValueError(f"seed {seed!r} is listed twice in seeds")
         return v
+
+    @model_validator(mode="after")
+    def _seeds_this_protocol_runs(self) -> ExperimentConfig:
+        most = type(self).max_seeds
+        if self.seeds is not None and most is not None and len(self.seeds) > most:
+            raise ValueError(
+                f"seeds {self.seeds}: the {self.experiment} protocol does not read seeds; set seed"
+                if most == 0
+                else f"seeds {self.seeds}: the {self.experiment} report reads one training seed; "
+                "run each seed as its own run (seed=S; the cache shares the stages the seed "
+                f"does not reach), see docs/{self.experiment}.md, 'Seed noise'"
+            )
+        return self
 
 
 class Experiment(ABC):

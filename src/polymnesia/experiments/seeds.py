@@ -122,23 +122,12 @@ def _fingerprints(specs: Sequence[StageSpec], known: dict[str, str]) -> list[str
     return out
 
 
-#: protocols whose reports read one training seed: a run of several seeds is refused before it
-#: trains anything (run each seed as its own run, ``seed=S``; the cache shares what they share)
-ONE_SEED_REPORTS = frozenset({"lifelong", "two_phase"})
-
-
 def fan_out(cfg: C, build_one: Callable[[C], list[StageSpec]]) -> list[StageSpec]:
     """The stages of ``build_one`` for every seed of ``cfg`` (see the module docstring).
 
     With one seed (the default) this is ``build_one(cfg)`` with ``seed`` set to that seed.
     """
     seeds = seed_list(cfg)
-    if len(seeds) > 1 and cfg.experiment in ONE_SEED_REPORTS:
-        raise ConfigError(
-            f"seeds {seeds}: the {cfg.experiment} report does not pool training seeds yet; "
-            f"run each seed as its own run (seed=S; the cache shares the data stage) and see "
-            f"docs/{cfg.experiment}.md, 'Seed noise'"
-        )
     first = build_one(cfg.model_copy(update={"seed": seeds[0]}))
     if len(seeds) == 1:
         return first

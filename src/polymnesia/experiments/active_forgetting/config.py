@@ -3,7 +3,7 @@ instruction tuning and the downstream evaluations."""
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import Field, field_validator, model_validator
 
@@ -102,6 +102,7 @@ class AFEvaluation(EvalConfig):
 
 class ActiveForgettingConfig(ExperimentConfig):
     experiment: Literal["active_forgetting"] = "active_forgetting"
+    max_seeds: ClassVar[int | None] = None  # seeds: [..] runs once per seed
     data: DataConfig = Field(default_factory=DataConfig)
     groups: GroupsConfig
     tokenizer: TokenizerConfig = Field(default_factory=TokenizerConfig)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import ClassVar, Literal
 
 from pydantic import Field
 
@@ -21,6 +21,7 @@ from polymnesia.experiments.sections import (
 
 class LanguageModelingConfig(ExperimentConfig):
     experiment: Literal["language_modeling"] = "language_modeling"
+    max_seeds: ClassVar[int | None] = None  # seeds: [..] runs once per seed
     label: str = Field("Baseline", description="the model's name in tables")
     data: DataConfig = Field(default_factory=DataConfig)
     groups: GroupsConfig

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import inspect
 import warnings
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import (
     ConfigDict,
@@ -196,6 +196,7 @@ class TaskSection(TaskConfig):
 
 class LFMLFConfig(ExperimentConfig):
     experiment: Literal["lf_mlf"] = "lf_mlf"
+    max_seeds: ClassVar[int | None] = None  # its seeds: fine-tuning seeds
     data: DataConfig = Field(default_factory=DataConfig)
     pretrain: BaseModelSection
     task: TaskSection = Field(default_factory=TaskSection)

@@ -9,7 +9,7 @@ or slot field that fits the task kind, non-negative seeds.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import Field, field_validator, model_validator
 
@@ -61,6 +61,7 @@ RENAMED = {
 
 class LifelongConfig(ExperimentConfig):
     experiment: Literal["lifelong"] = "lifelong"
+    max_seeds: ClassVar[int | None] = 1  # the report reads one seed
     data: DataConfig = Field(default_factory=DataConfig)
     base: LifelongBase
     languages: list[str] = Field(min_length=2, description="the task languages, learned one by one")
