@@ -121,22 +121,21 @@ def test_a_renamed_key_is_read_with_one_warning_line(tmp_path: Path, isolated_ca
     assert main(["validate", str(old)]) == 0
     err = capsys.readouterr().err
     assert err == (
-        "polymnesia: warning: base.pretraining is now called base.languages; "
-        "the old name is still read\n"
+        "polymnesia: warning: base.pretraining is now base.languages; the old name is still read\n"
     )
     both = tmp_path / "both.yaml"
     both.write_text(
         text.replace("  languages: [en, fr]\n", "  languages: [en]\n  pretraining: [en, fr]\n", 1)
     )
     assert main(["validate", str(both)]) == 2
-    assert "base has both 'pretraining' (old name) and 'languages'; keep 'languages'" in (
+    assert "base.pretraining is the old name of base.languages; give only base.languages" in (
         capsys.readouterr().err
     )
 
 
 def test_the_renamed_key_warning_is_a_config_warning_for_library_users():
+    from polymnesia.config.base import renamed
     from polymnesia.errors import ConfigWarning
-    from polymnesia.experiments.sections import rename_key
 
-    with pytest.warns(ConfigWarning, match=r"^a\.b is now called a\.c"):
-        assert rename_key({"b": 1, "d": 2}, "b", "c", "a") == {"c": 1, "d": 2}
+    with pytest.warns(ConfigWarning, match=r"^a\.b is now a\.c"):
+        assert renamed({"b": 1, "d": 2}, {"b": "c"}, "a") == {"c": 1, "d": 2}

@@ -11,14 +11,12 @@ the base model that every protocol pretrains (or loads) in the same way.
 
 from __future__ import annotations
 
-import warnings
 from typing import Any
 
 from pydantic import Field, field_validator, model_validator
 
 from polymnesia.config.base import StrictModel
 from polymnesia.data.config import DataConfig, check_language, check_languages
-from polymnesia.errors import ConfigWarning
 from polymnesia.evaluation.config import EvalConfig
 from polymnesia.models import ModelConfig
 from polymnesia.tokenizers.config import TokenizerConfig
@@ -139,18 +137,3 @@ def flat_base(cfg: Any, train: TrainConfig) -> BaseModelSection:
         train=train,
         mixture_temperature=cfg.mixture_temperature,
     )
-
-
-def rename_key(data: Any, old: str, new: str, where: str) -> Any:
-    """Accept a renamed key of an older config (``old`` -> ``new``) with a warning."""
-    if isinstance(data, dict) and old in data:
-        if new in data:
-            raise ValueError(f"{where} has both '{old}' (old name) and '{new}'; keep '{new}'")
-        warnings.warn(
-            f"{where}.{old} is now called {where}.{new}; the old name is still read",
-            ConfigWarning,
-            stacklevel=2,
-        )
-        data = {**data, new: data[old]}
-        del data[old]
-    return data

@@ -21,7 +21,7 @@ from polymnesia.continual.replay import ReplayBufferConfig
 from polymnesia.errors import ConfigError
 from polymnesia.evaluation.config import TextEvaluation
 from polymnesia.experiments.base import ExperimentConfig
-from polymnesia.experiments.sections import BaseModelSection, DataConfig, rename_key
+from polymnesia.experiments.sections import BaseModelSection, DataConfig
 from polymnesia.items import BootstrapConfig
 from polymnesia.models.lora import LoraConfig
 from polymnesia.tasks.config import TaskConfig
@@ -41,7 +41,7 @@ class LifelongBase(BaseModelSection):
     @model_validator(mode="before")
     @classmethod
     def _old_key(cls, data: Any) -> Any:
-        return rename_key(data, "pretraining", "languages", "base")
+        return renamed(data, {"pretraining": "languages"}, "base")
 
     @field_validator("data_languages")
     @classmethod
