@@ -358,8 +358,8 @@ def claims(results: dict[str, Any]) -> str:
                 [stat(runs[f"{base}/mean"]["curve"]["0"], lang) for lang in langs],
             )
             lines.append(
-                f"- {init} beats mean at 0 steps ({base} base): "
-                f"**{verdict(t.low, t.high)}** (Δ bpb {t.effect:+.3f} [{t.low:+.3f}, {t.high:+.3f}])"
+                f"- {init} beats mean at 0 steps ({base} base): **{verdict(t.low, t.high)}** (Δ "
+                f"bpb {t.effect:+.3f} [{t.low:+.3f}, {t.high:+.3f}])"
             )
     if all(f"{b}/mean" in runs for b in ("standard", "af")):
         for step in ("0", last):
@@ -376,8 +376,8 @@ def claims(results: dict[str, Any]) -> str:
             if all(f"{b}/{init}" in runs for b in ("standard", "af")):
                 d, lo, hi = gap_change(runs, langs, last, init)
                 lines.append(
-                    f"- active forgetting's advantage shrinks with {init} instead of mean "
-                    f"({last} steps): **{verdict(lo, hi)}** (change {d:+.3f} [{lo:+.3f}, {hi:+.3f}])"
+                    f"- active forgetting's advantage shrinks with {init} instead of mean ({last} "
+                    f"steps): **{verdict(lo, hi)}** (change {d:+.3f} [{lo:+.3f}, {hi:+.3f}])"
                 )
     return "\n".join(lines)
 

@@ -1,4 +1,6 @@
-"""Protocol-level validation of the paper-000 configs (active_forgetting, quickstart): one line each."""
+"""Protocol-level validation of the paper-000 configs (active_forgetting, quickstart): one line
+each.
+"""
 
 from __future__ import annotations
 

@@ -64,8 +64,11 @@ def test_smoke_run_produces_all_tables(isolated_cache: Path, tmp_path: Path) -> 
         assert all(s.n and s.ci_low is not None for s in scores if s.metric == metric), metric
     items = run_items(run_dir)
     assert {(s.task, s.kind) for s in items} == {
-        ("lm", "lm"), ("translation", "stats"), ("genre", "label"), ("isotropy", "values")
-    }  # fmt: skip
+        ("lm", "lm"),
+        ("translation", "stats"),
+        ("genre", "label"),
+        ("isotropy", "values"),
+    }
     # three-verdict claims with effect, CI and n; baselines; the translation floor
     with open(run_dir / "results" / "claims.csv", encoding="utf-8") as f:
         claims = list(csv.DictReader(f))
@@ -106,9 +109,11 @@ def test_harness_section_scores_every_arm(isolated_cache: Path, tmp_path: Path) 
         (arm, task, metric)
         for arm in ("Baseline", "BA", "AFA")
         for task, metric in (
-            ("poly_genre_en", "acc"), ("poly_continue_mc_fr", "acc"), ("poly_continue_mc_fr", "acc_norm")
+            ("poly_genre_en", "acc"),
+            ("poly_continue_mc_fr", "acc"),
+            ("poly_continue_mc_fr", "acc_norm"),
         )
-    }  # fmt: skip
+    }
     assert all(s.extra["n_samples"] == 6 for s in scores if "lm_eval_version" in s.extra)
     table = (run_dir / "results" / "harness.md").read_text("utf-8")
     assert "poly_genre_en" in table and "AFA" in table

@@ -157,7 +157,10 @@ def test_two_phase_in_a_models_own_chat_template(isolated_cache, tmp_path) -> No
     keys, extra = PROTOCOLS["two_phase_smoke"]
     run = tmp_path / "run"
     args = [f"{keys}.model.name_or_path={d}", f"{keys}.tokenizer.name_or_path={d}", *extra]
-    args += [f"{keys}.pretrain=false", "evaluate.harness.english=[poly_genre_en,poly_continue_gen_en]"]
+    args += [
+        f"{keys}.pretrain=false",
+        "evaluate.harness.english=[poly_genre_en,poly_continue_gen_en]",
+    ]
     assert main(["run", str(CONFIGS / "two_phase_smoke.yaml"), *args, "--run-dir", str(run)]) == 0
     scores = _finite_scores(run)
     assert {s.task for s in scores} >= {

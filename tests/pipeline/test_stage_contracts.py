@@ -69,7 +69,8 @@ def test_parameters_of_another_kind_are_refused() -> None:
     with pytest.raises(ConfigError) as e:
         plan(specs)
     assert str(e.value) == (
-        "stage 'pretrain' (pretrain): parameters are EvaluateLMParams; pretrain takes PretrainParams"
+        "stage 'pretrain' (pretrain): parameters are EvaluateLMParams; pretrain takes "
+        "PretrainParams"
     )
 
 

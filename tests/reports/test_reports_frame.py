@@ -22,10 +22,16 @@ def _run(folder: Path, experiment: str, scores: list[Score]) -> Path:
 
 
 def test_two_runs_become_one_frame_with_intervals_and_extras(tmp_path: Path) -> None:
-    a = _run(tmp_path / "a", "lifelong", [
-        Score("MULTI", "fr", "macro_f1", 0.5, task="genre", seed=0, ci_low=0.4, ci_high=0.6, n=80),
-        Score("MULTI", "de", "macro_f1", 0.3, task="genre", seed=0, extra={"order": 2}),
-    ])  # fmt: skip
+    a = _run(
+        tmp_path / "a",
+        "lifelong",
+        [
+            Score(
+                "MULTI", "fr", "macro_f1", 0.5, task="genre", seed=0, ci_low=0.4, ci_high=0.6, n=80
+            ),
+            Score("MULTI", "de", "macro_f1", 0.3, task="genre", seed=0, extra={"order": 2}),
+        ],
+    )
     b = _run(tmp_path / "b", "lifelong", [Score("VANILLA", "fr", "macro_f1", 0.25, seed=1)])
     df = load_runs(a, b)
     assert list(df.columns[:7]) == ["run", "experiment", "name", "model", "lang", "metric", "value"]

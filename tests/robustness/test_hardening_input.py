@@ -200,7 +200,8 @@ def test_freezing_pattern_is_checked_against_a_local_model_folder(isolated_cache
 
 def test_lm_eval_task_in_a_language_the_data_lacks_isrefused(isolated_cache, capsys):  # type: ignore[no-untyped-def]
     err = refused(
-        capsys, ["validate", str(TWO_PHASE), "--set", "evaluate.harness.multilingual=[poly_genre_es]"]
+        capsys,
+        ["validate", str(TWO_PHASE), "--set", "evaluate.harness.multilingual=[poly_genre_es]"],
     )
     assert "poly_genre_es" in err and "'es'" in err
 

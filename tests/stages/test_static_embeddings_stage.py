@@ -69,8 +69,13 @@ def test_the_entry_round_trips_and_fits_its_base(tmp_path: Path) -> None:
     with pytest.raises(DataError, match="does not extend this base model's tokenizer") as e:
         check_same_base(other, side)
     assert "\n" not in str(e.value)
-    cut = type(side)(side.merged, side.first_new_id, type(side.static)(
-        side.static.vectors[:5], side.static.counts[:5]), None, None)  # fmt: skip
+    cut = type(side)(
+        side.merged,
+        side.first_new_id,
+        type(side.static)(side.static.vectors[:5], side.static.counts[:5]),
+        None,
+        None,
+    )
     with pytest.raises(DataError, match="static embeddings of 5 tokens for a vocabulary of"):
         check_same_base(base, cut)
     assert torch.equal(load_side_data(out).static.vectors, side.static.vectors)  # type: ignore[union-attr]

@@ -165,7 +165,10 @@ def test_setup_refuses_what_no_engine_does() -> None:
 
 def test_the_plan_command_on_the_paper_config(capsys) -> None:  # type: ignore[no-untyped-def]
     config = str(CONFIGS / "two_phase_paper.yaml")
-    offline = ["evaluate.harness.english=[poly_genre_en]", "evaluate.harness.multilingual=[poly_genre_de]"]
+    offline = [
+        "evaluate.harness.english=[poly_genre_en]",
+        "evaluate.harness.multilingual=[poly_genre_de]",
+    ]
     args = ["plan", config, *offline, "--devices", "8", "--memory", "80GB", "--engine", "fsdp2"]
     assert main(args) == 0
     out = capsys.readouterr().out

@@ -132,9 +132,8 @@ def check_bounds(text: str) -> None:
                 grown = total
             if grown > MAX_NODES:
                 raise ConfigError(
-                    f"{_line(event)}the YAML expands to more than "
-                    f"{MAX_NODES:,} values (aliases of aliases: an anchor bomb?); "
-                    "a config holds a few hundred"
+                    f"{_line(event)}the YAML expands to more than {MAX_NODES:,} values (aliases of "
+                    "aliases: an anchor bomb?); a config holds a few hundred"
                 )
     except yaml.YAMLError:
         return  # malformed: the loader reports it with its line
@@ -256,7 +255,8 @@ def check_finite(data: Any, source: str = "", path: str = "") -> None:
     if isinstance(data, float) and not math.isfinite(data):
         where = f"{source}: " if source else ""
         raise ConfigError(
-            f"{where}bad value for '{path or '<root>'}': {data!r}: numbers in a config must be finite"
+            f"{where}bad value for '{path or '<root>'}': {data!r}: numbers in a config must be "
+            "finite"
         )
     if isinstance(data, dict):
         for k, v in data.items():

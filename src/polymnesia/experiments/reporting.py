@@ -48,7 +48,10 @@ def lm_tables(
     for i, metric in enumerate([headline, *others]):
         if not any(s.metric == metric for s in scores):
             continue
-        title = f"Table {number}{'' if i == 0 else chr(ord('a') + i)}: {METRIC_TITLES.get(metric, metric)} by language group"
+        title = (
+            f"Table {number}{'' if i == 0 else chr(ord('a') + i)}: "
+            f"{METRIC_TITLES.get(metric, metric)} by language group"
+        )
         t = group_table(
             scores,
             metric,
@@ -226,9 +229,8 @@ def compute_table(report: Report, run_dir: Path) -> None:
     if per_role["training"] > 0:
         caption += (
             f" Evaluation {'(stages and scoring inside) ' if inside else 'stages '}took "
-            f"{per_role['evaluation']:.0f} s, "
-            f"{per_role['evaluation'] / per_role['training']:.2f}x the training stages' "
-            f"{per_role['training']:.0f} s."
+            f"{per_role['evaluation']:.0f} s, {per_role['evaluation'] / per_role['training']:.2f}x "
+            f"the training stages' {per_role['training']:.0f} s."
         )
     write_table(
         run_dir / "results",

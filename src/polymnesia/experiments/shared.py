@@ -43,7 +43,9 @@ def pretrain_stage(
     model: ModelConfig | None = None,
     train: TrainConfig | None = None,
 ) -> StageSpec:
-    """``pretrain`` of the base model; ``model``/``train`` replace the base's (size sweeps, plugins)."""
+    """``pretrain`` of the base model; ``model``/``train`` replace the base's (size sweeps,
+    plugins).
+    """
     params = PretrainParams(
         model=model or base.model,
         train=train or base.train,
@@ -55,7 +57,9 @@ def pretrain_stage(
 
 
 def import_stage(base: BaseModelSection) -> StageSpec:
-    """``import_model`` of ``base.model.name_or_path`` as it is, under the pretraining stage's name."""
+    """``import_model`` of ``base.model.name_or_path`` as it is, under the pretraining stage's
+    name.
+    """
     params = ImportModelParams(model=base.model, tokenizer=base.tokenizer.name_or_path)
     return StageSpec(PRETRAIN, "import_model", params)
 

@@ -7,7 +7,8 @@ rule that turns that kind's columns into an
 items then follow from the registration alone, with no switch elsewhere::
 
     @register_metric(
-        "bits_per_byte", higher_is_better=False, items={"lm": ratio_of("nll", "bytes", scale=1 / LN2)}
+        "bits_per_byte", higher_is_better=False, items={"lm": ratio_of("nll", "bytes", scale=1 /
+        LN2)}
     )
     def bits_per_byte(nll_sum, n_bytes): ...
 

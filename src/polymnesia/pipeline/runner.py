@@ -174,8 +174,8 @@ def describe_plan(planned: list[PlannedStage]) -> str:
     for p in planned:
         ins = ", ".join(f"{r}<-{u}" for r, u in p.spec.inputs.items()) or "-"
         lines.append(
-            f"  {p.status:6s} {p.spec.name:28s} {p.spec.kind:18s} {p.fingerprint[:12]}  inputs: {ins}"
-            + (f"  ({p.note})" if p.note else "")
+            f"  {p.status:6s} {p.spec.name:28s} {p.spec.kind:18s} {p.fingerprint[:12]}  inputs: "
+            f"{ins}" + (f"  ({p.note})" if p.note else "")
         )
     return "\n".join(lines)
 

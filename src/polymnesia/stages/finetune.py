@@ -130,7 +130,8 @@ class FinetuneParams(StrictModel):
     bootstrap: BootstrapConfig = Field(default_factory=BootstrapConfig)
     base_model: str | None = Field(
         None,
-        description="a Hub id or folder to fine-tune instead of the 'model' input (e.g. XLM-R base)",
+        description="a Hub id or folder to fine-tune instead of the 'model' input (e.g. XLM-R "
+        "base)",
     )
 
 
@@ -222,7 +223,8 @@ class FinetuneTask(Stage[FinetuneParams]):
             )
             if not ex:
                 raise DataError(
-                    f"source language '{lang}' has no labelled training data for task '{p.task.name}'"
+                    f"source language '{lang}' has no labelled training data for task "
+                    f"'{p.task.name}'"
                 )
             sets.append(training_data(ex, p.task, tok.pad_token_id))
         if p.method == "slf":
@@ -258,18 +260,30 @@ class FinetuneTask(Stage[FinetuneParams]):
         # trained model stays float32 in memory (it is saved next), so bf16/fp16 is autocast
         rt = current(p.evaluation.precision, sharded=True)
         got = evaluate_task(
-            model, ex, p.task, batch_size=p.evaluation.batch_size, tag_names=self.tag_names,
+            model,
+            ex,
+            p.task,
+            batch_size=p.evaluation.batch_size,
+            tag_names=self.tag_names,
             runtime=rt,
-        )  # fmt: skip
+        )
         names = tag_names_of(model, self.tag_names)
         judged = [p.task.metric, *secondary_metrics(p.task)]
         trivial = {m: trivial_baselines(ex, p.task, names, metric=m) for m in judged}
         out, sets = [], []
         for lang, (r, values) in got.items():
             items = ItemSet(
-                p.label, lang, r.kind, r.ids, r.columns, task=p.task.name, group=roles[lang],
-                seed=p.seed, setting=p.setting, n_labels=r.n_labels or None,
-            )  # fmt: skip
+                p.label,
+                lang,
+                r.kind,
+                r.ids,
+                r.columns,
+                task=p.task.name,
+                group=roles[lang],
+                seed=p.seed,
+                setting=p.setting,
+                n_labels=r.n_labels or None,
+            )
             sets.append(items)
             for metric, value in values.items():
                 score = Score(
@@ -322,9 +336,16 @@ class FinetuneTask(Stage[FinetuneParams]):
                 runtime=rt,
             )
             items = ItemSet(  # task: the fine-tuned task, so F_p of each task's model is its own
-                p.label, lang, "lm", list(range(len(texts))), cols, task=p.task.name,
-                group="forgetting", seed=p.seed, setting=p.setting,
-            )  # fmt: skip
+                p.label,
+                lang,
+                "lm",
+                list(range(len(texts))),
+                cols,
+                task=p.task.name,
+                group="forgetting",
+                seed=p.seed,
+                setting=p.setting,
+            )
             score = Score(
                 model=p.label,
                 lang=lang,

@@ -131,7 +131,9 @@ def vocab_table(scores: Sequence[Score]) -> Table | None:
 def figure3(
     report: Report, run_dir: Path, scores: Sequence[Score], groups: dict[str, list[str]]
 ) -> None:
-    """Average downstream score (mean of genre accuracy and chrF/100, overall) against parameters."""
+    """Average downstream score (mean of genre accuracy and chrF/100, overall) against
+    parameters.
+    """
 
     sizes = sorted({s.size for s in scores if s.size}, key=lambda z: _params(scores, z))
     if len(sizes) < 2:
@@ -184,8 +186,9 @@ def _captions(cfg: Any, scores: Sequence[Score]) -> dict[str, str]:
         f"signature{'s' if len(sig) > 1 else ''}: {'; '.join(sig) or 'N/A'}."
     )
     pooling = (
-        f"One last-layer vector per word occurrence, its sub-tokens pooled by '{d.isotropy_pooling}'; "
-        "words seen in at least two verses; minus the cosine of random word pairs from different verses."
+        "One last-layer vector per word occurrence, its sub-tokens pooled by "
+        f"'{d.isotropy_pooling}'; words seen in at least two verses; minus the cosine of random "
+        "word pairs from different verses."
     )
     scoring = (
         f"Each genre name scored as the reply by '{d.zero_shot_scoring}' scoring "
@@ -258,12 +261,16 @@ def write_report(cfg: Any, run_dir: Path) -> Path:
     )
     sizes = ", ".join(cfg.sizes) if cfg.sizes else cfg.model.describe()
     rep.paragraph(
-        f"Arms: Baseline (pretrained), BA (baseline adapted), AFA (pretrained with active forgetting, "
-        f"reset every {cfg.forgetting.reset_every} of {cfg.pretrain.steps} steps, then adapted; LM head "
+        "Arms: Baseline (pretrained), BA (baseline adapted), AFA (pretrained with active "
+        "forgetting, "
+        f"reset every {cfg.forgetting.reset_every} of {cfg.pretrain.steps} steps, then adapted; "
+        "LM head "
         f"'{cfg.adapt.head}' at adaptation); all instruction-tuned on English only "
         f"({cfg.instruct.source} data). Model size(s): {sizes}. "
-        f"{len(cfg.groups.all())} languages from the '{cfg.data.source}' source, grouped as paper 000 "
-        "Table 6. Tables 1-2 evaluate the models before instruction tuning (Baseline = base model), "
+        f"{len(cfg.groups.all())} languages from the '{cfg.data.source}' source, grouped as paper "
+        "000 "
+        "Table 6. Tables 1-2 evaluate the models before instruction tuning (Baseline = base "
+        "model), "
         f"Tables 3-4 the instruction-tuned ones. Headline LM metric: {cfg.evaluate.headline} "
         "(the vocabularies differ, so token perplexity is not comparable across arms). "
         f"Intervals: {round(100 * cfg.downstream.bootstrap.level)}% percentile bootstrap over test "

@@ -130,7 +130,8 @@ class SweepSection(StrictModel):
         _unique(self.counts, "sweep.counts", "count")
         if any(k < 2 or k > len(self.ranking) for k in self.counts):
             raise ValueError(
-                f"sweep.counts must lie in 2..{len(self.ranking)} (the ranking's length), got {self.counts}"
+                f"sweep.counts must lie in 2..{len(self.ranking)} (the ranking's length), got "
+                f"{self.counts}"
             )
         return self
 
@@ -299,7 +300,8 @@ class LFMLFConfig(ExperimentConfig):
                     raise ValueError(str(e)) from None
         if self.friedman.blocks == "tasks" and len(self.task_list()) < 2:
             raise ValueError(
-                "friedman.blocks 'tasks' needs at least 2 tasks; this config has 1: use 'languages' or null"
+                "friedman.blocks 'tasks' needs at least 2 tasks; this config has 1: use "
+                "'languages' or null"
             )
 
     def _check_languages(self) -> None:
@@ -308,12 +310,14 @@ class LFMLFConfig(ExperimentConfig):
             sources = self.sources_of(t)
             if len(sources) < 2 and self.methods:
                 raise ValueError(
-                    "multi-lingual methods need T >= 2 sources (with T = 1 every combiner is plain fine-tuning; use slf)"
+                    "multi-lingual methods need T >= 2 sources (with T = 1 every combiner is "
+                    "plain fine-tuning; use slf)"
                 )
             missing = [s for s in sources if s not in pretrained]
             if missing:
                 raise ValueError(
-                    f"sources {missing} are not pretraining languages {pretrained} (paper: S_f in S_p)"
+                    f"sources {missing} are not pretraining languages {pretrained} (paper: S_f in "
+                    "S_p)"
                 )
             targets = t.targets if t.targets is not None else self.targets
             if targets is not None and (overlap := [x for x in targets if x in sources]):
@@ -323,7 +327,8 @@ class LFMLFConfig(ExperimentConfig):
                 )
             if "main" in self.parts and not self.target_langs(sources, t):
                 raise ValueError(
-                    f"task '{t.name}' has no target language left after removing the sources {sources}"
+                    f"task '{t.name}' has no target language left after removing the sources "
+                    f"{sources}"
                 )
         if self.sweep:
             self._within_pretraining(self.sweep.ranking, "sweep.ranking")
@@ -336,7 +341,8 @@ class LFMLFConfig(ExperimentConfig):
             bad = [x for x in self.evaluate.forgetting_languages if x not in known]
             if bad:
                 raise ValueError(
-                    f"evaluate.forgetting_languages {bad} are not data languages of this run {known}"
+                    f"evaluate.forgetting_languages {bad} are not data languages of this run "
+                    f"{known}"
                 )
 
     def _within_pretraining(self, langs: list[str], key: str) -> None:

@@ -28,7 +28,9 @@ from polymnesia.stages.sequential_order import SOURCES, OrderParams
 
 
 def data_languages(cfg: LifelongConfig) -> list[str]:
-    """What the data stage prepares: pretraining, task and pivot languages (or ``data_languages``)."""
+    """What the data stage prepares: pretraining, task and pivot languages (or
+    ``data_languages``).
+    """
     b = cfg.base
     extra = [cfg.task_pivot] if cfg.task_pivot else []
     return b.data_languages or list(dict.fromkeys([*b.languages, *cfg.languages, *extra]))
@@ -43,11 +45,23 @@ def _step(
     **kw: object,
 ) -> StageSpec:
     params = StepParams(
-        method=method, rank=rank, lora=cfg.lora, hyper=with_baseline(method, cfg.hyper(method, rank), PREV in inputs), task=cfg.task,
-        task_pivot=cfg.task_pivot, slot_field=cfg.slot_field, languages=cfg.languages, train_per_lang=cfg.train_per_lang,
-        eval_per_lang=cfg.evaluate.max_texts_per_lang, eval_batch_size=cfg.evaluate.batch_size, eval_precision=cfg.evaluate.precision, bootstrap=cfg.bootstrap, seed=cfg.seed,
-        replay=cfg.replay if get_method(method).replay else None, **kw,
-    )  # fmt: skip
+        method=method,
+        rank=rank,
+        lora=cfg.lora,
+        hyper=with_baseline(method, cfg.hyper(method, rank), PREV in inputs),
+        task=cfg.task,
+        task_pivot=cfg.task_pivot,
+        slot_field=cfg.slot_field,
+        languages=cfg.languages,
+        train_per_lang=cfg.train_per_lang,
+        eval_per_lang=cfg.evaluate.max_texts_per_lang,
+        eval_batch_size=cfg.evaluate.batch_size,
+        eval_precision=cfg.evaluate.precision,
+        bootstrap=cfg.bootstrap,
+        seed=cfg.seed,
+        replay=cfg.replay if get_method(method).replay else None,
+        **kw,
+    )
     return StageSpec(name, "sequential_step", params, {roles.DATA: DATA, BASE: PRETRAIN, **inputs})
 
 
@@ -95,8 +109,16 @@ class Lifelong(Experiment):
                 for k in range(len(cfg.languages)):
                     prev: dict[str, str] = {PREV: f"{key}_{o.name}_{k - 1}"} if k else {}
                     specs.append(
-                        _step(cfg, f"{key}_{o.name}_{k}", method, rank, {ORDER: f"order_{o.name}", **prev}, order_index=k, setting=o.name)
-                    )  # fmt: skip
+                        _step(
+                            cfg,
+                            f"{key}_{o.name}_{k}",
+                            method,
+                            rank,
+                            {ORDER: f"order_{o.name}", **prev},
+                            order_index=k,
+                            setting=o.name,
+                        )
+                    )
         return specs
 
     @classmethod

@@ -210,7 +210,8 @@ def _analysis_stages(cfg: TwoPhaseConfig) -> list[StageSpec]:
 
 @EXPERIMENTS.register(
     "two_phase",
-    "paper 002: English then multilingual instruction tuning vs mixture, similarity, drift, mitigations",
+    "paper 002: English then multilingual instruction tuning vs mixture, similarity, drift, "
+    "mitigations",
 )
 class TwoPhase(Experiment):
     Config = TwoPhaseConfig
