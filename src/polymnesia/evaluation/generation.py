@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 import torch
 import torch.nn.functional as F
@@ -90,6 +90,13 @@ def _left_padded(seqs: Sequence[Sequence[int]], pad_id: int) -> tuple[torch.Tens
     return ids, mask
 
 
+@runtime_checkable
+class Generates(Protocol):
+    """A transformers model with ``generate`` (a PEFT model forwards it)."""
+
+    def generate(self, *args: Any, **kwargs: Any) -> Any: ...
+
+
 @torch.inference_mode()
 def greedy_generate(
     model: torch.nn.Module,
@@ -103,6 +110,8 @@ def greedy_generate(
 ) -> list[str]:
     """Greedy continuations of ``prompts`` (in input order), stopped at the end-of-turn marker
     (``<|im_end|>`` in ChatML) or EOS."""
+    if not isinstance(model, Generates):
+        raise PolymnesiaError(f"{type(model).__name__} cannot generate text (no generate method)")
     rt = runtime or Runtime(device=next(model.parameters()).device)
     model.eval()
     stop = stop_ids(tokenizer)
@@ -136,7 +145,7 @@ def greedy_generate(
     for start in range(0, len(order), batch_size):
         idx = order[start : start + batch_size]
         ids, mask = _left_padded([seqs[i] for i in idx], tokenizer.pad_token_id)
-        gen = model.generate(  # type: ignore[operator]
+        gen = model.generate(
             input_ids=ids.to(rt.device),
             attention_mask=mask.to(rt.device),
             do_sample=False,

@@ -30,7 +30,7 @@ from __future__ import annotations
 import contextlib
 import inspect
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Protocol, runtime_checkable
 
 import numpy as np
 import torch
@@ -61,6 +61,13 @@ def process_sum(t: torch.Tensor) -> torch.Tensor:
 def inner(a: torch.Tensor, b: torch.Tensor) -> np.ndarray:
     """``a @ b`` as float64 numpy, summed over the processes in :func:`sharded_rows`."""
     return process_sum((a @ b).double()).cpu().numpy()
+
+
+@runtime_checkable
+class ObservesUpdates(Protocol):
+    """A combiner that accumulates the optimizer's update (``accumulate="update"``)."""
+
+    def observe_update(self, delta: torch.Tensor, lr: float) -> None: ...
 
 
 class Combiner:

@@ -319,10 +319,15 @@ class Pretrained(Protocol):
 
 
 @runtime_checkable
-class Resizable(Protocol):
-    """A transformers model whose token embeddings can be read and resized."""
+class Embeds(Protocol):
+    """A transformers model: its input embeddings are one matrix of token rows."""
 
     def get_input_embeddings(self) -> torch.nn.Embedding: ...
+
+
+@runtime_checkable
+class Resizable(Embeds, Protocol):
+    """A transformers model whose token embeddings can be read and resized."""
 
     def get_output_embeddings(self) -> torch.nn.Linear | None: ...
 

@@ -19,7 +19,7 @@ import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 import torch
 from pydantic import Field
@@ -112,6 +112,20 @@ def _peft_reads_a_deprecated_flag() -> Iterator[None]:
             "ignore", message="`is_gradient_checkpointing` is deprecated", category=FutureWarning
         )
         yield
+
+
+@runtime_checkable
+class Mergeable(Protocol):
+    """A PEFT model whose LoRA weights can be merged into its base."""
+
+    def merge_and_unload(self) -> torch.nn.Module: ...
+
+
+def merge_adapter(model: torch.nn.Module) -> torch.nn.Module:
+    """The base model with the LoRA weights merged in (PEFT's ``merge_and_unload``)."""
+    if not isinstance(model, Mergeable):
+        raise ConfigError(f"{type(model).__name__} carries no LoRA adapter to merge")
+    return model.merge_and_unload()
 
 
 def trainable_parameters(model: torch.nn.Module) -> int:

@@ -287,7 +287,6 @@ def import_entries(archive: Path) -> list[Imported]:
     if not archive.is_file():
         raise PolymnesiaError(f"cache import: no archive {archive}")
     out: list[Imported] = []
-    safe = {"filter": "data"} if hasattr(tarfile, "data_filter") else {}
     with _reading(archive) as tar:
         members, groups = _validated(tar, archive)
         stages = cache_dir() / "stages"
@@ -296,7 +295,10 @@ def import_entries(archive: Path) -> list[Imported]:
         # where `cache ls` and `prune` would take a half-unpacked archive for entries
         with tempfile.TemporaryDirectory(prefix=".import-", dir=cache_dir()) as tmp_name:
             tmp = Path(tmp_name)
-            tar.extractall(tmp, members=members, **safe)  # type: ignore[arg-type]
+            if hasattr(tarfile, "data_filter"):
+                tar.extractall(tmp, members=members, filter="data")
+            else:
+                tar.extractall(tmp, members=members)
             todo = []
             for kind, fp in sorted(groups):
                 target = stages / kind / fp

@@ -32,7 +32,7 @@ from polymnesia.instructions.records import (
 )
 from polymnesia.io import atomic_write_text, read_jsonl_strict
 from polymnesia.models.io import load_model_and_tokenizer, save_model_and_tokenizer
-from polymnesia.models.lora import LoraConfig, add_adapter
+from polymnesia.models.lora import LoraConfig, add_adapter, merge_adapter
 from polymnesia.pipeline.stage import STAGES, Artifact, Family, Role, Stage, StageContext
 from polymnesia.results import Score
 from polymnesia.stages.common import (
@@ -192,7 +192,7 @@ class Instruct(Stage[InstructParams]):
         )
         model = done.model
         if p.instruct.lora_rank is not None:
-            model = model.merge_and_unload()  # type: ignore[operator]
+            model = merge_adapter(model)
         if ctx.is_main_process:
             save_model_and_tokenizer(model, tok, ctx.out_dir / "model")
             if p.instruct.source == "bible" and not p.records:

@@ -20,6 +20,7 @@ import torch
 from polymnesia.errors import DataError, PolymnesiaError
 from polymnesia.metrics.classification import accuracy, bio_spans, macro_f1, span_f1
 from polymnesia.models.anatomy import split_body_head
+from polymnesia.models.build import Embeds
 from polymnesia.runtime import Runtime, say
 from polymnesia.tasks.load_report import head_report, quiet_load_report
 from polymnesia.tokenizers.bpe import load_tokenizer
@@ -200,8 +201,9 @@ def make_bidirectional(model: torch.nn.Module) -> torch.nn.Module:
 @torch.no_grad()
 def _first_position_sees_the_last(model: torch.nn.Module) -> bool:
     device = next(model.parameters()).device
-    embeddings: Any = model.get_input_embeddings()  # type: ignore[operator]
-    vocab = int(embeddings.weight.shape[0])
+    if not isinstance(model, Embeds):
+        raise PolymnesiaError(f"{type(model).__name__} has no input embeddings to probe")
+    vocab = int(model.get_input_embeddings().weight.shape[0])
     a = torch.tensor([[1, 2, 3, 4]], device=device) % vocab
     b = a.clone()
     b[0, -1] = (b[0, -1] + 1) % vocab

@@ -111,11 +111,15 @@ def is_sharded(model: torch.nn.Module) -> bool:
 @contextlib.contextmanager
 def no_sync(model: torch.nn.Module) -> Iterator[None]:
     """Accumulate this micro-batch's gradients without reduce-scattering them."""
-    model.set_requires_gradient_sync(False)  # type: ignore[operator]
+    from torch.distributed.fsdp import FSDPModule
+
+    if not isinstance(model, FSDPModule):
+        raise TypeError(f"{type(model).__name__} is not sharded by fully_shard (FSDP2)")
+    model.set_requires_gradient_sync(False)
     try:
         yield
     finally:
-        model.set_requires_gradient_sync(True)  # type: ignore[operator]
+        model.set_requires_gradient_sync(True)
 
 
 def clip_grad_norm(parameters: list[torch.nn.Parameter], max_norm: float | None) -> torch.Tensor:

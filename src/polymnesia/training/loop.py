@@ -65,7 +65,9 @@ def _without_kv_cache(fn: Callable[P, R]) -> Callable[P, R]:
     @functools.wraps(fn)
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
         model = args[0] if args else kwargs["model"]
-        with no_kv_cache(model):  # type: ignore[arg-type]
+        if not isinstance(model, torch.nn.Module):
+            raise TypeError(f"{fn.__name__} takes the model first, got {type(model).__name__}")
+        with no_kv_cache(model):
             return fn(*args, **kwargs)
 
     return wrapper

@@ -48,6 +48,7 @@ from polymnesia.gradients import (
     flatten_grads,
     sharded_rows,
 )
+from polymnesia.gradients.base import ObservesUpdates
 from polymnesia.models.anatomy import not_applicable, split_body_head
 from polymnesia.training import fsdp
 from polymnesia.training.plugins import LoopState, TrainingPlugin
@@ -249,7 +250,11 @@ class MultilingualStep(TrainingPlugin):
         if self._tracks_update() and self._before is not None and self._lr > 0:
             shared, _ = split_params(state.unwrapped)
             after = torch.cat([fsdp.local(p.detach()).reshape(-1) for p in shared])
-            self.combiner.observe_update(after - self._before, self._lr)  # type: ignore[attr-defined]
+            if not isinstance(self.combiner, ObservesUpdates):
+                raise PolymnesiaError(
+                    f"{self.combiner.name} accumulates updates but has no observe_update"
+                )
+            self.combiner.observe_update(after - self._before, self._lr)
             self._before = None
 
     def state_dict(self) -> dict[str, Any]:
