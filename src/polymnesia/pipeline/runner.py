@@ -21,7 +21,7 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import polymnesia.pipeline.integrity as integrity
 import polymnesia.pipeline.run_dir as rd
@@ -38,6 +38,9 @@ from polymnesia.pipeline.cache import record_run_usage
 from polymnesia.pipeline.integrity import MARKER
 from polymnesia.pipeline.stage import ROLES, STAGES, StageContext, StageSpec, check_spec
 from polymnesia.runtime import partial_state
+
+if TYPE_CHECKING:
+    from accelerate import PartialState
 
 __all__ = [
     "MARKER",
@@ -253,7 +256,7 @@ def _build(
     p: PlannedStage,
     inputs: dict[str, Path],
     run_dir: Path | None,
-    state: object,
+    state: PartialState,
     log: Callable[[str], None],
     lock_timeout: float,
 ) -> str:
@@ -273,7 +276,7 @@ def _build(
     if lock is not None:
         lock.__enter__()
     try:
-        state.wait_for_everyone()  # type: ignore[attr-defined]
+        state.wait_for_everyone()
         # another process may have completed the entry while this one waited
         if integrity.check_entry(p.entry).usable:
             if is_main:

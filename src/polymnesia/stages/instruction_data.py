@@ -179,7 +179,6 @@ def build_set(ctx: StageContext[InstructionDataParams], p: InstructionDataParams
     exclude: set[str] = set()
     for folder in ctx.family(EXCLUDES):
         exclude |= read_instruction_set(folder).verse_ids
-    kw = {"split": c.split, "exclude": exclude, "seed": p.seed}
     if c.kind == "hf":
         return _hf_set(p.name, c)
     if data is None:
@@ -188,12 +187,29 @@ def build_set(ctx: StageContext[InstructionDataParams], p: InstructionDataParams
         return _bible_set(p.name, c, data, p.seed)
     assert c.records is not None  # checked by InstructionSetConfig
     if c.kind == "phase1_english":
-        return phase1_english(data, c.records, kinds=c.tasks or PHASE1_KINDS, **kw)  # type: ignore[arg-type]
+        return phase1_english(
+            data,
+            c.records,
+            kinds=c.tasks or PHASE1_KINDS,
+            split=c.split,
+            exclude=exclude,
+            seed=p.seed,
+        )
     if c.kind == "phase2_similar":
-        return phase2_similar(data, c.languages, c.records, kinds=c.tasks or PHASE1_KINDS, **kw)  # type: ignore[arg-type]
+        return phase2_similar(
+            data,
+            c.languages,
+            c.records,
+            kinds=c.tasks or PHASE1_KINDS,
+            split=c.split,
+            exclude=exclude,
+            seed=p.seed,
+        )
     if c.kind == "phase2_dissimilar":
         kinds = c.tasks or DISSIMILAR_KINDS
-        return phase2_dissimilar(data, c.languages, c.records, kinds=kinds, **kw)  # type: ignore[arg-type]
+        return phase2_dissimilar(
+            data, c.languages, c.records, kinds=kinds, split=c.split, exclude=exclude, seed=p.seed
+        )
     return english_counterpart(read_instruction_set(ctx.input(OF), c.of), data, split=c.split)
 
 

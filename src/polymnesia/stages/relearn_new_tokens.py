@@ -26,7 +26,7 @@ import logging
 import math
 import time
 from collections.abc import Sequence
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import torch
 from pydantic import Field, field_validator, model_validator
@@ -49,6 +49,9 @@ from polymnesia.stages.common import DATA, MODEL, packed_mixture, plugin_inputs,
 from polymnesia.stages.static_embeddings import VOCABULARY, SideData, load_side_data
 from polymnesia.training.config import TrainConfig
 from polymnesia.training.data import PackedLMData
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedTokenizerBase
 
 log = logging.getLogger(__name__)
 
@@ -95,16 +98,16 @@ class RelearnParams(StrictModel):
         return sorted({0, *self.eval_at, self.train.steps})
 
 
-def check_same_base(base: object, side: SideData) -> None:
+def check_same_base(base: PreTrainedTokenizerBase, side: SideData) -> None:
     """One line unless the merged tokenizer extends the base model's tokenizer."""
     merged = side.merged.get_vocab()
-    if any(merged.get(tok) != i for tok, i in base.get_vocab().items()):  # type: ignore[attr-defined]
+    if any(merged.get(tok) != i for tok, i in base.get_vocab().items()):
         raise DataError(
             "the vocabulary entry's merged tokenizer does not extend this base model's tokenizer; "
             "build static_embeddings from the tokenizer the base model was pretrained with"
         )
     for name, st in (("static", side.static), ("source_static", side.source_static)):
-        size = len(side.merged) if name == "static" else len(base)  # type: ignore[arg-type]
+        size = len(side.merged) if name == "static" else len(base)
         if st is not None and st.vectors.shape[0] != size:
             raise DataError(
                 f"{name} embeddings of {st.vectors.shape[0]} tokens for a vocabulary of {size}; "
