@@ -71,7 +71,7 @@ class ItemSet:
     lang: str
     kind: str
     ids: list[Any]
-    columns: dict[str, list[float]]
+    columns: Mapping[str, list[float] | list[list[float]]]
     task: str = "lm"
     group: str | None = None
     size: str | None = None

@@ -172,8 +172,8 @@ class EvaluateTranslation(Stage[EvaluateTranslationParams]):
                 "stats",
                 [r["id"] for r in test[lang]],
                 {
-                    "stats": translation_statistics(hyps, refs, tokenize),  # type: ignore[dict-item]
-                    "floor_stats": translation_statistics(hyps, shifted(refs), tokenize),  # type: ignore[dict-item]
+                    "stats": translation_statistics(hyps, refs, tokenize),
+                    "floor_stats": translation_statistics(hyps, shifted(refs), tokenize),
                 },
                 task="translation",
                 group=group,
