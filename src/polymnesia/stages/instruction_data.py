@@ -186,29 +186,17 @@ def build_set(ctx: StageContext[InstructionDataParams], p: InstructionDataParams
     if c.kind == "bible":
         return _bible_set(p.name, c, data, p.seed)
     assert c.records is not None  # checked by InstructionSetConfig
+    split, seed = c.split, p.seed
+    kinds = c.tasks or (DISSIMILAR_KINDS if c.kind == "phase2_dissimilar" else PHASE1_KINDS)
     if c.kind == "phase1_english":
-        return phase1_english(
-            data,
-            c.records,
-            kinds=c.tasks or PHASE1_KINDS,
-            split=c.split,
-            exclude=exclude,
-            seed=p.seed,
-        )
+        return phase1_english(data, c.records, kinds=kinds, split=split, exclude=exclude, seed=seed)
     if c.kind == "phase2_similar":
         return phase2_similar(
-            data,
-            c.languages,
-            c.records,
-            kinds=c.tasks or PHASE1_KINDS,
-            split=c.split,
-            exclude=exclude,
-            seed=p.seed,
+            data, c.languages, c.records, kinds=kinds, split=split, exclude=exclude, seed=seed
         )
     if c.kind == "phase2_dissimilar":
-        kinds = c.tasks or DISSIMILAR_KINDS
         return phase2_dissimilar(
-            data, c.languages, c.records, kinds=kinds, split=c.split, exclude=exclude, seed=p.seed
+            data, c.languages, c.records, kinds=kinds, split=split, exclude=exclude, seed=seed
         )
     return english_counterpart(read_instruction_set(ctx.input(OF), c.of), data, split=c.split)
 
