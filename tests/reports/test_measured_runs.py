@@ -89,6 +89,8 @@ def test_a_number_the_record_does_not_hold_is_found() -> None:
     assert unheld("CBT -0.043 [-0.053, -0.032], 2 of 7 claims", record) == []
     assert unheld("CBT -0.043 [-0.053, -0.031]", record) == ["-0.031"]
     assert unheld("an effect of +0.019", record) == ["+0.019"]
+    # a number written in the record's own text (a claim's margin) is held
+    assert unheld("within the margin of 0.05", {"claim": "within the margin of 0.05"}) == []
 
 
 def test_blocks_are_replaced_between_their_markers_only() -> None:

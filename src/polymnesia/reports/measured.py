@@ -263,14 +263,18 @@ def block_of(text: str, name: str) -> str | None:
 
 
 def held_numbers(record: Mapping[str, Any]) -> set[str]:
-    """Every number a record holds, as the strings a page may quote it by (3 and 4 decimals,
-    with and without a sign)."""
+    """Every number a record holds, as the strings a page may quote it by (1 to 4 decimals,
+    with and without a sign), and the numbers written in its texts (a claim's "margin of
+    0.05")."""
     values: list[float] = []
+    quoted: set[str] = set()
 
     def walk(node: Any) -> None:
         if isinstance(node, bool):
             return
-        if isinstance(node, (int, float)):
+        if isinstance(node, str):
+            quoted.update(m.group(0).replace("−", "-") for m in _NUMBER.finditer(node))
+        elif isinstance(node, (int, float)):
             values.append(float(node))
         elif isinstance(node, Mapping):
             for v in node.values():
@@ -280,7 +284,7 @@ def held_numbers(record: Mapping[str, Any]) -> set[str]:
                 walk(v)
 
     walk(record)
-    out = set()
+    out = set(quoted)
     for v in values:
         for fmt in (".1f", ".2f", ".3f", ".4f"):
             text = format(v, fmt)
