@@ -4,7 +4,7 @@ with the initialisations of new-token rows, scored along the relearning of those
 from __future__ import annotations
 
 import re
-from typing import Literal
+from typing import ClassVar, Literal
 
 from pydantic import Field, field_validator, model_validator
 
@@ -109,6 +109,9 @@ class RelearnSection(StrictModel):
 
 
 class NewTokenInitConfig(ExperimentConfig):
+    #: any number of training seeds: the report pairs arms seed by seed (two-stage bootstrap)
+    max_seeds: ClassVar[int | None] = None
+
     experiment: Literal["new_token_init"] = "new_token_init"
     data: DataConfig = Field(default_factory=DataConfig)
     groups: GroupsConfig

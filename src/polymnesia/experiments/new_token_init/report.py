@@ -10,6 +10,7 @@ from matplotlib.figure import Figure
 from polymnesia.experiments.new_token_init.claims import REFERENCE, Cell, Evidence, claims
 from polymnesia.experiments.new_token_init.config import NewTokenInitConfig
 from polymnesia.experiments.reporting import training_curves
+from polymnesia.experiments.seeds import variance_note
 from polymnesia.items import ItemSet, run_items
 from polymnesia.reports.claims import claims_table, format_p
 from polymnesia.reports.plots import save_figure
@@ -168,6 +169,7 @@ def write_report(cfg: NewTokenInitConfig, run_dir: Path) -> Path:
         f"{cfg.evaluate.split} split at steps {', '.join(map(str, r.steps()))}; training seeds: "
         f"{', '.join(map(str, ev.seeds)) or 'none yet'}."
     )
+    rep.paragraph(variance_note(cfg))
     af, standard = _bases(cfg)
     found = claims(ev, cfg.groups.adapting, af, standard)
     results = run_dir / "results"
