@@ -235,7 +235,7 @@ def _replay(
     training set, and this step's buffer (with its own languages added) for the next."""
     if p.replay is None:
         return []
-    buffer = read_buffer(ctx.inputs.get("prev"), p.replay)
+    buffer = read_buffer(ctx.inputs.get(PREV), p.replay)
     drawn = replayed_examples(
         buffer,
         replay_count(n_own, p.replay.share),

@@ -32,6 +32,8 @@ from polymnesia.experiments.shared import (
     tokenizer_stage,
 )
 from polymnesia.pipeline.stage import StageSpec
+from polymnesia.stages import common as roles
+from polymnesia.stages import static_embeddings
 from polymnesia.stages.relearn_new_tokens import RelearnParams
 from polymnesia.stages.static_embeddings import StaticEmbeddingsParams, needs_of
 
@@ -61,7 +63,9 @@ def build_one(cfg: NewTokenInitConfig) -> list[StageSpec]:
     specs = [
         data_stage(cfg.data, cfg.groups.all()),
         tokenizer_stage(base, cfg.seed),
-        StageSpec(VOCABULARY, "static_embeddings", side, {"data": DATA, "tokenizer": TOKENIZER}),
+        StageSpec(
+            VOCABULARY, "static_embeddings", side, {roles.DATA: DATA, roles.TOKENIZER: TOKENIZER}
+        ),
     ]
     for arm in cfg.bases:
         specs.append(
@@ -81,7 +85,11 @@ def build_one(cfg: NewTokenInitConfig) -> list[StageSpec]:
                 bootstrap=cfg.bootstrap,
                 seed=cfg.seed,
             )
-            inputs = {"data": DATA, "model": pretrain_name(arm), "vocabulary": VOCABULARY}
+            inputs = {
+                roles.DATA: DATA,
+                roles.MODEL: pretrain_name(arm),
+                static_embeddings.VOCABULARY: VOCABULARY,
+            }
             specs.append(StageSpec(relearn_name(arm, init), "relearn_new_tokens", params, inputs))
     return specs
 
