@@ -81,7 +81,7 @@ def test_abilities_have_three_tasks_that_phase2_does_not_train(name: str) -> Non
     from polymnesia.instructions.sets import DISSIMILAR_KINDS, PHASE1_KINDS
 
     cfg = load_config(ROOT / "configs" / name)
-    e = cfg.evaluation
+    e = cfg.evaluate.harness
     trained: dict[str, set[tuple[str, str]]] = {}
     for pair in cfg.pairs:
         s = cfg.sets[pair.phase2]
