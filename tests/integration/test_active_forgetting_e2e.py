@@ -6,6 +6,7 @@ import csv
 from pathlib import Path
 
 import pytest
+from rebuild import assert_report_rebuilds
 
 from golden import mismatches
 from polymnesia.cli.main import main
@@ -82,6 +83,7 @@ def test_smoke_run_produces_all_tables(isolated_cache: Path, tmp_path: Path) -> 
     with open(run_dir / "results" / "accuracy.csv", encoding="utf-8") as f:
         header = next(csv.reader(f))
     assert "mu_overall_ci_low" in header and "mu_overall_n" in header
+    assert_report_rebuilds(run_dir, isolated_cache, tmp_path / "copy")
 
 
 @pytest.mark.integration

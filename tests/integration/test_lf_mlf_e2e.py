@@ -8,6 +8,7 @@ import math
 from pathlib import Path
 
 import pytest
+from rebuild import assert_report_rebuilds
 
 from golden import mismatches
 from polymnesia.cli.main import main
@@ -41,6 +42,7 @@ def test_lf_mlf_smoke_report(isolated_cache: Path, tmp_path: Path) -> None:
         assert (run / rel).exists(), rel
     text = (run / "report.md").read_text()
     assert "Zero-shot performance" in text and "F_p" in text and "LF-MLF" in text
+    assert_report_rebuilds(run, isolated_cache, tmp_path / "copy")
 
 
 def test_lf_mlf_bad_input(

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from rebuild import assert_report_rebuilds
 
 from golden import mismatches
 from polymnesia.cli.main import main
@@ -59,6 +60,7 @@ def test_smoke_run_reports_every_method_order_and_metric(
         assert needle in report
     assert (run / "results" / "table1_methods.csv").exists()
     assert len(list((run / "figures").glob("fig7_R_*.png"))) == 6  # VANILLA + SHARED r=4, 3 orders
+    assert_report_rebuilds(run, isolated_cache, tmp_path / "copy")
 
 
 def test_interrupted_run_resumes_at_language_k_keeping_rows(

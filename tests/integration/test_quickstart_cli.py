@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from rebuild import assert_report_rebuilds
 from smoke import SMOKE
 
 from golden import mismatches
@@ -59,6 +60,7 @@ def test_run_writes_tables_plots_report_and_reuses(isolated_cache: Path, tmp_pat
     # the report can be rebuilt from the saved scores alone
     (run / "report.md").unlink()
     assert main(["report", str(run)]) == 0 and (run / "report.md").is_file()
+    assert_report_rebuilds(run, isolated_cache, tmp_path / "copy")
 
 
 def test_dry_run_prints_config_and_plan(isolated_cache: Path, capsys):

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from rebuild import assert_report_rebuilds
 
 from golden import mismatches
 from polymnesia.cli.main import main
@@ -53,3 +54,4 @@ def test_two_phase_smoke_report(isolated_cache: Path, tmp_path: Path) -> None:
         assert (run / rel).is_file(), rel
     text = (run / "report.md").read_text()
     assert "CFT beats the mixture" in text and "Table 5: mitigating strategies" in text
+    assert_report_rebuilds(run, isolated_cache, tmp_path / "copy")
