@@ -88,6 +88,22 @@ SEED_NOISE_BANDS: dict[str, SeedBand] = {
             "AFA has higher chrF than Baseline": 2.3326,
         },
     ),
+    "two_phase": SeedBand(
+        band=0.0484,
+        n_seeds=3,
+        config="configs/two_phase_smoke.yaml",
+        commit="519d896889e5d470871f7b735e1ace8c34b890ea",
+        date="2026-11-26",
+        per_claim={
+            "Phase # on english teaches the English tasks (EA above the base)": 0.0484,
+            "CFT beats the mixture (english -> similar), mean of EA and MA": 0.0,
+            "Phase # on a similar set keeps English ability, within the margin of #.# "
+            "(english -> similar)": 0.0,
+            "CFT beats the mixture (english -> dissimilar), mean of EA and MA": 0.0,
+            "Phase # on a dissimilar set loses English ability (english -> dissimilar)": 0.0484,
+            "LoRA gains less multilingual ability than full CFT": 0.0484,
+        },
+    ),
 }
 
 
