@@ -289,7 +289,7 @@ def test_distill_term_is_the_kl_to_the_starting_model_on_each_micro_batch(tmp_pa
                 z0 = self.teacher(**inputs).logits
             mask = batch.get("attention_mask")
             ref = self.weight * distillation_loss(outputs.logits, z0, self.temperature, mask)
-            seen.append((float(term.detach()), float(ref)))
+            seen.append((float(term.detach()), float(ref.detach())))
             return term
 
     train(tiny_model(), random_data(), train_cfg(3, lr=3e-3), tmp_path, plugins=[Spy(weight=2.0)])
