@@ -195,41 +195,34 @@ def seeded_scores(run_dir: Path, seeds: Sequence[int]) -> list[Score]:
     of the stage that wrote it (once per seed for a stage shared by all seeds); a record that
     already names its seed keeps it. One seed: the records as they are."""
     scores = read_scores(run_dir / "results" / "scores.jsonl")
-    if len(seeds) < 2:
-        return scores
-    owners = stage_seeds(_run_stages(run_dir), seeds)
-    out: list[Score] = []
-    for rec in scores:
-        if rec.seed is not None:
-            out.append(rec)
-        elif rec.stage is None or rec.stage not in owners:
-            raise DataError(
-                f"score records of {rec.model} name no stage of this run; run the experiment "
-                "again (it reuses every stage) to merge them with their stages"
-            )
-        else:
-            out += [replace(rec, seed=s) for s in owners[rec.stage]]
-    return out
+    return scores if len(seeds) < 2 else _tag_seeds(scores, run_dir, seeds, "score records")
 
 
 def seeded_items(run_dir: Path, seeds: Sequence[int]) -> list[ItemSet]:
     """The run's item sets (:func:`polymnesia.items.run_items`), each tagged with the seed of
     the stage that wrote it as :func:`seeded_scores` tags records (one seed: as they are)."""
     sets = run_items(run_dir)
-    if len(seeds) < 2:
-        return sets
+    return sets if len(seeds) < 2 else _tag_seeds(sets, run_dir, seeds, "item sets")
+
+
+_Seeded = TypeVar("_Seeded", Score, ItemSet)
+
+
+def _tag_seeds(
+    records: Sequence[_Seeded], run_dir: Path, seeds: Sequence[int], what: str
+) -> list[_Seeded]:
     owners = stage_seeds(_run_stages(run_dir), seeds)
-    out: list[ItemSet] = []
-    for item_set in sets:
-        if item_set.seed is not None:
-            out.append(item_set)
-        elif item_set.stage is None or item_set.stage not in owners:
+    out: list[_Seeded] = []
+    for rec in records:
+        if rec.seed is not None:
+            out.append(rec)
+        elif rec.stage is None or rec.stage not in owners:
             raise DataError(
-                f"item sets of {item_set.model} name no stage of this run; run the experiment "
+                f"{what} of {rec.model} name no stage of this run; run the experiment "
                 "again (it reuses every stage) to merge them with their stages"
             )
         else:
-            out += [replace(item_set, seed=s) for s in owners[item_set.stage]]
+            out += [replace(rec, seed=s) for s in owners[rec.stage]]
     return out
 
 

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any, Literal
 
 import scipy.sparse as sp
@@ -417,6 +418,27 @@ def fertility_scores(
     return out
 
 
+def expand_vocabulary(base: Any, data: Path, p: AdaptVocabularyParams) -> tuple[Any, Any]:
+    """The merged tokenizer and the merge report of the adapting languages' texts (the
+    ``static_embeddings`` stage merges exactly as this stage does)."""
+    texts = {lang: read_texts(data, lang, "train") for lang in p.adapting}
+    if _own_byte_bpe(base):
+        new = train_bpe_mixture(
+            texts,
+            p.adapt.new_vocab_size,
+            temperature=p.temperature,
+            total=p.adapt.sample_texts,
+            seed=p.seed,
+            min_frequency=p.min_frequency,
+        )
+        merged, report = merge_tokenizers(base, new, max_new_tokens=p.adapt.max_new_tokens)
+    else:
+        merged, report = _expand_in_family(base, data, texts, p)
+    if report.added == 0:
+        raise ConfigError("the adapting vocabulary adds no new token to the base vocabulary")
+    return merged, report
+
+
 @STAGES.register(
     "adapt_vocabulary",
     "train a BPE on the adapting languages, merge it, resize, train new rows + head (body frozen)",
@@ -440,21 +462,7 @@ class AdaptVocabulary(Stage[AdaptVocabularyParams]):
         data = ctx.input(DATA)
         model, base = load_model_and_tokenizer(ctx.input(MODEL) / "model")
         check_resizable(model)
-        texts = {lang: read_texts(data, lang, "train") for lang in p.adapting}
-        if _own_byte_bpe(base):
-            new = train_bpe_mixture(
-                texts,
-                p.adapt.new_vocab_size,
-                temperature=p.temperature,
-                total=p.adapt.sample_texts,
-                seed=p.seed,
-                min_frequency=p.min_frequency,
-            )
-            merged, report = merge_tokenizers(base, new, max_new_tokens=p.adapt.max_new_tokens)
-        else:
-            merged, report = _expand_in_family(base, data, texts, p)
-        if report.added == 0:
-            raise ConfigError("the adapting vocabulary adds no new token to the base vocabulary")
+        merged, report = expand_vocabulary(base, data, p)
         static, alignment = side_data(p.adapt.init, base, merged, data, p)
         source_static = source_side_data(p.adapt.init, base, data, p)
         resize_and_init(

@@ -35,7 +35,6 @@ from pydantic import Field
 from safetensors.torch import load_file, save_file
 
 from polymnesia.config.base import StrictModel
-from polymnesia.data.prepared import read_texts
 from polymnesia.errors import ConfigError, DataError
 from polymnesia.io import atomic_write_json
 from polymnesia.models.new_tokens import INITS, Alignment, StaticEmbeddings
@@ -44,14 +43,12 @@ from polymnesia.results import Score
 from polymnesia.stages.adapt_vocabulary import (
     AdaptConfig,
     AdaptVocabularyParams,
-    _expand_in_family,
-    _own_byte_bpe,
+    expand_vocabulary,
     side_data,
     source_side_data,
 )
 from polymnesia.stages.common import DATA, TOKENIZER
-from polymnesia.tokenizers.bpe import load_tokenizer, save_tokenizer, train_bpe_mixture
-from polymnesia.tokenizers.merge import merge_tokenizers
+from polymnesia.tokenizers.bpe import load_tokenizer, save_tokenizer
 
 log = logging.getLogger(__name__)
 
@@ -110,26 +107,6 @@ def adapt_params(p: StaticEmbeddingsParams, init: str = "mean") -> AdaptVocabula
         min_frequency=p.min_frequency,
         seed=p.seed,
     )
-
-
-def expand_vocabulary(base: Any, data: Path, p: AdaptVocabularyParams) -> tuple[Any, Any]:
-    """The merged tokenizer and the merge report, as ``adapt_vocabulary`` builds them."""
-    texts = {lang: read_texts(data, lang, "train") for lang in p.adapting}
-    if _own_byte_bpe(base):
-        new = train_bpe_mixture(
-            texts,
-            p.adapt.new_vocab_size,
-            temperature=p.temperature,
-            total=p.adapt.sample_texts,
-            seed=p.seed,
-            min_frequency=p.min_frequency,
-        )
-        merged, report = merge_tokenizers(base, new, max_new_tokens=p.adapt.max_new_tokens)
-    else:
-        merged, report = _expand_in_family(base, data, texts, p)
-    if report.added == 0:
-        raise ConfigError("the adapting vocabulary adds no new token to the base vocabulary")
-    return merged, report
 
 
 @dataclass(frozen=True)
