@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from polymnesia.errors import DataError
+from polymnesia.experiments.seeds import seeded_run
 from polymnesia.items import ItemSet, write_items
 from polymnesia.pipeline.run_dir import merge_stage_outputs
 from polymnesia.reports import RunTable, load_run, load_runs
@@ -87,3 +88,29 @@ def test_a_run_table_answers_selections_from_its_index(tmp_path: Path) -> None:
     df = table.frame(metrics=["f1"])
     assert len(df) == 4 and set(df.stage) == {"eval_a", "eval_b"}
     assert load_runs(run).equals(table.frame())
+
+
+def test_a_seeded_run_table_tags_and_indexes_each_seed(tmp_path: Path) -> None:
+    # a two-seed run: "base" is shared by both seeds, "eval.seed1" is seed 1's own copy of "eval"
+    run = tmp_path / "run"
+    (run / "results").mkdir(parents=True)
+    stages = ["base", "eval", "eval.seed1"]
+    (run / "run.json").write_text(
+        json.dumps({"experiment": "language_modeling", "stages": {n: {} for n in stages}})
+    )
+    s = lambda m, v, st: Score(m, "fr", "acc", v, task="t", stage=st)  # noqa: E731
+    scores = [s("chance", 0.5, "base"), s("A", 0.8, "eval"), s("A", 0.7, "eval.seed1")]
+    write_scores(run / "results" / "scores.jsonl", scores)
+    sets = [
+        ItemSet("A", "fr", "values", [0, 1], {"values": [1.0, v]}, task="t", stage=st)
+        for v, st in ((1.0, "eval"), (0.0, "eval.seed1"))
+    ]
+    write_items(run / "results" / "items.jsonl", sets)
+    table = load_run(run)
+    assert seeded_run(table, [0]) is table  # one seed: the records as they are
+    two = seeded_run(table, [0, 1])
+    assert sorted((r.value, r.seed) for r in two.scores(model="chance")) == [(0.5, 0), (0.5, 1)]
+    assert [(r.value, r.seed) for r in two.scores(metric="acc", model="A", seed=1)] == [(0.7, 1)]
+    assert sorted(i.seed for i in two.items(model="A")) == [0, 1]  # type: ignore[type-var]
+    assert len(table.scores()) == 3 and [i.seed for i in table.items()] == [None, None]
+    assert two.run_dir == table.run_dir and two.experiment == "language_modeling"

@@ -35,6 +35,7 @@ from polymnesia.experiments.base import ExperimentConfig
 from polymnesia.items import ItemSet, run_items
 from polymnesia.pipeline.stage import StageSpec
 from polymnesia.reports.claims import Claim
+from polymnesia.reports.frame import RunTable
 from polymnesia.results import Score, read_scores
 
 C = TypeVar("C", bound=ExperimentConfig)
@@ -203,6 +204,16 @@ def seeded_items(run_dir: Path, seeds: Sequence[int]) -> list[ItemSet]:
     the stage that wrote it as :func:`seeded_scores` tags records (one seed: as they are)."""
     sets = run_items(run_dir)
     return sets if len(seeds) < 2 else _tag_seeds(sets, run_dir, seeds, "item sets")
+
+
+def seeded_run(run: RunTable, seeds: Sequence[int]) -> RunTable:
+    """The run's table (:func:`polymnesia.reports.frame.load_run`) with its score records and
+    item sets tagged as :func:`seeded_scores` and :func:`seeded_items` tag them (one seed: the
+    table as it is)."""
+    if len(seeds) < 2:
+        return run
+    scores = _tag_seeds(run.scores(), run.run_dir, seeds, "score records")
+    return run.with_records(scores, _tag_seeds(run.items(), run.run_dir, seeds, "item sets"))
 
 
 _Seeded = TypeVar("_Seeded", Score, ItemSet)

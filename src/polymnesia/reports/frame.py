@@ -28,6 +28,7 @@ folder that is not a run gives one line.
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 from collections.abc import Sequence
@@ -130,6 +131,20 @@ class RunTable:
         if self._stages is None:
             self._stages = read_stage_records(self.run_dir / "results" / STAGES_FILE)
         return self._stages
+
+    def with_records(
+        self, scores: Sequence[Score], items: Sequence[ItemSet] | None = None
+    ) -> RunTable:
+        """The same run with its scores (and, given, its item sets) replaced by these: a
+        re-tagged view (seeds, say) indexed like the run read from its folder."""
+        table = copy.copy(self)
+        table._scores = tuple(scores)
+        table._by = {}
+        for s in table._scores:
+            table._by.setdefault(("metric", s.metric), []).append(s)
+            table._by.setdefault(("model", s.model), []).append(s)
+        table._items = list(items) if items is not None else self._items
+        return table
 
     def rows(self) -> list[dict[str, Any]]:
         """One plain dict per score (the DataFrame's rows; no pandas needed)."""

@@ -6,14 +6,15 @@ from pathlib import Path
 
 from polymnesia.experiments.language_modeling.config import LanguageModelingConfig
 from polymnesia.experiments.reporting import lm_bar_plot, lm_tables, training_curves
-from polymnesia.experiments.seeds import seed_list, seeded_items, seeded_scores, variance_note
-from polymnesia.items import select_items
+from polymnesia.experiments.seeds import seed_list, seeded_run, variance_note
+from polymnesia.reports.frame import load_run
 from polymnesia.reports.render import Report
 
 
 def write_report(cfg: LanguageModelingConfig, run_dir: Path) -> Path:
     seeds = seed_list(cfg)
-    scores = seeded_scores(run_dir, seeds)
+    run = seeded_run(load_run(run_dir), seeds)  # every record of the run, read once
+    scores = run.scores()
     groups = cfg.groups.as_dict()
     rep = Report(f"{cfg.name}: language modelling by language group")
     rep.paragraph(
@@ -37,7 +38,7 @@ def write_report(cfg: LanguageModelingConfig, run_dir: Path) -> Path:
         scores,
         groups,
         cfg.evaluate.headline,
-        items=select_items(seeded_items(run_dir, seeds), task="lm"),
+        items=run.items(task="lm"),
     )
     rep.heading("Figures", 2)
     lm_bar_plot(rep, run_dir, scores, groups, cfg.evaluate.headline)
