@@ -23,13 +23,13 @@ from polymnesia.experiments.reporting import (
 )
 from polymnesia.experiments.seeds import (
     seed_list,
-    seeded_items,
-    seeded_scores,
+    seeded_run,
     variance_note,
     with_seed_band,
 )
-from polymnesia.items import ItemSet, group_intervals, select_items
+from polymnesia.items import group_intervals
 from polymnesia.reports.claims import claims_table, correct
+from polymnesia.reports.frame import RunTable, load_run
 from polymnesia.reports.plots import line_plot
 from polymnesia.reports.render import Report
 from polymnesia.reports.tables import (
@@ -220,19 +220,19 @@ def downstream_tables(
     rep: Report,
     results: Path,
     cfg: Any,
-    scores: Sequence[Score],
-    items: Sequence[ItemSet],
+    run: RunTable,
     groups: Groups,
 ) -> None:
     """Tables 2-4 by language group, with stratified bootstrap intervals over test items."""
+    scores = run.scores()
     captions = _captions(cfg, scores)
     for metric, title, lower in TABLES:
-        if not any(s.metric == metric for s in scores):
+        if not run.scores(metric=metric):
             continue
         # isotropy items hold self-similarity only (per word); the other two get no interval
         sets = [
             s
-            for s in select_items(items, task=_item_task(metric))
+            for s in run.items(task=_item_task(metric))
             if s.kind != "values" or s.extra.get("metric") == metric
         ]
         ivs = group_intervals(sets, metric, groups, cfg.downstream.bootstrap) if sets else None
@@ -252,8 +252,8 @@ def downstream_tables(
 
 
 def write_report(cfg: Any, run_dir: Path) -> Path:
-    scores = seeded_scores(run_dir, seed_list(cfg))
-    items = seeded_items(run_dir, seed_list(cfg))
+    run = seeded_run(load_run(run_dir), seed_list(cfg))  # every record of the run, read once
+    scores, items = run.scores(), run.items()
     groups = cfg.groups.as_dict()
     results = run_dir / "results"
     rep = Report(
@@ -279,7 +279,7 @@ def write_report(cfg: Any, run_dir: Path) -> Path:
         + variance_note(cfg)
     )
     boot = cfg.downstream.bootstrap
-    size_labels = [s for s in dict.fromkeys(s.size for s in scores if s.task == "lm")]
+    size_labels = [s for s in dict.fromkeys(s.size for s in run.scores(task="lm"))]
     found = []
     for size in size_labels:
         one = size if len(size_labels) > 1 else None
@@ -305,39 +305,35 @@ def write_report(cfg: Any, run_dir: Path) -> Path:
     lm_tables(
         rep,
         run_dir,
-        [s for s in scores if s.task == "lm"],
+        run.scores(task="lm"),
         groups,
         cfg.evaluate.headline,
         model_order=ARMS,
-        items=select_items(items, task="lm"),
+        items=run.items(task="lm"),
         bootstrap=boot,
     )
-    downstream_tables(rep, results, cfg, scores, items, groups)
-    per_language_tables(rep, results, scores, groups)
+    downstream_tables(rep, results, cfg, run, groups)
+    per_language_tables(rep, results, run, groups)
     harness_table(rep, results, scores, cfg)
     for extra in (vocab_table(scores), fertility_table(scores, groups)):
         if extra is not None:
             write_table(results, extra)
             rep.heading(extra.title, 3).table(extra)
     rep.heading("Figures", 2)
-    lm_bar_plot(
-        rep, run_dir, [s for s in scores if s.task == "lm"], groups, cfg.evaluate.headline, ARMS
-    )
+    lm_bar_plot(rep, run_dir, run.scores(task="lm"), groups, cfg.evaluate.headline, ARMS)
     figure3(rep, run_dir, scores, groups)
     training_curves(rep, run_dir)
     md, _ = rep.write(run_dir)
     return md
 
 
-def per_language_tables(
-    rep: Report, results: Path, scores: Sequence[Score], groups: Groups
-) -> None:
+def per_language_tables(rep: Report, results: Path, run: RunTable, groups: Groups) -> None:
     """chrF and genre accuracy per language and arm, with their bootstrap intervals."""
     for metric, title in (
         ("chrf", "English-to-X chrF per language"),
         ("accuracy", "Zero-shot genre accuracy per language"),
     ):
-        chosen = [s for s in scores if s.metric == metric]
+        chosen = run.scores(metric=metric)
         if chosen:
             t = language_table(
                 chosen,
