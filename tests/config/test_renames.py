@@ -158,3 +158,37 @@ def test_two_phase_flat_evaluation_is_evaluate_with_a_harness_section(tmp_path: 
     assert (h.limit, h.num_fewshot, h.max_gen_toks) == (None, 0, 8)
     with pytest.raises(ConfigError, match="evaluation is the old name of evaluate; give only"):
         load_config(CONFIGS / "two_phase_smoke.yaml", ["evaluation.limit=4"])
+
+
+LIFELONG_NEW = """train:
+  full: {lr: 1.0e-3, batch_size: 16, early_stopping: {max_epochs: 2, patience: 1}}
+  lora: {lr: 3.0e-3, batch_size: 16, early_stopping: {max_epochs: 2, patience: 1}}
+"""
+#: the same settings before they were training presets: flat sections of their own
+LIFELONG_OLD = """full: {lr: 1.0e-3, batch_size: 16, early_stopping: {max_epochs: 2, patience: 1}}
+lora_hyper: {lr: 3.0e-3, batch_size: 16, early_stopping: {max_epochs: 2, patience: 1}}
+"""
+
+
+def test_lifelong_optimisation_sections_are_train_presets(tmp_path: Path) -> None:
+    new = load_config(CONFIGS / "lifelong_smoke.yaml")
+    text = (CONFIGS / "lifelong_smoke.yaml").read_text(encoding="utf-8")
+    assert LIFELONG_NEW in text
+    path = tmp_path / "lifelong_smoke.yaml"
+    path.write_text(text.replace(LIFELONG_NEW, LIFELONG_OLD), encoding="utf-8")
+    with pytest.warns(ConfigWarning) as caught:
+        old = load_config(path)
+    assert sorted(str(w.message) for w in caught) == [
+        "full is now train.full; the old name is still read",
+        "lora_hyper is now train.lora; the old name is still read",
+    ]
+    assert old.train == new.train
+    assert _fingerprints(old) == _fingerprints(new)
+    arm = "ewc: {lr: 1.0e-3, early_stopping: {max_epochs: 2, patience: 1}}"
+    with pytest.warns(ConfigWarning, match=r"^overrides is now train\.overrides; the old name"):
+        cfg = load_config(
+            CONFIGS / "lifelong_smoke.yaml", ["methods=[vanilla,ewc]", f"overrides={{{arm}}}"]
+        )
+    assert cfg.train.overrides["ewc"].lr == 1e-3
+    with pytest.raises(ConfigError, match="full is the old name of train.full; give only"):
+        load_config(CONFIGS / "lifelong_smoke.yaml", ["full.lr=0.1"])

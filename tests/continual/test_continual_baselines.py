@@ -6,13 +6,13 @@ from pathlib import Path
 
 import pytest
 
-from polymnesia.continual.config import Hyper
 from polymnesia.continual.methods import arm_label, get_method, with_baseline
 from polymnesia.experiments import load_config
 from polymnesia.experiments.lifelong.protocol import Lifelong
+from polymnesia.training.config import EpochTrainConfig
 
 SMOKE = Path(__file__).resolve().parents[2] / "configs" / "lifelong_smoke.yaml"
-HYPER = Hyper(lr=1e-3, early_stopping={"max_epochs": 2, "patience": 1})
+HYPER = EpochTrainConfig(lr=1e-3, early_stopping={"max_epochs": 2, "patience": 1})
 
 
 def test_baselines_are_sequential_full_fine_tuning_arms() -> None:
@@ -86,5 +86,5 @@ def test_new_arms_are_chains_of_steps_with_their_plugins(graphs: tuple[dict, dic
         for order in ("resource", "shuffle1", "destructive"):
             first, second = extra[f"{arm}_{order}_0"], extra[f"{arm}_{order}_1"]
             assert "prev" not in first.inputs and second.inputs["prev"] == f"{arm}_{order}_0"
-    assert extra["ewc_resource_1"].params.hyper.plugins[0]["fisher"] == "prev"
-    assert extra["lwf_resource_0"].params.hyper.plugins == []
+    assert extra["ewc_resource_1"].params.train.plugins[0]["fisher"] == "prev"
+    assert extra["lwf_resource_0"].params.train.plugins == []

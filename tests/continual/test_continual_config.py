@@ -3,9 +3,12 @@ from typing import Any
 
 import pytest
 import yaml
+from pydantic import ValidationError
 
-from polymnesia.errors import PolymnesiaError
+from polymnesia.errors import ConfigError, PolymnesiaError
 from polymnesia.experiments import load_config
+from polymnesia.pipeline.stage import _canonical
+from polymnesia.training.config import EpochTrainConfig, TrainConfig, train_preset
 
 SMOKE = Path(__file__).resolve().parents[2] / "configs" / "lifelong_smoke.yaml"
 
@@ -39,7 +42,7 @@ def test_smoke_config_builds_every_arm(tmp_path: Path) -> None:
         ({"orders": [{"name": "x", "kind": "explicit", "languages": ["en", "ru"]}]}, "misses fr"),
         ({"ranks": [65]}, "larger than the layer width"),
         (
-            {"full": {"lr": 1e-3, "early_stopping": {"max_epochs": 3, "patience": 3}}},
+            {"train": {"full": {"lr": 1e-3, "early_stopping": {"max_epochs": 3, "patience": 3}}}},
             "can never trigger",
         ),
         (
@@ -72,12 +75,14 @@ def test_smoke_config_builds_every_arm(tmp_path: Path) -> None:
         ({"task": {"name": " "}}, "task.name"),
         (
             {
-                "overrides": {
-                    "mono": {"lr": 1e-3, "early_stopping": {"max_epochs": 2, "patience": 1}}
+                "train": {
+                    "overrides": {
+                        "mono": {"lr": 1e-3, "early_stopping": {"max_epochs": 2, "patience": 1}}
+                    }
                 },
                 "methods": ["vanilla"],
             },
-            "overrides.mono",
+            "train.overrides.mono",
         ),
         (
             {
@@ -125,3 +130,55 @@ def test_top_level_shift_is_the_default_of_destructive_orders(tmp_path: Path) ->
     ]
     cfg = _load(tmp_path, shift="previous", orders=orders)
     assert [o.shift for o in cfg.orders[2:]] == ["previous", "literal"]
+
+
+def test_arms_default_to_the_paper_training_presets(tmp_path: Path) -> None:
+    raw = yaml.safe_load(SMOKE.read_text())
+    del raw["train"]
+    path = tmp_path / "c.yaml"
+    path.write_text(yaml.safe_dump(raw))
+    cfg = load_config(str(path))
+    assert cfg.train.full == train_preset("full") and cfg.train.lora == train_preset("lora")
+    full, lora = cfg.step_train("vanilla", None), cfg.step_train("shared_lora", 4)
+    assert (full.lr, full.early_stopping.max_epochs, full.early_stopping.patience) == (5e-5, 50, 5)
+    assert (lora.lr, lora.early_stopping.max_epochs, lora.early_stopping.patience) == (
+        5e-6,
+        100,
+        15,
+    )
+    with pytest.raises(
+        ConfigError, match=r"^unknown training preset 'half'; accepted: full, lora$"
+    ):
+        train_preset("half")
+
+
+def test_a_step_trains_with_the_loop_config_it_always_had() -> None:
+    cfg = EpochTrainConfig(lr=3e-3, batch_size=16, early_stopping={"max_epochs": 4, "patience": 1})
+    loop = cfg.loop_config(steps_per_epoch=5, batch_size=12)
+    # before TrainConfig presets the stage built exactly this (constant lr, no warmup)
+    assert loop == TrainConfig(
+        steps=20,
+        batch_size=12,
+        lr=3e-3,
+        warmup_ratio=0.0,
+        min_lr_ratio=1.0,
+        weight_decay=0.0,
+        log_every=5,
+        checkpoint_every=20,
+        progress_bar=False,
+    )
+    with pytest.raises(ValidationError, match="steps: set per epoch from early_stopping"):
+        EpochTrainConfig(lr=1e-3, steps=9, early_stopping={"max_epochs": 2, "patience": 1})
+
+
+def test_only_changed_loop_settings_enter_the_step_fingerprint() -> None:
+    cfg = train_preset("lora")
+    assert set(_canonical(cfg)) == {"lr", "batch_size", "early_stopping", "plugins"}
+    warm = cfg.model_copy(update={"warmup_ratio": 0.1})
+    assert _canonical(warm) == {**_canonical(cfg), "warmup_ratio": 0.1}
+
+
+def test_a_run_folders_dumped_config_reads_back(tmp_path: Path) -> None:
+    cfg = _load(tmp_path)
+    # config.yaml in a run folder lists every key, the per-epoch ones at their defaults
+    assert type(cfg).model_validate(cfg.model_dump(mode="json")) == cfg

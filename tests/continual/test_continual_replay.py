@@ -6,7 +6,6 @@ from pathlib import Path
 
 import pytest
 
-from polymnesia.continual.config import Hyper
 from polymnesia.continual.methods import get_method, with_baseline
 from polymnesia.continual.replay import (
     BUFFER_FILE,
@@ -21,6 +20,7 @@ from polymnesia.continual.replay import (
 )
 from polymnesia.errors import DataError
 from polymnesia.tasks.classification import ClassificationData
+from polymnesia.training.config import EpochTrainConfig
 from polymnesia.training.data import IndexStream
 
 RESERVOIR = ReplayBufferConfig(buffer="reservoir", size=10, share=0.25)
@@ -36,7 +36,7 @@ def test_replay_is_a_sequential_full_fine_tuning_arm_without_a_plugin() -> None:
         None,
         True,
     )
-    hyper = Hyper(lr=1e-3, early_stopping={"max_epochs": 2, "patience": 1})
+    hyper = EpochTrainConfig(lr=1e-3, early_stopping={"max_epochs": 2, "patience": 1})
     assert with_baseline("replay", hyper, True) is hyper
 
 

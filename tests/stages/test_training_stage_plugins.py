@@ -9,7 +9,6 @@ import pytest
 import torch
 from pydantic import ValidationError
 
-from polymnesia.continual.config import Hyper
 from polymnesia.errors import PolymnesiaError
 from polymnesia.io import write_jsonl_atomic
 from polymnesia.methods.early_stopping import EarlyStoppingConfig
@@ -17,7 +16,7 @@ from polymnesia.models.io import load_model_and_tokenizer, save_model_and_tokeni
 from polymnesia.pipeline.stage import StageContext, StageSpec
 from polymnesia.stages.adapt_vocabulary import AdaptConfig
 from polymnesia.stages.instruct import Instruct, InstructConfig, InstructParams
-from polymnesia.training.config import TrainConfig
+from polymnesia.training.config import EpochTrainConfig, TrainConfig
 from polymnesia.training.plugins import build_plugins, plugin_input_roles
 
 VERSES = [
@@ -52,7 +51,7 @@ def test_plugin_entries_are_normalised_so_fingerprints_agree() -> None:
         lambda p: TrainConfig(plugins=p),
         lambda p: AdaptConfig(train=TrainConfig(plugins=p)),
         lambda p: InstructConfig(train=TrainConfig(plugins=p)),
-        lambda p: Hyper(
+        lambda p: EpochTrainConfig(
             lr=1e-3, early_stopping=EarlyStoppingConfig(max_epochs=2, patience=1), plugins=p
         ),
     ],

@@ -3,32 +3,13 @@
 from __future__ import annotations
 
 import re
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
 from polymnesia.config.base import StrictModel
 from polymnesia.data.languages import get_language
 from polymnesia.errors import PolymnesiaError
-from polymnesia.methods.early_stopping import EarlyStoppingConfig
-from polymnesia.training.plugins import validate_plugin_spec
-
-
-class Hyper(StrictModel):
-    """Optimisation of one training run on one language (or on all, for MULTI)."""
-
-    lr: float = Field(gt=0, description="AdamW learning rate (paper: 5e-5 full, 5e-6 LoRA)")
-    batch_size: int = Field(16, gt=0, description="examples per optimizer step")
-    early_stopping: EarlyStoppingConfig
-    plugins: list[dict[str, Any]] = Field(
-        default_factory=list, description="training plugins (polymnesia ls plugins)"
-    )
-
-    @field_validator("plugins")
-    @classmethod
-    def _plugins(cls, v: list[Any]) -> list[dict[str, Any]]:
-        return [validate_plugin_spec(s) for s in v]
-
 
 _REGION = re.compile(r"^([A-Za-z]{2}|[0-9]{3})$")
 

@@ -40,8 +40,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from polymnesia.continual.config import Hyper
 from polymnesia.registry import Registry
+from polymnesia.training.config import EpochTrainConfig
 from polymnesia.training.plugins import validate_plugin_spec
 
 Schedule = Literal["joint", "independent", "sequential"]
@@ -144,7 +144,7 @@ def get_method(name: str) -> Method:
     return METHODS.get(name)
 
 
-def with_baseline(method: str, hyper: Hyper, has_prev: bool) -> Hyper:
+def with_baseline(method: str, hyper: EpochTrainConfig, has_prev: bool) -> EpochTrainConfig:
     """``hyper`` of one step of ``method`` with its baseline's plugin entry (for the stage's
     fingerprint): the arm's own entry of that plugin if it lists one, else the defaults.
     ``ewc`` reads the Fisher of the previous step (input ``prev``); ``distill`` needs a

@@ -13,30 +13,10 @@ from collections.abc import Callable
 from typing import Any
 
 import torch
-from pydantic import Field, model_validator
 
-from polymnesia.config.base import StrictModel
+from polymnesia.training.config import EarlyStoppingConfig
 from polymnesia.training.fsdp import full_tensor
 from polymnesia.training.plugins import LoopState, TrainingPlugin
-
-
-class EarlyStoppingConfig(StrictModel):
-    """When to stop training on one language."""
-
-    max_epochs: int = Field(gt=0, description="epochs at most (paper: 50 full, 100 LoRA)")
-    patience: int = Field(
-        gt=0, description="epochs without validation improvement before stopping (paper: 5 / 15)"
-    )
-    min_delta: float = Field(0.0, ge=0, description="smallest change that counts as improvement")
-
-    @model_validator(mode="after")
-    def _can_stop(self) -> EarlyStoppingConfig:
-        if self.patience >= self.max_epochs:
-            raise ValueError(
-                f"patience {self.patience} >= max_epochs {self.max_epochs}: early stopping can "
-                "never trigger; use a patience smaller than max_epochs"
-            )
-        return self
 
 
 class EarlyStopping(TrainingPlugin):

@@ -14,9 +14,12 @@ interrupted at language ``k`` resumes at ``k`` with rows ``0..k-1`` kept.
 Each score carries a percentile bootstrap interval over the language's test
 examples; predictions and gold labels are kept in ``items.jsonl``.
 
-Training: AdamW at a constant learning rate (the paper does not give a
-schedule), early stopping on the validation score of the languages being
-trained (:mod:`polymnesia.methods.early_stopping`), best epoch restored.
+Training: the shared loop with the step's ``train`` settings
+(:class:`~polymnesia.training.config.EpochTrainConfig`: AdamW, by default at a
+constant learning rate, as the paper gives no schedule), for at most
+``early_stopping.max_epochs`` epochs, stopped on the validation score of the
+languages being trained (:mod:`polymnesia.methods.early_stopping`), best epoch
+restored.
 """
 
 from __future__ import annotations
@@ -30,8 +33,7 @@ from typing import Any
 import torch
 from pydantic import Field
 
-from polymnesia.config.base import FINGERPRINTED_UNLESS_DEFAULT, StrictModel
-from polymnesia.continual.config import Hyper
+from polymnesia.config.base import FINGERPRINTED_UNLESS_DEFAULT, StrictModel, fingerprinted_as
 from polymnesia.continual.examples import load_examples, num_labels, slot_tags
 from polymnesia.continual.methods import arm_label, get_method
 from polymnesia.continual.replay import (
@@ -71,7 +73,7 @@ from polymnesia.tasks.classification import (
     make_bidirectional,
 )
 from polymnesia.tasks.config import TaskConfig
-from polymnesia.training.config import TrainConfig
+from polymnesia.training.config import EpochTrainConfig
 
 #: the model a fresh classifier is built on (the pretraining stage)
 BASE = Role("base", Artifact.MODEL)
@@ -85,7 +87,10 @@ class StepParams(StrictModel):
     method: str = Field(description="multi, mono, vanilla, shared_lora or nonshared_lora")
     rank: int | None = Field(None, description="LoRA rank; null: full fine-tuning")
     lora: LoraConfig = Field(default_factory=LoraConfig)
-    hyper: Hyper
+    train: EpochTrainConfig = Field(
+        description="optimisation of the step (the arm's preset with its baseline's plugin)",
+        json_schema_extra=fingerprinted_as("hyper"),
+    )
     task: TaskConfig
     task_pivot: str | None = None
     slot_field: str | None = Field(
@@ -176,7 +181,7 @@ def _train(
     replayed = _replay(ctx, p, tok, own, len(train_ex))
     train_ex += [e for _, e in replayed]
     val = _examples(ctx, p, tok, langs, "validation", p.eval_per_lang)
-    h = p.hyper
+    h = p.train
     batch = min(h.batch_size, len(train_ex))
     spe = max(1, len(train_ex) // batch)
 
@@ -192,18 +197,7 @@ def _train(
         return sum(s.values()) / len(s)
 
     stopper = EarlyStopping(h.early_stopping, spe, score)
-    steps = spe * h.early_stopping.max_epochs
-    cfg = TrainConfig(
-        steps=steps,
-        batch_size=batch,
-        lr=h.lr,
-        warmup_ratio=0.0,
-        min_lr_ratio=1.0,
-        weight_decay=0.0,
-        log_every=spe,
-        checkpoint_every=steps,
-        progress_bar=False,
-    )
+    cfg = h.loop_config(spe, batch)
     t0 = time.time()
     data = ClassificationData(train_ex, tok.pad_token_id)
     done = train_in_stage(ctx, model, data, cfg, seed=p.seed, plugins=h.plugins, before=[stopper])
@@ -350,7 +344,7 @@ class SequentialStep(Stage[StepParams]):
     @classmethod
     def named_inputs(cls, params: StepParams) -> Sequence[str]:
         order = [ORDER] if params.train_languages is None else []  # the step's language
-        return [*order, *plugin_inputs(params.hyper.plugins)]
+        return [*order, *plugin_inputs(params.train.plugins)]
 
     def run(self, ctx: StageContext[StepParams]) -> list[Score]:
         p = ctx.params

@@ -6,7 +6,12 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from polymnesia.config.base import NOT_FINGERPRINTED, StrictModel, submodels
+from polymnesia.config.base import (
+    FINGERPRINTED_UNLESS_DEFAULT,
+    NOT_FINGERPRINTED,
+    StrictModel,
+    submodels,
+)
 from polymnesia.errors import ConfigError
 from polymnesia.training.plugins import PLUGINS, validate_plugin_spec
 
@@ -139,6 +144,94 @@ class TrainConfig(StrictModel):
     @property
     def warmup_steps(self) -> int:
         return int(round(self.warmup_ratio * self.steps))
+
+
+class EarlyStoppingConfig(StrictModel):
+    """When to stop training on one language."""
+
+    max_epochs: int = Field(gt=0, description="epochs at most (paper: 50 full, 100 LoRA)")
+    patience: int = Field(
+        gt=0, description="epochs without validation improvement before stopping (paper: 5 / 15)"
+    )
+    min_delta: float = Field(0.0, ge=0, description="smallest change that counts as improvement")
+
+    @model_validator(mode="after")
+    def _can_stop(self) -> EarlyStoppingConfig:
+        if self.patience >= self.max_epochs:
+            raise ValueError(
+                f"patience {self.patience} >= max_epochs {self.max_epochs}: early stopping can "
+                "never trigger; use a patience smaller than max_epochs"
+            )
+        return self
+
+
+#: set by a stage that trains in epochs (:class:`EpochTrainConfig`): the optimizer steps of
+#: ``early_stopping.max_epochs`` epochs, a log line and a checkpoint per epoch
+_PER_EPOCH = ("steps", "log_every", "checkpoint_every")
+
+
+class EpochTrainConfig(TrainConfig):
+    """A :class:`TrainConfig` for training in epochs until the validation score stops
+    improving (paper 004's steps, ``sequential_step``): ``early_stopping`` sets the length
+    (``steps``, ``log_every`` and ``checkpoint_every`` are set per epoch by the stage; other
+    values are refused), and the learning rate is constant unless ``warmup_ratio`` /
+    ``min_lr_ratio`` say otherwise (the paper names no schedule). ``batch_size`` is capped at
+    the language's training examples."""
+
+    lr: float = Field(gt=0, description="AdamW learning rate (paper: 5e-5 full, 5e-6 LoRA)")
+    early_stopping: EarlyStoppingConfig
+    warmup_ratio: float = Field(0.0, ge=0, le=1, description="share of steps with linear warmup")
+    min_lr_ratio: float = Field(
+        1.0, ge=0, le=1, description="final learning rate as a share of the peak (1: constant)"
+    )
+    progress_bar: bool = Field(False, description="show progress (a bar or a line per tenth)")
+
+    @model_validator(mode="after")
+    def _no_steps(self) -> EpochTrainConfig:
+        # a run folder's config.yaml lists them at their defaults: those are read
+        fields = type(self).model_fields
+        given = [k for k in _PER_EPOCH if getattr(self, k) != fields[k].get_default()]
+        if given:
+            raise ValueError(
+                f"{', '.join(given)}: set per epoch from early_stopping (max_epochs, patience); "
+                "remove them"
+            )
+        return self
+
+    def loop_config(self, steps_per_epoch: int, batch_size: int) -> TrainConfig:
+        """The loop's config for one training run: ``early_stopping.max_epochs`` epochs of
+        ``steps_per_epoch`` steps at ``batch_size`` (the plugins are passed to the loop
+        beside it)."""
+        steps = steps_per_epoch * self.early_stopping.max_epochs
+        data = self.model_dump(exclude={"early_stopping", "plugins"})
+        data.update(
+            steps=steps, batch_size=batch_size, log_every=steps_per_epoch, checkpoint_every=steps
+        )
+        return TrainConfig.model_validate(data)
+
+
+# settings besides the paper's (lr, batch_size, early_stopping, plugins) enter stage
+# fingerprints only when changed, so cache entries made before they could be set stay valid
+for _name, _field in EpochTrainConfig.model_fields.items():
+    if _name not in ("lr", "batch_size", "early_stopping", "plugins") and (
+        _field.json_schema_extra != NOT_FINGERPRINTED
+    ):
+        _field.json_schema_extra = FINGERPRINTED_UNLESS_DEFAULT
+
+#: named :class:`EpochTrainConfig` settings (paper 004, section 3.5): ``full`` fine-tuning
+#: (lr 5e-5, at most 50 epochs, patience 5) and ``lora`` adapters (lr 5e-6, 100 epochs,
+#: patience 15), both at batch 16
+TRAIN_PRESETS: dict[str, dict[str, Any]] = {
+    "full": {"lr": 5e-5, "batch_size": 16, "early_stopping": {"max_epochs": 50, "patience": 5}},
+    "lora": {"lr": 5e-6, "batch_size": 16, "early_stopping": {"max_epochs": 100, "patience": 15}},
+}
+
+
+def train_preset(name: str) -> EpochTrainConfig:
+    """The :data:`TRAIN_PRESETS` entry ``name``; an unknown name is one line listing them."""
+    if name not in TRAIN_PRESETS:
+        raise ConfigError(f"unknown training preset '{name}'; accepted: {', '.join(TRAIN_PRESETS)}")
+    return EpochTrainConfig.model_validate(TRAIN_PRESETS[name])
 
 
 def train_configs(node: Any) -> list[tuple[str, TrainConfig]]:

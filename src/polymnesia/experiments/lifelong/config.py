@@ -13,8 +13,8 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from polymnesia.config.base import renamed
-from polymnesia.continual.config import Hyper, OrderConfig, task_language, task_languages
+from polymnesia.config.base import StrictModel, renamed
+from polymnesia.continual.config import OrderConfig, task_language, task_languages
 from polymnesia.continual.methods import get_method
 from polymnesia.continual.orders import validate_order
 from polymnesia.continual.replay import ReplayBufferConfig
@@ -25,6 +25,7 @@ from polymnesia.experiments.sections import BaseModelSection, DataConfig
 from polymnesia.items import BootstrapConfig
 from polymnesia.models.lora import LoraConfig
 from polymnesia.tasks.config import TaskConfig
+from polymnesia.training.config import EpochTrainConfig, train_preset
 
 #: the linear layers of the Mistral decoders built from presets (LoRA targets)
 MISTRAL_LINEAR = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
@@ -51,11 +52,35 @@ class LifelongBase(BaseModelSection):
         return None if v is None else task_languages(v, "base.data_languages")
 
 
-#: keys of older lifelong configs, now in the ``evaluate`` section every protocol has
+class LifelongTrain(StrictModel):
+    """Optimisation of each arm's steps: training presets (``TrainConfig`` settings with early
+    stopping, :data:`polymnesia.training.config.TRAIN_PRESETS`), one for full fine-tuning, one
+    for LoRA, and per-method ones."""
+
+    full: EpochTrainConfig = Field(
+        default_factory=lambda: train_preset("full"),
+        description="without LoRA; default: the 'full' preset (paper: lr 5e-5, 50 epochs, "
+        "patience 5)",
+    )
+    lora: EpochTrainConfig = Field(
+        default_factory=lambda: train_preset("lora"),
+        description="with LoRA; default: the 'lora' preset (paper: lr 5e-6, 100 epochs, "
+        "patience 15)",
+    )
+    overrides: dict[str, EpochTrainConfig] = Field(
+        default_factory=dict, description="per method name, in place of full / lora"
+    )
+
+
+#: keys of older lifelong configs: evaluation settings now in the ``evaluate`` section every
+#: protocol has, optimisation in the ``train`` section of training presets
 RENAMED = {
     "eval_per_lang": "evaluate.max_texts_per_lang",
     "eval_batch_size": "evaluate.batch_size",
     "eval_precision": "evaluate.precision",
+    "full": "train.full",
+    "lora_hyper": "train.lora",
+    "overrides": "train.overrides",
 }
 
 
@@ -78,13 +103,10 @@ class LifelongConfig(ExperimentConfig):
     methods: list[str] = Field(description="methods to run (polymnesia.continual.methods)")
     ranks: list[int] = Field(default_factory=list, description="LoRA ranks (paper: 32, 64, 256)")
     lora: LoraConfig = Field(default_factory=LoraConfig)
-    full: Hyper = Field(
-        description="optimisation without LoRA (paper: lr 5e-5, 50 epochs, patience 5)"
+    train: LifelongTrain = Field(
+        default_factory=LifelongTrain,
+        description="optimisation of each arm's steps: full, lora and per-method overrides",
     )
-    lora_hyper: Hyper = Field(
-        description="optimisation with LoRA (paper: lr 5e-6, 100 epochs, patience 15)"
-    )
-    overrides: dict[str, Hyper] = Field(default_factory=dict, description="per-method optimisation")
     orders: list[OrderConfig] = Field(min_length=1)
     shift: Literal["literal", "previous"] = Field(
         "literal",
@@ -150,10 +172,10 @@ class LifelongConfig(ExperimentConfig):
     def _consistent(self) -> LifelongConfig:
         self._check_seeds()
         self._check_task()
-        for m in self.overrides:
+        for m in self.train.overrides:
             get_method(m)
             if m not in self.methods:
-                raise ConfigError(f"overrides.{m}: '{m}' is not in methods {self.methods}")
+                raise ConfigError(f"train.overrides.{m}: '{m}' is not in methods {self.methods}")
         if any(get_method(m).lora for m in self.methods) and not self.ranks:
             raise ConfigError("ranks: LoRA methods need at least one rank in 'ranks'")
         self._check_lora()
@@ -252,10 +274,11 @@ class LifelongConfig(ExperimentConfig):
                 self.orders[i] = o.model_copy(update={"shift": self.shift})
             names.append(o.name)
 
-    def hyper(self, method: str, rank: int | None) -> Hyper:
-        if method in self.overrides:
-            return self.overrides[method]
-        return self.lora_hyper if get_method(method).uses_lora(rank) else self.full
+    def step_train(self, method: str, rank: int | None) -> EpochTrainConfig:
+        """The optimisation of ``method``'s steps at LoRA ``rank`` (None: no LoRA)."""
+        if method in self.train.overrides:
+            return self.train.overrides[method]
+        return self.train.lora if get_method(method).uses_lora(rank) else self.train.full
 
     def arms(self) -> list[tuple[str, int | None]]:
         """(method, rank) pairs; MULTI runs once without LoRA and once per rank."""

@@ -48,7 +48,7 @@ def _step(
         method=method,
         rank=rank,
         lora=cfg.lora,
-        hyper=with_baseline(method, cfg.hyper(method, rank), PREV in inputs),
+        train=with_baseline(method, cfg.step_train(method, rank), PREV in inputs),
         task=cfg.task,
         task_pivot=cfg.task_pivot,
         slot_field=cfg.slot_field,
