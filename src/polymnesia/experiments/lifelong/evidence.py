@@ -35,6 +35,7 @@ from polymnesia.experiments.lifelong.results import Arm, matrix_metrics
 from polymnesia.items import ItemSet, aligned, run_items
 from polymnesia.metrics.uncertainty import ItemStatistic
 from polymnesia.reports.claims import Baselines, label_baselines
+from polymnesia.reports.frame import RunTable
 
 
 @dataclass
@@ -99,10 +100,15 @@ def _cells(
 
 
 def attach_evidence(
-    cfg: LifelongConfig, run_dir: Path, arms: list[Arm], orders: Mapping[str, list[str]]
+    cfg: LifelongConfig,
+    run: RunTable | Path,
+    arms: list[Arm],
+    orders: Mapping[str, list[str]],
 ) -> Evidence | None:
-    """Fill ``arm.reps`` for every arm from the run's items; None when some stage kept none."""
-    items = _Items(run_items(run_dir), cfg.task.metric)
+    """Fill ``arm.reps`` for every arm from the run's items (its table, or its folder); None
+    when some stage kept none."""
+    sets = run.items() if isinstance(run, RunTable) else run_items(run)
+    items = _Items(sets, cfg.task.metric)
     try:
         cells = {
             arm.label: {n: _cells(items, cfg, arm, n, o) for n, o in orders.items()} for arm in arms

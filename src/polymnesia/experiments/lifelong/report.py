@@ -56,10 +56,10 @@ from polymnesia.experiments.reporting import compute_table, run_health
 from polymnesia.experiments.seeds import variance_note, with_seed_band
 from polymnesia.metrics.continual import Kind
 from polymnesia.reports.claims import claims_table, correct
+from polymnesia.reports.frame import load_run
 from polymnesia.reports.render import Report
 from polymnesia.reports.table_core import Estimate
 from polymnesia.reports.tables import Table, matrix_table, write_table
-from polymnesia.results import read_scores
 
 BLOCKS = {"shared_lora": "SHARED LoRA", "nonshared_lora": "NON-SHARED LoRA"}
 Metrics = Mapping[str, Mapping[str, Replicates]]
@@ -273,13 +273,14 @@ def _intro(cfg: LifelongConfig, arms: list[Arm], ev: Evidence | None) -> str:
 
 
 def build_report(cfg: LifelongConfig, run_dir: Path) -> Path:
-    scores = read_scores(run_dir / "results" / "scores.jsonl")
-    orders = read_orders(scores)
-    arms = collect_arms(cfg, scores, orders)
+    run = load_run(run_dir)  # every record of the run, read once
+    positions = run.scores(metric="order_position")
+    orders = read_orders(positions)
+    arms = collect_arms(cfg, run, orders)
     hops = min(cfg.hops, max(0, len(cfg.languages) - 2))  # MFT_h, MBT_h need h <= T-2
     save_matrices(arms, orders, run_dir / "results" / "R")
-    ev = attach_evidence(cfg, run_dir, arms, orders)
-    b = untrained_scores(scores, cfg.task.metric)
+    ev = attach_evidence(cfg, run, arms, orders)
+    b = untrained_scores(run, cfg.task.metric)
     m = {a.label: metric_replicates(a, orders, b, ev) for a in arms}
     rep = Report(f"{cfg.name}: sequential learning over {len(cfg.languages)} languages (paper 004)")
     rep.paragraph(_intro(cfg, arms, ev) + " " + variance_note(cfg))
@@ -297,7 +298,7 @@ def build_report(cfg: LifelongConfig, run_dir: Path) -> Path:
         rep.table(learned)
         tables.append(learned)
     rep.heading("Orders", 2)
-    rep.bullets(order_lines(cfg, scores, orders))
+    rep.bullets(order_lines(cfg, positions, orders))
     rep.heading("Tables", 2)
     main = [table1(arms, orders, m, ev), table2(arms, m), variants_table(arms, m)]
     for t in main:

@@ -19,6 +19,7 @@ from polymnesia.continual.matrix import (
 from polymnesia.continual.methods import arm_label, get_method, table1_params
 from polymnesia.experiments.lifelong.config import LifelongConfig
 from polymnesia.metrics import continual as cm
+from polymnesia.reports.frame import RunTable
 from polymnesia.results import Score, filter_scores
 
 
@@ -55,9 +56,7 @@ def _seconds(scores: list[Score]) -> dict[str, float]:
     }
 
 
-def collect_arms(
-    cfg: LifelongConfig, scores: list[Score], orders: dict[str, list[str]]
-) -> list[Arm]:
+def collect_arms(cfg: LifelongConfig, run: RunTable, orders: dict[str, list[str]]) -> list[Arm]:
     """Every arm with its R per order, from the run's score records: a sequential arm's row
     ``k`` is the scores of its step ``k`` (the values its steps' ``matrix.json`` holds); joint
     and independent arms compose R from their scores (eqs. 1-3, 6)."""
@@ -66,7 +65,7 @@ def collect_arms(
     T = len(cfg.languages)
     for method, rank in cfg.arms():
         label = arm_label(method, rank)
-        mine = filter_scores(scores, model=label, metric=metric)
+        mine = run.scores(model=label, metric=metric)
         if not mine:
             continue
         per_model = int(mine[0].params or 0)
@@ -93,8 +92,8 @@ def collect_arms(
     return arms
 
 
-def untrained_scores(scores: list[Score], metric: str) -> dict[str, float]:
-    return {s.lang: s.value for s in filter_scores(scores, model="untrained", metric=metric)}
+def untrained_scores(run: RunTable, metric: str) -> dict[str, float]:
+    return {s.lang: s.value for s in run.scores(model="untrained", metric=metric)}
 
 
 def save_matrices(arms: list[Arm], orders: dict[str, list[str]], folder: Path) -> list[Path]:
