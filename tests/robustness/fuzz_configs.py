@@ -370,7 +370,9 @@ def cli_mutations(
     label_only = (data.get("data") or {}).get("source", "bible") in ("bible", "udhr")
     if isinstance(data.get("task"), dict) and "tasks" not in data:
         task = data["task"]
-        expect = "refuse" if label_only and not task.get("data") else "any"
+        # lifelong builds a token task from label-only text with task_pivot or slot_field
+        built = data.get("task_pivot") or data.get("slot_field")
+        expect = "refuse" if label_only and not task.get("data") and not built else "any"
         yield file("token_task", "task.kind", expect, _set(data, ["task", "kind"], "token"))
     harness = (data.get("evaluate") or {}).get("harness")
     if isinstance(harness, dict) and "multilingual" in harness:
