@@ -50,6 +50,24 @@ def _steps(section: str, steps: int = 2) -> list[str]:
 
 
 SHRINK: dict[str, list[str]] = {
+    "new_token_init": [
+        *DATA,
+        "tokenizer.vocab_size=600",
+        "tokenizer.sample_texts=400",
+        "model.preset=nano",
+        *_steps("pretrain", 4),
+        "pretrain.block_size=32",
+        "bases=[{name: standard}, {name: af, forgetting: {reset_every: 2, std: 0.02}}]",
+        "relearn.vocabulary.new_vocab_size=300",
+        "relearn.vocabulary.sample_texts=200",
+        *_steps("relearn.train"),
+        "relearn.train.block_size=32",
+        "relearn.eval_at=[1]",
+        "evaluate.max_texts_per_lang=6",
+        "evaluate.batch_size=8",
+        "evaluate.max_length=32",
+        "bootstrap.n_resamples=50",
+    ],
     "language_modeling": [
         *DATA,
         *_base(""),
