@@ -127,6 +127,21 @@ _IFEVAL_TAIL = (
     + _metric("inst_level_loose_acc", "!function utils.agg_inst_level_acc")
 )
 
+
+def _ifeval_family(name: str, description: str, benchmark: str) -> Family:
+    """A family of verse instructions that IFEval's checkers score."""
+    return Family(
+        name,
+        description,
+        _IFEVAL_METRICS,
+        (benchmark, "none (IFEval in LANG)"),
+        INSTRUCTION_LANGUAGES,
+        _GEN,
+        _IFEVAL_TAIL,
+        max_gen_toks=160,
+    )
+
+
 FAMILIES: dict[str, Family] = {
     f.name: f
     for f in (
@@ -158,35 +173,20 @@ FAMILIES: dict[str, Family] = {
             "metric_list:\n" + _metric("chrf", "chrf"),
             max_gen_toks=64,
         ),
-        Family(
+        _ifeval_family(
             "poly_ifeval",
             "verifiable format instructions about a verse, IFEval's checkers",
-            _IFEVAL_METRICS,
-            ("IFEval", "none (IFEval in LANG)"),
-            INSTRUCTION_LANGUAGES,
-            _GEN,
-            _IFEVAL_TAIL,
-            max_gen_toks=160,
+            "IFEval",
         ),
-        Family(
+        _ifeval_family(
             "poly_title",
             "repeat a verse under a <<title>> (one IFEval kind), IFEval's checker",
-            _IFEVAL_METRICS,
-            ("IFEval (one instruction kind)", "none (IFEval in LANG)"),
-            INSTRUCTION_LANGUAGES,
-            _GEN,
-            _IFEVAL_TAIL,
-            max_gen_toks=160,
+            "IFEval (one instruction kind)",
         ),
-        Family(
+        _ifeval_family(
             "poly_quote",
             "repeat a verse in double quotes (one IFEval kind), IFEval's checker",
-            _IFEVAL_METRICS,
-            ("IFEval (one instruction kind)", "none (IFEval in LANG)"),
-            INSTRUCTION_LANGUAGES,
-            _GEN,
-            _IFEVAL_TAIL,
-            max_gen_toks=160,
+            "IFEval (one instruction kind)",
         ),
         Family(
             "poly_reference",
