@@ -90,20 +90,10 @@ def iter_pairs(
     checkpoints must share an architecture), except tensors absent from one
     side, which are skipped (e.g. a tied LM head saved only once).
     """
-    from safetensors import safe_open
-
     index_b = tensor_index(folder_b)
     for name, a in iter_tensors(folder_a, pattern=pattern, min_ndim=min_ndim):
-        if name not in index_b:
-            continue
-        with safe_open(str(index_b[name]), framework="pt") as handle:
-            b = handle.get_tensor(name)
-        if a.shape != b.shape:
-            raise PolymnesiaError(
-                f"tensor {name} has shape {tuple(a.shape)} in {folder_a} but {tuple(b.shape)} in "
-                f"{folder_b}"
-            )
-        yield name, a, b
+        if name in index_b:
+            yield name, a, _partner(index_b, name, a, str(folder_a), folder_b)
 
 
 def iter_module_tensors(
@@ -121,18 +111,24 @@ def iter_pairs_with_module(
     model: torch.nn.Module, folder: str | Path, *, pattern: str | None = None, min_ndim: int = 2
 ) -> Iterator[tuple[str, torch.Tensor, torch.Tensor]]:
     """Yield ``(name, model tensor, folder tensor)`` for matrices in both (folder read lazily)."""
-    from safetensors import safe_open
-
     rx = re.compile(pattern) if pattern else None
     index = tensor_index(folder)
     for name, a in iter_module_tensors(model, min_ndim=min_ndim):
-        if name not in index or (rx is not None and not rx.search(name)):
-            continue
-        with safe_open(str(index[name]), framework="pt") as handle:
-            b = handle.get_tensor(name)
-        if a.shape != b.shape:
-            raise PolymnesiaError(
-                f"tensor {name} has shape {tuple(a.shape)} in the model but {tuple(b.shape)} in "
-                f"{folder}"
-            )
-        yield name, a, b
+        if name in index and (rx is None or rx.search(name)):
+            yield name, a, _partner(index, name, a, "the model", folder)
+
+
+def _partner(
+    index: Mapping[str, Path], name: str, a: torch.Tensor, where: str, folder: str | Path
+) -> torch.Tensor:
+    """Tensor ``name`` of ``folder`` (its file from ``index``), the shape of ``a`` (from
+    ``where``) or an error naming both."""
+    from safetensors import safe_open
+
+    with safe_open(str(index[name]), framework="pt") as handle:
+        b = handle.get_tensor(name)
+    if a.shape != b.shape:
+        raise PolymnesiaError(
+            f"tensor {name} has shape {tuple(a.shape)} in {where} but {tuple(b.shape)} in {folder}"
+        )
+    return b
