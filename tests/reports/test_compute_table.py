@@ -69,16 +69,16 @@ def test_no_run_record_no_section(tmp_path: Path) -> None:
 
 
 def test_every_built_in_stage_declares_its_role() -> None:
-    from polymnesia.experiments.reporting import ROLES
+    from polymnesia.experiments.reporting import CATEGORIES
     from polymnesia.pipeline.stage import STAGES
 
     roles = {  # the package's stages (tests register stages of their own)
-        kind: STAGES.get(kind).role
+        kind: STAGES.get(kind).category
         for kind in STAGES.names()
         if STAGES.get(kind).__module__.startswith("polymnesia.stages")
     }
     assert len(roles) >= 20
-    assert {k for k, r in roles.items() if r not in ROLES[:-1]} == set()
+    assert {k for k, r in roles.items() if r not in CATEGORIES[:-1]} == set()
     assert roles["pretraining_loss"] == roles["evaluate_lm"] == "evaluation"
 
 

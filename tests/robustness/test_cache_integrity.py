@@ -223,7 +223,7 @@ def test_cache_verify_run_checks_the_entries_a_run_folder_uses(isolated_cache, t
     assert (
         capsys.readouterr().out.strip() == f"{len(entries)} entries checked, 0 damaged, 0 missing"
     )
-    roles = {s.name: STAGES.get(s.kind).role for s in tiny_specs()}
+    roles = {s.name: STAGES.get(s.kind).category for s in tiny_specs()}
     assert set(roles.values()) == {"data"}
     assert main(["cache", "verify", "--run", str(run), "--only", "evaluation"]) == 0
     assert capsys.readouterr().out.strip() == "0 entries checked, 0 damaged, 0 missing"

@@ -283,7 +283,7 @@ class FetchParams(StrictModel):
 
 @STAGES.register("test_fetch_bible", "fetches the Bible (tests only)")
 class FetchBible(Stage):
-    role = "data"
+    category = "data"
 
     def run(self, ctx: StageContext) -> list[Score]:
         atomic_write_text(ctx.out_dir / "db.txt", str(bible.ensure_database(verify=True)))

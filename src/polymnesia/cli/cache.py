@@ -156,7 +156,7 @@ def run_entries(
     out = []
     for name, info in stages.items():
         kind = info.get("kind", "")
-        if roles is None or (kind in STAGES and STAGES.get(kind).role in roles):
+        if roles is None or (kind in STAGES and STAGES.get(kind).category in roles):
             entry = Path(info.get("entry", ""))
             if entry.is_dir():
                 out.append(entry)

@@ -64,7 +64,7 @@ def cmd_ls(args: argparse.Namespace) -> int:
         print(f"{cat}:")
         for entry in regs[cat]:
             if cat == "stages":  # the stage category: what `run --only` selects
-                category = getattr(entry.obj, "role", "")
+                category = getattr(entry.obj, "category", "")
                 print(f"  {entry.name:22s} {category:11s} {entry.description}")
             else:
                 print(f"  {entry.name:22s} {entry.description}")

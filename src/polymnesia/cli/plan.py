@@ -181,7 +181,7 @@ def stage_plans(
     by_name = {s.name: s for s in specs}
     out = []
     for spec in specs:
-        if STAGES.get(spec.kind).role != "training":
+        if STAGES.get(spec.kind).category != "training":
             continue
         found = train_configs(spec.params)
         if not found:

@@ -11,7 +11,7 @@ from typing import Any
 from polymnesia.data.languages import get_language
 from polymnesia.io import read_jsonl_strict
 from polymnesia.items import BootstrapConfig, ItemSet, group_intervals
-from polymnesia.pipeline.stage import ROLES, STAGES
+from polymnesia.pipeline.stage import CATEGORIES, STAGES
 from polymnesia.reports.plots import bar_by_language, line_plot
 from polymnesia.reports.render import Report
 from polymnesia.reports.table_core import Table
@@ -135,7 +135,7 @@ def _inner_eval_seconds(record: StageRecord | None, role: str) -> float | None:
 
 
 def stage_times(run_dir: Path) -> list[dict[str, Any]]:
-    """Per stage of the run (``run.json``): name, kind, role (``Stage.role``), whether this run
+    """Per stage of the run (``run.json``): name, kind, role (``Stage.category``), whether this run
     built it or reused it, the seconds its build took (the run's stage records) and, for a
     stage that scores its own model inside it, the seconds that scoring took (``eval_seconds``,
     from :data:`INNER_EVAL_FILE`)."""
@@ -148,7 +148,7 @@ def stage_times(run_dir: Path) -> list[dict[str, Any]]:
     for name, rec in stages.items():
         kind = str(rec.get("kind", ""))
         record = records.get(name)
-        role = STAGES.get(kind).role if kind in STAGES else "other"
+        role = STAGES.get(kind).category if kind in STAGES else "other"
         total = record.seconds if record is not None else None
         inner = _inner_eval_seconds(record, role) if total is not None else None
         rows.append(
@@ -194,7 +194,9 @@ def compute_table(report: Report, run_dir: Path) -> None:
     by_kind: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for r in rows:
         by_kind.setdefault((r["role"], r["kind"]), []).append(r)
-    order = sorted(by_kind, key=lambda k: (ROLES.index(k[0]) if k[0] in ROLES else 9, k[1]))
+    order = sorted(
+        by_kind, key=lambda k: (CATEGORIES.index(k[0]) if k[0] in CATEGORIES else 9, k[1])
+    )
     table_rows = []
     for role, kind in order:
         rs = by_kind[(role, kind)]
@@ -210,7 +212,7 @@ def compute_table(report: Report, run_dir: Path) -> None:
                 round(100 * seconds / max(total, 1e-9), 1),
             ]
         )
-    per_role = {role: sum(r["seconds"] for r in rows if r["role"] == role) for role in ROLES}
+    per_role = {role: sum(r["seconds"] for r in rows if r["role"] == role) for role in CATEGORIES}
     caption = (
         f"Seconds each stage took when its cache entry was built (a reused entry counts the run "
         f"that built it); {total:.0f} s in all. "

@@ -36,7 +36,7 @@ from polymnesia.io import (
 from polymnesia.paths import cache_dir
 from polymnesia.pipeline.cache import record_run_usage
 from polymnesia.pipeline.integrity import MARKER
-from polymnesia.pipeline.stage import ROLES, STAGES, StageContext, StageSpec, check_spec
+from polymnesia.pipeline.stage import CATEGORIES, STAGES, StageContext, StageSpec, check_spec
 from polymnesia.runtime import partial_state
 
 if TYPE_CHECKING:
@@ -44,7 +44,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "MARKER",
-    "ROLES",
+    "CATEGORIES",
     "PlannedStage",
     "check_specs",
     "describe_plan",
@@ -129,14 +129,14 @@ def plan(specs: list[StageSpec]) -> list[PlannedStage]:
 
 
 def parse_roles(text: str) -> list[str]:
-    """``"data,training"`` as a list of stage categories (``Stage.role``); one line naming
+    """``"data,training"`` as a list of stage categories (``Stage.category``); one line naming
     an unknown one."""
     roles = [r.strip() for r in text.split(",") if r.strip()]
-    bad = [r for r in roles if r not in ROLES]
+    bad = [r for r in roles if r not in CATEGORIES]
     if bad or not roles:
         raise PolymnesiaError(
             f"--only: unknown stage category {', '.join(bad) or repr(text)}; "
-            f"give one or more of {', '.join(ROLES)}, separated by commas"
+            f"give one or more of {', '.join(CATEGORIES)}, separated by commas"
         )
     return roles
 
@@ -144,7 +144,8 @@ def parse_roles(text: str) -> list[str]:
 def select_stages(
     specs: list[StageSpec], roles: list[str], complete: set[str] | frozenset[str] = frozenset()
 ) -> tuple[list[StageSpec], list[str]]:
-    """The part of a pipeline ``run --only ROLES`` walks, and the stages of those roles it skips.
+    """The part of a pipeline ``run --only CATEGORIES`` walks, and the stages of those
+    categories it skips.
 
     A stage of one of ``roles`` is run when each of its inputs comes from such a stage
     (itself run) or from a stage in ``complete`` (reused); one that needs any other stage
@@ -156,7 +157,7 @@ def select_stages(
     chosen: set[str] = set()
     skipped: list[str] = []
     for s in specs:  # inputs come before the stages that use them
-        if STAGES.get(s.kind).role not in roles:
+        if STAGES.get(s.kind).category not in roles:
             continue
         if all(up in chosen or up in complete for up in s.inputs.values()):
             chosen.add(s.name)

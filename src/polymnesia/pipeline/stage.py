@@ -124,9 +124,9 @@ class StageContext(Generic[P]):
         return [self.inputs[r] for r in family.members(self.inputs)]
 
 
-#: what a stage spends its time on (``Stage.role``): the report's compute table groups by it,
+#: what a stage spends its time on (``Stage.category``): the report's compute table groups by it,
 #: ``polymnesia run --only`` picks by it
-ROLES = ("data", "training", "evaluation", "analysis", "other")
+CATEGORIES = ("data", "training", "evaluation", "analysis", "other")
 
 
 class Stage(ABC, Generic[P]):
@@ -152,7 +152,7 @@ class Stage(ABC, Generic[P]):
     version: ClassVar[str] = "1"
     #: what the stage spends its time on, for the report's compute table: data, training
     #: (fine-tuning stages include scoring their own model), evaluation, analysis or other
-    role: ClassVar[str] = "other"
+    category: ClassVar[str] = "other"
     distributed: ClassVar[bool] = False
     resumable: ClassVar[bool] = False
 

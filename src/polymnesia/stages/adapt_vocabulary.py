@@ -444,7 +444,7 @@ def expand_vocabulary(base: Any, data: Path, p: AdaptVocabularyParams) -> tuple[
     "train a BPE on the adapting languages, merge it, resize, train new rows + head (body frozen)",
 )
 class AdaptVocabulary(Stage[AdaptVocabularyParams]):
-    role = "training"
+    category = "training"
     version = "3"  # 3: padded embedding matrices (issue 26)
     distributed = True
     resumable = True

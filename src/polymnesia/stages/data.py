@@ -57,7 +57,7 @@ def _check_splits(lang: str, by_split: dict[str, list[Any]], source: str) -> Non
 
 @STAGES.register("prepare_data", "fetch a source, split it by aligned id, write LANG/SPLIT.jsonl")
 class PrepareData(Stage[PrepareDataParams]):
-    role = "data"
+    category = "data"
     version = "2"
     inputs = ()
     outputs = (Artifact.SPLITS,)

@@ -76,7 +76,7 @@ def tsne_points(states: dict[str, np.ndarray], seed: int) -> dict[str, list[list
     "representation_drift", "covariance change of mean hidden activations per layer (paper 002)"
 )
 class RepresentationDrift(Stage[DriftParams]):
-    role = "analysis"
+    category = "analysis"
     version = "1"
     inputs = (DATA, REFERENCE, MODELS)
     outputs = ("states.npz", "tsne.json")

@@ -75,7 +75,7 @@ class EvaluateHarnessParams(HarnessOptions):
     "lm-evaluation-harness tasks (offline poly_* or any lm-eval name) on a model stage's output",
 )
 class EvaluateHarness(Stage[EvaluateHarnessParams]):
-    role = "evaluation"
+    category = "evaluation"
     # 2: poly_* tasks in the model's chat template (was ChatML for every model); 3: documents
     # without the template's BOS (lm-eval adds it once per context, few-shot examples included);
     # 4: a translation task's items keep each document's sentence chrF (harness/items.py)

@@ -59,7 +59,7 @@ class EvaluateIsotropyParams(ModelEvalParams):
     "evaluate_isotropy", "Ethayarajh isotropy of last-layer vectors per language (Table 2)"
 )
 class EvaluateIsotropy(Stage[EvaluateIsotropyParams]):
-    role = "evaluation"
+    category = "evaluation"
     version = "5"
     distributed = True  # each process runs its shard of the texts; the vectors are gathered
     inputs = (DATA, MODEL)

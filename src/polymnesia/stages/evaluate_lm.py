@@ -51,7 +51,7 @@ class EvaluateLMParams(StrictModel):
 
 @STAGES.register("evaluate_lm", "token perplexity and bits per byte per language and group")
 class EvaluateLM(Stage[EvaluateLMParams]):
-    role = "evaluation"
+    category = "evaluation"
     version = "2"
     distributed = True
     inputs = (DATA, MODEL)

@@ -119,7 +119,7 @@ def tokenizers(p: EvaluateTranslationParams) -> dict[str, str]:
     "evaluate_translation", "English-to-X few-shot greedy translation, BLEU and chrF (Table 3)"
 )
 class EvaluateTranslation(Stage[EvaluateTranslationParams]):
-    role = "evaluation"
+    category = "evaluation"
     version = "5"
     distributed = True  # each process translates its shard of the prompts; outputs are gathered
     inputs = (DATA, MODEL)

@@ -56,7 +56,7 @@ class EvaluateZeroShotParams(ModelEvalParams):
     "evaluate_zero_shot", "zero-shot genre classification of verses by answer likelihood"
 )
 class EvaluateZeroShot(Stage[EvaluateZeroShotParams]):
-    role = "evaluation"
+    category = "evaluation"
     version = "4"
     distributed = True  # each process scores its shard of the prompts; predictions are gathered
     inputs = (DATA, MODEL)

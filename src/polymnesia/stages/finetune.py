@@ -157,7 +157,7 @@ def _examples(data_dir, lang, split, task, tok, cap=None, seed=0):
     "fine-tune a classifier (SLF or per-language combiner), score sources/targets/forgetting",
 )
 class FinetuneTask(Stage[FinetuneParams]):
-    role = "training"
+    category = "training"
     version = "3"
     distributed = True
     resumable = True

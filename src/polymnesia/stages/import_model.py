@@ -30,7 +30,7 @@ class ImportModelParams(StrictModel):
     "import_model", "an off-the-shelf model (local folder or Hub id) as a stage folder"
 )
 class ImportModel(Stage[ImportModelParams]):
-    role = "data"
+    category = "data"
     version = "2"
     inputs = ()
     outputs = (Artifact.MODEL,)

@@ -164,7 +164,7 @@ def sft_examples(
 
 @STAGES.register("instruct", "instruction-tune a model on ChatML records, loss on responses only")
 class Instruct(Stage[InstructParams]):
-    role = "training"
+    category = "training"
     version = "1"
     distributed = True
     resumable = True

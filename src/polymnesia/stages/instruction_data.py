@@ -203,7 +203,7 @@ def build_set(ctx: StageContext[InstructionDataParams], p: InstructionDataParams
 
 @STAGES.register("instruction_data", "an instruction set with its data card (papers 000 and 002)")
 class InstructionData(Stage[InstructionDataParams]):
-    role = "data"
+    category = "data"
     version = "1"
     inputs = (DATA.optional(), OF, EXCLUDES)
     outputs = (Artifact.RECORDS,)

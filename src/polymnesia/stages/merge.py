@@ -56,7 +56,7 @@ def merged_inputs(ctx: StageContext[MergeParams]) -> list[str]:
     "merge_models", "model folders of one architecture merged: average, task arithmetic, TIES"
 )
 class MergeModels(Stage[MergeParams]):
-    role = "training"
+    category = "training"
     inputs = (MODELS, BASE)
     outputs = (Artifact.MODEL,)
 

@@ -36,7 +36,7 @@ class PretrainParams(StrictModel):
     "pretrain", "train a causal LM on a temperature-sampled language mixture into model/"
 )
 class Pretrain(Stage[PretrainParams]):
-    role = "training"
+    category = "training"
     version = "1"
     distributed = True
     resumable = True

@@ -120,7 +120,7 @@ def check_same_base(base: PreTrainedTokenizerBase, side: SideData) -> None:
     "initialise new-token rows on a base model; bits per byte at 0 steps and along relearning",
 )
 class RelearnNewTokens(Stage[RelearnParams]):
-    role = "training"
+    category = "training"
     version = "1"
     inputs = (DATA, MODEL, VOCABULARY)
     outputs = (Artifact.ITEMS,)

@@ -88,7 +88,7 @@ def generative_replay(
 
 @STAGES.register("replay_data", "mix English or generative replay into Phase 2 records (paper 002)")
 class ReplayData(Stage[ReplayDataParams]):
-    role = "data"
+    category = "data"
     version = "1"
     inputs = (PHASE2, POOL, MODEL.optional())
     outputs = (Artifact.RECORDS,)

@@ -335,7 +335,7 @@ def _scores(
     "train on one language (or all) and score every language: a row of R (paper 004)",
 )
 class SequentialStep(Stage[StepParams]):
-    role = "training"
+    category = "training"
     version = "2"
     inputs = (DATA, BASE, PREV, ORDER)
     #: model/ (full fine-tuning) or adapter/ (LoRA methods), fisher.safetensors (EWC)

@@ -90,7 +90,7 @@ def _destructive(
     "sequential_order", "a language order for sequential training (paper 004) -> order.json"
 )
 class SequentialOrder(Stage[OrderParams]):
-    role = "data"
+    category = "data"
     version = "2"
     inputs = (DATA, SOURCES)
     outputs = (Artifact.ORDER,)

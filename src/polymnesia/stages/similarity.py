@@ -82,7 +82,7 @@ def _texts(folder: Path, field: str) -> list[str]:
 
 @STAGES.register("dataset_similarity", "DES of two instruction datasets (paper 002, Definition 1)")
 class DatasetSimilarity(Stage[DatasetSimilarityParams]):
-    role = "analysis"
+    category = "analysis"
     version = "1"
     inputs = (SET_A, SET_B, MODEL.optional())
 
@@ -126,7 +126,7 @@ class ModelDistanceParams(StrictModel):
 
 @STAGES.register("model_distance", "MPD of two models fine-tuned from one base (paper 002, Def. 2)")
 class ModelDistance(Stage[ModelDistanceParams]):
-    role = "analysis"
+    category = "analysis"
     version = "1"
     inputs = (MODEL_A, MODEL_B)
 

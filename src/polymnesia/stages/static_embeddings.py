@@ -161,7 +161,7 @@ def base_tokenizer(folder: Path) -> Any:
     "merge the adapting vocabulary; static embeddings and alignments for new-token inits",
 )
 class StaticEmbeddingsStage(Stage[StaticEmbeddingsParams]):
-    role = "data"
+    category = "data"
     version = "1"
     inputs = (DATA, TOKENIZER)
     outputs = (Artifact.TOKENIZER, SUMMARY_FILE)

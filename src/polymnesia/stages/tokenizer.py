@@ -21,7 +21,7 @@ class TrainTokenizerParams(StrictModel):
     "train_tokenizer", "train a byte-level BPE tokenizer (or load a given one) into tokenizer/"
 )
 class TrainTokenizer(Stage[TrainTokenizerParams]):
-    role = "data"
+    category = "data"
     version = "1"
     inputs = (DATA,)
     outputs = (Artifact.TOKENIZER,)
