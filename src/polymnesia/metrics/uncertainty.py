@@ -595,3 +595,53 @@ def paired_hierarchical_bootstrap(
         f"({n_resamples} resamples)"
     )
     return PairedTest(effect, lo, hi, p, n, method, level, n_resamples)
+
+
+def two_stage_index(
+    n_seeds: int, n_draws: int, n_resamples: int, seed: int = 0
+) -> tuple[np.ndarray, np.ndarray]:
+    """The draws of a two-stage bootstrap over seeds whose item resamples are already made.
+
+    Returns ``(seeds, draws)``, both ``[n_resamples, n_seeds]``: replicate ``r`` draws the
+    training seeds ``seeds[r]`` with replacement and gives the seed at position ``j`` the
+    item resample ``draws[r, j]`` (of ``n_draws`` made beforehand, the same for every seed,
+    as :func:`resample_indices` makes them). Each position walks a permutation of the item
+    resamples, so two positions of one replicate get independent item resamples and, with
+    ``n_resamples == n_draws``, every item resample is used once per position. Every
+    quantity pooled with the same index is paired with every other one
+    (:func:`two_stage_mean`).
+    """
+    if n_seeds < 1 or n_draws < 1:
+        raise PolymnesiaError(
+            f"need at least one seed and one item resample, got {n_seeds}, {n_draws}"
+        )
+    _check(n_resamples, DEFAULT_LEVEL)
+    rng = np.random.default_rng(seed)
+    seeds = rng.integers(0, n_seeds, size=(n_resamples, n_seeds))
+    draws = np.empty((n_resamples, n_seeds), dtype=np.int64)
+    for j in range(n_seeds):
+        perm = np.concatenate([rng.permutation(n_draws) for _ in range(-(-n_resamples // n_draws))])
+        draws[:, j] = perm[:n_resamples]
+    return seeds, draws
+
+
+def two_stage_mean(values: npt.ArrayLike, index: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
+    """Replicates of the mean over training seeds of a quantity with item replicates.
+
+    ``values[s, b]`` is the quantity for seed ``s`` on item resample ``b`` (``[k, B]``);
+    replicate ``r`` of the result is the mean over ``j`` of ``values[seeds[r, j], draws[r, j]]``
+    (``index`` from :func:`two_stage_index`): seeds resampled, then each drawn seed's items.
+    """
+    arr = np.asarray(values, dtype=float)
+    seeds, draws = index
+    if arr.ndim != 2 or seeds.shape != draws.shape or seeds.shape[1] != arr.shape[0]:
+        raise PolymnesiaError(
+            f"two-stage mean: values {arr.shape} (seeds x item resamples) do not fit an index "
+            f"of {seeds.shape[1] if seeds.ndim == 2 else '?'} seeds"
+        )
+    if draws.size and int(draws.max()) >= arr.shape[1]:
+        raise PolymnesiaError(
+            f"two-stage mean: the index reads item resample {int(draws.max())}, values have "
+            f"{arr.shape[1]}"
+        )
+    return np.asarray(arr[seeds, draws].mean(axis=1))
