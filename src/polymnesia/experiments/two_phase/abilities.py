@@ -13,6 +13,14 @@ documents for both (paired bootstrap, Koehn 2004), which is what makes a claim's
 interval narrow enough to mean something with a few hundred items. A task's weight
 scales its statistic, so the shared mean over tasks is the weighted mean.
 
+With several training seeds (``seeds: [..]``) a model is one :class:`Ability` per seed,
+scored on the same documents: :func:`pooled_interval` and :func:`pooled_difference` give the
+mean over seeds with the two-stage bootstrap of :mod:`polymnesia.metrics.uncertainty` (seeds
+drawn with replacement, then each drawn seed's documents within each task; for a difference
+the same documents for both models of a seed), so an interval covers training randomness and
+the test documents together. With one seed they are :func:`ability_interval` and
+:func:`paired_difference`, unchanged.
+
 The harness's own corpus-level chrF (lm-eval's aggregation) can differ from the mean
 sentence chrF used here; the per-task tables show lm-eval's numbers.
 """
@@ -32,8 +40,10 @@ from polymnesia.metrics.uncertainty import (
     Interval,
     ItemStatistic,
     PairedTest,
+    hierarchical_bootstrap_ci,
     mean_statistic,
     paired_bootstrap,
+    paired_hierarchical_bootstrap,
     stratified_bootstrap_ci,
 )
 
@@ -132,6 +142,12 @@ def paired_difference(
     seed: int = 0,
 ) -> PairedTest:
     """``score(a) - score(b)`` on the same documents: paired bootstrap within each task."""
+    xs, ys = _paired_strata(a, b)
+    return paired_bootstrap(xs, ys, n_resamples=n_resamples, level=level, seed=seed)
+
+
+def _paired_strata(a: Ability, b: Ability) -> tuple[list[ItemStatistic], list[ItemStatistic]]:
+    """Both models' per-task statistics on the same documents in one order."""
     if a.tasks != b.tasks:
         raise DataError(f"models scored on different tasks: {a.tasks} vs {b.tasks}")
     xs, ys = {}, {}
@@ -141,8 +157,77 @@ def paired_difference(
                 f"task {t}: {a.items[t].n} vs {b.items[t].n} documents; cannot pair them"
             )
         xs[t], ys[t] = aligned(a.items[t], b.items[t])  # the same documents in one order
-    return paired_bootstrap(
-        a.strata(xs), b.strata(ys), n_resamples=n_resamples, level=level, seed=seed
+    return a.strata(xs), b.strata(ys)
+
+
+def _same_documents(per_seed: Sequence[Ability], what: str) -> None:
+    """Every seed's ability on the same tasks with as many documents (the two-stage bootstrap
+    resamples each seed's documents of a task as one stratum)."""
+    if not per_seed:
+        raise DataError(f"{what}: no training seed to pool")
+    shape = [(t, s.n) for t, s in per_seed[0].items.items()]
+    for a in per_seed[1:]:
+        other = [(t, s.n) for t, s in a.items.items()]
+        if other != shape:
+            raise DataError(
+                f"{what}: the training seeds were scored on different tasks or document "
+                f"counts ({shape} vs {other}); evaluate every seed on the same harness tasks"
+            )
+
+
+def pooled_score(per_seed: Sequence[Ability]) -> float:
+    """The mean over training seeds of each seed's score (one seed: its score)."""
+    scores = [a.score() for a in per_seed]
+    return scores[0] if len(scores) == 1 else float(np.mean(scores))
+
+
+def pooled_interval(
+    per_seed: Sequence[Ability],
+    *,
+    n_resamples: int = DEFAULT_RESAMPLES,
+    level: float = 0.95,
+    seed: int = 0,
+) -> Interval:
+    """The mean over training seeds of a model's ability, with the two-stage bootstrap over
+    seeds and documents (one seed: :func:`ability_interval`)."""
+    _same_documents(per_seed, "pooled ability")
+    if len(per_seed) == 1:
+        return ability_interval(per_seed[0], n_resamples=n_resamples, level=level, seed=seed)
+    iv = hierarchical_bootstrap_ci(
+        [a.strata() for a in per_seed], n_resamples=n_resamples, level=level, seed=seed
+    )
+    first = per_seed[0]
+    method = (
+        f"two-stage bootstrap over {len(per_seed)} training seeds and {first.n} documents of "
+        f"{len(first.tasks)} tasks"
+    )
+    return Interval(pooled_score(per_seed), iv.low, iv.high, first.n, level, method)
+
+
+def pooled_difference(
+    a: Sequence[Ability],
+    b: Sequence[Ability],
+    *,
+    n_resamples: int = DEFAULT_RESAMPLES,
+    level: float = 0.95,
+    seed: int = 0,
+) -> PairedTest:
+    """``mean_seeds(score(a)) - mean_seeds(score(b))``: seed ``i`` of ``a`` paired with seed
+    ``i`` of ``b`` and, within a seed, the same documents for both (the paired two-stage
+    bootstrap); one seed: :func:`paired_difference`."""
+    if len(a) != len(b):
+        raise DataError(f"cannot pair {len(a)} training seeds with {len(b)}")
+    _same_documents(a, "pooled difference")
+    _same_documents(b, "pooled difference")
+    if len(a) == 1:
+        return paired_difference(a[0], b[0], n_resamples=n_resamples, level=level, seed=seed)
+    pairs = [_paired_strata(x, y) for x, y in zip(a, b, strict=True)]
+    return paired_hierarchical_bootstrap(
+        [x for x, _ in pairs],
+        [y for _, y in pairs],
+        n_resamples=n_resamples,
+        level=level,
+        seed=seed,
     )
 
 

@@ -224,7 +224,7 @@ def old_evaluation(data: Any) -> Any:
 
 class TwoPhaseConfig(ExperimentConfig):
     experiment: Literal["two_phase"] = "two_phase"
-    max_seeds: ClassVar[int | None] = 1  # the report reads one seed
+    max_seeds: ClassVar[int | None] = None  # seeds: [..] runs once per seed, pooled
     data: DataConfig = Field(default_factory=DataConfig)
     base: BaseModelSection
     sets: dict[str, InstructionSetConfig] = Field(description="instruction sets by name")

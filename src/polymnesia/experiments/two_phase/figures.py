@@ -3,16 +3,21 @@ Figure 2 (per-layer covariance change) and the EA/MA trade-off of every arm.
 
 Figures 1 and 2 need at least :data:`MIN_LAYERS` layers: with two, Figure 2's per-layer
 values are equal by construction (the covariance of a 2-row matrix has one direction) and
-Figure 1 has two points per model; below that the report says why they are absent."""
+Figure 1 has two points per model; below that the report says why they are absent.
+
+With several training seeds Figure 2 and the trade-off plot show means over seeds, and Figure 1
+is drawn once per seed (each seed's t-SNE is its own embedding; coordinates of two runs are not
+comparable); the captions say so."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from polymnesia.experiments.seeds import seed_list, seed_stage_name
 from polymnesia.experiments.shared import PRETRAIN
 from polymnesia.experiments.two_phase.config import TwoPhaseConfig
 from polymnesia.reports.plots import line_plot, scatter_plot
@@ -25,12 +30,19 @@ MIN_LAYERS = 3
 
 def layer_curves(layer: list[Score]) -> dict[str, tuple[list[int], list[float]]]:
     """Figure 2's lines: per model (against its reference) the drift of each layer (integer
-    layer indices); a model that two pairs share (the base) is drawn once."""
-    points: dict[str, dict[int, float]] = {}
+    layer indices); a model that two pairs share (the base) is drawn once. Records tagged with
+    training seeds give each layer the mean over seeds."""
+    points: dict[str, dict[int, dict[int | None, float]]] = {}
     for s in layer:
         key = f"{s.model} vs {s.extra.get('reference', 'P1')}"
-        points.setdefault(key, {})[int(s.step or 0)] = s.value
-    return {k: (sorted(v), [v[x] for x in sorted(v)]) for k, v in points.items()}
+        points.setdefault(key, {}).setdefault(int(s.step or 0), {})[s.seed] = s.value
+    return {
+        k: (sorted(v), [_mean(list(v[x].values())) for x in sorted(v)]) for k, v in points.items()
+    }
+
+
+def _mean(values: Sequence[float]) -> float:
+    return values[0] if len(values) == 1 else float(sum(values) / len(values))
 
 
 def too_few_layers(n: int) -> str:
@@ -60,11 +72,16 @@ def figures(
     if layer and n_layers < MIN_LAYERS:
         rep.paragraph(too_few_layers(n_layers))
         layer = []
-    for pair in cfg.pairs if layer else []:
-        drift = records.get(f"drift_{pair.key}")
+    seeds = seed_list(cfg)
+    several = len(seeds) > 1
+    for pair, seed in [(p, s) for p in cfg.pairs for s in seeds] if layer else []:
+        name = f"drift_{pair.key}"
+        own = seed_stage_name(name, seed) if seed != seeds[0] else name
+        drift = records.get(own, records.get(name))
         pts = drift.files.get("tsne.json") if drift is not None else None
         if isinstance(pts, dict):
-            path = figs / f"fig1_tsne_{pair.key}.png"
+            tag = f"_seed{seed}" if several else ""
+            path = figs / f"fig1_tsne_{pair.key}{tag}.png"
             series = {
                 k: (np.asarray(v)[:, 0].tolist(), np.asarray(v)[:, 1].tolist())
                 for k, v in pts.items()
@@ -72,15 +89,21 @@ def figures(
             scatter_plot(
                 series,
                 path,
-                title=f"{pair.phase1} -> {pair.phase2}",
+                title=f"{pair.phase1} -> {pair.phase2}" + (f", seed {seed}" if several else ""),
                 xlabel="t-SNE 1",
                 ylabel="t-SNE 2",
                 zero_lines=False,
             )
+            per = (
+                f", training seed {seed} (one figure per seed: t-SNE coordinates of two seeds "
+                "are not comparable)"
+                if several
+                else ""
+            )
             rep.image(
                 str(path.relative_to(run_dir)),
                 f"Figure 1: t-SNE of the mean hidden activations per layer ({pair.phase1} -> "
-                f"{pair.phase2})",
+                f"{pair.phase2}{per})",
             )
     curves = layer_curves(layer)
     ticks = sorted({x for xs, _ in curves.values() for x in xs})
@@ -96,17 +119,18 @@ def figures(
             ylabel="||Σ_i(P1) - Σ_i(model)||_F",
             title="Per-layer change of English representations",
         )
+        mean = f", mean over {len(seeds)} training seeds" if several else ""
         rep.image(
             str(path.relative_to(run_dir)),
-            "Figure 2: per-layer covariance change against the Phase 1 model",
+            f"Figure 2: per-layer covariance change against the Phase 1 model{mean}",
         )
     base = PRETRAIN if ev.has(PRETRAIN) else None
     if base is not None:
         pts2: dict[str, tuple[list[float], list[float]]] = {}  # arm -> (MA change, EA change)
-        ea0, ma0 = (a.score() for a in ev.abilities(base))
+        ea0, ma0 = ev.score(base, "EA"), ev.score(base, "MA")
         for stage, label in labels.items():
             if stage != base and ev.has(stage):
-                ea, ma = (a.score() for a in ev.abilities(stage))
+                ea, ma = ev.score(stage, "EA"), ev.score(stage, "MA")
                 pts2[label] = ([ma - ma0], [ea - ea0])
         if pts2:
             path = figs / "ea_ma_tradeoff.png"
@@ -117,6 +141,8 @@ def figures(
                 xlabel="MA - MA(base)",
                 ylabel="EA - EA(base)",
             )
+            mean = f" (means over {len(seeds)} training seeds)" if several else ""
             rep.image(
-                str(path.relative_to(run_dir)), "EA/MA trade-off: every arm against the base model"
+                str(path.relative_to(run_dir)),
+                f"EA/MA trade-off: every arm against the base model{mean}",
             )

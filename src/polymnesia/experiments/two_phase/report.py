@@ -1,24 +1,39 @@
 """The ``two_phase`` report: Tables 1-5 and Figures 1-2 of paper 002, the EA/MA trade-off, the
 correlation of EA change with DES and MPD, and the paper's claims judged with this run's
-intervals."""
+intervals.
+
+With several training seeds (``seeds: [..]``), every EA, MA and Combined number is the mean
+over seeds, its interval and every claim's paired test the two-stage bootstrap over seeds and
+documents (:mod:`polymnesia.experiments.two_phase.abilities`); lm-eval's per-task cells and
+DES/MPD are means over seeds with the Student-t interval over seeds; Figure 2 and the EA/MA
+trade-off plot means over seeds and Figure 1 is drawn per seed (t-SNE coordinates of two runs
+are not comparable). With one seed the report is what it was before seeds existed."""
 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
 from scipy.stats import spearmanr
 
 from polymnesia.experiments.reporting import training_curves
-from polymnesia.experiments.seeds import variance_note, with_seed_band
+from polymnesia.experiments.seeds import (
+    SEED_TAG,
+    seed_list,
+    seeded_run,
+    variance_note,
+    with_seed_band,
+)
 from polymnesia.experiments.shared import PRETRAIN
 from polymnesia.experiments.two_phase.abilities import (
     Ability,
     ability,
-    ability_interval,
     combined,
-    paired_difference,
+    pooled_difference,
+    pooled_interval,
+    pooled_score,
 )
 from polymnesia.experiments.two_phase.config import INSTRUCT, PairConfig, TwoPhaseConfig
 from polymnesia.experiments.two_phase.figures import figures
@@ -30,7 +45,7 @@ from polymnesia.experiments.two_phase.roles import (
     p1_stage,
 )
 from polymnesia.items import ItemSet
-from polymnesia.metrics.uncertainty import PairedTest
+from polymnesia.metrics.uncertainty import PairedTest, seed_interval
 from polymnesia.reports.claims import (
     Claim,
     claim_from_test,
@@ -47,48 +62,85 @@ from polymnesia.results import Score
 SOURCE = "paper 002"
 
 
+def unseeded(stage: str, seed: int | None) -> str:
+    """The first seed's name of a later seed's stage ``NAME.seedS`` (other names as they are)."""
+    tag = f"{SEED_TAG}{seed}"
+    return stage[: -len(tag)] if seed is not None and stage.endswith(tag) else stage
+
+
 class Evidence:
-    """Per-document EA and MA of every evaluated model of a run, from the harness stages'
-    items in the run folder (read once)."""
+    """Per-document EA and MA of every evaluated model of a run, per training seed, from the
+    harness stages' items in the run folder (read once; ``run`` tagged with its seeds by
+    :func:`~polymnesia.experiments.seeds.seeded_run`). Cells and differences pool the seeds
+    (one seed: that seed's items, as before seeds existed)."""
 
     def __init__(self, cfg: TwoPhaseConfig, run: RunTable) -> None:
         self.cfg = cfg
-        self.sets: dict[str, list[ItemSet]] = {}
+        self.seeds = seed_list(cfg)
+        several = len(self.seeds) > 1
+        self.sets: dict[tuple[str, int], list[ItemSet]] = {}
         for s in run.items():
             if s.kind == "docs" and s.stage is not None:
-                self.sets.setdefault(s.stage, []).append(s)
-        self._cache: dict[str, tuple[Ability, Ability]] = {}
+                seed = s.seed if several and s.seed is not None else self.seeds[0]
+                self.sets.setdefault((unseeded(s.stage, seed), seed), []).append(s)
+        self._cache: dict[tuple[str, int], tuple[Ability, Ability]] = {}
 
     def has(self, stage: str) -> bool:
-        return eval_stage(stage) in self.sets
+        """Whether every training seed of the run scored ``stage``'s model."""
+        return all((eval_stage(stage), seed) in self.sets for seed in self.seeds)
 
-    def abilities(self, stage: str) -> tuple[Ability, Ability]:
-        if stage not in self._cache:
-            sets, e = self.sets.get(eval_stage(stage), []), self.cfg.evaluate.harness
-            self._cache[stage] = (
+    def abilities(self, stage: str, seed: int | None = None) -> tuple[Ability, Ability]:
+        """EA and MA of ``stage``'s model trained with ``seed`` (default: the first seed)."""
+        key = (stage, self.seeds[0] if seed is None else seed)
+        if key not in self._cache:
+            sets, e = self.sets.get((eval_stage(stage), key[1]), []), self.cfg.evaluate.harness
+            self._cache[key] = (
                 ability(sets, e.english, stage),
                 ability(sets, e.multilingual, stage),
             )
-        return self._cache[stage]
+        return self._cache[key]
 
-    def _pick(self, stage: str, which: str) -> Ability:
-        ea, ma = self.abilities(stage)
-        return combined(ea, ma) if which == "combined" else ea if which == "EA" else ma
+    def per_seed(self, stage: str, which: str) -> list[Ability]:
+        """``which`` (EA, MA or combined) of ``stage``'s model, one per training seed."""
+        out = []
+        for seed in self.seeds:
+            ea, ma = self.abilities(stage, seed)
+            out.append(combined(ea, ma) if which == "combined" else ea if which == "EA" else ma)
+        return out
+
+    def score(self, stage: str, which: str) -> float:
+        """``which`` of ``stage``'s model, the mean over training seeds."""
+        return pooled_score(self.per_seed(stage, which))
 
     def cell(self, stage: str, which: str) -> Estimate:
-        return Estimate.of(ability_interval(self._pick(stage, which), seed=self.cfg.seed))
+        return Estimate.of(pooled_interval(self.per_seed(stage, which), seed=self.cfg.seed))
 
     def difference(self, a: str, b: str, which: str) -> PairedTest:
-        return paired_difference(self._pick(a, which), self._pick(b, which), seed=self.cfg.seed)
+        return pooled_difference(
+            self.per_seed(a, which), self.per_seed(b, which), seed=self.cfg.seed
+        )
 
 
-def _task_value(run: RunTable, label: str, task: str) -> Estimate:
+def seed_cell(values: Sequence[float], n: int | None = None) -> Estimate:
+    """The mean over training seeds with the Student-t interval over seeds."""
+    iv = seed_interval(values)
+    return Estimate(iv.estimate, iv.low, iv.high, n, method=iv.method)
+
+
+def _task_value(run: RunTable, label: str, task: str, seeds: Sequence[int]) -> Estimate:
+    """lm-eval's score of one task: with ±1.96 stderr (one seed), or the mean over training
+    seeds with the Student-t interval over seeds."""
     rows = run.scores(model=label, task=task)
     for metric in ("prompt_level_strict_acc", "acc", "chrf", "exact_match", "f1", "acc_norm"):
         hit = [s for s in rows if s.metric == metric]
         if hit:
-            s = hit[0]
             scale = 100.0 if metric == "chrf" else 1.0
+            if len(seeds) > 1:
+                by_seed = {s.seed: s for s in reversed(hit)}  # each seed's first record
+                if all(seed in by_seed for seed in seeds):
+                    return seed_cell([by_seed[k].value / scale for k in seeds], by_seed[seeds[0]].n)
+                return Estimate(math.nan)
+            s = hit[0]
             half = 1.96 * s.stderr / scale if s.stderr is not None else math.nan
             v = s.value / scale
             return Estimate(v, v - half, v + half, s.n)
@@ -112,7 +164,10 @@ def ability_table(
             continue
         row: list[object] = [pair.phase1, pair.phase2]
         for t in tasks:
-            row += [_task_value(run, labels[p1], t), _task_value(run, labels[p2], t)]
+            row += [
+                _task_value(run, labels[p1], t, ev.seeds),
+                _task_value(run, labels[p2], t, ev.seeds),
+            ]
         row += [ev.cell(p1, which), ev.cell(p2, which)]
         rows.append(row)
     for pair in cfg.pairs:
@@ -120,7 +175,7 @@ def ability_table(
         if ev.has(mix):
             row = [f"mixture: {pair.phase1} + {pair.phase2}", "(one phase)"]
             for t in tasks:
-                row += [_task_value(run, labels[mix], t), math.nan]
+                row += [_task_value(run, labels[mix], t, ev.seeds), math.nan]
             rows.append([*row, ev.cell(mix, which), math.nan])
     number, what = (
         ("1", "English ability (EA)") if which == "EA" else ("2", "Multilingual ability (MA)")
@@ -131,12 +186,34 @@ def ability_table(
         f"(tasks: {', '.join(tasks)}). A mixture row is one model trained on both sets for as many "
         "steps as the two phases together."
     )
+    k = len(ev.seeds)
+    if k > 1:
+        caption = (
+            f"Every cell is the mean over {k} training seeds ({', '.join(map(str, ev.seeds))}). "
+            "Per-task cells are lm-eval's scores (chrF on a 0-1 scale) with the Student-t "
+            "interval over seeds; the averages are means over the tasks of per-document values "
+            "with two-stage bootstrap intervals (seeds, then each seed's documents within each "
+            f"task; tasks: {', '.join(tasks)}). A mixture row is one model trained on both sets "
+            "for as many steps as the two phases together."
+        )
     return Table(f"table{number}_{which.lower()}", f"Table {number}: {what}", cols, rows, caption)
+
+
+def by_model(scores: Sequence[Score], metric: str) -> dict[str, list[float]]:
+    """``metric``'s values per model label, one per training seed (in the run's seed order)."""
+    out: dict[str, dict[int | None, float]] = {}
+    for s in scores:
+        if s.metric == metric:
+            out.setdefault(s.model, {})[s.seed] = s.value
+    return {m: list(v.values()) for m, v in out.items()}
 
 
 def similarity_tables(cfg: TwoPhaseConfig, scores: list[Score]) -> list[Table]:
     des = [s for s in scores if s.metric == "des"]
     mpd = [s for s in scores if s.metric == "mpd"]
+    seeds = seed_list(cfg)
+    if len(seeds) > 1:
+        return _pooled_similarity_tables(cfg, des, mpd, seeds)
     out = []
     if des:
         rows = [[s.model, s.value] for s in des]
@@ -169,6 +246,53 @@ def similarity_tables(cfg: TwoPhaseConfig, scores: list[Score]) -> list[Table]:
     return out
 
 
+def _pooled_similarity_tables(
+    cfg: TwoPhaseConfig, des: list[Score], mpd: list[Score], seeds: list[int]
+) -> list[Table]:
+    """Tables 3 and 4 with several seeds: each seed builds its own instruction sets and models,
+    so a cell is the mean over seeds with the Student-t interval over seeds."""
+    k, out = len(seeds), []
+    what = f"Mean over {k} training seeds ({', '.join(map(str, seeds))}; each seed samples its "
+    if des:
+        rows: list[list[object]] = [
+            [m, seed_cell(v, len(v))] for m, v in by_model(des, "des").items()
+        ]
+        cap = (
+            f"Embedder: {cfg.similarity.embedder}; {des[0].extra.get('n', '?')} records per set. "
+            + what
+            + "own instruction sets) with the Student-t interval over seeds."
+        )
+        out.append(
+            Table(
+                "table3_des",
+                "Table 3: dataset similarity (DES, higher = more similar)",
+                ["Phase 1 -> Phase 2", "DES"],
+                rows,
+                cap,
+            )
+        )
+    if mpd:
+        cells = {m: seed_cell(v, len(v)) for m, v in by_model(mpd, "mpd").items()}
+        top = max(c.value for c in cells.values()) or 1.0
+        rows = [[m, c, c.value / top] for m, c in cells.items()]
+        cap = (
+            "Both models fine-tuned from the same base, one on each set; normalised by the largest "
+            "mean (as the paper). "
+            + what
+            + "own sets and trains its own models) with the Student-t interval over seeds."
+        )
+        out.append(
+            Table(
+                "table4_mpd",
+                "Table 4: model parameter difference (MPD, lower = more similar)",
+                ["models", "MPD", "normalised"],
+                rows,
+                cap,
+            )
+        )
+    return out
+
+
 def mitigation_table(cfg: TwoPhaseConfig, ev: Evidence, arms: dict[str, str]) -> Table | None:
     m = cfg.mitigation
     if m is None:
@@ -185,6 +309,11 @@ def mitigation_table(cfg: TwoPhaseConfig, ev: Evidence, arms: dict[str, str]) ->
     cap = (
         f"Phase 2 of {pair.phase1} -> {pair.phase2} with each mitigation; Combined = (EA + MA) / 2."
     )
+    if len(ev.seeds) > 1:
+        cap += (
+            f" Means over {len(ev.seeds)} training seeds with two-stage bootstrap intervals "
+            "(seeds, then each seed's documents)."
+        )
     return Table(
         "table5_mitigation",
         "Table 5: mitigating strategies",
@@ -318,18 +447,17 @@ def claims(cfg: TwoPhaseConfig, ev: Evidence, arms: dict[str, str]) -> list[Clai
 def correlation_lines(cfg: TwoPhaseConfig, ev: Evidence, scores: list[Score]) -> list[str]:
     """Spearman of the EA change after Phase 2 with DES and with MPD, over the pairs."""
     change, des, mpd = {}, {}, {}
+    des_by, mpd_by = by_model(scores, "des"), by_model(scores, "mpd")
     for pair in cfg.pairs:
         label = f"{pair.phase1} -> {pair.phase2}"
         if ev.has(p1_stage(pair.phase1)) and ev.has(cft_stage(pair)):
-            ea1, _ = ev.abilities(p1_stage(pair.phase1))
-            ea2, _ = ev.abilities(cft_stage(pair))
-            change[label] = ea2.score() - ea1.score()
-        for s in scores:
-            if s.metric == "des" and s.model == label:
-                des[label] = s.value
-            if s.metric == "mpd" and s.model == f"{pair.phase2} vs {pair.phase1}":
-                mpd[label] = s.value
+            change[label] = ev.score(cft_stage(pair), "EA") - ev.score(p1_stage(pair.phase1), "EA")
+        if label in des_by:
+            des[label] = _mean(des_by[label])
+        if f"{pair.phase2} vs {pair.phase1}" in mpd_by:
+            mpd[label] = _mean(mpd_by[f"{pair.phase2} vs {pair.phase1}"])
     out = []
+    means = " (means over training seeds)" if len(seed_list(cfg)) > 1 else ""
     for name, other, sign in (("DES", des, "+"), ("MPD", mpd, "-")):
         keys = [k for k in change if k in other]
         if len(keys) < 3:
@@ -340,14 +468,19 @@ def correlation_lines(cfg: TwoPhaseConfig, ev: Evidence, scores: list[Score]) ->
             continue
         rho, p = spearmanr([change[k] for k in keys], [other[k] for k in keys])
         out.append(
-            f"EA change vs {name}: Spearman rho = {rho:+.3f}, {p_text(p)}, n = {len(keys)} pairs "
-            f"(paper: sign {sign})."
+            f"EA change vs {name}: Spearman rho = {rho:+.3f}, {p_text(p)}, n = {len(keys)} pairs"
+            f"{means} (paper: sign {sign})."
         )
     return out
 
 
+def _mean(values: Sequence[float]) -> float:
+    return values[0] if len(values) == 1 else float(sum(values) / len(values))
+
+
 def write_report(cfg: TwoPhaseConfig, run_dir: Path) -> Path:
-    run = load_run(run_dir)  # every record of the run, read once
+    # every record of the run, read once, each tagged with its training seed
+    run = seeded_run(load_run(run_dir), seed_list(cfg))
     scores = run.scores()
     results = run_dir / "results"
     labels = evaluated_models(cfg)
