@@ -1,0 +1,160 @@
+"""Several training seeds pooled in one two_phase report (issue 29, item 1): hand-checkable
+means over seeds, two-stage bootstrap intervals that widen with the seed spread, paired tests
+over seeds x documents, and a one-seed run that is exactly what it was before."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from polymnesia.errors import DataError
+from polymnesia.experiments.loading import load_config
+from polymnesia.experiments.two_phase.abilities import (
+    Ability,
+    ability_interval,
+    paired_difference,
+    pooled_difference,
+    pooled_interval,
+    pooled_score,
+)
+from polymnesia.experiments.two_phase.figures import layer_curves
+from polymnesia.experiments.two_phase.report import Evidence, by_model, claims, seed_cell, unseeded
+from polymnesia.experiments.two_phase.roles import cft_stage, evaluated_models, p1_stage
+from polymnesia.items import ItemSet
+from polymnesia.results import Score
+
+ROOT = Path(__file__).resolve().parents[2]
+SMOKE = ROOT / "configs" / "two_phase_smoke.yaml"
+
+
+def _docs(task: str, values: list[float] | np.ndarray, **kw: object) -> ItemSet:
+    vals = [float(v) for v in values]
+    ids = [f"d{i}" for i in range(len(vals))]
+    return ItemSet("m", "en", "docs", ids, {"acc": vals}, task=task, **kw)  # type: ignore[arg-type]
+
+
+def _ab(**tasks: list[float] | np.ndarray) -> Ability:
+    return Ability({t: _docs(t, v) for t, v in tasks.items()})
+
+
+def test_the_pooled_score_is_the_mean_over_seeds() -> None:
+    s0, s1 = _ab(t=[1.0, 1.0, 0.0, 0.0]), _ab(t=[1.0, 1.0, 1.0, 0.0])
+    assert pooled_score([s0, s1]) == pytest.approx((0.5 + 0.75) / 2)
+    iv = pooled_interval([s0, s1])
+    assert iv.estimate == pytest.approx(0.625) and iv.n == 4
+    assert "two-stage bootstrap over 2 training seeds and 4 documents" in iv.method
+
+
+def test_one_seed_is_exactly_the_item_bootstrap_of_before() -> None:
+    rng = np.random.default_rng(3)
+    a, b = _ab(t=rng.random(40), u=rng.random(25)), _ab(t=rng.random(40), u=rng.random(25))
+    assert pooled_interval([a]) == ability_interval(a)
+    assert pooled_difference([a], [b]) == paired_difference(a, b)
+    assert pooled_score([a]) == a.score()
+
+
+def test_a_seed_spread_the_items_cannot_see_widens_the_interval() -> None:
+    # within each seed both models share every document's difficulty, so the paired item
+    # bootstrap has no spread; the effect is 0.1 with seed 0 and 0.3 with seed 1
+    hard = np.random.default_rng(0).random(50)
+    a = [_ab(t=hard + 0.1), _ab(t=hard + 0.3)]
+    b = [_ab(t=hard), _ab(t=hard)]
+    one = pooled_difference(a[:1], b[:1])
+    assert (one.effect, one.high - one.low) == pytest.approx((0.1, 0.0))
+    t = pooled_difference(a, b)
+    # two seeds drawn with replacement: mean effect 0.1 (1/4), 0.2 (1/2) or 0.3 (1/4)
+    assert t.effect == pytest.approx(0.2)
+    assert (t.low, t.high) == pytest.approx((0.1, 0.3))
+    assert t.p_value == 0.0 and t.n == 50
+    assert "paired two-stage bootstrap over 2 training seeds and 50 items" in t.method
+
+
+def test_identical_models_differ_by_exactly_zero_in_every_seed() -> None:
+    seeds = [_ab(t=[1.0, 0.0, 1.0]), _ab(t=[0.0, 0.0, 1.0])]
+    t = pooled_difference(seeds, seeds)
+    assert (t.effect, t.low, t.high, t.p_value) == (0.0, 0.0, 0.0, 1.0)
+
+
+def test_seeds_on_different_documents_are_refused_in_one_line() -> None:
+    with pytest.raises(DataError, match="different tasks or document counts") as e:
+        pooled_interval([_ab(t=[1.0, 0.0]), _ab(t=[1.0, 0.0, 1.0])])
+    assert "\n" not in str(e.value)
+    with pytest.raises(DataError, match="cannot pair 2 training seeds with 1"):
+        pooled_difference([_ab(t=[1.0]), _ab(t=[0.0])], [_ab(t=[1.0])])
+
+
+def test_a_cell_over_seeds_is_the_student_t_interval() -> None:
+    cell = seed_cell([0.2, 0.4], 8)
+    half = stats.t.ppf(0.975, 1) * np.std([0.2, 0.4], ddof=1) / np.sqrt(2)
+    assert cell.value == pytest.approx(0.3) and cell.n == 8
+    assert (cell.low, cell.high) == pytest.approx((0.3 - half, 0.3 + half))
+
+
+def _score(model: str, value: float, seed: int | None, metric: str = "des", **kw: object) -> Score:
+    return Score(model, "en", metric, value, seed=seed, **kw)  # type: ignore[arg-type]
+
+
+def test_similarity_and_drift_are_means_over_seeds() -> None:
+    des = [_score("a -> b", 0.5, 0), _score("a -> b", 0.7, 1), _score("a -> c", 0.1, 0)]
+    assert by_model(des, "des") == {"a -> b": [0.5, 0.7], "a -> c": [0.1]}
+    layer = [
+        _score("P2", v, seed, "layer_covariance_drift", step=step, extra={"reference": "P1"})
+        for seed, step, v in [(0, 0, 1.0), (0, 1, 2.0), (1, 0, 3.0), (1, 1, 6.0)]
+    ]
+    assert layer_curves(layer) == {"P2 vs P1": ([0, 1], [2.0, 4.0])}
+    one = [s for s in layer if s.seed == 0]
+    assert layer_curves(one) == {"P2 vs P1": ([0, 1], [1.0, 2.0])}
+
+
+class _Run:
+    """The part of a run table Evidence reads: item sets, tagged with their seeds."""
+
+    def __init__(self, sets: list[ItemSet]) -> None:
+        self.sets = sets
+
+    def items(self) -> list[ItemSet]:
+        return self.sets
+
+
+def _model_items(cfg: object, stage: str, seed: int, ea: float, ma: float) -> list[ItemSet]:
+    """A model's documents of every harness task: ``ea`` / ``ma`` of 10 answered right."""
+    h = cfg.evaluate.harness  # type: ignore[attr-defined]
+    name = f"eval_{stage}" + (f".seed{seed}" if seed else "")
+    out = []
+    for tasks, share in ((h.english, ea), (h.multilingual, ma)):
+        for t in tasks:
+            right = round(10 * share)
+            out.append(_docs(t, [1.0] * right + [0.0] * (10 - right), seed=seed, stage=name))
+    return out
+
+
+def test_evidence_pools_each_models_seeds_and_claims_cover_them() -> None:
+    cfg = load_config(SMOKE, ["seeds=[0,1]"])
+    pair = cfg.pairs[0]
+    p1, p2 = p1_stage(pair.phase1), cft_stage(pair)
+    assert unseeded(f"eval_{p2}.seed1", 1) == f"eval_{p2}" and unseeded("x.seed1", 0) == "x.seed1"
+    sets = [
+        *_model_items(cfg, p1, 0, ea=0.6, ma=0.2),
+        *_model_items(cfg, p1, 1, ea=0.8, ma=0.2),
+        *_model_items(cfg, p2, 0, ea=0.6, ma=0.4),
+        *_model_items(cfg, p2, 1, ea=0.6, ma=0.6),
+    ]
+    ev = Evidence(cfg, _Run(sets))  # type: ignore[arg-type]
+    assert ev.seeds == [0, 1] and ev.has(p1) and ev.has(p2)
+    assert ev.score(p1, "EA") == pytest.approx(0.7) and ev.score(p2, "MA") == pytest.approx(0.5)
+    cell = ev.cell(p2, "MA")
+    assert cell.value == pytest.approx(0.5) and "2 training seeds" in cell.method
+    t = ev.difference(p2, p1, "EA")
+    assert t.effect == pytest.approx(-0.1) and "two-stage" in t.method
+    # a model scored with one seed only is not evidence of the pooled run
+    partial = Evidence(cfg, _Run(sets[:18]))  # type: ignore[arg-type]  # p2: seed 0 only
+    assert partial.has(p1) and not partial.has(p2)
+    arms = {k: v for k, v in evaluated_models(cfg).items() if k.startswith("mit_")}
+    found = claims(cfg, ev, arms)
+    similar = [c for c in found if c.statement.startswith("Phase 2 on a similar set")]
+    assert len(similar) == 1 and "two-stage" in similar[0].test
+    # with several seeds the intervals cover the seeds: no seed-noise band applies
+    assert all(c.seed_band is None for c in found)
