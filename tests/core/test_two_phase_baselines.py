@@ -69,10 +69,43 @@ def test_baseline_arms_leave_every_other_stage_unchanged(graphs) -> None:  # typ
         assert extra[name].params == spec.params and extra[name].inputs == spec.inputs, name
 
 
+def test_an_ewc_arm_reads_the_fisher_of_phase_1_on_the_phase_1_set() -> None:
+    cfg = load_config(
+        CONFIG, ["mitigation.baselines=[{name: EWC, method: ewc, options: {lam: 5}}]"]
+    )
+    graph = {s.name: s for s in TwoPhase.build(cfg)}
+    pair = cfg.pairs[cfg.mitigation.pair]
+    fisher, arm = graph["fisher_EWC"], graph["mit_EWC"]
+    assert fisher.kind == "fisher"
+    assert fisher.inputs == {"model": f"p1_{pair.phase1}", "records_0": f"set_{pair.phase1}"}
+    assert (fisher.params.examples, fisher.params.batch_size) == (256, 1)  # the plugin's defaults
+    assert fisher.params.max_length == cfg.max_length
+    cft = graph[f"cft_{pair.key}"]
+    assert arm.inputs == {**cft.inputs, "fisher": "fisher_EWC"}  # from Phase 1, on the Phase 2 set
+    (plugin,) = arm.params.instruct.train.plugins
+    assert plugin["name"] == "ewc" and plugin["lam"] == 5 and plugin["fisher"] == "fisher"
+    assert "eval_mit_EWC" in graph
+
+
+def test_an_ewc_arm_without_phase_1_data_is_one_line(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    sets = [
+        f"instruct_model={tmp_path}",
+        "pairs=[{phase1: instruct, phase2: dissimilar}]",
+        "mitigation.pair=0",
+        "mitigation.baselines=[{name: EWC, method: ewc}]",
+    ]
+    assert main(["validate", CONFIG, *(x for s in sets for x in ("--set", s))]) == 2
+    err = capsys.readouterr().err
+    assert "needs the Phase 1 data for its Fisher" in err and err.count("\n") == 1, err
+
+
 @pytest.mark.parametrize(
     ("arms", "needle"),
     [
-        ("[{name: X, method: ewc}]", "Input should be 'l2sp', 'distill' or 'merge'"),
+        ("[{name: X, method: lwf}]", "Input should be 'l2sp', 'ewc', 'distill' or 'merge'"),
+        ("[{name: X, method: ewc, options: {fisher: p1}}]", "ewc's fisher is the Phase 1"),
+        ("[{name: X, method: ewc, options: {gamma: 0.5}}]", "two_phase has one previous task"),
+        ("[{name: X, method: ewc, options: {lam: -1}}]", "plugin ewc: lam"),
         ("[{name: X, method: l2sp, options: {alpha: -1}}]", "plugin l2sp: alpha"),
         (
             "[{name: X, method: merge, options: {method: mean}}]",

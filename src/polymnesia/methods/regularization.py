@@ -33,7 +33,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import torch
 import torch.nn.functional as F
@@ -340,6 +340,9 @@ class EWC(_Anchored):
     name = "ewc"
     Options = EWCOptions
     input_options = ("fisher",)
+    #: the ``fisher`` input is a ``fisher`` stage (its ``fisher.safetensors``) or a training
+    #: stage that wrote one beside its ``model/`` (a ``lifelong`` step): no one artifact
+    input_reads: ClassVar[dict[str, str | None]] = {"fisher": None}
 
     def __init__(
         self,
@@ -376,6 +379,12 @@ class EWC(_Anchored):
                     f"{tuple(p.shape)}: it was estimated on another model"
                 )
             out.append(n)
+        if not out and self.fisher:
+            raise ConfigError(
+                f"ewc: the Fisher names {len(self.fisher)} tensors (e.g. "
+                f"{next(iter(self.fisher))}), none a trainable parameter of this model: it was "
+                "estimated on another model"
+            )
         return out
 
     def param_groups(

@@ -63,9 +63,11 @@ def plugin_inputs(entries: Sequence[Mapping[str, Any]]) -> list[Role]:
     for entry in entries:
         name = entry.get("name")
         if isinstance(name, str) and name in PLUGINS:
+            cls = PLUGINS.get(name)
+            reads = getattr(cls, "input_reads", {})  # what an input reads, if not a model
             roles += [
-                Role(str(entry[key]), Artifact.MODEL)
-                for key in PLUGINS.get(name).input_options
+                Role(str(entry[key]), reads.get(key, Artifact.MODEL))
+                for key in cls.input_options
                 if entry.get(key)
             ]
     return roles

@@ -87,19 +87,25 @@ class ReplayArm(ReplayConfig):
     name: str
 
 
+#: the input role of an ``ewc`` arm's Phase 2 stage that holds the Phase 1 Fisher
+EWC_FISHER = "fisher"
+
+
 class BaselineArm(StrictModel):
     """A forgetting baseline as a Phase 2 arm (issue 27; docs/baselines.md), judged against
     plain CFT like the mitigations: Phase 2 with ``l2sp`` (a pull towards the Phase 1
-    weights) or ``distill`` (LwF: KL to the Phase 1 model's outputs) as a training plugin,
-    or ``merge``: the Phase 1 and plain CFT models merged (the ``merge_models`` stage)."""
+    weights), ``ewc`` (a pull weighted by the Phase 1 model's Fisher on the Phase 1 data, a
+    ``fisher`` stage) or ``distill`` (LwF: KL to the Phase 1 model's outputs) as a training
+    plugin, or ``merge``: the Phase 1 and plain CFT models merged (``merge_models``)."""
 
     name: str = Field(description="the arm's name in tables (mit_NAME stages)")
-    method: Literal["l2sp", "distill", "merge"] = Field(
-        description="l2sp or distill (training plugins), or merge (Phase 1 and CFT merged)"
+    method: Literal["l2sp", "ewc", "distill", "merge"] = Field(
+        description="l2sp, ewc or distill (training plugins), or merge (Phase 1 and CFT merged)"
     )
     options: dict[str, Any] = Field(
         default_factory=dict,
-        description="the plugin's options (polymnesia ls training-plugins), or merge_models' "
+        description="the plugin's options (polymnesia ls training-plugins; ewc: lam, and "
+        "fisher_examples, fisher_batch_size for its fisher stage), or merge_models' "
         "(method: average, task_arithmetic or ties; weights; lam; density)",
     )
 
@@ -109,13 +115,27 @@ class BaselineArm(StrictModel):
             merge = MergeParams.model_validate({"method": "average", **self.options})
             full = merge.model_dump(mode="json")
         else:  # every option filled in: equal settings, equal fingerprints
-            full = validate_plugin_spec({"name": self.method, **self.options})
+            options = dict(self.options)
+            if self.method == "ewc":
+                if "fisher" in options:
+                    raise ValueError(
+                        f"baseline arm {self.name}: ewc's fisher is the Phase 1 model's, "
+                        "estimated by the protocol; leave it out (options: lam, "
+                        "fisher_examples, fisher_batch_size)"
+                    )
+                if options.get("gamma", 1.0) != 1.0:
+                    raise ValueError(
+                        f"baseline arm {self.name}: gamma is online EWC's decay over several "
+                        "tasks; two_phase has one previous task (leave gamma out)"
+                    )
+                options["fisher"] = EWC_FISHER
+            full = validate_plugin_spec({"name": self.method, **options})
             del full["name"]
         object.__setattr__(self, "options", full)  # past validate_assignment
         return self
 
     def plugin(self) -> dict[str, Any]:
-        """The arm's training plugin entry (``l2sp``, ``distill``)."""
+        """The arm's training plugin entry (``l2sp``, ``ewc``, ``distill``)."""
         return {"name": self.method, **self.options}
 
 
@@ -131,7 +151,7 @@ class MitigationConfig(StrictModel):
     freezing: list[FreezingArm] = Field(default_factory=list)
     lora_rank: int | None = Field(None, gt=0, description="the LoRA baseline's rank (paper: 64)")
     baselines: list[BaselineArm] = Field(
-        default_factory=list, description="forgetting baselines: l2sp, distill, merge arms"
+        default_factory=list, description="forgetting baselines: l2sp, ewc, distill, merge arms"
     )
 
 
@@ -300,6 +320,13 @@ class TwoPhaseConfig(ExperimentConfig):
                         raise ValueError(f"freezing arm {f.name}: {e}") from None
             names = [*(a.name for a in m.replay), *(f.name for f in m.freezing)]
             names += [b.name for b in m.baselines]
+            ewc = [b.name for b in m.baselines if b.method == "ewc"]
+            if ewc and self.pairs[m.pair].phase1 == INSTRUCT:
+                raise ValueError(
+                    f"baseline arm {ewc[0]} (ewc) needs the Phase 1 data for its Fisher, and "
+                    f"the mitigated pair's Phase 1 is the off-the-shelf '{INSTRUCT}' model; "
+                    "mitigate a pair whose phase1 is an instruction set, or drop the arm"
+                )
             if len(set(names)) < len(names) or not all(_NAME.match(n) for n in names):
                 raise ValueError(f"mitigation arm names must be unique identifiers: {names}")
         return self

@@ -9,9 +9,12 @@ single-phase mixture of the same pair with as many steps as both phases, and
 an off-the-shelf Phase 1 model when ``instruct_model`` is set (the paper's
 "Instruct" rows). Mitigations for one pair (Table 5): generative and English
 replay, layer freezing (LF_H1 random, LF_H2 most changed from the base, Spectrum)
-and the LoRA baseline. Every model is scored on English (EA) and multilingual
-(MA) tasks through lm-evaluation-harness; DES and MPD measure the pairs'
-similarity (Tables 3-4) and a drift stage the change of English representations
+and the LoRA baseline; forgetting baselines (issue 27): L2-SP, EWC, LwF distillation
+and merges of Phase 1 with CFT. EWC's Fisher is estimated at the end of Phase 1 on the
+Phase 1 data (a ``fisher`` stage), as EWC prescribes; its Phase 2 reads only the Fisher.
+Every model is scored on English (EA) and multilingual (MA) tasks through
+lm-evaluation-harness; DES and MPD measure the pairs' similarity (Tables 3-4) and a drift
+stage the change of English representations
 (Figures 1-2).
 """
 
@@ -22,7 +25,13 @@ from pathlib import Path
 from polymnesia.experiments.base import EXPERIMENTS, Experiment, ExperimentConfig
 from polymnesia.experiments.seeds import fan_out
 from polymnesia.experiments.shared import DATA, PRETRAIN, base_stages
-from polymnesia.experiments.two_phase.config import INSTRUCT, PairConfig, TwoPhaseConfig
+from polymnesia.experiments.two_phase.config import (
+    EWC_FISHER,
+    INSTRUCT,
+    BaselineArm,
+    PairConfig,
+    TwoPhaseConfig,
+)
 from polymnesia.experiments.two_phase.report import write_report
 from polymnesia.experiments.two_phase.roles import (
     cft_stage,
@@ -37,6 +46,7 @@ from polymnesia.pipeline.stage import StageSpec
 from polymnesia.stages import common as roles
 from polymnesia.stages.drift import REFERENCE, DriftParams
 from polymnesia.stages.evaluate_harness import EvaluateHarnessParams, harness_dtype
+from polymnesia.stages.fisher import FisherParams
 from polymnesia.stages.import_model import ImportModelParams
 from polymnesia.stages.instruct import RECORDS, InstructConfig, InstructParams
 from polymnesia.stages.instruction_data import EXCLUDES, OF, InstructionDataParams
@@ -142,10 +152,30 @@ def _mitigation_stages(cfg: TwoPhaseConfig) -> list[StageSpec]:
             inputs = roles.MODELS.bind([p1, cft_stage(pair)])
             inputs |= {MERGE_BASE: PRETRAIN} if merge.method != "average" else {}
             specs.append(StageSpec(f"mit_{b.name}", "merge_models", merge, inputs))
+        elif b.method == "ewc":  # anchored at the Phase 1 model, weighted by its Fisher
+            specs.append(_fisher_stage(cfg, b, p1, set_stage(pair.phase1)))
+            train = cfg.phase2.with_plugins(b.plugin())
+            extra = {EWC_FISHER: f"fisher_{b.name}"}
+            specs.append(_tune(cfg, f"mit_{b.name}", p1, [p2], train, extra_inputs=extra))
         else:
             train = cfg.phase2.with_plugins(b.plugin())
             specs.append(_tune(cfg, f"mit_{b.name}", p1, [p2], train))
     return specs
+
+
+def _fisher_stage(cfg: TwoPhaseConfig, arm: BaselineArm, p1: str, data: str) -> StageSpec:
+    """An ``ewc`` arm's ``fisher`` stage: the Phase 1 model's diagonal empirical Fisher on the
+    Phase 1 set, as many examples and per batch as the arm's plugin options say."""
+    sets = RECORDS.bind([data])
+    params = FisherParams(
+        records=list(sets),
+        examples=arm.options["fisher_examples"],
+        batch_size=arm.options["fisher_batch_size"],
+        max_length=cfg.max_length,
+        precision=cfg.evaluate.precision,
+        seed=cfg.seed,
+    )
+    return StageSpec(f"fisher_{arm.name}", "fisher", params, {roles.MODEL: p1, **sets})
 
 
 def _evaluation_stages(cfg: TwoPhaseConfig) -> list[StageSpec]:
