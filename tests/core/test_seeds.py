@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import pytest
@@ -181,10 +181,19 @@ def test_group_intervals_of_seed_tagged_items_resample_seeds_and_items() -> None
 
 
 def test_protocols_whose_reports_read_one_seed_refuse_several_before_training() -> None:
-    with pytest.raises(ConfigError, match="report reads one training seed; run each seed"):
-        load_config("configs/lifelong_smoke.yaml", ["seeds=[0,1]"])
+    class OneSeed(ExperimentConfig):
+        experiment: str = "one_seed"
+        max_seeds: ClassVar[int | None] = 1
+
+    with pytest.raises(ValidationError, match="report reads one training seed; run each seed"):
+        OneSeed(name="o", seeds=[0, 1])
+    assert OneSeed(name="o", seeds=[3]).seeds == [3]
     one = load_config("configs/lifelong_smoke.yaml", ["seeds=[3]"])
     assert all(getattr(s.params, "seed", 3) == 3 for s in EXPERIMENTS.get("lifelong").build(one))
+    two = EXPERIMENTS.get("lifelong").build(
+        load_config("configs/lifelong_smoke.yaml", ["seeds=[0,1]"])
+    )
+    assert {getattr(s.params, "seed", None) for s in two} >= {0, 1}
 
 
 def test_a_protocol_that_does_not_read_seeds_refuses_them() -> None:

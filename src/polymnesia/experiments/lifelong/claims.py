@@ -23,7 +23,7 @@ import numpy as np
 from polymnesia.continual.analysis import group_means, hop_average
 from polymnesia.continual.methods import get_method
 from polymnesia.continual.resample import Replicates, best_of
-from polymnesia.experiments.lifelong.evidence import Evidence, arm_quantity, mean_baselines
+from polymnesia.experiments.lifelong.evidence import Evidence, Pool, as_pool, mean_baselines
 from polymnesia.experiments.lifelong.results import Arm, learned_score, multi_hop
 from polymnesia.metrics.continual import Kind
 from polymnesia.reports.claims import (
@@ -43,15 +43,20 @@ def _claim(statement: str, sign: int, r: Replicates, label: str, source: str) ->
     return claim_from_test(statement, sign, r.test(), effect_label=label, source=source)
 
 
-def learned_arms(arms: Sequence[Arm], ev: Evidence | None, metric: str) -> dict[str, bool]:
+def learned_arms(arms: Sequence[Arm], ev: Evidence | Pool | None, metric: str) -> dict[str, bool]:
     """``{arm label: learned?}``: the arm's score on each language right after learning it
-    (R's diagonal, mean over languages and orders) reaches
+    (R's diagonal, mean over languages, orders and seeds) reaches
     :func:`~polymnesia.reports.claims.learned_floor`
     of the languages' mean baselines. Empty (no check) for a task without class labels."""
     if ev is None or not ev.baselines or metric not in ("accuracy", "macro_f1"):
         return {}
     base = mean_baselines(ev.baselines)
-    return {a.label: learned(learned_score(a.Rs), base, metric) for a in arms}
+    pool = as_pool(list(arms), {}, ev)
+    return {a.label: learned(pool.point(a, _diagonal), base, metric) for a in arms}
+
+
+def _diagonal(rs: Mapping[str, np.ndarray], _orders: Mapping[str, list[str]]) -> float:
+    return learned_score(rs)
 
 
 #: why NON-SHARED LoRA's "forgets less" is not tested (docs/lifelong.md)
@@ -176,19 +181,20 @@ def script_claims(
     arm: Arm,
     orders: Mapping[str, list[str]],
     hops: int,
-    ev: Evidence | None,
+    ev: Evidence | Pool | None,
     ok: Mapping[str, bool] | None = None,
 ) -> list[Claim]:
     """Section 5.2 for one sequential arm: non-Latin scripts receive (MBT) and donate (MFT)
-    worse.
+    worse (``ev`` a :class:`Pool`: over its seeds, each with its own orders).
     """
+    pool = as_pool([arm], dict(orders), ev)
 
     def gap(kind: Kind) -> Replicates:
-        def fn(rs: Mapping[str, np.ndarray]) -> float:
-            g = group_means(hop_average(multi_hop(rs, orders, hops, kind)), "script")
+        def fn(rs: Mapping[str, np.ndarray], o: Mapping[str, list[str]]) -> float:
+            g = group_means(hop_average(multi_hop(rs, o, hops, kind)), "script")
             return g.get("non-Latin", np.nan) - g.get("Latin", np.nan)
 
-        return arm_quantity(arm, fn, ev)
+        return pool.quantity(arm, fn)
 
     mbt, mft = gap("mbt"), gap("mft")
     if not np.isfinite(mbt.point):
@@ -215,7 +221,7 @@ def script_claims(
 def baselines(
     arms: Sequence[Arm],
     metrics: Mapping[str, Mapping[str, Replicates]],
-    ev: Evidence | None,
+    ev: Evidence | Pool | None,
     metric: str,
     untrained: Replicates | None,
 ) -> Table | None:
@@ -224,19 +230,21 @@ def baselines(
     if ev is None or not ev.baselines or metric not in ("accuracy", "macro_f1"):
         return None
     base = mean_baselines(ev.baselines)
+    pool = as_pool(list(arms), {}, ev)
     rows: list[tuple[str, str, str, Any, Any]] = []
     if untrained is not None:
         rows.append(("untrained", "all languages", metric, untrained.interval(), base))
     for a in arms:
-        diag = arm_quantity(a, learned_score, ev)
+        diag = pool.quantity(a, _diagonal)
         rows.append((a.label, "each right after learning it", metric, diag.interval(), base))
         rows.append(
             (a.label, "all after the last step", metric, metrics[a.label]["final"].interval(), base)
         )
     t = baseline_table(rows)
+    seeds = f" and over {len(pool.runs)} training seeds" if pool.several else ""
     t.caption = (
-        f"{t.caption} Means over the {len(ev.baselines)} task languages and over orders; the "
-        "baselines are averaged over the languages' test sets. '× majority' is the "
+        f"{t.caption} Means over the {len(ev.baselines)} task languages and over orders{seeds}; "
+        "the baselines are averaged over the languages' test sets. '× majority' is the "
         "learned-above-chance check (>= 2)."
     )
     return t

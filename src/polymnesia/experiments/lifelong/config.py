@@ -86,7 +86,7 @@ RENAMED = {
 
 class LifelongConfig(ExperimentConfig):
     experiment: Literal["lifelong"] = "lifelong"
-    max_seeds: ClassVar[int | None] = 1  # the report reads one seed
+    max_seeds: ClassVar[int | None] = None  # the report pools seeds (Pool)
     data: DataConfig = Field(default_factory=DataConfig)
     base: LifelongBase
     languages: list[str] = Field(min_length=2, description="the task languages, learned one by one")

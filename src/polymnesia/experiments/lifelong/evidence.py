@@ -9,12 +9,21 @@ and replicated with one draw of test items per language shared by every
 entry, order and arm (:mod:`polymnesia.continual.resample`). A run whose
 stages kept no items (an older run, a removed cache entry) gets no
 replicates: its report prints bare numbers and its claims are inconclusive.
+
+With several training seeds (:class:`Pool`) each seed is read as a run of its own (its arms,
+orders and item replicates, :func:`seed_view`), and every number is the mean over seeds
+with replicates of the two-stage bootstrap: each replicate draws the seeds with
+replacement and gives each drawn seed its own resample of the test items
+(:func:`~polymnesia.metrics.uncertainty.two_stage_index`). Every quantity of every arm
+is pooled on the same draws, so a difference between arms stays paired over seeds and
+items. With one seed a :class:`Pool` gives each seed's numbers exactly as they were.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -33,9 +42,10 @@ from polymnesia.experiments.lifelong.config import LifelongConfig
 from polymnesia.experiments.lifelong.keys import arm_key
 from polymnesia.experiments.lifelong.results import Arm, matrix_metrics
 from polymnesia.items import ItemSet, aligned, run_items
-from polymnesia.metrics.uncertainty import ItemStatistic
+from polymnesia.metrics.uncertainty import ItemStatistic, two_stage_index, two_stage_mean
 from polymnesia.reports.claims import Baselines, label_baselines
 from polymnesia.reports.frame import RunTable
+from polymnesia.results import Score
 
 
 @dataclass
@@ -171,3 +181,164 @@ def mean_baselines(baselines: Mapping[str, Baselines]) -> Baselines:
         float(np.mean([b.majority_accuracy for b in bs])),
         float(np.mean([b.majority_macro_f1 for b in bs])),
     )
+
+
+#: a quantity of one arm of one seed: its R per order and that seed's orders -> a number
+Fn = Callable[[Mapping[str, np.ndarray], Mapping[str, list[str]]], float]
+#: the same, one number per language
+LangFn = Callable[[Mapping[str, np.ndarray], Mapping[str, list[str]]], Mapping[str, float]]
+
+
+@dataclass
+class SeedRun:
+    """One training seed of a run: its orders (the destructive ones depend on the seed), arms
+    with their R per order and item replicates, evidence, the untrained model's scores and
+    the order records."""
+
+    seed: int
+    orders: dict[str, list[str]]
+    arms: list[Arm]
+    ev: Evidence | None
+    untrained: dict[str, float] = field(default_factory=dict)
+    positions: list[Score] = field(default_factory=list)
+
+    def arm(self, label: str) -> Arm:
+        for a in self.arms:
+            if a.label == label:
+                return a
+        raise DataError(f"seed {self.seed} has no scores of {label}; run the experiment again")
+
+
+def seed_view(run: RunTable, seed: int) -> RunTable:
+    """The records of one training seed of a fanned-out run (tagged by
+    :func:`polymnesia.experiments.seeds.seeded_run`), each stage named as the first seed
+    names it (``NAME.seedS`` read as ``NAME``), so one seed reads like a one-seed run."""
+    tag = f".seed{seed}"
+
+    def base(stage: str | None) -> str | None:
+        return stage[: -len(tag)] if stage is not None and stage.endswith(tag) else stage
+
+    scores = [replace(s, stage=base(s.stage)) for s in run.scores() if s.seed == seed]
+    items = [replace(s, stage=base(s.stage)) for s in run.items() if s.seed == seed]
+    return run.with_records(scores, items)
+
+
+class Pool:
+    """The run's quantities over its training seeds (see the module docstring).
+
+    ``arms`` are the first seed's (labels, ranks, parameter counts); every seed must have the
+    same arms. :meth:`quantity` is one quantity of one arm with its replicates: with one
+    seed, :func:`arm_quantity` on that seed; with several, the mean over seeds with
+    two-stage replicates (none when a seed has no item evidence).
+    """
+
+    def __init__(self, runs: Sequence[SeedRun], n_resamples: int, bootstrap_seed: int) -> None:
+        if not runs:
+            raise DataError("need at least one seed")
+        labels = [a.label for a in runs[0].arms]
+        for r in runs[1:]:
+            if [a.label for a in r.arms] != labels:
+                raise DataError(
+                    f"seed {r.seed} has arms {[a.label for a in r.arms]}, seed {runs[0].seed} "
+                    f"has {labels}; run the experiment again to build every seed's arms"
+                )
+        self.runs = list(runs)
+        self.seeds = [r.seed for r in runs]
+        self.arms = runs[0].arms
+        self.orders = runs[0].orders
+        first = runs[0].ev
+        self.evidence = first
+        self.baselines: dict[str, Baselines] = first.baselines if first is not None else {}
+        self.n = first.n if first is not None else 0
+        self.level = _level(first)
+        self.index: tuple[np.ndarray, np.ndarray] | None = None
+        if len(runs) > 1 and all(r.ev is not None for r in runs):
+            # every seed's item replicates come from the same n_resamples draws per language
+            self.index = two_stage_index(len(runs), n_resamples, n_resamples, bootstrap_seed)
+
+    @classmethod
+    def single(cls, arms: list[Arm], orders: dict[str, list[str]], ev: Evidence | None) -> Pool:
+        """One seed's arms, orders and evidence as a pool (its numbers as they are)."""
+        return cls([SeedRun(0, orders, arms, ev)], 1, 0)
+
+    @property
+    def several(self) -> bool:
+        return len(self.runs) > 1
+
+    @property
+    def what(self) -> str:
+        return f"{len(self.runs)} training seeds and test items, two-stage"
+
+    def pooled(self, per_seed: Sequence[Replicates]) -> Replicates:
+        """The mean over seeds of one quantity given per seed (one seed: that seed's)."""
+        if len(per_seed) == 1:
+            return per_seed[0]
+        point = float(np.mean([r.point for r in per_seed]))
+        first = per_seed[0]
+        if self.index is None or any(r.values.size == 0 for r in per_seed):
+            return Replicates(point, np.array([]), first.n, first.level, self.what)
+        values = two_stage_mean(np.stack([r.values for r in per_seed]), self.index)
+        return Replicates(point, values, first.n, first.level, self.what)
+
+    def quantity(self, arm: Arm, fn: Fn) -> Replicates:
+        """``fn`` of ``arm``'s matrices (and each seed's orders) with its replicates."""
+        if not self.several:
+            run = self.runs[0]
+            return arm_quantity(arm, lambda rs: fn(rs, run.orders), run.ev)
+        return self.pooled([_seed_quantity(r, r.arm(arm.label), fn) for r in self.runs])
+
+    def matrix(self, label: str, name: str) -> tuple[np.ndarray, str]:
+        """One arm's R for order ``name`` and what it is: the mean over seeds where every
+        seed learned the same order ("mean over K seeds"), else the first seed's ("seed S
+        (the order differs between seeds)"); one seed: its R and ""."""
+        first = self.runs[0]
+        R = first.arm(label).Rs[name]
+        if not self.several:
+            return R, ""
+        if any(r.orders.get(name) != first.orders[name] for r in self.runs[1:]):
+            return R, f"seed {first.seed} (the order differs between seeds)"
+        mean = np.mean([r.arm(label).Rs[name] for r in self.runs], axis=0)
+        return mean, f"mean over {len(self.runs)} seeds"
+
+    def point(self, arm: Arm, fn: Fn) -> float:
+        """``fn`` of ``arm``'s matrices, mean over seeds (no replicates)."""
+        if not self.several:
+            return fn(arm.Rs, self.orders)
+        return float(np.mean([fn(r.arm(arm.label).Rs, r.orders) for r in self.runs]))
+
+    def metrics(self) -> dict[str, dict[str, Replicates]]:
+        """Every arm's :func:`metric_replicates`, pooled over seeds key by key."""
+        per_seed = [
+            {a.label: metric_replicates(a, r.orders, r.untrained, r.ev) for a in r.arms}
+            for r in self.runs
+        ]
+        if not self.several:
+            return per_seed[0]
+        return {
+            a.label: {
+                k: self.pooled([m[a.label][k] for m in per_seed]) for k in per_seed[0][a.label]
+            }
+            for a in self.arms
+        }
+
+    def lang_values(self, arm: Arm, fn: LangFn) -> dict[str, float]:
+        """``fn`` per language of ``arm`` (a hop average, a final score), mean over seeds."""
+        if not self.several:
+            return dict(fn(arm.Rs, self.orders))
+        per_seed = [fn(r.arm(arm.label).Rs, r.orders) for r in self.runs]
+        return {lang: _nanmean([p.get(lang, math.nan) for p in per_seed]) for lang in per_seed[0]}
+
+
+def _seed_quantity(run: SeedRun, arm: Arm, fn: Fn) -> Replicates:
+    orders = run.orders
+    return arm_quantity(arm, lambda rs: fn(rs, orders), run.ev)
+
+
+def _nanmean(values: Sequence[float]) -> float:
+    arr = np.asarray(values, dtype=float)
+    return float(np.nanmean(arr)) if np.any(~np.isnan(arr)) else math.nan
+
+
+def as_pool(arms: list[Arm], orders: dict[str, list[str]], ev: Evidence | Pool | None) -> Pool:
+    """``ev`` when it is a pool, else one seed's arms, orders and evidence as one."""
+    return ev if isinstance(ev, Pool) else Pool.single(arms, orders, ev)

@@ -1,13 +1,16 @@
-"""Figures 2, 3, 5, 6 and 7 of paper 004 for a lifelong run."""
+"""Figures 2, 3, 5, 6 and 7 of paper 004 for a lifelong run (with several training seeds, the
+mean over seeds, as each caption says)."""
 
 from __future__ import annotations
 
 import math
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from polymnesia.continual.analysis import hop_average, ranking
+from polymnesia.experiments.lifelong.evidence import Pool
 from polymnesia.experiments.lifelong.results import Arm, average_curve, per_language
 from polymnesia.metrics.continual import Shift
 from polymnesia.reports import plots
@@ -21,11 +24,15 @@ def figures(
     hops: int,
     run_dir: Path,
     shift: Shift = "literal",
+    pool: Pool | None = None,
 ) -> None:
-    """Figures 2, 3 (P_avg with the ``shift`` reading), 5, 6 and 7 of paper 004."""
+    """Figures 2, 3 (P_avg with the ``shift`` reading), 5, 6 and 7 of paper 004; with a
+    ``pool`` of several seeds each drawn quantity is the mean over them."""
     fig_dir = run_dir / "figures"
+    several = pool is not None and pool.several
+    over = f" (mean over {len(pool.runs)} seeds)" if pool is not None and several else ""
     T = len(next(iter(orders.values())))
-    series = {a.label: (list(range(1, T + 1)), list(100 * average_curve(a))) for a in arms}
+    series = {a.label: (list(range(1, T + 1)), list(100 * _curve(a, pool))) for a in arms}
     plots.line_plot(
         series,
         fig_dir / "fig2_average_over_steps.png",
@@ -35,13 +42,13 @@ def figures(
     )
     rep.image(
         "figures/fig2_average_over_steps.png",
-        "Figure 2: average over learned languages after each step",
+        f"Figure 2: average over learned languages after each step{over}",
     )
     for arm in arms:
         if arm.method not in ("vanilla", "shared_lora"):
             continue
         stem = f"{arm.method}_r{arm.rank}" if arm.rank else arm.method
-        pl = per_language(arm, orders, hops, shift)
+        pl = _per_language(arm, orders, hops, shift, pool)
         change = {k: -v for k, v in pl["shift"].items() if not math.isnan(v)}
         if change:
             plots.bar_plot(
@@ -56,7 +63,7 @@ def figures(
             rep.image(
                 f"figures/fig3_change_{stem}.png",
                 f"Figure 3 ({arm.label}): performance change after training each language (-P_avg, "
-                f"eq. 9 read '{shift}')",
+                f"eq. 9 read '{shift}'){over}",
             )
         for kind, fig in (("mbt", 5), ("mft", 6)):
             avg = hop_average(pl[kind])
@@ -74,10 +81,14 @@ def figures(
             )
             rep.image(
                 f"figures/fig{fig}_{kind}_{stem}.png",
-                f"Figure {fig}: {kind.upper()} by language and hop, {arm.label}",
+                f"Figure {fig}: {kind.upper()} by language and hop, {arm.label}{over}",
             )
         for name, R in arm.Rs.items():
             order = orders[name]
+            what = ""
+            if pool is not None and several:
+                R, note = pool.matrix(arm.label, name)
+                what = f" ({note})"
             plots.heatmap(
                 R,
                 [f"{i}:{lang}" for i, lang in enumerate(order)],
@@ -88,5 +99,40 @@ def figures(
                 title=f"Figure 7: R, {arm.label}, order {name}",
             )
             rep.image(
-                f"figures/fig7_R_{stem}_{name}.png", f"Figure 7: R for {arm.label}, order {name}"
+                f"figures/fig7_R_{stem}_{name}.png",
+                f"Figure 7: R for {arm.label}, order {name}{what}",
             )
+
+
+def _curve(arm: Arm, pool: Pool | None) -> np.ndarray:
+    if pool is None or not pool.several:
+        return average_curve(arm)
+    return np.mean([average_curve(r.arm(arm.label)) for r in pool.runs], axis=0)
+
+
+def _nanmean(arrays: list[Any]) -> Any:
+    """Element-wise mean leaving NaN out (NaN where every value is NaN)."""
+    arr = np.asarray(arrays, dtype=float)
+    count = np.sum(~np.isnan(arr), axis=0)
+    total = np.nansum(arr, axis=0)
+    return np.where(count > 0, total / np.maximum(count, 1), np.nan)
+
+
+def _per_language(
+    arm: Arm, orders: dict[str, list[str]], hops: int, shift: Shift, pool: Pool | None
+) -> dict[str, Any]:
+    """:func:`per_language` of ``arm``, mean over the pool's seeds (each with its orders)."""
+    if pool is None or not pool.several:
+        return per_language(arm, orders, hops, shift)
+    per_seed = [per_language(r.arm(arm.label), r.orders, hops, shift) for r in pool.runs]
+    return {
+        key: {
+            lang: (
+                float(_nanmean([p[key][lang] for p in per_seed]))
+                if key == "shift"
+                else _nanmean([p[key][lang] for p in per_seed])
+            )
+            for lang in per_seed[0][key]
+        }
+        for key in per_seed[0]
+    }

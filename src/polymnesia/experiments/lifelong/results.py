@@ -96,12 +96,16 @@ def untrained_scores(run: RunTable, metric: str) -> dict[str, float]:
     return {s.lang: s.value for s in run.scores(model="untrained", metric=metric)}
 
 
-def save_matrices(arms: list[Arm], orders: dict[str, list[str]], folder: Path) -> list[Path]:
+def save_matrices(
+    arms: list[Arm], orders: dict[str, list[str]], folder: Path, suffix: str = ""
+) -> list[Path]:
+    """Each arm's R per order as ``R_ARM_ORDER{suffix}`` (.csv and .npy; a later training
+    seed's end in ``_seedS``)."""
     out = []
     for arm in arms:
         stem = arm.label.replace(" ", "_").replace("=", "").replace("-", "")
         for name, R in arm.Rs.items():
-            out += list(save_matrix(R, orders[name], folder / f"R_{stem}_{name}"))
+            out += list(save_matrix(R, orders[name], folder / f"R_{stem}_{name}{suffix}"))
     return out
 
 
