@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 import torch
 
@@ -59,6 +61,21 @@ def test_trim_keeps_the_largest_entries() -> None:
     assert trim(t(-1.0, 1.0, -1.0, 4.0), 0.5).tolist() == [-1.0, 0.0, 0.0, 4.0]  # ties: earlier
     with pytest.raises(ConfigError, match="density"):
         trim(t(1.0), 0.0)
+
+
+def test_trim_by_selection_equals_a_stable_sort() -> None:
+    # trim finds the k-th magnitude by selection; the rule it must keep is a stable sort's:
+    # the k largest magnitudes, equal ones earliest first (many ties from small integers)
+    g = torch.Generator().manual_seed(0)
+    for _ in range(200):
+        x = torch.randint(-3, 4, (int(torch.randint(1, 50, (1,), generator=g)),), generator=g)
+        x = x.float()
+        density = float(torch.rand(1, generator=g)) * 0.99 + 0.01
+        k = math.ceil(density * x.numel())
+        order = torch.argsort(x.abs(), descending=True, stable=True)[:k]
+        expected = torch.zeros_like(x)
+        expected[order] = x[order]
+        assert torch.equal(trim(x, density), expected), (x.tolist(), density)
 
 
 def test_elect_sign_and_disjoint_mean_by_hand() -> None:

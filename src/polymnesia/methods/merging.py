@@ -118,8 +118,14 @@ def trim(delta: torch.Tensor, density: float) -> torch.Tensor:
     k = math.ceil(density * flat.numel())
     if k >= flat.numel():
         return delta.clone()
-    keep = torch.zeros_like(flat, dtype=torch.bool)
-    keep[torch.argsort(flat.abs(), descending=True, stable=True)[:k]] = True
+    # the k-th largest magnitude by selection (linear time, not a sort): every entry above it
+    # is kept, and of the entries equal to it the earliest ones up to k in all
+    mag = flat.abs()
+    threshold = torch.kthvalue(mag, flat.numel() - k + 1).values
+    above = mag > threshold
+    tied = mag == threshold
+    room = k - int(above.sum())
+    keep = above | (tied & (torch.cumsum(tied, 0) <= room))
     return torch.where(keep, flat, torch.zeros_like(flat)).reshape(delta.shape)
 
 
