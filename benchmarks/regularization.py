@@ -10,7 +10,9 @@ script prints each baseline's median ratio to plain training over the rounds:
 * ``distill``: one extra forward pass of the frozen starting model per micro-batch.
 
 Goals: l2sp and ewc <= 1.15x plain; distill at most one extra forward pass of the previous
-model (about 1.33x plain, a forward being about a third of forward + backward).
+model. The script also times one no-grad forward pass of the model on a step's batch (the
+teacher's share of a distillation step) and prints distillation's extra time per step in
+such forward passes: ``(distill - plain) / forward``.
 
     python benchmarks/regularization.py [--rounds 3] [--steps 30] [--skip 5] [--batch 8]
         [--block 128] [--preset tiny] [--vocab 2000]
@@ -75,6 +77,20 @@ def step_time(arm: str, blocks: torch.Tensor, a: argparse.Namespace) -> float:
     return statistics.median(b - c for c, b in zip(t[a.skip - 1 : -1], t[a.skip :], strict=True))
 
 
+def forward_time(blocks: torch.Tensor, a: argparse.Namespace) -> float:
+    """Median time of one no-grad forward pass over a step's batch (logits included)."""
+    model = tiny_model(a.vocab, a.preset).eval()
+    g = torch.Generator().manual_seed(0)
+    times = []
+    with torch.no_grad():
+        for _ in range(a.steps):
+            rows = torch.randint(len(blocks), (a.batch,), generator=g)
+            t0 = time.perf_counter()
+            model(input_ids=blocks[rows]).logits.float()
+            times.append(time.perf_counter() - t0)
+    return statistics.median(times[a.skip :])
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--rounds", type=int, default=3)
@@ -87,15 +103,22 @@ def main() -> None:
     a = ap.parse_args()
     _, blocks = udhr_blocks(a.block, a.vocab)
     ratios: dict[str, list[float]] = {arm: [] for arm in ARMS[1:]}
+    extra: list[float] = []
     for r in range(a.rounds):
         times = {arm: step_time(arm, blocks, a) for arm in ARMS}
+        times["forward"] = forward_time(blocks, a)
         for arm in ARMS[1:]:
             ratios[arm].append(times[arm] / times["plain"])
+        extra.append((times["distill"] - times["plain"]) / times["forward"])
         print(f"round {r}: " + ", ".join(f"{k} {v * 1000:.1f} ms" for k, v in times.items()))
     device = "cuda" if torch.cuda.is_available() else "cpu"
     print(f"{a.preset} preset, {device}, batch {a.batch} x {a.block} tokens, {a.rounds} rounds")
     for arm, rs in ratios.items():
         print(f"{arm}: {statistics.median(rs):.3f}x plain (range {min(rs):.3f}-{max(rs):.3f})")
+    print(
+        f"distill's extra time per step: {statistics.median(extra):.2f} forward passes "
+        f"(range {min(extra):.2f}-{max(extra):.2f})"
+    )
 
 
 if __name__ == "__main__":
