@@ -95,8 +95,8 @@ def figures(
                 zero_lines=False,
             )
             per = (
-                f", training seed {seed} (one figure per seed: t-SNE coordinates of two seeds "
-                "are not comparable)"
+                f"; training seed {seed}: one figure per seed, as the t-SNE coordinates of two "
+                "seeds are not comparable"
                 if several
                 else ""
             )

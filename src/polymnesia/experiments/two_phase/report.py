@@ -516,10 +516,14 @@ def write_report(cfg: TwoPhaseConfig, run_dir: Path) -> Path:
     if lines:
         rep.heading("EA change against dataset similarity", 3).bullets(lines)
     records = run.stages()
+    seeds = seed_list(cfg)
+    later = tuple(f"{SEED_TAG}{s}" for s in seeds[1:])  # each seed samples sets of one design
     cards = [
         str(records[name].files.get("DATA_CARD.md", "")).splitlines()[0]
         for name in sorted(records)
-        if name.startswith("set_") and records[name].files.get("DATA_CARD.md")
+        if name.startswith("set_")
+        and not (later and name.endswith(later))
+        and records[name].files.get("DATA_CARD.md")
     ]
     if cards:
         rep.heading("Instruction sets", 3).bullets([c.lstrip("# ") for c in cards if c])
