@@ -117,7 +117,7 @@ class BaselineArm(StrictModel):
         else:  # every option filled in: equal settings, equal fingerprints
             options = dict(self.options)
             if self.method == "ewc":
-                if "fisher" in options:
+                if options.get("fisher", EWC_FISHER) != EWC_FISHER:  # a resolved config has it
                     raise ValueError(
                         f"baseline arm {self.name}: ewc's fisher is the Phase 1 model's, "
                         "estimated by the protocol; leave it out (options: lam, "

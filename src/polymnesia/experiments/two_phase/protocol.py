@@ -241,7 +241,7 @@ def _analysis_stages(cfg: TwoPhaseConfig) -> list[StageSpec]:
 @EXPERIMENTS.register(
     "two_phase",
     "paper 002: English then multilingual instruction tuning vs mixture, similarity, drift, "
-    "mitigations",
+    "mitigations, baselines (L2-SP, EWC, LwF, merging)",
 )
 class TwoPhase(Experiment):
     Config = TwoPhaseConfig
