@@ -4,13 +4,14 @@ Each claim is the sign the paper reports for an effect measured on this run's
 accuracy matrices; the effect's interval comes from the shared bootstrap
 replicates of every R entry (:mod:`polymnesia.experiments.lifelong.evidence`),
 so a difference between two arms is a paired bootstrap over the same test
-items. Holds: the paper's sign and an interval excluding zero; contradicted:
-the opposite sign, excluding zero; inconclusive otherwise. A claim that rests on
-an arm which did not learn the task (its score right after learning each language
-below twice chance and twice the majority-class score, :func:`learned_arms`) is
-"not testable"; NON-SHARED LoRA's "forgets less" is not applicable (it cannot
-forget: one adapter per language on a frozen base), and its final-score claim
-is stated as such.
+items (with several training seeds, over seeds and items: the pooled replicates
+of :class:`~polymnesia.experiments.lifelong.evidence.Pool`). Holds: the paper's
+sign and an interval excluding zero; contradicted: the opposite sign, excluding
+zero; inconclusive otherwise. A claim that rests on an arm which did not learn the
+task (its score right after learning each language below twice chance and twice
+the majority-class score, :func:`learned_arms`) is "not testable"; NON-SHARED
+LoRA's "forgets less" is not applicable (it cannot forget: one adapter per
+language on a frozen base), and its final-score claim is stated as such.
 """
 
 from __future__ import annotations

@@ -5,7 +5,10 @@ Every headline number (final scores, vitality and script groups, CBT, CFT,
 the forgetting variants) carries the percentile interval of the bootstrap
 over test items that resamples every R entry consistently
 (:mod:`polymnesia.experiments.lifelong.evidence`); a run without per-item
-evidence prints bare numbers and says so.
+evidence prints bare numbers and says so. A run of several training seeds
+(``seeds: [..]``) is read seed by seed and pooled
+(:class:`~polymnesia.experiments.lifelong.evidence.Pool`): every number is the
+mean over seeds, its interval the two-stage bootstrap over seeds and items.
 """
 
 from __future__ import annotations
