@@ -11,6 +11,8 @@ def test_five_methods_with_equations() -> None:
         "ewc",
         "lwf",
         "merge",
+        "merge_ta",
+        "merge_ties",
         "replay",
     }  # + the baselines (issue 27)
     assert all(get_method(m).baseline is None for m in paper)

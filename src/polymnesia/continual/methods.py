@@ -19,8 +19,10 @@ trainable parameters it has (Table 1) and how its accuracy matrix R is filled:
 
 ``merge`` trains each step as VANILLA does and then averages the trained weights with
 the previous step's (the model it started from), half and half: the merged model is the
-step's model, scored and carried on. The baselines ``l2sp``, ``ewc`` (online) and ``lwf``
-train as VANILLA does, language
+step's model, scored and carried on. ``merge_ta`` and ``merge_ties`` do the same with task
+arithmetic and TIES-merging (:mod:`polymnesia.methods.step_merge`) against the lifelong
+base, the model before the first step; their first step is VANILLA's. The baselines
+``l2sp``, ``ewc`` (online) and ``lwf`` train as VANILLA does, language
 after language with all parameters updated, with their regularisation
 (:mod:`polymnesia.methods.regularization`) pulling each step towards the model of the
 step before; their first step has no previous model and trains as VANILLA's (L2-SP
@@ -60,8 +62,9 @@ class Method:
     paper_lr: float
     paper_max_epochs: int
     paper_patience: int
-    #: a forgetting baseline's training plugin (``l2sp``, ``ewc``, ``distill``): added to
-    #: every step of the arm with its defaults unless the arm's ``plugins`` configure it
+    #: a forgetting baseline's training plugin (``l2sp``, ``ewc``, ``distill``, ``merge_ta``,
+    #: ``merge_ties``): added to every step of the arm with its defaults unless the arm's
+    #: ``plugins`` configure it
     baseline: str | None = None
     #: weight of the newly trained model when each step's model is averaged with the
     #: previous step's (weight averaging, ``polymnesia.methods.merging.average``); None: no merge
@@ -114,6 +117,30 @@ _register(
     Method("merge", "MERGE", "weight averaging", "sequential", False, 5e-5, 50, 5, None, 0.5),
     "VANILLA, then each step's model averaged with the previous step's (weights 1/2, 1/2)",
 )
+# VANILLA, then the step's model and the previous step's merged against the lifelong base
+# (the model before the first step) by the plugin of the same name (methods.step_merge)
+_register(
+    Method(
+        "merge_ta", "MERGE-TA", "Ilharco et al. 2023", "sequential", False, 5e-5, 50, 5, "merge_ta"
+    ),
+    "VANILLA, then task arithmetic of the step's and the previous step's model against the "
+    "base, theta_0 + lam (tau_prev + tau_new) (Ilharco et al. 2023; lam 0.4)",
+)
+_register(
+    Method(
+        "merge_ties",
+        "MERGE-TIES",
+        "Yadav et al. 2023",
+        "sequential",
+        False,
+        5e-5,
+        50,
+        5,
+        "merge_ties",
+    ),
+    "VANILLA, then TIES-merging of the step's and the previous step's model against the base "
+    "(Yadav et al. 2023; density 0.2, lam 1)",
+)
 # the standard forgetting baselines (issue 27; docs/baselines.md): VANILLA's schedule with a
 # pull towards the previous step's model; full fine-tuning with VANILLA's paper defaults
 _register(
@@ -144,11 +171,16 @@ def get_method(name: str) -> Method:
     return METHODS.get(name)
 
 
+#: baseline plugins that need a previous model: a first step trains without them, as VANILLA's
+NEEDS_PREVIOUS = ("distill", "merge_ta", "merge_ties")
+
+
 def with_baseline(method: str, hyper: EpochTrainConfig, has_prev: bool) -> EpochTrainConfig:
     """``hyper`` of one step of ``method`` with its baseline's plugin entry (for the stage's
     fingerprint): the arm's own entry of that plugin if it lists one, else the defaults.
     ``ewc`` reads the Fisher of the previous step (input ``prev``); ``distill`` needs a
-    previous model as teacher, so a first step trains without it; ``l2sp`` anchors the
+    previous model as teacher and ``merge_ta``/``merge_ties`` one to merge with, so a first
+    step trains without them; ``l2sp`` anchors the
     classification head only when it was carried over from a previous step (unless set)."""
     name = get_method(method).baseline
     if name is None:
@@ -156,7 +188,7 @@ def with_baseline(method: str, hyper: EpochTrainConfig, has_prev: bool) -> Epoch
     own = next((dict(s) for s in hyper.plugins if s["name"] == name), None)
     others = [s for s in hyper.plugins if s["name"] != name]
     spec: dict[str, Any] = own if own is not None else {"name": name}
-    if name == "distill" and not has_prev:
+    if name in NEEDS_PREVIOUS and not has_prev:
         return hyper.model_copy(update={"plugins": others})
     if name == "ewc":
         spec["fisher"] = "prev" if has_prev else None

@@ -31,7 +31,7 @@ from __future__ import annotations
 import json
 import math
 import shutil
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
 import torch
@@ -341,6 +341,63 @@ def merge_folders(
             if f.is_file() and not f.name.endswith(WEIGHT_SUFFIXES):
                 shutil.copy2(f, tmp / f.name)
     return out
+
+
+# --- a sequential step merged with the previous one (lifelong's MERGE-TA, MERGE-TIES) ------
+
+#: how a lifelong step's trained model is merged with the previous step's model
+STEP_MERGES = ("task_arithmetic", "ties")
+
+
+def check_step_merge(rule: str, lam: float, density: float = 1.0) -> None:
+    """A one-line :class:`ConfigError` unless ``rule`` is a step merge, ``lam > 0`` and
+    ``0 < density <= 1``."""
+    if rule not in STEP_MERGES:
+        raise ConfigError(f"step merge: unknown rule {rule!r}; accepted: {', '.join(STEP_MERGES)}")
+    if isinstance(lam, bool) or not math.isfinite(lam) or lam <= 0:
+        raise ConfigError(f"{rule}: lam must be a number > 0, got {lam!r}")
+    if isinstance(density, bool) or not 0 < density <= 1:
+        raise ConfigError(f"{rule}: density must be in (0, 1], got {density!r}")
+
+
+def iter_merge_step(
+    base: State,
+    previous: State,
+    trained: State,
+    rule: str,
+    lam: float,
+    density: float = 1.0,
+) -> Iterator[tuple[str, torch.Tensor]]:
+    """The merged tensors of one sequential step, one at a time (name, tensor on the base's
+    device): ``previous`` (the model the step started from) and ``trained`` (its result)
+    merged against ``base`` (the model before the first step) by task arithmetic,
+    ``base + lam (tau_prev + tau_new)``, or TIES (trimmed to ``density``, elected sign,
+    disjoint mean, ``base + lam tau_m``), with ``tau = theta - base``. Each tensor of
+    ``trained`` is moved to the base's device as it is read, so a caller that writes each
+    merged tensor back into the model holds one tensor beyond ``base`` and ``previous``."""
+    check_step_merge(rule, lam, density)
+    names = check_compatible([base, previous, trained], rule)
+    for k in names:
+        b = base[k]
+        ts = [previous[k].to(b.device), trained[k].to(b.device)]
+        if not b.is_floating_point():
+            yield k, _same([b, *ts], k)
+        elif rule == "task_arithmetic":
+            yield k, task_arithmetic_tensor(b, ts, lam)
+        else:
+            yield k, ties_tensor(b, ts, density, lam)
+
+
+def merge_step(
+    base: State,
+    previous: State,
+    trained: State,
+    rule: str,
+    lam: float,
+    density: float = 1.0,
+) -> dict[str, torch.Tensor]:
+    """:func:`iter_merge_step` as one state dict."""
+    return dict(iter_merge_step(base, previous, trained, rule, lam, density))
 
 
 def _keys(path: Path) -> list[str]:

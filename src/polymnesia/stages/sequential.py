@@ -31,7 +31,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import torch
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from polymnesia.config.base import FINGERPRINTED_UNLESS_DEFAULT, StrictModel, fingerprinted_as
 from polymnesia.continual.examples import load_examples, num_labels, slot_tags
@@ -45,6 +45,7 @@ from polymnesia.continual.replay import (
     replayed_examples,
     write_buffer,
 )
+from polymnesia.errors import ConfigError
 from polymnesia.evaluation.config import InferencePrecision, precision_field
 from polymnesia.evaluation.inference import place_for_inference
 from polymnesia.io import atomic_dir, atomic_write_json
@@ -58,6 +59,7 @@ from polymnesia.methods.regularization import (
     online_fisher,
     save_fisher,
 )
+from polymnesia.methods.step_merge import STEP_MERGE_PLUGINS, StepMerge
 from polymnesia.models.build import save_pretrained
 from polymnesia.models.io import save_model_and_tokenizer
 from polymnesia.models.lora import LoraConfig, add_adapter, load_adapter, trainable_parameters
@@ -117,6 +119,23 @@ class StepParams(StrictModel):
         json_schema_extra=FINGERPRINTED_UNLESS_DEFAULT,
     )
 
+    @model_validator(mode="after")
+    def _step_merge(self) -> StepParams:
+        """One line (a ConfigError, not wrapped by pydantic) for a step that would merge twice
+        or merge a LoRA adapter."""
+        merges = _step_merge_specs(self)
+        if len(merges) > 1:
+            raise ConfigError(
+                f"{self.method}: the plugins {' and '.join(merges)} both merge the step with the "
+                "previous one; list at most one"
+            )
+        if merges and get_method(self.method).uses_lora(self.rank):
+            raise ConfigError(
+                f"{self.method}: the plugin {merges[0]} merges whole models, and this arm trains "
+                f"a LoRA adapter (rank {self.rank}); use it with full fine-tuning"
+            )
+        return self
+
 
 def _tags(ctx: StageContext, p: StepParams) -> tuple[str, ...] | None:
     """The slot tag names (label ids in order) of a slot-filling task, else None."""
@@ -146,8 +165,12 @@ def _examples(
     }
 
 
-def _build_model(ctx: StageContext, p: StepParams, n_labels: int) -> tuple[torch.nn.Module, Any]:
-    """The classifier to train: from ``prev`` (sequential) or the base with a fresh head/adapter."""
+def _build_model(
+    ctx: StageContext, p: StepParams, n_labels: int
+) -> tuple[torch.nn.Module, Any, dict[str, torch.Tensor] | None]:
+    """The classifier to train: from ``prev`` (sequential) or the base with a fresh head/adapter;
+    and where a step merge (``merge_ta``, ``merge_ties``) follows a previous step, a CPU copy of
+    the base with that fresh head (the model the arm's first step started from), else None."""
     from transformers import AutoModelForSequenceClassification, AutoModelForTokenClassification
 
     bidirectional = p.task.context == "bidirectional"
@@ -158,8 +181,10 @@ def _build_model(ctx: StageContext, p: StepParams, n_labels: int) -> tuple[torch
     prev = ctx.inputs.get(PREV)
     if lora and p.rank is not None:
         if prev is not None:
-            return load_adapter(model, prev / "adapter"), tok
-        return add_adapter(model, p.rank, p.lora, p.task.kind), tok
+            return load_adapter(model, prev / "adapter"), tok, None
+        return add_adapter(model, p.rank, p.lora, p.task.kind), tok, None
+    merging = prev is not None and not p.evaluate_only and _step_merge_specs(p)
+    base = _start_state(model) if merging else None
     if prev is not None:  # the previous step's whole classifier, head included
         auto = (
             AutoModelForSequenceClassification
@@ -170,11 +195,21 @@ def _build_model(ctx: StageContext, p: StepParams, n_labels: int) -> tuple[torch
         model.config.pad_token_id = tok.pad_token_id
         if bidirectional:
             make_bidirectional(model)
-    return model, tok
+    return model, tok, base
+
+
+def _step_merge_specs(p: StepParams) -> list[str]:
+    """The step-merge plugins (``merge_ta``, ``merge_ties``) among the step's plugins."""
+    return [s["name"] for s in p.train.plugins if s["name"] in STEP_MERGE_PLUGINS]
 
 
 def _train(
-    ctx: StageContext, p: StepParams, model: torch.nn.Module, tok: Any, langs: list[str]
+    ctx: StageContext,
+    p: StepParams,
+    model: torch.nn.Module,
+    tok: Any,
+    langs: list[str],
+    base: dict[str, torch.Tensor] | None = None,
 ) -> tuple[torch.nn.Module, dict[str, Any]]:
     own = _examples(ctx, p, tok, langs, "train", p.train_per_lang)
     train_ex = [e for ex in own.values() for e in ex]
@@ -205,6 +240,7 @@ def _train(
     stopper.restore_best(model)
     for ewc in (q for q in done.plugins if isinstance(q, EWC)):
         _fisher(ctx, model, data, ewc)
+    merged = _merge_with_previous(model, base, done.plugins)
     shutil.rmtree(ctx.out_dir / "checkpoints", ignore_errors=True)
     return model, {
         **stopper.summary(),
@@ -215,7 +251,21 @@ def _train(
         "train_examples_seen": result.steps * batch,
         "train_loss": result.final_loss,
         **({"replayed": dict(Counter(lang for lang, _ in replayed))} if p.replay else {}),
+        **({"merged_with_previous": merged} if merged is not None else {}),
     }
+
+
+def _merge_with_previous(
+    model: torch.nn.Module, base: dict[str, torch.Tensor] | None, plugins: Sequence[object]
+) -> dict[str, Any] | None:
+    """MERGE-TA, MERGE-TIES: the trained (best-epoch) weights merged, tensor by tensor, with
+    the step's start (the previous step's model) against ``base``; what was done, or None
+    (no step-merge plugin, or a first step: nothing to merge with)."""
+    merger = next((q for q in plugins if isinstance(q, StepMerge)), None)
+    if merger is None or base is None:
+        return None
+    merger.merge_into(model, base)
+    return merger.options()
 
 
 def _replay(
@@ -354,12 +404,13 @@ class SequentialStep(Stage[StepParams]):
             else [read_order(ctx.input(ORDER))[p.order_index or 0]]
         )
         n_labels = num_labels(p.task, ctx.input(DATA), p.languages, p.slot_field)
-        model, tok = _build_model(ctx, p, n_labels)
+        model, tok, base = _build_model(ctx, p, n_labels)
         info: dict[str, Any] = {"trainable": trainable_parameters(model)}
         if not p.evaluate_only:
             merge_new = get_method(p.method).merge_new
             start = _start_state(model) if merge_new is not None and PREV in ctx.inputs else None
-            model, summary = _train(ctx, p, model, tok, trained)
+            model, summary = _train(ctx, p, model, tok, trained, base)
+            del base
             info.update(summary)
             if start is not None and merge_new is not None:
                 # MERGE: the trained weights averaged with the previous step's

@@ -1,0 +1,135 @@
+"""Lifelong's MERGE-TA and MERGE-TIES: a step's trained model merged with the previous step's
+against the base (merging.iter_merge_step, plugins merge_ta / merge_ties), golden on tensors
+small enough to check by hand."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+
+from polymnesia.continual.methods import arm_label, get_method, with_baseline
+from polymnesia.errors import ConfigError
+from polymnesia.experiments import load_config
+from polymnesia.experiments.lifelong.protocol import Lifelong
+from polymnesia.methods.merging import average, merge_step
+from polymnesia.methods.step_merge import MergeTA, MergeTIES
+from polymnesia.training.config import EpochTrainConfig, TrainConfig
+
+SMOKE = Path(__file__).resolve().parents[2] / "configs" / "lifelong_smoke.yaml"
+HYPER = EpochTrainConfig(lr=1e-3, early_stopping={"max_epochs": 2, "patience": 1})
+
+# theta_0 = 1 everywhere; tau_prev = (1, -3, 0.5, 3), tau_new = (3, 2, -0.5, 1)
+BASE = {"w": torch.ones(4), "ids": torch.tensor([0, 1])}
+PREV = {"w": torch.tensor([2.0, -2.0, 1.5, 4.0]), "ids": torch.tensor([0, 1])}
+NEW = {"w": torch.tensor([4.0, 3.0, 0.5, 2.0]), "ids": torch.tensor([0, 1])}
+
+
+def test_task_arithmetic_of_a_step_by_hand() -> None:
+    # tau_prev + tau_new = (4, -1, 0, 4); theta_0 + 0.4 * that
+    got = merge_step(BASE, PREV, NEW, "task_arithmetic", 0.4)
+    assert torch.allclose(got["w"], torch.tensor([2.6, 0.6, 1.0, 2.6]))
+    assert torch.equal(got["ids"], BASE["ids"])  # integer tensors are carried over
+    # lam 1/2 is MERGE's averaging, (theta_prev + theta_new) / 2
+    half = merge_step(BASE, PREV, NEW, "task_arithmetic", 0.5)
+    assert torch.allclose(half["w"], average([PREV, NEW], [0.5, 0.5])["w"])
+    assert torch.allclose(half["w"], torch.tensor([3.0, 0.5, 1.0, 3.0]))
+
+
+def test_ties_of_a_step_by_hand() -> None:
+    # density 0.5 keeps 2 of 4 entries: tau_prev -> (0, -3, 0, 3), tau_new -> (3, 2, 0, 0);
+    # elected sign of the sums (3, -1, 0, 3): (+, -, 0, +); the disjoint mean keeps what agrees:
+    # (3, -3, 0, 3) (entry 1: -3 from tau_prev; tau_new's +2 disagrees and is dropped)
+    got = merge_step(BASE, PREV, NEW, "ties", 1.0, 0.5)
+    assert torch.allclose(got["w"], torch.tensor([4.0, -2.0, 1.0, 4.0]))
+    half = merge_step(BASE, PREV, NEW, "ties", 0.5, 0.5)
+    assert torch.allclose(half["w"], torch.tensor([2.5, -0.5, 1.0, 2.5]))
+    # density 1 trims nothing: sign election and disjoint mean alone give tau_m = (2, -3, 0, 2)
+    full = merge_step(BASE, PREV, NEW, "ties", 1.0, 1.0)
+    assert torch.allclose(full["w"], torch.tensor([3.0, -2.0, 1.0, 3.0]))
+
+
+@pytest.mark.parametrize(
+    ("rule", "lam", "density", "words"),
+    [
+        ("task_arithmetic", 0.0, 1.0, "lam must be a number > 0"),
+        ("task_arithmetic", -1.0, 1.0, "lam must be a number > 0"),
+        ("ties", 1.0, 0.0, "density must be in (0, 1]"),
+        ("ties", 1.0, 1.5, "density must be in (0, 1]"),
+        ("average", 1.0, 1.0, "accepted: task_arithmetic, ties"),
+    ],
+)
+def test_bad_merge_options_are_one_line(rule: str, lam: float, density: float, words: str) -> None:
+    with pytest.raises(ConfigError) as e:
+        merge_step(BASE, PREV, NEW, rule, lam, density)
+    assert words in str(e.value) and "\n" not in str(e.value)
+
+
+def test_models_of_another_shape_are_refused() -> None:
+    other = {"w": torch.ones(5), "ids": torch.tensor([0, 1])}
+    with pytest.raises(ConfigError, match="has shape"):
+        merge_step(BASE, PREV, other, "ties", 1.0, 0.2)
+
+
+@pytest.mark.parametrize(
+    ("plugin", "rule"), [(MergeTA(lam=0.4), "task_arithmetic"), (MergeTIES(density=0.5), "ties")]
+)
+def test_plugin_merges_the_trained_model_with_its_start(plugin: MergeTA, rule: str) -> None:
+    model = torch.nn.Linear(2, 2)
+    with torch.no_grad():
+        model.weight.copy_(PREV["w"].reshape(2, 2))
+        model.bias.copy_(torch.tensor([1.0, -1.0]))
+    plugin.param_groups(model, [])  # training starts: the previous step's weights are kept
+    with torch.no_grad():  # "training"
+        model.weight.copy_(NEW["w"].reshape(2, 2))
+        model.bias.copy_(torch.tensor([2.0, -3.0]))
+    base = {"weight": torch.ones(2, 2), "bias": torch.zeros(2)}
+    start = {"weight": PREV["w"].reshape(2, 2), "bias": torch.tensor([1.0, -1.0])}
+    trained = {k: v.detach().clone() for k, v in model.state_dict().items()}
+    plugin.merge_into(model, base)
+    want = merge_step(base, start, trained, rule, plugin.lam, plugin.density)
+    for k, v in model.state_dict().items():
+        assert torch.equal(v, want[k]), k
+    assert plugin.start is None  # the copy is freed
+
+
+def test_merge_arms_are_forgetting_baselines_with_their_defaults() -> None:
+    for name, label, options in (
+        ("merge_ta", "MERGE-TA", {"lam": 0.4}),
+        ("merge_ties", "MERGE-TIES", {"density": 0.2, "lam": 1.0}),
+    ):
+        m = get_method(name)
+        assert (m.schedule, m.lora, m.baseline, m.merge_new) == ("sequential", False, name, None)
+        assert m.against_forgetting and arm_label(name, 4) == label
+        # no previous model on the first step: trained as VANILLA's, nothing merged
+        assert with_baseline(name, HYPER, False).plugins == []
+        assert with_baseline(name, HYPER, True).plugins == [{"name": name, **options}]
+
+
+def test_the_arms_own_entry_sets_lam_and_density() -> None:
+    own = HYPER.model_copy(update={"plugins": [{"name": "merge_ties", "density": 0.5, "lam": 0.8}]})
+    own = EpochTrainConfig.model_validate(own.model_dump())
+    got = with_baseline("merge_ties", own, True).plugins
+    assert got == [{"name": "merge_ties", "density": 0.5, "lam": 0.8}]
+
+
+def test_step_merges_are_refused_outside_lifelong_steps() -> None:
+    with pytest.raises(ValueError, match="sequential_step stage only"):
+        TrainConfig(plugins=[{"name": "merge_ta"}])
+
+
+def test_config_override_adds_the_arms_and_bad_input_is_one_line() -> None:
+    cfg = load_config(str(SMOKE), ["methods=[vanilla,merge_ta,merge_ties]"])
+    specs = {s.name: s for s in Lifelong.build(cfg)}
+    assert specs["merge_ties_resource_0"].params.train.plugins == []
+    assert specs["merge_ties_resource_1"].params.train.plugins == [
+        {"name": "merge_ties", "density": 0.2, "lam": 1.0}
+    ]
+    both = (
+        "train.overrides={merge_ta: {lr: 1.0e-3, early_stopping: {max_epochs: 2, patience: 1}, "
+        "plugins: [{name: merge_ta}, {name: merge_ties}]}}"
+    )
+    with pytest.raises(ConfigError, match="list at most one") as e:
+        Lifelong.build(load_config(str(SMOKE), ["methods=[vanilla,merge_ta]", both]))
+    assert "\n" not in str(e.value)
