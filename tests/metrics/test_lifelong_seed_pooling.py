@@ -10,16 +10,22 @@ from polymnesia.metrics.uncertainty import two_stage_index, two_stage_mean
 
 
 def test_index_draws_seeds_with_replacement_and_each_item_resample_once_per_position() -> None:
-    seeds, draws = two_stage_index(3, 50, 50, seed=7)
+    seeds, draws = two_stage_index(3, 50, 50, seed=7, shared_items=False)
     assert seeds.shape == draws.shape == (50, 3)
     assert set(np.unique(seeds)) <= {0, 1, 2} and len(np.unique(seeds)) == 3
     for j in range(3):  # a permutation of the 50 item resamples per position
         assert sorted(draws[:, j]) == list(range(50))
     assert not np.array_equal(draws[:, 0], draws[:, 1])
-    again = two_stage_index(3, 50, 50, seed=7)
+    again = two_stage_index(3, 50, 50, seed=7, shared_items=False)
     assert np.array_equal(again[0], seeds) and np.array_equal(again[1], draws)
     more = two_stage_index(2, 4, 10, seed=0)[1]  # more replicates than resamples: cycles
     assert more.shape == (10, 2) and sorted(more[:8, 0]) == [0, 0, 1, 1, 2, 2, 3, 3]
+
+
+def test_shared_items_read_one_item_resample_per_replicate() -> None:
+    seeds, draws = two_stage_index(3, 50, 50, seed=7)  # the default: seeds share a test set
+    assert all(np.array_equal(draws[:, j], draws[:, 0]) for j in range(3))
+    assert sorted(draws[:, 0]) == list(range(50))
 
 
 def test_mean_reads_the_drawn_seed_at_the_drawn_item_resample() -> None:
@@ -40,6 +46,16 @@ def test_pooled_spread_covers_seed_variance_that_item_replicates_miss() -> None:
     assert pooled.std() > 3 * values[0].std()  # seeds dominate the spread
     one = two_stage_mean(values[:1], two_stage_index(1, 400, 400, seed=1))
     assert np.allclose(np.sort(one), np.sort(values[0]))  # one seed: the item replicates
+
+
+def test_seeds_that_agree_on_shared_items_keep_the_item_spread() -> None:
+    # three seeds with the same item replicates (they score the same test items alike): the
+    # pooled spread is one seed's; a resample per drawn seed would shrink it by ~1/sqrt(3)
+    values = np.tile(np.random.default_rng(3).normal(0.5, 0.02, size=400), (3, 1))
+    crossed = two_stage_mean(values, two_stage_index(3, 400, 400, seed=1))
+    assert np.allclose(np.sort(crossed), np.sort(values[0]))
+    nested = two_stage_mean(values, two_stage_index(3, 400, 400, seed=1, shared_items=False))
+    assert 0.45 < nested.std() / values[0].std() < 0.7
 
 
 def test_differences_pooled_on_one_index_are_paired() -> None:

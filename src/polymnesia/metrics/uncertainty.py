@@ -598,18 +598,21 @@ def paired_hierarchical_bootstrap(
 
 
 def two_stage_index(
-    n_seeds: int, n_draws: int, n_resamples: int, seed: int = 0
+    n_seeds: int, n_draws: int, n_resamples: int, seed: int = 0, *, shared_items: bool = True
 ) -> tuple[np.ndarray, np.ndarray]:
     """The draws of a two-stage bootstrap over seeds whose item resamples are already made.
 
     Returns ``(seeds, draws)``, both ``[n_resamples, n_seeds]``: replicate ``r`` draws the
-    training seeds ``seeds[r]`` with replacement and gives the seed at position ``j`` the
+    training seeds ``seeds[r]`` with replacement and reads the seed at position ``j`` on the
     item resample ``draws[r, j]`` (of ``n_draws`` made beforehand, the same for every seed,
-    as :func:`resample_indices` makes them). Each position walks a permutation of the item
-    resamples, so two positions of one replicate get independent item resamples and, with
-    ``n_resamples == n_draws``, every item resample is used once per position. Every
-    quantity pooled with the same index is paired with every other one
-    (:func:`two_stage_mean`).
+    as :func:`resample_indices` makes them). ``shared_items`` (the default): every position
+    of a replicate reads the same item resample, as the seeds were scored on the same test
+    items (a crossed design: seeds and items resampled together, so the item part of the
+    spread is not divided by the number of seeds); otherwise each position walks its own
+    permutation of the item resamples (the nested design of :func:`hierarchical_bootstrap_ci`,
+    for seeds scored on items of their own). With ``n_resamples == n_draws`` every item
+    resample is used once per position. Every quantity pooled with the same index is paired
+    with every other one (:func:`two_stage_mean`).
     """
     if n_seeds < 1 or n_draws < 1:
         raise PolymnesiaError(
@@ -620,6 +623,9 @@ def two_stage_index(
     seeds = rng.integers(0, n_seeds, size=(n_resamples, n_seeds))
     draws = np.empty((n_resamples, n_seeds), dtype=np.int64)
     for j in range(n_seeds):
+        if shared_items and j:
+            draws[:, j] = draws[:, 0]
+            continue
         perm = np.concatenate([rng.permutation(n_draws) for _ in range(-(-n_resamples // n_draws))])
         draws[:, j] = perm[:n_resamples]
     return seeds, draws

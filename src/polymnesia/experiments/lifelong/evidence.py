@@ -12,9 +12,11 @@ replicates: its report prints bare numbers and its claims are inconclusive.
 
 With several training seeds (:class:`Pool`) each seed is read as a run of its own (its arms,
 orders and item replicates, :func:`seed_view`), and every number is the mean over seeds
-with replicates of the two-stage bootstrap: each replicate draws the seeds with
-replacement and gives each drawn seed its own resample of the test items
-(:func:`~polymnesia.metrics.uncertainty.two_stage_index`). Every quantity of every arm
+with replicates of a two-stage bootstrap: each replicate draws the seeds with
+replacement and one resample of the test items, which every drawn seed is read on
+(:func:`~polymnesia.metrics.uncertainty.two_stage_index`). The seeds are scored on
+the same test items, so their item errors are not independent: a resample per drawn
+seed would divide the item part of the spread by the number of seeds. Every quantity of every arm
 is pooled on the same draws, so a difference between arms stays paired over seeds and
 items. With one seed a :class:`Pool` gives each seed's numbers exactly as they were.
 """

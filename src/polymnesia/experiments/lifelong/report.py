@@ -326,9 +326,9 @@ def _intro(cfg: LifelongConfig, arms: list[Arm], pool: Pool) -> str:
             f"{len(pool.runs)} training seeds; ± is half the width of the {pct}% percentile "
             "interval of a two-stage bootstrap over the seeds and the test items "
             f"({ev.n} items per seed, {ev.n_resamples} resamples, seed {cfg.bootstrap.seed}): "
-            "each replicate draws the seeds with replacement and gives each drawn seed its own "
-            "resample of the test items (one draw per language, shared by every entry of that "
-            "seed's R), and averages over the drawn seeds. Every arm is pooled on the same "
+            "each replicate draws the seeds with replacement and one resample of the test items "
+            "(one draw per language) that every drawn seed is read on, as the seeds share the "
+            "test items, and averages over the drawn seeds. Every arm is pooled on the same "
             "draws, so differences between arms are paired over seeds and items."
         )
     return text + (
