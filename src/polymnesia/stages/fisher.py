@@ -7,10 +7,11 @@ them (ChatML, loss on the response tokens, ``max_length``; a record too long is 
 seeded sample of ``examples`` of them is taken, and
 :func:`~polymnesia.methods.regularization.diagonal_fisher` averages the squared gradient of
 the loss over batches of ``batch_size`` (1: the per-example empirical Fisher of EWC). The
-model runs on the main process's device of the runtime, its weights in float32, the forward
-pass autocast to ``precision``. The result, ``F`` by parameter name in float32, is written to
-``fisher.safetensors`` in the stage's folder, where the ``ewc`` plugin's ``fisher: ROLE``
-reads it. A set without records is refused in one line before any gradient is taken.
+model runs on the main process's device of the runtime, its weights cast to float32 (squared
+gradients underflow in half precision), the forward pass autocast to ``precision``. The
+result, ``F`` by parameter name in float32, is written to ``fisher.safetensors`` in the
+stage's folder, where the ``ewc`` plugin's ``fisher: ROLE`` reads it. A set without records
+is refused in one line before any gradient is taken.
 """
 
 from __future__ import annotations
@@ -110,7 +111,8 @@ class Fisher(Stage[FisherParams]):
             tok, records, InstructConfig(max_length=p.max_length, too_long="drop")
         )
         rt = current(p.precision, sharded=False)
-        model = model.to(device=rt.device)  # float32 weights: the gradients are squared
+        # float32 weights whatever the folder holds: squared gradients underflow in bf16
+        model = model.to(device=rt.device, dtype=torch.float32)
         fisher, n = estimate_fisher(
             model,
             PaddedExamples(examples, tok.pad_token_id),
