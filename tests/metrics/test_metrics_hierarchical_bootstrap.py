@@ -73,3 +73,18 @@ def test_mismatched_seeds_or_items_are_refused() -> None:
         hierarchical_bootstrap_ci([_bern(0.5, n=10), _bern(0.5, n=12)])
     with pytest.raises(PolymnesiaError, match="paired seeds and items must match"):
         paired_hierarchical_bootstrap([_bern(0.5), _bern(0.5)], [_bern(0.5)])
+
+
+def test_seeds_on_one_test_set_keep_the_item_spread() -> None:
+    # three seeds with the very same item scores: no seed variance, so the interval of their
+    # mean is the item bootstrap's; resampling items afresh for each drawn seed (the nested
+    # design, for seeds with test sets of their own) would shrink it by about sqrt(3)
+    s = _bern(0.3, n=300)
+    one = bootstrap_ci(s, n_resamples=4000, seed=0)
+    crossed = hierarchical_bootstrap_ci([s, s, s], n_resamples=4000, seed=0)
+    nested = hierarchical_bootstrap_ci([s, s, s], n_resamples=4000, seed=0, shared_items=False)
+    width = one.high - one.low
+    assert crossed.high - crossed.low == pytest.approx(width, rel=0.1)
+    assert nested.high - nested.low == pytest.approx(width / np.sqrt(3), rel=0.15)
+    assert "items shared by the seeds" in crossed.method
+    assert "items of each seed" in nested.method

@@ -499,13 +499,25 @@ def _two_stage(
     other: list[list[ItemStatistic]] | None,
     n_resamples: int,
     rng: np.random.Generator,
+    shared_items: bool = True,
 ) -> np.ndarray:
     """Replicates of the mean over seeds (of the mean over strata) of ``a`` (minus ``b``):
-    seeds drawn with replacement, then each drawn seed's items with replacement (the same
-    items for both arms of a pair)."""
+    seeds drawn with replacement, and items with replacement (the same items for both arms
+    of a pair). ``shared_items``: one item resample per replicate, read by every drawn seed,
+    as the seeds were scored on the same test items (crossed design); otherwise each drawn
+    seed gets its own item resample (nested design: seeds scored on items of their own)."""
     k = len(seeds)
     draws = rng.integers(0, k, size=(n_resamples, k))
     reps = np.zeros(n_resamples)
+    if shared_items:
+        rows = np.arange(n_resamples)
+        for t in range(len(seeds[0])):
+            idx = resample_indices(rng, seeds[0][t].n, n_resamples)
+            values = np.stack([x[t].replicates(idx) for x in seeds])  # [k, R]
+            if other is not None:
+                values = values - np.stack([x[t].replicates(idx) for x in other])
+            reps += values[draws, rows[:, None]].mean(axis=1) / len(seeds[0])
+        return reps
     for j in range(k):  # position j of every replicate: seed draws[:, j]
         for s in range(k):
             rows = np.nonzero(draws[:, j] == s)[0]
@@ -520,20 +532,28 @@ def _two_stage(
     return reps / k
 
 
+def _design(shared_items: bool) -> str:
+    return "items shared by the seeds" if shared_items else "items of each seed"
+
+
 def hierarchical_bootstrap_ci(
     per_seed: PerSeed,
     *,
     n_resamples: int = DEFAULT_RESAMPLES,
     level: float = DEFAULT_LEVEL,
     seed: int = 0,
+    shared_items: bool = True,
 ) -> Interval:
     """Interval of the mean over training seeds of a score, seeds and items resampled.
 
     ``per_seed`` holds, for each training seed, the score's :class:`ItemStatistic` (or one
     per language: the score is then the mean over languages) on the same test items. Each
-    replicate draws ``k`` seeds with replacement and, for each drawn seed, its items with
-    replacement, and averages. With one seed it is the item bootstrap
-    (:func:`stratified_bootstrap_ci`), and says so.
+    replicate draws ``k`` seeds with replacement and the items with replacement, and
+    averages. ``shared_items`` (the default; every protocol scores its seeds on one test
+    set): one item resample per replicate for all drawn seeds, a crossed design in which the
+    item part of the spread is not divided by the number of seeds; ``False``: a resample per
+    drawn seed, for seeds scored on items of their own (nested design). With one seed it is
+    the item bootstrap (:func:`stratified_bootstrap_ci`), and says so.
     """
     _check(n_resamples, level)
     seeds = _seeds(per_seed, "hierarchical bootstrap")
@@ -541,12 +561,12 @@ def hierarchical_bootstrap_ci(
     if len(seeds) == 1:
         iv = stratified_bootstrap_ci(seeds[0], n_resamples=n_resamples, level=level, seed=seed)
         return Interval(iv.estimate, iv.low, iv.high, iv.n, level, f"one seed: {iv.method}")
-    reps = _two_stage(seeds, None, n_resamples, np.random.default_rng(seed))
+    reps = _two_stage(seeds, None, n_resamples, np.random.default_rng(seed), shared_items)
     lo, hi = percentile_interval(reps, level)
     n = sum(s.n for s in seeds[0])
     method = (
         f"two-stage bootstrap over {len(seeds)} training seeds and {n} items "
-        f"({n_resamples} resamples)"
+        f"({_design(shared_items)}; {n_resamples} resamples)"
     )
     return Interval(estimate, lo, hi, n, level, method)
 
@@ -558,11 +578,13 @@ def paired_hierarchical_bootstrap(
     n_resamples: int = DEFAULT_RESAMPLES,
     level: float = DEFAULT_LEVEL,
     seed: int = 0,
+    shared_items: bool = True,
 ) -> PairedTest:
     """``mean_seeds(score(a)) - mean_seeds(score(b))`` with seeds and items resampled.
 
     Seed ``i`` of ``a`` is paired with seed ``i`` of ``b`` (the same training seed of two
-    arms), and within a pair both arms share each item resample. The interval and the
+    arms), and both arms share each item resample; ``shared_items`` as in
+    :func:`hierarchical_bootstrap_ci`. The interval and the
     two-sided p-value are read from the replicated differences as in
     :func:`paired_bootstrap`; with one seed it is :func:`paired_bootstrap` and says so.
     """
@@ -578,7 +600,7 @@ def paired_hierarchical_bootstrap(
         return PairedTest(
             t.effect, t.low, t.high, t.p_value, t.n, f"one seed: {t.method}", level, n_resamples
         )
-    diffs = _two_stage(sa, sb, n_resamples, np.random.default_rng(seed))
+    diffs = _two_stage(sa, sb, n_resamples, np.random.default_rng(seed), shared_items)
     effect = float(
         np.mean(
             [
@@ -592,7 +614,7 @@ def paired_hierarchical_bootstrap(
     n = sum(s.n for s in sa[0])
     method = (
         f"paired two-stage bootstrap over {len(sa)} training seeds and {n} items "
-        f"({n_resamples} resamples)"
+        f"({_design(shared_items)}; {n_resamples} resamples)"
     )
     return PairedTest(effect, lo, hi, p, n, method, level, n_resamples)
 
