@@ -20,6 +20,10 @@ can stream tensors from safetensors files in bounded memory).
 :func:`merge_folders` merges Hugging Face model folders (safetensors) one tensor at a time,
 so the memory it needs is one tensor per model plus one output shard, whatever the model's size.
 
+:func:`iter_merge_step` (and :func:`merge_step`) merges one sequential step, the previous
+step's model and the step's trained one, against a base by task arithmetic or TIES, one
+tensor at a time (``lifelong``'s MERGE-TA and MERGE-TIES, :mod:`polymnesia.methods.step_merge`).
+
 Tensors that are not floating point (integer buffers, position ids) are taken from the base
 (the first model for :func:`average`), after checking they agree. Models with other tensor
 names or shapes are refused in one line. Arithmetic is float32 (float64 stays float64); the
