@@ -110,3 +110,23 @@ def test_gnu_time_reports_are_read(tmp_path: Path) -> None:
     report.write_text("nothing")
     with pytest.raises(DataError, match="not a /usr/bin/time -v report"):
         parse_gnu_time(report)
+
+
+def test_a_table_record_shows_cells_with_intervals_and_spreads_only_measures() -> None:
+    runs = [
+        {"seed": s, "wall_s": None, "peak_rss_mb": None, "claims": [], "table": [row]}
+        for s, row in enumerate(
+            [
+                {"row": "m", "bpb": 2.0, "bpb_ci_low": 1.9, "bpb_ci_high": 2.1, "bpb_n": 100.0},
+                {"row": "m", "bpb": 2.2, "bpb_ci_low": 2.1, "bpb_ci_high": 2.3, "bpb_n": 100.0},
+            ]
+        )
+    ]
+    record = {"config": "c.yaml", "commit": "abc1234", "date": "d", "machine": "m"}
+    record |= {"name": "x", "table_name": "t", "note": "", "runs": runs}
+    spread = seed_spread(record)
+    assert list(spread["sd"]) == ["m / bpb"]  # intervals and counts are not measures
+    assert spread["sd"]["m / bpb"] == round(0.2 / 2**0.5, 4)
+    record["spread"] = spread
+    text = render(record)
+    assert "| m / bpb | 2.0000 [1.9000, 2.1000] | 2.2000 [2.1000, 2.3000] | 0.1414 |" in text

@@ -161,9 +161,24 @@ def _series(record: Mapping[str, Any]) -> dict[str, list[float]]:
                 out.setdefault(c["claim"], []).append(c["effect"])
         for row in run["table"]:
             for key, value in row.items():
-                if key != "row" and isinstance(value, float):
+                if key != "row" and isinstance(value, float) and not key.endswith(_NOT_MEASURES):
                     out.setdefault(f"{row['row']} / {key}", []).append(value)
     return out
+
+
+#: table columns that qualify a cell (its interval, its n) rather than measure something
+_NOT_MEASURES = ("_ci_low", "_ci_high", "_n")
+
+
+def _cell(row: Mapping[str, Any], key: str) -> str:
+    """A table cell with its interval when the table has one (``KEY_ci_low``/``_ci_high``)."""
+    value = row.get(key)
+    if not isinstance(value, float):
+        return "–"
+    low, high = row.get(f"{key}_ci_low"), row.get(f"{key}_ci_high")
+    if isinstance(low, float) and isinstance(high, float):
+        return f"{value:.4f} [{low:.4f}, {high:.4f}]"
+    return f"{value:.4f}"
 
 
 def seed_spread(record: Mapping[str, Any]) -> dict[str, Any]:
@@ -225,10 +240,22 @@ def render(record: Mapping[str, Any]) -> str:
             sd = spread["sd"].get(c["claim"])
             lines.append(f"| {c['claim']} | {' | '.join(cells)} | {_num(sd, '.4f')} |")
     if record.get("table_name") and any(r["table"] for r in runs):
-        lines += ["", f"Table `{record['table_name']}`, cell by seed (sd over seeds):", ""]
-        for key, values in _series({"runs": [{**r, "claims": []} for r in runs]}).items():
-            shown = " / ".join(_num(v, ".4f") for v in values)
-            lines.append(f"- {key}: {shown} (sd {_num(spread['sd'].get(key), '.4f')})")
+        head = " | ".join(f"seed {r['seed']}" for r in runs)
+        lines += [
+            "",
+            f"Table `{record['table_name']}` (95% interval of each seed):",
+            "",
+            f"| row / column | {head} | sd over seeds |",
+            "|---|" + "---|" * (len(runs) + 1),
+        ]
+        for key in _series({"runs": [{**r, "claims": []} for r in runs]}):
+            row_name, column = key.rsplit(" / ", 1)
+            cells = []
+            for r in runs:
+                row: Mapping[str, Any] = next((x for x in r["table"] if x["row"] == row_name), {})
+                cells.append(_cell(row, column))
+            sd = _num(spread["sd"].get(key), ".4f")
+            lines.append(f"| {key} | {' | '.join(cells)} | {sd} |")
     if spread["band"] is not None:
         lines += [
             "",
