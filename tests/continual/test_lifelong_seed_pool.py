@@ -20,7 +20,7 @@ from polymnesia.experiments.lifelong.evidence import (
 )
 from polymnesia.experiments.lifelong.results import Arm, matrix_metrics
 from polymnesia.items import ItemSet
-from polymnesia.metrics.uncertainty import two_stage_index, two_stage_mean
+from polymnesia.metrics.uncertainty import seed_item_interval
 from polymnesia.reports.claims import label_baselines
 from polymnesia.reports.frame import RunTable
 from polymnesia.results import Score
@@ -77,17 +77,20 @@ def test_several_seeds_pool_the_mean_with_seed_and_item_replicates() -> None:
     m = pool.metrics()
     cbt = m["VANILLA"]["cbt"]
     assert cbt.point == pytest.approx(-0.4)  # mean of -0.3 and -0.5
-    assert cbt.what == "2 training seeds and test items, two-stage"
+    assert cbt.what == "2 training seeds and test items"
     per_seed = [metric_replicates(r.arms[0], r.orders, {}, r.ev)["cbt"] for r in runs]
-    index = two_stage_index(2, B, B, 0)
-    expected = two_stage_mean(np.stack([r.values for r in per_seed]), index)
-    assert np.allclose(cbt.values, expected)
-    # the interval covers the seeds: wider than either seed's item interval alone
+    # the item replicates of the mean over seeds: replicate b of both seeds on one resample
+    assert np.allclose(cbt.values, (per_seed[0].values + per_seed[1].values) / 2)
+    assert np.allclose(cbt.points, [-0.3, -0.5])
+    expected = seed_item_interval([-0.3, -0.5], cbt.values, n=120)
+    assert (cbt.interval().low, cbt.interval().high) == pytest.approx((expected.low, expected.high))
+    # the interval covers the seeds: s = 0.1414, s / sqrt(2) = 0.1, t_{~1 df} ~ 12.7, so
+    # far wider than either seed's item interval alone (and than the 0.2 between the seeds)
     width = cbt.interval().high - cbt.interval().low
-    assert width > 0.15 > max(r.interval().high - r.interval().low for r in per_seed)
+    assert width > 2.0 > 0.15 > max(r.interval().high - r.interval().low for r in per_seed)
     # final: (0.5 + 0.5 + 0.8) / 3 and (0.3 + 0.3 + 0.8) / 3, mean over seeds
     assert m["VANILLA"]["final"].point == pytest.approx((1.8 / 3 + 1.4 / 3) / 2)
-    assert "2 training seeds and test items" in cbt.interval().method
+    assert cbt.interval().method.startswith("seeds and items: t over 2 training seeds")
 
 
 def test_differences_between_arms_stay_paired_over_seeds_and_items() -> None:
@@ -97,8 +100,17 @@ def test_differences_between_arms_stay_paired_over_seeds_and_items() -> None:
     assert d.point == pytest.approx(0.1) and np.allclose(d.values, 0.1)
     t = d.test()
     assert t.low == pytest.approx(0.1) and t.p_value == 0.0
-    assert t.method.startswith("paired bootstrap over 2 training seeds and test items")
+    assert t.method.startswith("paired seeds and items: t over 2 training seeds")
+    # CBT -0.3 and -0.5: two seeds give t_{1 df} = 12.7 x 0.1, an interval across zero;
+    # a third seed at -0.4 gives -0.4 ± 4.30 x 0.1 / sqrt(3) = [-0.65, -0.15]
     claims = {c.statement: c for c in method_claims(pool.arms, m)}
+    assert claims["VANILLA forgets: CBT < 0"].verdict == "inconclusive"
+    three = Pool(
+        [_seed(0, _R(0.8, 0.5), 0.1), _seed(1, _R(0.8, 0.3), 0.1), _seed(2, _R(0.8, 0.4), 0.1)],
+        B,
+        0,
+    ).metrics()
+    claims = {c.statement: c for c in method_claims(pool.arms, three)}
     assert claims["VANILLA forgets: CBT < 0"].verdict == "holds"
 
 

@@ -128,9 +128,10 @@ def test_several_seeds_resample_seeds_and_items_together(tmp_path: Path) -> None
         for i, k in zip(items, [0, 1, 0, 1], strict=True)
     ]
     test = arm_difference(scores, items, "accuracy", "A", "B")
-    assert test.method.startswith("paired two-stage bootstrap over 2 training seeds and 60 items")
+    assert test.method.startswith("paired seeds and items: t over 2 training seeds")
+    assert "bootstrap over 60 items" in test.method
     iv = arm_score(scores, items, "accuracy", "A")
-    assert "two-stage bootstrap over 2 training seeds" in iv.method
+    assert iv.method.startswith("seeds and items: t over 2 training seeds")
     # without item sets, several seeds fall back to the t-test over seeds
     assert "t-test" in arm_difference(scores, [], "accuracy", "A", "B").method
 
@@ -167,7 +168,7 @@ def test_group_intervals_of_seed_tagged_items_resample_seeds_and_items() -> None
     sets = [tagged("A", lang, p, k) for k, p in ((0, 0.2), (1, 0.8)) for lang in ("fr", "de")]
     ivs = group_intervals(sets, "accuracy", {"g": ["fr", "de"]})
     iv = ivs[("A", None, "g")]
-    assert iv.method.startswith("two-stage bootstrap over 2 training seeds")
+    assert iv.method.startswith("seeds and items: t over 2 training seeds")
     one = group_intervals([s for s in sets if s.seed == 0], "accuracy", {"g": ["fr", "de"]})
     assert one[("A", None, "g")].method.startswith("stratified")
     assert iv.high - iv.low > one[("A", None, "g")].high - one[("A", None, "g")].low

@@ -47,8 +47,8 @@ def test_two_seeds_pool_in_one_report_with_seed_and_item_intervals(
 
     report = (two / "report.md").read_text()
     assert "cover training seeds and test items: 2 training seeds (0, 1)" in report
-    assert "two-stage bootstrap over the seeds and the test items" in report
-    assert "paired bootstrap over 2 training seeds and test items" in report
+    assert "mean ± t × SE over the seeds and the test items" in report
+    assert "paired seeds and items: t over 2 training seeds" in report
     assert "mean over orders and over 2 training seeds" in report
     assert "(mean over 2 seeds)" in report  # the figures' captions
     assert "Intervals cover test items only" in (one / "report.md").read_text()

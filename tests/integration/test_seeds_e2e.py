@@ -27,7 +27,7 @@ def test_two_seeds_share_data_and_report_seed_and_item_intervals(
     assert "data.seed1" not in stages
     report = (run / "report.md").read_text()
     assert "cover training seeds and test items: 2 training seeds (0, 1)" in report
-    assert "two-stage bootstrap over training seeds and test items" in report
+    assert "training seeds (Student t) and test items (bootstrap)" in report
     with (run / "results" / "table1_bits_per_byte.csv").open() as f:
         rows = list(csv.DictReader(f))
     assert rows and all(float(r["mu_overall"]) > 0 for r in rows)

@@ -51,11 +51,11 @@ def test_two_seeds_pool_into_one_report(isolated_cache: Path, tmp_path: Path) ->
     assert "within seed noise" not in report and "seed-noise band" not in report
     claims = _rows(run / "results" / "claims.csv")
     assert len(claims) >= 5
-    assert all("paired two-stage bootstrap over 2 training seeds" in c["Test"] for c in claims)
+    assert all("paired seeds and items: t over 2 training seeds" in c["Test"] for c in claims)
     verdicts = {c["Claim (paper)"]: c["Verdict"] for c in claims}
     assert any(s.startswith("LoRA gains less multilingual ability") for s in verdicts)
     # Table 1's average after Phase 1 is the mean over both seeds' documents, with the
-    # two-stage bootstrap interval of exactly those items
+    # interval over the seeds and exactly those items
     sets = [s for s in run_items(run) if s.kind == "docs"]
     per_seed = [
         ability([s for s in sets if s.stage == stage], ENGLISH, "p1_english")

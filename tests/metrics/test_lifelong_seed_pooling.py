@@ -1,77 +1,78 @@
-"""The two-stage pooling of item replicates over training seeds (lifelong's seeds x items)."""
+"""Pooling item replicates made elsewhere over training seeds (lifelong's seeds x items):
+:func:`seed_item_interval` and :func:`paired_seed_item_test` on hand-checkable inputs."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
+from scipy import stats
 
 from polymnesia.errors import PolymnesiaError
-from polymnesia.metrics.uncertainty import two_stage_index, two_stage_mean
+from polymnesia.metrics.uncertainty import (
+    paired_seed_item_test,
+    seed_item_interval,
+    seed_item_se,
+)
+
+T2 = 4.302652729911275  # t_{2, 0.975}
 
 
-def test_index_draws_seeds_with_replacement_and_each_item_resample_once_per_position() -> None:
-    seeds, draws = two_stage_index(3, 50, 50, seed=7, shared_items=False)
-    assert seeds.shape == draws.shape == (50, 3)
-    assert set(np.unique(seeds)) <= {0, 1, 2} and len(np.unique(seeds)) == 3
-    for j in range(3):  # a permutation of the 50 item resamples per position
-        assert sorted(draws[:, j]) == list(range(50))
-    assert not np.array_equal(draws[:, 0], draws[:, 1])
-    again = two_stage_index(3, 50, 50, seed=7, shared_items=False)
-    assert np.array_equal(again[0], seeds) and np.array_equal(again[1], draws)
-    more = two_stage_index(2, 4, 10, seed=0)[1]  # more replicates than resamples: cycles
-    assert more.shape == (10, 2) and sorted(more[:8, 0]) == [0, 0, 1, 1, 2, 2, 3, 3]
+def test_no_item_noise_gives_the_t_interval_over_seeds() -> None:
+    points = [0.5, 0.6, 0.7]
+    reps = np.tile(np.array(points)[:, None], (1, 100))  # items cannot move any seed
+    iv = seed_item_interval(points, reps, n=120)
+    assert iv.estimate == pytest.approx(0.6)
+    assert iv.high - iv.estimate == pytest.approx(T2 * 0.1 / math.sqrt(3))  # 0.2484
+    assert iv.n == 120 and "t over 3 training seeds (2.0 df)" in iv.method
 
 
-def test_shared_items_read_one_item_resample_per_replicate() -> None:
-    seeds, draws = two_stage_index(3, 50, 50, seed=7)  # the default: seeds share a test set
-    assert all(np.array_equal(draws[:, j], draws[:, 0]) for j in range(3))
-    assert sorted(draws[:, 0]) == list(range(50))
+def test_no_seed_spread_gives_the_item_spread_with_a_normal_quantile() -> None:
+    rng = np.random.default_rng(3)
+    row = rng.normal(0.5, 0.02, size=400)
+    reps = np.tile(row, (3, 1))  # three seeds that score the shared items alike
+    iv = seed_item_interval([0.5, 0.5, 0.5], reps, n=80)
+    assert iv.high - iv.estimate == pytest.approx(1.959964 * row.std(ddof=1), rel=1e-6)
+    assert "(no seed spread)" in iv.method
 
 
-def test_mean_reads_the_drawn_seed_at_the_drawn_item_resample() -> None:
-    values = np.array([[0.0, 1.0, 2.0], [10.0, 11.0, 12.0]])  # 2 seeds x 3 item resamples
-    seeds = np.array([[0, 1], [1, 1], [0, 0]])
-    draws = np.array([[2, 0], [1, 2], [0, 1]])
-    out = two_stage_mean(values, (seeds, draws))
-    # (2 + 10) / 2, (11 + 12) / 2, (0 + 1) / 2
-    assert out.tolist() == [6.0, 11.5, 0.5]
+def test_crossed_design_averages_columns_before_the_variance() -> None:
+    # seed 1's replicates are seed 0's mirrored around 0.5: on a shared item resample the two
+    # cancel, so the mean over seeds has no item variance; drawn per seed they would not
+    row = np.array([0.4, 0.6, 0.45, 0.55])
+    reps = np.stack([row, 1 - row])
+    se = seed_item_se([0.5, 0.5], reps)
+    assert se.var_items == pytest.approx(0.0) and se.var_seeds == 0.0
+    nested = seed_item_se([0.5, 0.5], reps, shared_items=False)
+    assert nested.var_items == pytest.approx(2 * float(np.var(row, ddof=1)) / 4)
 
 
-def test_pooled_spread_covers_seed_variance_that_item_replicates_miss() -> None:
-    rng = np.random.default_rng(0)
-    # three seeds 0.1 apart, each with a tight item spread (sd 0.01)
-    values = np.array([0.5, 0.6, 0.7])[:, None] + rng.normal(0, 0.01, size=(3, 400))
-    pooled = two_stage_mean(values, two_stage_index(3, 400, 400, seed=1))
-    assert abs(pooled.mean() - 0.6) < 0.01
-    assert pooled.std() > 3 * values[0].std()  # seeds dominate the spread
-    one = two_stage_mean(values[:1], two_stage_index(1, 400, 400, seed=1))
-    assert np.allclose(np.sort(one), np.sort(values[0]))  # one seed: the item replicates
+def test_satterthwaite_df_and_the_replicates_of_the_mean() -> None:
+    se = seed_item_se([0.0, 0.2, 0.4], np.array([0.1, 0.3, 0.2, 0.2]))  # [B] of the mean
+    var_items, var_seeds = 0.02 / 3, 0.04 / 3
+    assert se.var_items == pytest.approx(var_items) and se.var_seeds == pytest.approx(var_seeds)
+    assert se.df == pytest.approx((var_items + var_seeds) ** 2 / (var_seeds**2 / 2))  # 4.5
+    assert se.df == pytest.approx(4.5)
 
 
-def test_seeds_that_agree_on_shared_items_keep_the_item_spread() -> None:
-    # three seeds with the same item replicates (they score the same test items alike): the
-    # pooled spread is one seed's; a resample per drawn seed would shrink it by ~1/sqrt(3)
-    values = np.tile(np.random.default_rng(3).normal(0.5, 0.02, size=400), (3, 1))
-    crossed = two_stage_mean(values, two_stage_index(3, 400, 400, seed=1))
-    assert np.allclose(np.sort(crossed), np.sort(values[0]))
-    nested = two_stage_mean(values, two_stage_index(3, 400, 400, seed=1, shared_items=False))
-    assert 0.45 < nested.std() / values[0].std() < 0.7
+def test_paired_test_of_per_seed_differences() -> None:
+    d = [0.1, 0.3, 0.2]
+    t = paired_seed_item_test(d, np.tile(np.array(d)[:, None], (1, 50)), n=60)
+    se = 0.1 / math.sqrt(3)
+    assert t.effect == pytest.approx(0.2) and t.low == pytest.approx(0.2 - T2 * se)
+    assert t.p_value == pytest.approx(2 * stats.t.sf(0.2 / se, 2))
+    assert t.method.startswith("paired seeds and items") and t.n_resamples == 50
+    zero = paired_seed_item_test([0.0, 0.0], np.zeros((2, 10)), n=5)
+    assert (zero.low, zero.high, zero.p_value) == (0.0, 0.0, 1.0)
+    same = paired_seed_item_test([0.1, 0.1], np.full((2, 10), 0.1), n=5)
+    assert (same.low, same.high, same.p_value) == (0.1, 0.1, 0.0)
 
 
-def test_differences_pooled_on_one_index_are_paired() -> None:
-    rng = np.random.default_rng(2)
-    a = rng.normal(0.6, 0.05, size=(3, 200))
-    b = a - 0.02  # the same seeds and items, 0.02 lower
-    index = two_stage_index(3, 200, 200, seed=0)
-    d = two_stage_mean(a, index) - two_stage_mean(b, index)
-    assert np.allclose(d, 0.02)
-
-
-def test_mismatched_shapes_are_refused_in_one_line() -> None:
-    index = two_stage_index(2, 5, 5)
-    with pytest.raises(PolymnesiaError, match="do not fit an index of 2 seeds"):
-        two_stage_mean(np.zeros((3, 5)), index)
-    with pytest.raises(PolymnesiaError, match="reads item resample"):
-        two_stage_mean(np.zeros((2, 3)), index)
-    with pytest.raises(PolymnesiaError, match="at least one seed"):
-        two_stage_index(0, 5, 5)
+def test_bad_shapes_are_refused_in_one_line() -> None:
+    with pytest.raises(PolymnesiaError, match="at least 2 seeds"):
+        seed_item_se([0.5], np.zeros((1, 5)))
+    with pytest.raises(PolymnesiaError, match=r"must be \[B\] or \[3, B\]"):
+        seed_item_se([0.5, 0.5, 0.5], np.zeros((2, 5)))
+    with pytest.raises(PolymnesiaError, match="nested item resamples"):
+        seed_item_se([0.5, 0.5], np.zeros(5), shared_items=False)

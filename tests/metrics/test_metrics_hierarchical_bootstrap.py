@@ -1,9 +1,13 @@
-"""Seeds and items resampled together: hand-checkable cases of the two-stage bootstrap."""
+"""Seeds and items together: hand-checkable cases of the item + seed variance components
+(item bootstrap variance plus s^2 / k, Student t at Welch-Satterthwaite degrees of freedom)."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
+from scipy import stats
 
 from polymnesia.errors import PolymnesiaError
 from polymnesia.metrics.uncertainty import (
@@ -11,8 +15,11 @@ from polymnesia.metrics.uncertainty import (
     hierarchical_bootstrap_ci,
     mean_statistic,
     paired_hierarchical_bootstrap,
+    resample_indices,
     stratified_bootstrap_ci,
 )
+
+T2 = 4.302652729911275  # t_{2, 0.975}
 
 
 def _bern(p: float, n: int = 200, seed: int = 0):  # type: ignore[no-untyped-def]
@@ -28,23 +35,55 @@ def test_one_seed_is_the_item_bootstrap_and_says_so() -> None:
     assert one.method.startswith("one seed")
 
 
-def test_seed_spread_alone_gives_the_seed_bootstrap_by_hand() -> None:
-    # two seeds, every item of seed 0 scores 0 and of seed 1 scores 1: a replicate is the
-    # mean of two seeds drawn with replacement, 0 (p 1/4), 0.5 (1/2) or 1 (1/4)
-    zero, one = mean_statistic(np.zeros(50)), mean_statistic(np.ones(50))
-    iv = hierarchical_bootstrap_ci([zero, one], n_resamples=4000, seed=0)
-    assert iv.estimate == 0.5 and (iv.low, iv.high) == (0.0, 1.0)
-    assert "2 training seeds and 50 items" in iv.method
-    narrow = hierarchical_bootstrap_ci([zero, one], n_resamples=4000, level=0.4, seed=0)
-    assert (narrow.low, narrow.high) == (0.5, 0.5)  # the middle 40% of {0: 1/4, .5: 1/2, 1: 1/4}
+def test_three_seeds_without_item_noise_give_the_t_interval_over_seeds() -> None:
+    # every item of a seed scores the same, so item resamples cannot move a seed's mean:
+    # the interval is mean ± t_{2, 0.975} s / sqrt(3) with s the sd of (0.2, 0.5, 0.6)
+    seeds = [mean_statistic(np.full(40, v)) for v in (0.2, 0.5, 0.6)]
+    iv = hierarchical_bootstrap_ci(seeds, n_resamples=300, seed=0)
+    s = float(np.std([0.2, 0.5, 0.6], ddof=1))  # 0.2081666
+    half = T2 * s / math.sqrt(3)  # 0.51711
+    assert iv.estimate == pytest.approx(13 / 30)
+    assert iv.low == pytest.approx(13 / 30 - half) and iv.high == pytest.approx(13 / 30 + half)
+    assert iv.high - iv.low == pytest.approx(1.03423, abs=1e-5)
+    assert iv.method == (
+        "seeds and items: t over 3 training seeds (2.0 df) and bootstrap over 40 items "
+        "(shared by the seeds; 300 resamples)"
+    )
 
 
-def test_training_seed_variance_widens_the_interval_beyond_the_items() -> None:
-    seeds = [_bern(p, seed=i) for i, p in enumerate((0.35, 0.5, 0.65))]
-    both = hierarchical_bootstrap_ci(seeds, seed=1)
-    items_only = bootstrap_ci(seeds[1], seed=1)
-    assert both.high - both.low > 1.5 * (items_only.high - items_only.low)
-    assert both.low < 0.45 and both.high > 0.55
+def test_seed_interval_reaches_past_the_seed_values() -> None:
+    # a percentile bootstrap over 3 seeds stays within [0.2, 0.6]; the t-interval does not
+    seeds = [mean_statistic(np.full(40, v)) for v in (0.2, 0.5, 0.6)]
+    iv = hierarchical_bootstrap_ci(seeds, n_resamples=300)
+    assert iv.low < 0.2 and iv.high > 0.6
+
+
+def test_identical_seeds_give_the_item_bootstrap_with_a_normal_quantile() -> None:
+    # no seed spread: df is infinite, SE is the sd of the item replicates and the interval is
+    # estimate ± 1.96 SE, which matches the percentile interval of the same replicates
+    s = _bern(0.3, n=300)
+    iv = hierarchical_bootstrap_ci([s, s, s], n_resamples=4000, seed=0)
+    reps = s.replicates(resample_indices(np.random.default_rng(0), s.n, 4000))
+    se = float(np.std(reps, ddof=1))
+    assert iv.estimate == pytest.approx(s.value())
+    assert iv.high - iv.estimate == pytest.approx(stats.norm.ppf(0.975) * se, rel=1e-9)
+    one = bootstrap_ci(s, n_resamples=4000, seed=0)
+    assert iv.high - iv.low == pytest.approx(one.high - one.low, rel=0.1)
+    assert "(no seed spread)" in iv.method
+
+
+def test_satterthwaite_df_by_hand() -> None:
+    # two item values per seed (0 and 2d) shared by the seeds, seed offsets (0, 0.1, 0.2)
+    d = np.array([0.0, 0.2])
+    seeds = [mean_statistic(d + off) for off in (0.0, 0.1, 0.2)]
+    iv = hierarchical_bootstrap_ci(seeds, n_resamples=2000, seed=5)
+    reps = seeds[0].replicates(resample_indices(np.random.default_rng(5), 2, 2000))
+    var_items = float(np.var(reps, ddof=1))  # the offsets do not move with the items
+    var_seeds = 0.01 / 3  # s^2 = 0.01
+    df = (var_items + var_seeds) ** 2 / (var_seeds**2 / 2)
+    half = stats.t.ppf(0.975, df) * math.sqrt(var_items + var_seeds)
+    assert iv.high - iv.estimate == pytest.approx(half, rel=1e-9)
+    assert f"({df:.1f} df)" in iv.method and df > 2
 
 
 def test_strata_per_seed_average_languages_first() -> None:
@@ -57,7 +96,7 @@ def test_strata_per_seed_average_languages_first() -> None:
     assert iv.high == pytest.approx(0.3) and iv.n == 40
 
 
-def test_paired_differences_share_seeds_and_items() -> None:
+def test_paired_differences_by_hand() -> None:
     a = [_bern(p, seed=i) for i, p in enumerate((0.4, 0.6, 0.5))]
     same = paired_hierarchical_bootstrap(a, a, n_resamples=300)
     assert (same.effect, same.low, same.high, same.p_value) == (0.0, 0.0, 0.0, 1.0)
@@ -65,7 +104,16 @@ def test_paired_differences_share_seeds_and_items() -> None:
     t = paired_hierarchical_bootstrap(shifted, a, n_resamples=300)
     assert t.effect == pytest.approx(0.1) and t.low == pytest.approx(0.1)
     assert t.high == pytest.approx(0.1) and t.p_value == 0.0
-    assert "paired two-stage bootstrap over 3 training seeds" in t.method
+    # per-seed differences 0.1, 0.3, 0.2 with no item noise: the paired t-test over seeds
+    b = [mean_statistic(np.full(20, 0.0))] * 3
+    x = [mean_statistic(np.full(20, v)) for v in (0.1, 0.3, 0.2)]
+    t = paired_hierarchical_bootstrap(x, b, n_resamples=200)
+    se = 0.1 / math.sqrt(3)
+    assert t.effect == pytest.approx(0.2)
+    assert t.low == pytest.approx(0.2 - T2 * se) and t.high == pytest.approx(0.2 + T2 * se)
+    assert t.p_value == pytest.approx(2 * stats.t.sf(0.2 / se, 2))  # 0.0377
+    assert t.p_value == pytest.approx(stats.ttest_rel([0.1, 0.3, 0.2], [0, 0, 0]).pvalue)
+    assert t.method.startswith("paired seeds and items: t over 3 training seeds (2.0 df)")
 
 
 def test_mismatched_seeds_or_items_are_refused() -> None:
@@ -77,8 +125,8 @@ def test_mismatched_seeds_or_items_are_refused() -> None:
 
 def test_seeds_on_one_test_set_keep_the_item_spread() -> None:
     # three seeds with the very same item scores: no seed variance, so the interval of their
-    # mean is the item bootstrap's; resampling items afresh for each drawn seed (the nested
-    # design, for seeds with test sets of their own) would shrink it by about sqrt(3)
+    # mean is the item bootstrap's; resampling items afresh for each seed (the nested
+    # design, for seeds with test sets of their own) divides the item variance by 3
     s = _bern(0.3, n=300)
     one = bootstrap_ci(s, n_resamples=4000, seed=0)
     crossed = hierarchical_bootstrap_ci([s, s, s], n_resamples=4000, seed=0)
@@ -86,5 +134,5 @@ def test_seeds_on_one_test_set_keep_the_item_spread() -> None:
     width = one.high - one.low
     assert crossed.high - crossed.low == pytest.approx(width, rel=0.1)
     assert nested.high - nested.low == pytest.approx(width / np.sqrt(3), rel=0.15)
-    assert "items shared by the seeds" in crossed.method
-    assert "items of each seed" in nested.method
+    assert "shared by the seeds" in crossed.method
+    assert "resampled per seed" in nested.method

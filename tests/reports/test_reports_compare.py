@@ -161,13 +161,13 @@ def test_compare_tests_an_arm_item_by_item_across_runs(tmp_path: Path) -> None:
     assert (model, task, metric, runs) == ("M", "t", "f1", "new − ref")
     # mean over en and fr (de only in one run) of the per-language differences: (0.25 + 0.5) / 2
     assert diff.startswith("+0.375 [") and n == 8 and "paired bootstrap" in test
-    # two seeds in common: a paired two-stage bootstrap over seeds and items
+    # two seeds in common: a paired test over seeds and items
     a = _run_with_items(tmp_path, "a2", {"en": [1, 0, 0, 1]}, ids, seeds=(0, 1))
     b = _run_with_items(tmp_path, "b2", {"en": [1, 1, 0, 1]}, ids, seeds=(0, 1))
     paired = differences_table([a, b], ["a2", "b2"]).table
     assert paired is not None
     (row,) = paired.rows
-    # n counts the items; the test resamples the 2 seeds and the items within each
+    # n counts the items; the test combines the 2 seeds' spread and the items'
     assert row[6].startswith("+0.25 [") and row[8] == 4 and "2 training seeds" in row[9]
     rep = compare_runs([ref, new])
     assert (

@@ -1,5 +1,5 @@
 """Several training seeds pooled in one two_phase report (issue 29, item 1): hand-checkable
-means over seeds, two-stage bootstrap intervals that widen with the seed spread, paired tests
+means over seeds, intervals over seeds and items that widen with the seed spread, paired tests
 over seeds x documents, and a one-seed run that is exactly what it was before."""
 
 from __future__ import annotations
@@ -45,7 +45,8 @@ def test_the_pooled_score_is_the_mean_over_seeds() -> None:
     assert pooled_score([s0, s1]) == pytest.approx((0.5 + 0.75) / 2)
     iv = pooled_interval([s0, s1])
     assert iv.estimate == pytest.approx(0.625) and iv.n == 4
-    assert "two-stage bootstrap over 2 training seeds and 4 documents" in iv.method
+    assert iv.method.startswith("seeds and items: t over 2 training seeds")
+    assert "bootstrap over 4 documents of 1 tasks" in iv.method
 
 
 def test_one_seed_is_exactly_the_item_bootstrap_of_before() -> None:
@@ -65,11 +66,15 @@ def test_a_seed_spread_the_items_cannot_see_widens_the_interval() -> None:
     one = pooled_difference(a[:1], b[:1])
     assert (one.effect, one.high - one.low) == pytest.approx((0.1, 0.0))
     t = pooled_difference(a, b)
-    # two seeds drawn with replacement: mean effect 0.1 (1/4), 0.2 (1/2) or 0.3 (1/4)
+    # no item part: the paired t-test over the seeds' effects 0.1 and 0.3,
+    # 0.2 ± t_{1, 0.975} x s / sqrt(2) with s / sqrt(2) = 0.1
     assert t.effect == pytest.approx(0.2)
-    assert (t.low, t.high) == pytest.approx((0.1, 0.3))
-    assert t.p_value == 0.0 and t.n == 50
-    assert "paired two-stage bootstrap over 2 training seeds and 50 items" in t.method
+    half = stats.t.ppf(0.975, 1) * 0.1  # 1.27
+    assert (t.low, t.high) == pytest.approx((0.2 - half, 0.2 + half))
+    assert t.p_value == pytest.approx(stats.ttest_rel([0.1, 0.3], [0.0, 0.0]).pvalue)  # 0.295
+    assert t.n == 50
+    assert t.method.startswith("paired seeds and items: t over 2 training seeds (1.0 df)")
+    assert "bootstrap over 50 items" in t.method
 
 
 def test_identical_models_differ_by_exactly_zero_in_every_seed() -> None:
@@ -148,13 +153,13 @@ def test_evidence_pools_each_models_seeds_and_claims_cover_them() -> None:
     cell = ev.cell(p2, "MA")
     assert cell.value == pytest.approx(0.5) and "2 training seeds" in cell.method
     t = ev.difference(p2, p1, "EA")
-    assert t.effect == pytest.approx(-0.1) and "two-stage" in t.method
+    assert t.effect == pytest.approx(-0.1) and "seeds and items" in t.method
     # a model scored with one seed only is not evidence of the pooled run
     partial = Evidence(cfg, _Run(sets[:18]))  # type: ignore[arg-type]  # p2: seed 0 only
     assert partial.has(p1) and not partial.has(p2)
     arms = {k: v for k, v in evaluated_models(cfg).items() if k.startswith("mit_")}
     found = claims(cfg, ev, arms)
     similar = [c for c in found if c.statement.startswith("Phase 2 on a similar set")]
-    assert len(similar) == 1 and "two-stage" in similar[0].test
+    assert len(similar) == 1 and "seeds and items" in similar[0].test
     # with several seeds the intervals cover the seeds: no seed-noise band applies
     assert all(c.seed_band is None for c in found)

@@ -12,9 +12,9 @@ Stages do not all tag their score records and item sets with the seed they ran w
 names its stage) with the seed its stage belongs to (a stage shared by every seed gives its
 records to each seed). With one seed they return the run's records as they are.
 
-With several seeds, intervals and paired tests resample seeds and test items together (the
-two-stage bootstrap of :mod:`polymnesia.metrics.uncertainty`, chosen in
-:mod:`polymnesia.reports.evidence`). With one seed they cover the test items only, and a
+With several seeds, intervals and paired tests cover seeds and test items together (item
+bootstrap variance plus the variance over seeds, Student t; :mod:`polymnesia.metrics.uncertainty`,
+chosen in :mod:`polymnesia.reports.evidence`). With one seed they cover the test items only, and a
 claim whose effect lies within the protocol's *seed-noise band* (:data:`SEED_NOISE_BANDS`,
 measured with 3 seeds at laptop scale; docs/<protocol>.md, "Seed noise") is not called
 contradicted (:func:`with_seed_band`, verdict "within seed noise").
@@ -265,9 +265,11 @@ def variance_note(cfg: ExperimentConfig) -> str:
     if len(seeds) > 1:
         return (
             f"Intervals and paired tests cover training seeds and test items: {len(seeds)} "
-            f"training seeds ({', '.join(map(str, seeds))}), resampled together with each "
-            "seed's test items (a two-stage bootstrap; a table cell over seeds shows the "
-            "Student-t interval over seeds)."
+            f"training seeds ({', '.join(map(str, seeds))}) and their shared test items, as "
+            "mean ± t × SE with SE² the variance of an item bootstrap of the mean over seeds "
+            "plus s²/k over the seeds, and t at Welch-Satterthwaite degrees of freedom (so with "
+            "few seeds as wide as a t-interval over them); a table cell over seeds without "
+            "items shows the Student-t interval over seeds."
         )
     text = (
         f"Intervals cover test items only: this run has one training seed ({seeds[0]}), so "

@@ -23,11 +23,16 @@ resampling code path serves every metric:
   Statistical Significance in NLP", ACL).
 * :func:`seed_interval` and :func:`paired_seed_test`: Student-t intervals and
   the paired t-test over seeds, where a protocol runs several.
-* :func:`hierarchical_bootstrap_ci` and :func:`paired_hierarchical_bootstrap`:
-  training seeds and test items resampled together (a two-stage bootstrap:
-  seeds with replacement, then each drawn seed's items with replacement;
-  Davison & Hinkley 1997, *Bootstrap Methods and their Application*, sec. 3.8),
-  so an interval covers both the model's training randomness and the test set.
+* :func:`hierarchical_bootstrap_ci` and :func:`paired_hierarchical_bootstrap`
+  (and :func:`seed_item_interval` / :func:`paired_seed_item_test` for replicates made
+  elsewhere): a mean over ``k`` training seeds whose standard error adds two variance
+  components, the item bootstrap's variance of the mean over seeds (one item resample
+  shared by the seeds) and ``s^2 / k`` over the seeds, with a Student t quantile at
+  Welch-Satterthwaite degrees of freedom (Satterthwaite 1946, "An Approximate
+  Distribution of Estimates of Variance Components", Biometrics Bulletin 2(6)), so an
+  interval covers both the model's training randomness and the test set, and with
+  few seeds it is as wide as a t-interval over them (a percentile bootstrap over 3
+  seeds cannot reach past the 3 values).
 
 Every function is seeded (``numpy.random.default_rng(seed)``), so a report
 rebuilt from the same items prints the same intervals.
@@ -480,6 +485,173 @@ def combine_independent(intervals: Sequence[Interval], level: float = DEFAULT_LE
 
 PerSeed = Sequence[ItemStatistic | Sequence[ItemStatistic]]
 
+#: how a method string over training seeds and test items begins (report cells look for it)
+SEEDS_AND_ITEMS = "seeds and items"
+
+
+@dataclass(frozen=True)
+class SeedItemSE:
+    """The standard error of a mean over ``k`` training seeds from its two variance components.
+
+    ``var_items``: the variance of the item-bootstrap replicates of the mean over seeds;
+    ``var_seeds``: ``s^2 / k`` with ``s^2`` the sample variance of the ``k`` per-seed
+    estimates. ``se = sqrt(var_items + var_seeds)``; ``df`` by Welch-Satterthwaite with the
+    item part taken as having infinitely many degrees of freedom,
+    ``(var_items + var_seeds)^2 / (var_seeds^2 / (k - 1))`` (infinite without seed spread).
+    """
+
+    k: int
+    var_items: float
+    var_seeds: float
+
+    @property
+    def se(self) -> float:
+        return math.sqrt(self.var_items + self.var_seeds)
+
+    @property
+    def df(self) -> float:
+        if self.var_seeds <= 0:
+            return math.inf
+        return (self.var_items + self.var_seeds) ** 2 / (self.var_seeds**2 / (self.k - 1))
+
+    def t(self, level: float) -> float:
+        """``t_{df, (1 + level) / 2}`` (the normal quantile for infinite ``df``)."""
+        q = (1 + level) / 2
+        return float(stats.norm.ppf(q) if math.isinf(self.df) else stats.t.ppf(q, self.df))
+
+    def p_value(self, effect: float) -> float:
+        """Two-sided ``2 (1 - T_df(|effect| / se))``; ``se = 0``: 1 for a zero effect, else 0."""
+        if self.se == 0:
+            return 1.0 if effect == 0 else 0.0
+        z = abs(effect) / self.se
+        tail = stats.norm.sf(z) if math.isinf(self.df) else stats.t.sf(z, self.df)
+        return float(min(1.0, 2 * tail))
+
+    def df_text(self) -> str:
+        return "no seed spread" if math.isinf(self.df) else f"{self.df:.1f} df"
+
+
+def seed_item_se(
+    points: npt.ArrayLike, item_replicates: npt.ArrayLike, *, shared_items: bool = True
+) -> SeedItemSE:
+    """The two variance components of a mean over ``k >= 2`` training seeds.
+
+    ``points``: the ``k`` per-seed estimates (per-seed differences for a paired test).
+    ``item_replicates``: ``[k, B]`` per-seed item-bootstrap replicates, or ``[B]`` replicates
+    of the mean over seeds. ``shared_items`` (crossed design: every seed scored on the same
+    items, column ``b`` the same item resample for every seed): ``var_items`` is the variance
+    of the column means; the item part is then not divided by ``k``, and ``s^2`` (seeds read
+    on the same items) holds no item main effect. ``False`` (nested design: columns drawn
+    independently per seed): ``var_items = sum_s var_s / k^2``. Each seed's estimate then
+    already carries its own items' noise, so ``s^2 / k`` counts the item part a second time:
+    a conservative interval. Non-finite replicates are left out (per seed).
+    """
+    x = _column(points, "per-seed estimates")
+    k = x.size
+    if k < 2:
+        raise PolymnesiaError(f"seed and item components need at least 2 seeds, got {k}")
+    reps = np.asarray(item_replicates, dtype=float)
+    if reps.ndim == 1:
+        if not shared_items:
+            raise PolymnesiaError(
+                "nested item resamples (shared_items=False) need per-seed replicates [k, B], "
+                f"got shape {reps.shape}"
+            )
+        var_items = _var(reps)
+    elif reps.ndim == 2 and reps.shape[0] == k:
+        if shared_items:
+            var_items = _var(reps.mean(axis=0))
+        else:
+            var_items = float(sum(_var(r) for r in reps)) / k**2
+    else:
+        raise PolymnesiaError(
+            f"item replicates must be [B] or [{k}, B] (seeds x resamples), got shape {reps.shape}"
+        )
+    var_seeds = _var(x) / k if bool(np.all(np.isfinite(x))) else math.nan
+    return SeedItemSE(k, var_items, var_seeds)
+
+
+#: variances below this are rounding noise of equal values (a standard deviation of 1e-12)
+_ZERO_VAR = 1e-24
+
+
+def _var(reps: np.ndarray) -> float:
+    finite = reps[np.isfinite(reps)]
+    if finite.size < 2:
+        return math.nan
+    v = float(np.var(finite, ddof=1))
+    return 0.0 if v < _ZERO_VAR else v
+
+
+def _design(shared_items: bool) -> str:
+    return "shared by the seeds" if shared_items else "resampled per seed"
+
+
+def seed_item_method(
+    se: SeedItemSE, n: int, n_resamples: int, shared_items: bool = True, units: str = "items"
+) -> str:
+    """The method string of an interval over seeds and items (begins with ``SEEDS_AND_ITEMS``)."""
+    return (
+        f"{SEEDS_AND_ITEMS}: t over {se.k} training seeds ({se.df_text()}) and bootstrap over "
+        f"{n} {units} ({_design(shared_items)}; {n_resamples} resamples)"
+    )
+
+
+def seed_item_interval(
+    points: npt.ArrayLike,
+    item_replicates: npt.ArrayLike,
+    *,
+    n: int,
+    level: float = DEFAULT_LEVEL,
+    shared_items: bool = True,
+    estimate: float | None = None,
+    units: str = "items",
+) -> Interval:
+    """Interval of a mean over ``k >= 2`` training seeds: ``estimate ± t_{df} se``
+    (:func:`seed_item_se`); ``estimate`` defaults to the mean of ``points``. ``n`` counts the
+    test items. With ``se`` 0 the interval is the point; with an unknown item part (fewer
+    than two finite replicates) the bounds are NaN."""
+    _check(1, level)
+    se = seed_item_se(points, item_replicates, shared_items=shared_items)
+    est = float(np.mean(_column(points, "per-seed estimates"))) if estimate is None else estimate
+    half = se.t(level) * se.se
+    B = np.asarray(item_replicates).shape[-1]
+    method = seed_item_method(se, n, B, shared_items, units)
+    return Interval(est, est - half, est + half, n, level, method)
+
+
+def paired_seed_item_test(
+    differences: npt.ArrayLike,
+    item_replicates: npt.ArrayLike,
+    *,
+    n: int,
+    level: float = DEFAULT_LEVEL,
+    shared_items: bool = True,
+    effect: float | None = None,
+    units: str = "items",
+) -> PairedTest:
+    """Paired test of two arms over ``k >= 2`` training seeds (seed ``i`` with seed ``i``).
+
+    ``differences``: the ``k`` per-seed differences ``a_i - b_i``; ``item_replicates``: their
+    item-bootstrap replicates (``[k, B]``, or ``[B]`` of the mean over seeds), both arms read
+    on each item resample. Interval ``effect ± t_{df} se`` and two-sided
+    ``p = 2 (1 - T_df(|effect| / se))`` (:func:`seed_item_se`).
+    """
+    iv = seed_item_interval(
+        differences,
+        item_replicates,
+        n=n,
+        level=level,
+        shared_items=shared_items,
+        estimate=effect,
+        units=units,
+    )
+    se = seed_item_se(differences, item_replicates, shared_items=shared_items)
+    B = np.asarray(item_replicates).shape[-1]
+    return PairedTest(
+        iv.estimate, iv.low, iv.high, se.p_value(iv.estimate), n, f"paired {iv.method}", level, B
+    )
+
 
 def _seeds(per_seed: PerSeed, what: str) -> list[list[ItemStatistic]]:
     seeds = [_strata(s) for s in per_seed]
@@ -494,46 +666,30 @@ def _seeds(per_seed: PerSeed, what: str) -> list[list[ItemStatistic]]:
     return seeds
 
 
-def _two_stage(
+def _per_seed_replicates(
     seeds: list[list[ItemStatistic]],
     other: list[list[ItemStatistic]] | None,
     n_resamples: int,
     rng: np.random.Generator,
     shared_items: bool = True,
 ) -> np.ndarray:
-    """Replicates of the mean over seeds (of the mean over strata) of ``a`` (minus ``b``):
-    seeds drawn with replacement, and items with replacement (the same items for both arms
-    of a pair). ``shared_items``: one item resample per replicate, read by every drawn seed,
-    as the seeds were scored on the same test items (crossed design); otherwise each drawn
-    seed gets its own item resample (nested design: seeds scored on items of their own)."""
+    """``[k, B]`` item-bootstrap replicates of each seed's score (mean over strata) of ``a``
+    (minus ``b``, on the same item resample). ``shared_items``: one item resample per
+    replicate and stratum, read by every seed (crossed design); otherwise each seed draws
+    its own (nested design)."""
     k = len(seeds)
-    draws = rng.integers(0, k, size=(n_resamples, k))
-    reps = np.zeros(n_resamples)
-    if shared_items:
-        rows = np.arange(n_resamples)
-        for t in range(len(seeds[0])):
-            idx = resample_indices(rng, seeds[0][t].n, n_resamples)
-            values = np.stack([x[t].replicates(idx) for x in seeds])  # [k, R]
-            if other is not None:
-                values = values - np.stack([x[t].replicates(idx) for x in other])
-            reps += values[draws, rows[:, None]].mean(axis=1) / len(seeds[0])
-        return reps
-    for j in range(k):  # position j of every replicate: seed draws[:, j]
+    reps = np.zeros((k, n_resamples))
+    for t in range(len(seeds[0])):
+        shared = resample_indices(rng, seeds[0][t].n, n_resamples) if shared_items else None
         for s in range(k):
-            rows = np.nonzero(draws[:, j] == s)[0]
-            if not rows.size:
-                continue
-            for t, stat in enumerate(seeds[s]):
-                idx = resample_indices(rng, stat.n, rows.size)
-                value = stat.replicates(idx)
-                if other is not None:
-                    value = value - other[s][t].replicates(idx)
-                reps[rows] += value / len(seeds[s])
-    return reps / k
-
-
-def _design(shared_items: bool) -> str:
-    return "items shared by the seeds" if shared_items else "items of each seed"
+            idx = (
+                shared if shared is not None else resample_indices(rng, seeds[s][t].n, n_resamples)
+            )
+            value = seeds[s][t].replicates(idx)
+            if other is not None:
+                value = value - other[s][t].replicates(idx)
+            reps[s] += value
+    return reps / len(seeds[0])
 
 
 def hierarchical_bootstrap_ci(
@@ -544,31 +700,32 @@ def hierarchical_bootstrap_ci(
     seed: int = 0,
     shared_items: bool = True,
 ) -> Interval:
-    """Interval of the mean over training seeds of a score, seeds and items resampled.
+    """Interval of the mean over training seeds of a score: seed and item variance combined.
 
     ``per_seed`` holds, for each training seed, the score's :class:`ItemStatistic` (or one
-    per language: the score is then the mean over languages) on the same test items. Each
-    replicate draws ``k`` seeds with replacement and the items with replacement, and
-    averages. ``shared_items`` (the default; every protocol scores its seeds on one test
-    set): one item resample per replicate for all drawn seeds, a crossed design in which the
-    item part of the spread is not divided by the number of seeds; ``False``: a resample per
-    drawn seed, for seeds scored on items of their own (nested design). With one seed it is
-    the item bootstrap (:func:`stratified_bootstrap_ci`), and says so.
+    per language: the score is then the mean over languages) on the same test items. With
+    ``k >= 2`` seeds the interval is :func:`seed_item_interval`: the item part from an item
+    bootstrap of the mean over seeds, the seed part ``s^2 / k`` from the spread of the
+    ``k`` per-seed scores, and a Student t quantile with Welch-Satterthwaite degrees of
+    freedom, so that with few seeds the interval reaches past the seed values as a t-interval
+    does (a percentile bootstrap over 3 seeds cannot). ``shared_items`` (the default; every
+    protocol scores its seeds on one test set): one item resample per replicate for all
+    seeds (crossed design); ``False``: a resample per seed (nested design, conservative; see
+    :func:`seed_item_se`). With one seed it is the item bootstrap
+    (:func:`stratified_bootstrap_ci`), and says so.
     """
     _check(n_resamples, level)
     seeds = _seeds(per_seed, "hierarchical bootstrap")
-    estimate = float(np.mean([np.mean([s.value() for s in x]) for x in seeds]))
+    points = [float(np.mean([s.value() for s in x])) for x in seeds]
+    estimate = float(np.mean(points))
     if len(seeds) == 1:
         iv = stratified_bootstrap_ci(seeds[0], n_resamples=n_resamples, level=level, seed=seed)
         return Interval(iv.estimate, iv.low, iv.high, iv.n, level, f"one seed: {iv.method}")
-    reps = _two_stage(seeds, None, n_resamples, np.random.default_rng(seed), shared_items)
-    lo, hi = percentile_interval(reps, level)
+    reps = _per_seed_replicates(seeds, None, n_resamples, np.random.default_rng(seed), shared_items)
     n = sum(s.n for s in seeds[0])
-    method = (
-        f"two-stage bootstrap over {len(seeds)} training seeds and {n} items "
-        f"({_design(shared_items)}; {n_resamples} resamples)"
+    return seed_item_interval(
+        points, reps, n=n, level=level, shared_items=shared_items, estimate=estimate
     )
-    return Interval(estimate, lo, hi, n, level, method)
 
 
 def paired_hierarchical_bootstrap(
@@ -580,13 +737,13 @@ def paired_hierarchical_bootstrap(
     seed: int = 0,
     shared_items: bool = True,
 ) -> PairedTest:
-    """``mean_seeds(score(a)) - mean_seeds(score(b))`` with seeds and items resampled.
+    """``mean_seeds(score(a)) - mean_seeds(score(b))`` with seed and item variance combined.
 
     Seed ``i`` of ``a`` is paired with seed ``i`` of ``b`` (the same training seed of two
-    arms), and both arms share each item resample; ``shared_items`` as in
-    :func:`hierarchical_bootstrap_ci`. The interval and the
-    two-sided p-value are read from the replicated differences as in
-    :func:`paired_bootstrap`; with one seed it is :func:`paired_bootstrap` and says so.
+    arms), and both arms share each item resample; with ``k >= 2`` seeds the test is
+    :func:`paired_seed_item_test` of the per-seed differences (``shared_items`` as in
+    :func:`hierarchical_bootstrap_ci`); with one seed it is :func:`paired_bootstrap` and
+    says so.
     """
     _check(n_resamples, level)
     sa, sb = _seeds(a, "arm a"), _seeds(b, "arm b")
@@ -600,76 +757,12 @@ def paired_hierarchical_bootstrap(
         return PairedTest(
             t.effect, t.low, t.high, t.p_value, t.n, f"one seed: {t.method}", level, n_resamples
         )
-    diffs = _two_stage(sa, sb, n_resamples, np.random.default_rng(seed), shared_items)
-    effect = float(
-        np.mean(
-            [
-                np.mean([x.value() - y.value() for x, y in zip(p, q, strict=True)])
-                for p, q in zip(sa, sb, strict=True)
-            ]
-        )
-    )
-    lo, hi = percentile_interval(diffs, level)
-    p = min(1.0, 2 * min(float(np.mean(diffs <= 0)), float(np.mean(diffs >= 0))))
+    diffs = [
+        float(np.mean([x.value() - y.value() for x, y in zip(p, q, strict=True)]))
+        for p, q in zip(sa, sb, strict=True)
+    ]
+    reps = _per_seed_replicates(sa, sb, n_resamples, np.random.default_rng(seed), shared_items)
     n = sum(s.n for s in sa[0])
-    method = (
-        f"paired two-stage bootstrap over {len(sa)} training seeds and {n} items "
-        f"({_design(shared_items)}; {n_resamples} resamples)"
+    return paired_seed_item_test(
+        diffs, reps, n=n, level=level, shared_items=shared_items, effect=float(np.mean(diffs))
     )
-    return PairedTest(effect, lo, hi, p, n, method, level, n_resamples)
-
-
-def two_stage_index(
-    n_seeds: int, n_draws: int, n_resamples: int, seed: int = 0, *, shared_items: bool = True
-) -> tuple[np.ndarray, np.ndarray]:
-    """The draws of a two-stage bootstrap over seeds whose item resamples are already made.
-
-    Returns ``(seeds, draws)``, both ``[n_resamples, n_seeds]``: replicate ``r`` draws the
-    training seeds ``seeds[r]`` with replacement and reads the seed at position ``j`` on the
-    item resample ``draws[r, j]`` (of ``n_draws`` made beforehand, the same for every seed,
-    as :func:`resample_indices` makes them). ``shared_items`` (the default): every position
-    of a replicate reads the same item resample, as the seeds were scored on the same test
-    items (a crossed design: seeds and items resampled together, so the item part of the
-    spread is not divided by the number of seeds); otherwise each position walks its own
-    permutation of the item resamples (the nested design of :func:`hierarchical_bootstrap_ci`,
-    for seeds scored on items of their own). With ``n_resamples == n_draws`` every item
-    resample is used once per position. Every quantity pooled with the same index is paired
-    with every other one (:func:`two_stage_mean`).
-    """
-    if n_seeds < 1 or n_draws < 1:
-        raise PolymnesiaError(
-            f"need at least one seed and one item resample, got {n_seeds}, {n_draws}"
-        )
-    _check(n_resamples, DEFAULT_LEVEL)
-    rng = np.random.default_rng(seed)
-    seeds = rng.integers(0, n_seeds, size=(n_resamples, n_seeds))
-    draws = np.empty((n_resamples, n_seeds), dtype=np.int64)
-    for j in range(n_seeds):
-        if shared_items and j:
-            draws[:, j] = draws[:, 0]
-            continue
-        perm = np.concatenate([rng.permutation(n_draws) for _ in range(-(-n_resamples // n_draws))])
-        draws[:, j] = perm[:n_resamples]
-    return seeds, draws
-
-
-def two_stage_mean(values: npt.ArrayLike, index: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
-    """Replicates of the mean over training seeds of a quantity with item replicates.
-
-    ``values[s, b]`` is the quantity for seed ``s`` on item resample ``b`` (``[k, B]``);
-    replicate ``r`` of the result is the mean over ``j`` of ``values[seeds[r, j], draws[r, j]]``
-    (``index`` from :func:`two_stage_index`): seeds resampled, then each drawn seed's items.
-    """
-    arr = np.asarray(values, dtype=float)
-    seeds, draws = index
-    if arr.ndim != 2 or seeds.shape != draws.shape or seeds.shape[1] != arr.shape[0]:
-        raise PolymnesiaError(
-            f"two-stage mean: values {arr.shape} (seeds x item resamples) do not fit an index "
-            f"of {seeds.shape[1] if seeds.ndim == 2 else '?'} seeds"
-        )
-    if draws.size and int(draws.max()) >= arr.shape[1]:
-        raise PolymnesiaError(
-            f"two-stage mean: the index reads item resample {int(draws.max())}, values have "
-            f"{arr.shape[1]}"
-        )
-    return np.asarray(arr[seeds, draws].mean(axis=1))

@@ -2,7 +2,7 @@
 
 Which interval a cell gets, in order of preference:
 
-1. several seeds: the caller's two-stage bootstrap over seeds and items when
+1. several seeds: the caller's interval over seeds and items when
    it gives one (:func:`polymnesia.items.group_intervals` of seed-tagged item
    sets), else the Student-t interval over seeds (the seeds are the
    repetitions the protocol ran; :func:`~polymnesia.metrics.uncertainty.seed_interval`);
@@ -23,7 +23,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from polymnesia.errors import DataError
-from polymnesia.metrics.uncertainty import Interval, combine_independent, seed_interval
+from polymnesia.metrics.uncertainty import (
+    SEEDS_AND_ITEMS,
+    Interval,
+    combine_independent,
+    seed_interval,
+)
 from polymnesia.reports.table_core import Estimate
 from polymnesia.results import Score, filter_scores, group_scores, mean, unique
 
@@ -69,7 +74,7 @@ def mean_cell(
     seeds = [per_seed(recs) for recs in langs]
     common = set.intersection(*(set(s) for s in seeds))
     if len(common) >= 2 and all(len(s) == len(common) for s in seeds):
-        if interval is not None and interval.method.startswith("two-stage"):
+        if interval is not None and interval.method.startswith(SEEDS_AND_ITEMS):
             return Estimate.of(interval, value)  # seeds and items resampled together
         by_seed = [mean([s[k] for s in seeds]) for k in sorted(common, key=str)]
         return Estimate.of(seed_interval(by_seed, level), value)
@@ -95,8 +100,8 @@ def uncertainty_note(cells: Iterable[Any], level: float = 0.95) -> str:
 def _short(method: str) -> str:
     if method.startswith("t-interval"):
         return "Student t over seeds"
-    if method.startswith("two-stage"):
-        return "two-stage bootstrap over training seeds and test items"
+    if method.startswith(SEEDS_AND_ITEMS):
+        return "training seeds (Student t) and test items (bootstrap)"
     if method.startswith("stratified"):
         return "bootstrap over test items, resampled within each language"
     if method.startswith("normal approximation"):

@@ -4,8 +4,9 @@ Each claim is the sign the paper reports for an effect measured on this run's
 accuracy matrices; the effect's interval comes from the shared bootstrap
 replicates of every R entry (:mod:`polymnesia.experiments.lifelong.evidence`),
 so a difference between two arms is a paired bootstrap over the same test
-items (with several training seeds, over seeds and items: the pooled replicates
-of :class:`~polymnesia.experiments.lifelong.evidence.Pool`). Holds: the paper's
+items (with several training seeds, over seeds and items: the item variance of the
+pooled replicates plus the variance over seeds, with a Student t quantile, from
+:class:`~polymnesia.experiments.lifelong.evidence.Pool`). Holds: the paper's
 sign and an interval excluding zero; contradicted: the opposite sign, excluding
 zero; inconclusive otherwise. A claim that rests on an arm which did not learn the
 task (its score right after learning each language below twice chance and twice
@@ -23,8 +24,14 @@ import numpy as np
 
 from polymnesia.continual.analysis import group_means, hop_average
 from polymnesia.continual.methods import get_method
-from polymnesia.continual.resample import Replicates, best_of
-from polymnesia.experiments.lifelong.evidence import Evidence, Pool, as_pool, mean_baselines
+from polymnesia.continual.resample import Replicates
+from polymnesia.experiments.lifelong.evidence import (
+    Evidence,
+    Pool,
+    as_pool,
+    best_of,
+    mean_baselines,
+)
 from polymnesia.experiments.lifelong.results import Arm, learned_score, multi_hop
 from polymnesia.metrics.continual import Kind
 from polymnesia.reports.claims import (

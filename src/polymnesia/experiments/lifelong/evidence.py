@@ -12,13 +12,15 @@ replicates: its report prints bare numbers and its claims are inconclusive.
 
 With several training seeds (:class:`Pool`) each seed is read as a run of its own (its arms,
 orders and item replicates, :func:`seed_view`), and every number is the mean over seeds
-with replicates of a two-stage bootstrap: each replicate draws the seeds with
-replacement and one resample of the test items, which every drawn seed is read on
-(:func:`~polymnesia.metrics.uncertainty.two_stage_index`). The seeds are scored on
-the same test items, so their item errors are not independent: a resample per drawn
-seed would divide the item part of the spread by the number of seeds. Every quantity of every arm
-is pooled on the same draws, so a difference between arms stays paired over seeds and
-items. With one seed a :class:`Pool` gives each seed's numbers exactly as they were.
+(a :class:`SeedReplicates`: the per-seed values and the item replicates of the mean). The
+seeds are scored on the same test items with the same draws, so replicate ``b`` of every
+seed reads the same item resample (a crossed design). Its interval and paired test are
+:func:`~polymnesia.metrics.uncertainty.seed_item_interval` /
+:func:`~polymnesia.metrics.uncertainty.paired_seed_item_test`: the variance of those item
+replicates plus ``s^2 / k`` over the seeds, with a Student t quantile at Welch-Satterthwaite
+degrees of freedom. A difference between two arms subtracts seed by seed and replicate by
+replicate, so it stays paired over seeds and items. With one seed a :class:`Pool` gives
+each seed's numbers exactly as they were.
 """
 
 from __future__ import annotations
@@ -39,12 +41,19 @@ from polymnesia.continual.resample import (
     replicate_dict,
     replicate_matrix,
 )
+from polymnesia.continual.resample import best_of as _best_of
 from polymnesia.errors import DataError
 from polymnesia.experiments.lifelong.config import LifelongConfig
 from polymnesia.experiments.lifelong.keys import arm_key
 from polymnesia.experiments.lifelong.results import Arm, matrix_metrics
 from polymnesia.items import ItemSet, aligned, run_items
-from polymnesia.metrics.uncertainty import ItemStatistic, two_stage_index, two_stage_mean
+from polymnesia.metrics.uncertainty import (
+    Interval,
+    ItemStatistic,
+    PairedTest,
+    paired_seed_item_test,
+    seed_item_interval,
+)
 from polymnesia.reports.claims import Baselines, label_baselines
 from polymnesia.reports.frame import RunTable
 from polymnesia.results import Score
@@ -225,16 +234,77 @@ def seed_view(run: RunTable, seed: int) -> RunTable:
     return run.with_records(scores, items)
 
 
+@dataclass(frozen=True)
+class SeedReplicates(Replicates):
+    """A mean over ``k >= 2`` training seeds: ``points`` the ``k`` per-seed values, ``values``
+    the item replicates of the mean over seeds (replicate ``b`` of every seed on the same
+    item resample). The interval and paired test combine the item and seed variance
+    (:func:`~polymnesia.metrics.uncertainty.seed_item_interval`)."""
+
+    points: np.ndarray = field(default_factory=lambda: np.array([]))
+
+    def _ok(self) -> bool:
+        return int(np.isfinite(self.values).sum()) >= 2 and bool(np.isfinite(self.point))
+
+    def interval(self) -> Interval:
+        if not self._ok():
+            return Interval(self.point, np.nan, np.nan, self.n, self.level, "no replicates")
+        return seed_item_interval(
+            self.points, self.values, n=self.n, level=self.level, estimate=self.point
+        )
+
+    def method(self) -> str:
+        return self.interval().method
+
+    def test(self) -> PairedTest:
+        if not self._ok():
+            iv = self.interval()
+            return PairedTest(
+                iv.estimate, iv.low, iv.high, np.nan, self.n, iv.method, self.level, None
+            )
+        return paired_seed_item_test(
+            self.points, self.values, n=self.n, level=self.level, effect=self.point
+        )
+
+    def __sub__(self, other: Replicates) -> Replicates:
+        if not isinstance(other, SeedReplicates) or other.points.shape != self.points.shape:
+            raise DataError(
+                "a difference over training seeds needs both quantities pooled over the same seeds"
+            )
+        return SeedReplicates(
+            self.point - other.point,
+            self.values - other.values,
+            self.n,
+            self.level,
+            self.what,
+            self.points - other.points,
+        )
+
+
+def best_of(items: Sequence[Replicates]) -> Replicates:
+    """The largest of several quantities (:func:`polymnesia.continual.resample.best_of`:
+    point and item replicate by replicate); pooled over seeds, the per-seed values are those
+    of the quantity with the largest pooled point."""
+    best = _best_of(items)
+    if not items or not all(isinstance(r, SeedReplicates) for r in items):
+        return best
+    top = max(items, key=lambda r: r.point)
+    assert isinstance(top, SeedReplicates)
+    return SeedReplicates(best.point, best.values, best.n, best.level, best.what, top.points)
+
+
 class Pool:
     """The run's quantities over its training seeds (see the module docstring).
 
     ``arms`` are the first seed's (labels, ranks, parameter counts); every seed must have the
     same arms. :meth:`quantity` is one quantity of one arm with its replicates: with one
-    seed, :func:`arm_quantity` on that seed; with several, the mean over seeds with
-    two-stage replicates (none when a seed has no item evidence).
+    seed, :func:`arm_quantity` on that seed; with several, the mean over seeds as a
+    :class:`SeedReplicates` (no replicates when a seed has no item evidence).
     """
 
     def __init__(self, runs: Sequence[SeedRun], n_resamples: int, bootstrap_seed: int) -> None:
+        # n_resamples and bootstrap_seed: the seeds' evidence already holds the item draws
+        # (made with these), so pooling needs no draws of its own
         if not runs:
             raise DataError("need at least one seed")
         labels = [a.label for a in runs[0].arms]
@@ -253,10 +323,9 @@ class Pool:
         self.baselines: dict[str, Baselines] = first.baselines if first is not None else {}
         self.n = first.n if first is not None else 0
         self.level = _level(first)
-        self.index: tuple[np.ndarray, np.ndarray] | None = None
-        if len(runs) > 1 and all(r.ev is not None for r in runs):
-            # every seed's item replicates come from the same n_resamples draws per language
-            self.index = two_stage_index(len(runs), n_resamples, n_resamples, bootstrap_seed)
+        # every seed's item replicates come from the same n_resamples draws per language
+        # (a crossed design: replicate b of every seed reads the same item resample)
+        self.has_replicates = len(runs) > 1 and all(r.ev is not None for r in runs)
 
     @classmethod
     def single(cls, arms: list[Arm], orders: dict[str, list[str]], ev: Evidence | None) -> Pool:
@@ -269,7 +338,7 @@ class Pool:
 
     @property
     def what(self) -> str:
-        return f"{len(self.runs)} training seeds and test items, two-stage"
+        return f"{len(self.runs)} training seeds and test items"
 
     def pooled(self, per_seed: Sequence[Replicates]) -> Replicates:
         """The mean over seeds of one quantity given per seed (one seed: that seed's)."""
@@ -277,10 +346,11 @@ class Pool:
             return per_seed[0]
         point = float(np.mean([r.point for r in per_seed]))
         first = per_seed[0]
-        if self.index is None or any(r.values.size == 0 for r in per_seed):
-            return Replicates(point, np.array([]), first.n, first.level, self.what)
-        values = two_stage_mean(np.stack([r.values for r in per_seed]), self.index)
-        return Replicates(point, values, first.n, first.level, self.what)
+        points = np.array([r.point for r in per_seed])
+        if not self.has_replicates or any(r.values.size == 0 for r in per_seed):
+            return SeedReplicates(point, np.array([]), first.n, first.level, self.what, points)
+        values = np.stack([r.values for r in per_seed]).mean(axis=0)
+        return SeedReplicates(point, values, first.n, first.level, self.what, points)
 
     def quantity(self, arm: Arm, fn: Fn) -> Replicates:
         """``fn`` of ``arm``'s matrices (and each seed's orders) with its replicates."""

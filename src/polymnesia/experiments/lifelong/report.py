@@ -8,7 +8,8 @@ over test items that resamples every R entry consistently
 evidence prints bare numbers and says so. A run of several training seeds
 (``seeds: [..]``) is read seed by seed and pooled
 (:class:`~polymnesia.experiments.lifelong.evidence.Pool`): every number is the
-mean over seeds, its interval the two-stage bootstrap over seeds and items.
+mean over seeds, its interval over seeds and items (item bootstrap plus seed variance,
+Student t).
 """
 
 from __future__ import annotations
@@ -323,13 +324,15 @@ def _intro(cfg: LifelongConfig, arms: list[Arm], pool: Pool) -> str:
         later = ", ".join(f"_seed{s}" for s in pool.seeds[1:])
         return text + (
             f"Later seeds' matrices end in {later}. Every number is the mean over the "
-            f"{len(pool.runs)} training seeds; ± is half the width of the {pct}% percentile "
-            "interval of a two-stage bootstrap over the seeds and the test items "
+            f"{len(pool.runs)} training seeds; ± is half the width of the {pct}% interval "
+            "mean ± t × SE over the seeds and the test items "
             f"({ev.n} items per seed, {ev.n_resamples} resamples, seed {cfg.bootstrap.seed}): "
-            "each replicate draws the seeds with replacement and one resample of the test items "
-            "(one draw per language) that every drawn seed is read on, as the seeds share the "
-            "test items, and averages over the drawn seeds. Every arm is pooled on the same "
-            "draws, so differences between arms are paired over seeds and items."
+            "SE² adds the variance of a bootstrap of the mean over seeds, one resample of the "
+            "test items (one draw per language) shared by every seed as the seeds share the "
+            "test items, and s²/k, the variance of the k per-seed values over k; t has "
+            "Welch-Satterthwaite degrees of freedom, so with few seeds the interval is as wide "
+            "as a t-interval over them. Every arm is read on the same draws and differences "
+            "are taken seed by seed, so they are paired over seeds and items."
         )
     return text + (
         f"± is half the width of the {pct}% percentile interval of a bootstrap over the test items "
@@ -348,7 +351,8 @@ def seed_variance_note(cfg: LifelongConfig) -> str:
     return (
         f"Intervals and paired tests cover training seeds and test items: {len(seeds)} "
         f"training seeds ({', '.join(map(str, seeds))}), resampled together with each seed's "
-        "test items (a two-stage bootstrap); no seed-noise band applies, as the intervals "
+        "test items (item bootstrap variance plus the variance over seeds, Student t with "
+        "Welch-Satterthwaite degrees of freedom); no seed-noise band applies, as the intervals "
         "hold the seeds themselves."
     )
 

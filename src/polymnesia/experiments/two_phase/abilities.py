@@ -15,11 +15,12 @@ scales its statistic, so the shared mean over tasks is the weighted mean.
 
 With several training seeds (``seeds: [..]``) a model is one :class:`Ability` per seed,
 scored on the same documents: :func:`pooled_interval` and :func:`pooled_difference` give the
-mean over seeds with the two-stage bootstrap of :mod:`polymnesia.metrics.uncertainty` (seeds
-drawn with replacement, then each drawn seed's documents within each task; for a difference
-the same documents for both models of a seed), so an interval covers training randomness and
-the test documents together. With one seed they are :func:`ability_interval` and
-:func:`paired_difference`, unchanged.
+mean over seeds with :func:`~polymnesia.metrics.uncertainty.hierarchical_bootstrap_ci`
+(the variance of a document bootstrap of the mean over seeds, one resample within each task
+shared by the seeds and, for a difference, by both models, plus ``s^2 / k`` over the seeds,
+with a Student t quantile at Welch-Satterthwaite degrees of freedom), so an interval covers
+training randomness and the test documents together. With one seed they are
+:func:`ability_interval` and :func:`paired_difference`, unchanged.
 
 The harness's own corpus-level chrF (lm-eval's aggregation) can differ from the mean
 sentence chrF used here; the per-task tables show lm-eval's numbers.
@@ -161,8 +162,8 @@ def _paired_strata(a: Ability, b: Ability) -> tuple[list[ItemStatistic], list[It
 
 
 def _same_documents(per_seed: Sequence[Ability], what: str) -> None:
-    """Every seed's ability on the same tasks with as many documents (the two-stage bootstrap
-    resamples each seed's documents of a task as one stratum)."""
+    """Every seed's ability on the same tasks with as many documents (the pooled intervals
+    resample the documents of a task as one stratum, shared by the seeds)."""
     if not per_seed:
         raise DataError(f"{what}: no training seed to pool")
     shape = [(t, s.n) for t, s in per_seed[0].items.items()]
@@ -188,8 +189,9 @@ def pooled_interval(
     level: float = 0.95,
     seed: int = 0,
 ) -> Interval:
-    """The mean over training seeds of a model's ability, with the two-stage bootstrap over
-    seeds and documents (one seed: :func:`ability_interval`)."""
+    """The mean over training seeds of a model's ability, its interval over seeds and
+    documents (:func:`~polymnesia.metrics.uncertainty.hierarchical_bootstrap_ci`; one seed:
+    :func:`ability_interval`)."""
     _same_documents(per_seed, "pooled ability")
     if len(per_seed) == 1:
         return ability_interval(per_seed[0], n_resamples=n_resamples, level=level, seed=seed)
@@ -197,9 +199,8 @@ def pooled_interval(
         [a.strata() for a in per_seed], n_resamples=n_resamples, level=level, seed=seed
     )
     first = per_seed[0]
-    method = (
-        f"two-stage bootstrap over {len(per_seed)} training seeds and {first.n} documents of "
-        f"{len(first.tasks)} tasks"
+    method = iv.method.replace(
+        f" {iv.n} items ", f" {first.n} documents of {len(first.tasks)} tasks "
     )
     return Interval(pooled_score(per_seed), iv.low, iv.high, first.n, level, method)
 
@@ -213,8 +214,9 @@ def pooled_difference(
     seed: int = 0,
 ) -> PairedTest:
     """``mean_seeds(score(a)) - mean_seeds(score(b))``: seed ``i`` of ``a`` paired with seed
-    ``i`` of ``b`` and, within a seed, the same documents for both (the paired two-stage
-    bootstrap); one seed: :func:`paired_difference`."""
+    ``i`` of ``b`` and, within a seed, the same documents for both
+    (:func:`~polymnesia.metrics.uncertainty.paired_hierarchical_bootstrap`); one seed:
+    :func:`paired_difference`."""
     if len(a) != len(b):
         raise DataError(f"cannot pair {len(a)} training seeds with {len(b)}")
     _same_documents(a, "pooled difference")

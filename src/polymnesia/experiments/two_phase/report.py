@@ -3,11 +3,12 @@ correlation of EA change with DES and MPD, and the paper's claims judged with th
 intervals.
 
 With several training seeds (``seeds: [..]``), every EA, MA and Combined number is the mean
-over seeds, its interval and every claim's paired test the two-stage bootstrap over seeds and
-documents (:mod:`polymnesia.experiments.two_phase.abilities`); lm-eval's per-task cells and
-DES/MPD are means over seeds with the Student-t interval over seeds; Figure 2 and the EA/MA
-trade-off plot means over seeds and Figure 1 is drawn per seed (t-SNE coordinates of two runs
-are not comparable). With one seed the report is what it was before seeds existed."""
+over seeds, its interval and every claim's paired test over seeds and documents (item and
+seed variance, Student t; :mod:`polymnesia.experiments.two_phase.abilities`); lm-eval's
+per-task cells and DES/MPD are means over seeds with the Student-t interval over seeds;
+Figure 2 and the EA/MA trade-off plot means over seeds and Figure 1 is drawn per seed (t-SNE
+coordinates of two runs are not comparable). With one seed the report is what it was before
+seeds existed."""
 
 from __future__ import annotations
 
@@ -192,9 +193,10 @@ def ability_table(
             f"Every cell is the mean over {k} training seeds ({', '.join(map(str, ev.seeds))}). "
             "Per-task cells are lm-eval's scores (chrF on a 0-1 scale) with the Student-t "
             "interval over seeds; the averages are means over the tasks of per-document values "
-            "with two-stage bootstrap intervals (seeds, then each seed's documents within each "
-            f"task; tasks: {', '.join(tasks)}). A mixture row is one model trained on both sets "
-            "for as many steps as the two phases together."
+            "with intervals over seeds and documents (the variance of a bootstrap of the "
+            "documents within each task, shared by the seeds, plus the variance over seeds, "
+            f"with a Student t quantile; tasks: {', '.join(tasks)}). A mixture row is one "
+            "model trained on both sets for as many steps as the two phases together."
         )
     return Table(f"table{number}_{which.lower()}", f"Table {number}: {what}", cols, rows, caption)
 
@@ -311,8 +313,8 @@ def mitigation_table(cfg: TwoPhaseConfig, ev: Evidence, arms: dict[str, str]) ->
     )
     if len(ev.seeds) > 1:
         cap += (
-            f" Means over {len(ev.seeds)} training seeds with two-stage bootstrap intervals "
-            "(seeds, then each seed's documents)."
+            f" Means over {len(ev.seeds)} training seeds with intervals over seeds and "
+            "documents (document bootstrap plus the variance over seeds, Student t)."
         )
     return Table(
         "table5_mitigation",
