@@ -3,8 +3,9 @@
 Writes two fine-tuned-like ``base``-preset Mistral folders and their common base (safetensors,
 float32) to a temporary directory, then, in alternating rounds, times
 
-* ``io``: reading every tensor of the input folders and writing one folder of the result's
-  size (``safetensors`` load and save, nothing computed): the least any merge must do;
+* ``io``: reading every tensor of the input folders into memory and writing one folder of
+  the result's size (``safetensors`` load and save, nothing computed): the least any merge
+  must do;
 * ``average``: :func:`polymnesia.methods.merging.merge_folders` averaging the two models;
 * ``task_arithmetic`` and ``ties``: the same against the base (three folders read).
 
@@ -60,7 +61,7 @@ def io_time(inputs: list[Path], out: Path) -> float:
     for i, folder in enumerate(inputs):
         with safe_open(str(folder / "model.safetensors"), "pt") as f:
             for k in f.keys():  # noqa: SIM118 (safe_open is not a mapping)
-                t = f.get_tensor(k)
+                t = f.get_tensor(k).clone()  # read every byte (the file is mapped lazily)
                 if i == 0:
                     result[k] = t
     out.mkdir()

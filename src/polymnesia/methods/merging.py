@@ -96,8 +96,8 @@ def _same(tensors: Sequence[torch.Tensor], name: str) -> torch.Tensor:
 
 def average_tensor(tensors: Sequence[torch.Tensor], weights: Sequence[float]) -> torch.Tensor:
     """``sum_i w_i t_i`` (``weights`` already normalised)."""
-    out = torch.zeros_like(_work(tensors[0]))
-    for t, w in zip(tensors, weights, strict=True):
+    out = _work(tensors[0]) * weights[0]  # a new tensor: no pass to zero one first
+    for t, w in zip(tensors[1:], weights[1:], strict=True):
         out.add_(_work(t), alpha=w)
     return out.to(tensors[0].dtype)
 
@@ -107,10 +107,10 @@ def task_arithmetic_tensor(
 ) -> torch.Tensor:
     """``base + lam * sum_i (t_i - base)``."""
     b = _work(base)
-    total = torch.zeros_like(b)
-    for t in tuned:
+    total = _work(tuned[0]) - b  # the same sums as from zero: 0 + x is exact
+    for t in tuned[1:]:
         total.add_(_work(t) - b)
-    return (b + lam * total).to(base.dtype)
+    return total.mul_(lam).add_(b).to(base.dtype)
 
 
 def trim(delta: torch.Tensor, density: float) -> torch.Tensor:
@@ -126,10 +126,11 @@ def trim(delta: torch.Tensor, density: float) -> torch.Tensor:
     # is kept, and of the entries equal to it the earliest ones up to k in all
     mag = flat.abs()
     threshold = torch.kthvalue(mag, flat.numel() - k + 1).values
-    above = mag > threshold
-    tied = mag == threshold
-    room = k - int(above.sum())
-    keep = above | (tied & (torch.cumsum(tied, 0) <= room))
+    keep = mag >= threshold
+    if int(keep.sum()) > k:  # ties at the threshold: the earliest of them fill the room left
+        tied = mag == threshold
+        room = k - int((mag > threshold).sum())
+        keep = (mag > threshold) | (tied & (torch.cumsum(tied, 0) <= room))
     return torch.where(keep, flat, torch.zeros_like(flat)).reshape(delta.shape)
 
 
