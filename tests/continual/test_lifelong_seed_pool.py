@@ -13,8 +13,10 @@ from polymnesia.experiments.lifelong.claims import learned_arms, method_claims, 
 from polymnesia.experiments.lifelong.evidence import (
     Evidence,
     Pool,
+    SeedReplicates,
     SeedRun,
     arm_quantity,
+    best_of,
     metric_replicates,
     seed_view,
 )
@@ -165,3 +167,17 @@ def test_seed_view_reads_a_later_seed_under_the_first_seeds_stage_names(tmp_path
     assert [
         s.stage for s in seed_view(RunTable(tmp_path).with_records(scores, []), 0).scores()
     ] == ["vanilla_o_0"]
+
+
+def test_best_of_over_seeds_keeps_the_top_arms_seed_values() -> None:
+    # MULTI's claim compares with the best other arm: pooled, that arm's per-seed values
+    runs = [_seed(0, _R(0.8, 0.5), 0.1), _seed(1, _R(0.8, 0.3), 0.1)]
+    m = Pool(runs, B, 0).metrics()
+    best = best_of([m["VANILLA"]["final"], m["MONO"]["final"]])
+    assert isinstance(best, SeedReplicates)
+    assert best.point == m["MONO"]["final"].point
+    assert np.array_equal(best.points, m["MONO"]["final"].points)
+    d = m["MONO"]["final"] - best
+    assert d.point == pytest.approx(0.0) and np.allclose(d.points, 0.0)
+    with pytest.raises(DataError, match="pooled over the same seeds"):
+        _ = m["MONO"]["final"] - arm_quantity(runs[0].arms[0], lambda rs: 0.0, runs[0].ev)
