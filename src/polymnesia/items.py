@@ -233,7 +233,7 @@ def group_intervals(
     Mirrors :func:`polymnesia.reports.tables.group_means`: a group's estimate
     is the unweighted mean over its languages, ``"overall"`` the mean over every
     language of the model. Item sets of several training seeds (each tagged with its seed,
-    every seed in the same languages) give the two-stage bootstrap over seeds and items
+    every seed in the same languages) give the interval over seeds and items
     (:func:`~polymnesia.metrics.uncertainty.hierarchical_bootstrap_ci`); several untagged
     sets of one language (settings) are refused: select one with :func:`select_items`.
     """

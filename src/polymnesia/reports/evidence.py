@@ -6,7 +6,7 @@ kept them, item sets (:func:`polymnesia.items.run_items`). These helpers pick
 the right test for what the run has:
 
 * several seeds shared by both arms, with item sets of both arms for every
-  seed: the paired two-stage bootstrap over seeds and items
+  seed: the paired test over seeds and items (item bootstrap plus seed variance, Student t)
   (:func:`~polymnesia.metrics.uncertainty.paired_hierarchical_bootstrap`), so
   the interval covers training randomness and the test set together;
 * several seeds without item sets: the paired t-test over seeds
@@ -135,7 +135,7 @@ def arm_score(
 ) -> Interval:
     """A model's mean ``metric`` over the selected languages, with its interval.
 
-    Several seeds: the two-stage bootstrap over seeds and items where every seed has item
+    Several seeds: the interval over seeds and items where every seed has item
     sets in the same languages, else the t-interval over seeds; one seed: a stratified
     bootstrap over the item sets; else the records' own intervals combined; else no interval.
     """

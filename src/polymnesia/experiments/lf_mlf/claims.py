@@ -2,7 +2,7 @@
 
 Each claim is the sign of a paired difference between two arms
 (:func:`polymnesia.reports.evidence.arm_difference`: with two or more shared
-seeds the paired two-stage bootstrap over seeds and test items, or the paired
+seeds the paired test over seeds and test items (item bootstrap plus seed variance), or the paired
 t-test over seeds where items are missing; with one seed the paired bootstrap
 over test items, each language resampled within itself), judged holds /
 contradicted / inconclusive (:mod:`polymnesia.reports.claims`). Only what the

@@ -3,9 +3,9 @@ interval, paired differences against ``mean``, and the claims, all from the per-
 
 Every arm is scored on the same test texts, so comparisons are paired text by text (and seed
 by seed): :func:`polymnesia.metrics.uncertainty.paired_hierarchical_bootstrap`, which is the
-paired bootstrap over texts (Koehn 2004) with one training seed and the two-stage bootstrap
-over seeds and texts with several. A group's score is the unweighted mean over its languages,
-texts resampled within each language.
+paired bootstrap over texts (Koehn 2004) with one training seed and, with several, the text
+bootstrap's variance plus the variance over seeds, with a Student t quantile. A group's score
+is the unweighted mean over its languages, texts resampled within each language.
 
 Claims (the expected sign of an effect in bits per byte; lower is better):
 

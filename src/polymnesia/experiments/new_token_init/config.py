@@ -109,7 +109,7 @@ class RelearnSection(StrictModel):
 
 
 class NewTokenInitConfig(ExperimentConfig):
-    #: any number of training seeds: the report pairs arms seed by seed (two-stage bootstrap)
+    #: any number of training seeds: the report pairs arms seed by seed (seeds and texts)
     max_seeds: ClassVar[int | None] = None
 
     experiment: Literal["new_token_init"] = "new_token_init"
