@@ -89,6 +89,25 @@ SEED_NOISE_BANDS: dict[str, SeedBand] = {
             "AFA has higher chrF than Baseline": 2.3326,
         },
     ),
+    "lifelong": SeedBand(
+        band=0.4422,
+        n_seeds=3,
+        config="configs/lifelong_baselines.yaml",
+        commit="451b7095371d8212094b7080db2e5c372949d829",
+        date="2026-11-26",
+        per_claim={
+            "VANILLA forgets: CBT < #": 0.2416,
+            "L#-SP forgets less than VANILLA (higher CBT)": 0.2688,
+            "EWC forgets less than VANILLA (higher CBT)": 0.133,
+            "LwF forgets less than VANILLA (higher CBT)": 0.4422,
+            "MERGE forgets less than VANILLA (higher CBT)": 0.3532,
+            "REPLAY forgets less than VANILLA (higher CBT)": 0.2078,
+            "non-Latin scripts are more fragile receivers than Latin ones (VANILLA, mean MBT)": (
+                0.1426
+            ),
+            "Latin scripts are stronger donors than non-Latin ones (VANILLA, mean MFT)": 0.065,
+        },
+    ),
     "two_phase": SeedBand(
         band=0.0484,
         n_seeds=3,
