@@ -220,15 +220,7 @@ def similarity_tables(cfg: TwoPhaseConfig, scores: list[Score]) -> list[Table]:
     if des:
         rows = [[s.model, s.value] for s in des]
         cap = f"Embedder: {cfg.similarity.embedder}; {des[0].extra.get('n', '?')} records per set."
-        out.append(
-            Table(
-                "table3_des",
-                "Table 3: dataset similarity (DES, higher = more similar)",
-                ["Phase 1 -> Phase 2", "DES"],
-                rows,
-                cap,
-            )
-        )
+        out.append(_des_table(rows, cap))
     if mpd:
         top = max(s.value for s in mpd) or 1.0
         rows = [[s.model, s.value, s.value / top] for s in mpd]
@@ -236,16 +228,28 @@ def similarity_tables(cfg: TwoPhaseConfig, scores: list[Score]) -> list[Table]:
             "Both models fine-tuned from the same base, one on each set; normalised by the largest "
             "(as the paper)."
         )
-        out.append(
-            Table(
-                "table4_mpd",
-                "Table 4: model parameter difference (MPD, lower = more similar)",
-                ["models", "MPD", "normalised"],
-                rows,
-                cap,
-            )
-        )
+        out.append(_mpd_table(rows, cap))
     return out
+
+
+def _des_table(rows: list[list[object]], caption: str) -> Table:
+    return Table(
+        "table3_des",
+        "Table 3: dataset similarity (DES, higher = more similar)",
+        ["Phase 1 -> Phase 2", "DES"],
+        rows,
+        caption,
+    )
+
+
+def _mpd_table(rows: list[list[object]], caption: str) -> Table:
+    return Table(
+        "table4_mpd",
+        "Table 4: model parameter difference (MPD, lower = more similar)",
+        ["models", "MPD", "normalised"],
+        rows,
+        caption,
+    )
 
 
 def _pooled_similarity_tables(
@@ -264,15 +268,7 @@ def _pooled_similarity_tables(
             + what
             + "own instruction sets) with the Student-t interval over seeds."
         )
-        out.append(
-            Table(
-                "table3_des",
-                "Table 3: dataset similarity (DES, higher = more similar)",
-                ["Phase 1 -> Phase 2", "DES"],
-                rows,
-                cap,
-            )
-        )
+        out.append(_des_table(rows, cap))
     if mpd:
         cells = {m: seed_cell(v, len(v)) for m, v in by_model(mpd, "mpd").items()}
         top = max(c.value for c in cells.values()) or 1.0
@@ -283,15 +279,7 @@ def _pooled_similarity_tables(
             + what
             + "own sets and trains its own models) with the Student-t interval over seeds."
         )
-        out.append(
-            Table(
-                "table4_mpd",
-                "Table 4: model parameter difference (MPD, lower = more similar)",
-                ["models", "MPD", "normalised"],
-                rows,
-                cap,
-            )
-        )
+        out.append(_mpd_table(rows, cap))
     return out
 
 
