@@ -614,8 +614,14 @@ def seed_item_interval(
     _check(1, level)
     se = seed_item_se(points, item_replicates, shared_items=shared_items)
     est = float(np.mean(_column(points, "per-seed estimates"))) if estimate is None else estimate
-    half = se.t(level) * se.se
     B = np.asarray(item_replicates).shape[-1]
+    return _seed_item_interval(se, est, n, B, level, shared_items, units)
+
+
+def _seed_item_interval(
+    se: SeedItemSE, est: float, n: int, B: int, level: float, shared_items: bool, units: str
+) -> Interval:
+    half = se.t(level) * se.se
     method = seed_item_method(se, n, B, shared_items, units)
     return Interval(est, est - half, est + half, n, level, method)
 
@@ -637,17 +643,11 @@ def paired_seed_item_test(
     on each item resample. Interval ``effect ± t_{df} se`` and two-sided
     ``p = 2 (1 - T_df(|effect| / se))`` (:func:`seed_item_se`).
     """
-    iv = seed_item_interval(
-        differences,
-        item_replicates,
-        n=n,
-        level=level,
-        shared_items=shared_items,
-        estimate=effect,
-        units=units,
-    )
+    _check(1, level)
     se = seed_item_se(differences, item_replicates, shared_items=shared_items)
+    est = float(np.mean(_column(differences, "per-seed differences"))) if effect is None else effect
     B = np.asarray(item_replicates).shape[-1]
+    iv = _seed_item_interval(se, est, n, B, level, shared_items, units)
     return PairedTest(
         iv.estimate, iv.low, iv.high, se.p_value(iv.estimate), n, f"paired {iv.method}", level, B
     )
