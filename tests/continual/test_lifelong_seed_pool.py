@@ -59,7 +59,7 @@ def _seed(seed: int, vanilla: np.ndarray, gap: float) -> SeedRun:
 
 def test_one_seed_pool_gives_that_seeds_numbers_unchanged() -> None:
     run = _seed(0, _R(0.8, 0.5), 0.1)
-    pool = Pool([run], B, 0)
+    pool = Pool([run])
     v = run.arms[0]
     assert not pool.several and pool.arms is run.arms
     mine = pool.quantity(v, lambda rs, o: float(rs["o"][-1].mean()))
@@ -75,7 +75,7 @@ def test_one_seed_pool_gives_that_seeds_numbers_unchanged() -> None:
 def test_several_seeds_pool_the_mean_with_seed_and_item_replicates() -> None:
     # seed 0 keeps 0.5 of a learned language, seed 1 keeps 0.3: CBT -0.3 and -0.5
     runs = [_seed(0, _R(0.8, 0.5), 0.1), _seed(1, _R(0.8, 0.3), 0.1)]
-    pool = Pool(runs, B, 0)
+    pool = Pool(runs)
     m = pool.metrics()
     cbt = m["VANILLA"]["cbt"]
     assert cbt.point == pytest.approx(-0.4)  # mean of -0.3 and -0.5
@@ -96,7 +96,7 @@ def test_several_seeds_pool_the_mean_with_seed_and_item_replicates() -> None:
 
 
 def test_differences_between_arms_stay_paired_over_seeds_and_items() -> None:
-    pool = Pool([_seed(0, _R(0.8, 0.5), 0.1), _seed(1, _R(0.8, 0.3), 0.1)], B, 0)
+    pool = Pool([_seed(0, _R(0.8, 0.5), 0.1), _seed(1, _R(0.8, 0.3), 0.1)])
     m = pool.metrics()
     d = m["MONO"]["final"] - m["VANILLA"]["final"]
     assert d.point == pytest.approx(0.1) and np.allclose(d.values, 0.1)
@@ -108,9 +108,7 @@ def test_differences_between_arms_stay_paired_over_seeds_and_items() -> None:
     claims = {c.statement: c for c in method_claims(pool.arms, m)}
     assert claims["VANILLA forgets: CBT < 0"].verdict == "inconclusive"
     three = Pool(
-        [_seed(0, _R(0.8, 0.5), 0.1), _seed(1, _R(0.8, 0.3), 0.1), _seed(2, _R(0.8, 0.4), 0.1)],
-        B,
-        0,
+        [_seed(0, _R(0.8, 0.5), 0.1), _seed(1, _R(0.8, 0.3), 0.1), _seed(2, _R(0.8, 0.4), 0.1)]
     ).metrics()
     claims = {c.statement: c for c in method_claims(pool.arms, three)}
     assert claims["VANILLA forgets: CBT < 0"].verdict == "holds"
@@ -119,32 +117,32 @@ def test_differences_between_arms_stay_paired_over_seeds_and_items() -> None:
 def test_learned_check_and_script_claims_read_every_seed() -> None:
     # seed 0 learned (diagonal 0.8), seed 1 did not (0.1): the mean 0.45 < 2 x chance 0.25
     runs = [_seed(0, _R(0.8, 0.5), 0.1), _seed(1, _R(0.1, 0.1), 0.0)]
-    pool = Pool(runs, B, 0)
+    pool = Pool(runs)
     ok = learned_arms(pool.arms, pool, "accuracy")
     assert ok == {"VANILLA": False, "MONO": True}  # MONO: 0.55 > 0.5
-    assert learned_arms(pool.arms, Pool(runs[:1], B, 0), "accuracy")["VANILLA"] is True
+    assert learned_arms(pool.arms, Pool(runs[:1]), "accuracy")["VANILLA"] is True
     found = script_claims(pool.arms[0], pool.orders, 1, pool, ok)
     assert found and all(c.verdict == "not testable" for c in found)
 
 
 def test_a_pooled_matrix_is_the_mean_only_where_seeds_share_the_order() -> None:
     a, b = _seed(0, _R(0.8, 0.5), 0.1), _seed(1, _R(0.8, 0.3), 0.1)
-    R, note = Pool([a, b], B, 0).matrix("VANILLA", "o")
+    R, note = Pool([a, b]).matrix("VANILLA", "o")
     assert note == "mean over 2 seeds" and R[2, 0] == pytest.approx(0.4)
     b.orders = {"o": ["ru", "fr", "en"]}  # a destructive order measured on seed 1's arms
-    R, note = Pool([a, b], B, 0).matrix("VANILLA", "o")
+    R, note = Pool([a, b]).matrix("VANILLA", "o")
     assert note == "seed 0 (the order differs between seeds)" and R[2, 0] == 0.5
 
 
 def test_seeds_without_item_evidence_give_bare_means_and_other_arms_are_refused() -> None:
     a, b = _seed(0, _R(0.8, 0.5), 0.1), _seed(1, _R(0.8, 0.3), 0.1)
     b.ev = None
-    m = Pool([a, b], B, 0).metrics()
+    m = Pool([a, b]).metrics()
     assert m["VANILLA"]["cbt"].point == pytest.approx(-0.4)
     assert not m["VANILLA"]["cbt"].interval().has_spread
     b.arms = b.arms[:1]
     with pytest.raises(DataError, match="seed 1 has arms \\['VANILLA'\\], seed 0 has"):
-        Pool([a, b], B, 0)
+        Pool([a, b])
 
 
 def test_matrix_metrics_of_the_hand_matrix() -> None:
@@ -172,7 +170,7 @@ def test_seed_view_reads_a_later_seed_under_the_first_seeds_stage_names(tmp_path
 def test_best_of_over_seeds_keeps_the_top_arms_seed_values() -> None:
     # MULTI's claim compares with the best other arm: pooled, that arm's per-seed values
     runs = [_seed(0, _R(0.8, 0.5), 0.1), _seed(1, _R(0.8, 0.3), 0.1)]
-    m = Pool(runs, B, 0).metrics()
+    m = Pool(runs).metrics()
     best = best_of([m["VANILLA"]["final"], m["MONO"]["final"]])
     assert isinstance(best, SeedReplicates)
     assert best.point == m["MONO"]["final"].point

@@ -302,9 +302,8 @@ class Pool:
     :class:`SeedReplicates` (no replicates when a seed has no item evidence).
     """
 
-    def __init__(self, runs: Sequence[SeedRun], n_resamples: int, bootstrap_seed: int) -> None:
-        # n_resamples and bootstrap_seed: the seeds' evidence already holds the item draws
-        # (made with these), so pooling needs no draws of its own
+    def __init__(self, runs: Sequence[SeedRun]) -> None:
+        # the seeds' evidence already holds the item draws, so pooling makes none of its own
         if not runs:
             raise DataError("need at least one seed")
         labels = [a.label for a in runs[0].arms]
@@ -330,7 +329,7 @@ class Pool:
     @classmethod
     def single(cls, arms: list[Arm], orders: dict[str, list[str]], ev: Evidence | None) -> Pool:
         """One seed's arms, orders and evidence as a pool (its numbers as they are)."""
-        return cls([SeedRun(0, orders, arms, ev)], 1, 0)
+        return cls([SeedRun(0, orders, arms, ev)])
 
     @property
     def several(self) -> bool:

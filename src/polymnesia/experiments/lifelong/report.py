@@ -393,7 +393,7 @@ def _order_bullets(cfg: LifelongConfig, pool: Pool) -> list[str]:
 
 def build_report(cfg: LifelongConfig, run_dir: Path) -> Path:
     run = load_run(run_dir)  # every record of the run, read once
-    pool = Pool(seed_runs(cfg, run), cfg.bootstrap.n_resamples, cfg.bootstrap.seed)
+    pool = Pool(seed_runs(cfg, run))
     orders, arms = pool.orders, pool.arms
     hops = min(cfg.hops, max(0, len(cfg.languages) - 2))  # MFT_h, MBT_h need h <= T-2
     for i, r in enumerate(pool.runs):
