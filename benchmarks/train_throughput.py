@@ -17,12 +17,16 @@ AdamW wherever torch has the kernel (CPU too); polymnesia's ``train.fused_adamw`
 default (null) fuses on CUDA only, ``--fused true`` fuses on the CPU as well.
 polymnesia's side makes a decoder's loss in chunks of positions (``train.chunked_loss``,
 the default); ``--chunked-loss false`` uses the model's own loss, as the Trainer does.
+``--profile N`` adds one round per side under ``torch.profiler`` (N steps after
+``--skip``): each side's busiest operators by self device time (self CPU time on a CPU),
+and the share of the profiled wall time in which the device ran kernels, which tells a
+launch-bound step (the host falls behind the device) from a compute-bound one.
 Goal: ratio (polymnesia / Trainer) >= 1.0 on CPU, >= 1.2 on GPU.
 
     python benchmarks/train_throughput.py [--rounds 5] [--steps 40] [--skip 5] [--batch 16] [--block
     128]
         [--preset tiny] [--vocab 2000] [--precision no|bf16|fp16] [--fused null|true|false]
-        [--chunked-loss true|false]
+        [--chunked-loss true|false] [--profile N]
 
 Issue 13's GPU figure: ``--preset paper-400m --vocab 8000 --batch 16 --block 1024
 --precision bf16``.
@@ -34,10 +38,14 @@ import argparse
 import statistics
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import torch
 from _common import mfu_line, peak_flops, timed, tiny_model, udhr_blocks
+
+#: called after every optimizer step of either side (the profiler's ``step``, when profiling)
+STEP_HOOKS: list[Callable[[], object]] = []
 
 
 def steady(stamps: list[float], a: argparse.Namespace, block: int) -> float:
@@ -57,6 +65,8 @@ def run_polymnesia(blocks: torch.Tensor, vocab: int, a: argparse.Namespace) -> t
     class Clock(TrainingPlugin):
         def after_optimizer_step(self, state) -> None:  # type: ignore[no-untyped-def]
             stamps.append(time.perf_counter())
+            for hook in STEP_HOOKS:
+                hook()
 
     fused = {"null": None, "true": True, "false": False}[a.fused]
     cfg = TrainConfig(
@@ -91,6 +101,8 @@ def run_trainer(
     class Clock(TrainerCallback):
         def on_step_end(self, args, state, control, **kw):  # type: ignore[no-untyped-def]
             stamps.append(time.perf_counter())
+            for hook in STEP_HOOKS:
+                hook()
 
     class Blocks(torch.utils.data.Dataset):
         def __len__(self) -> int:
@@ -131,6 +143,35 @@ def run_trainer(
     return a.steps * a.batch * block / seconds, steady(stamps, a, block), str(args.optim.value)
 
 
+def profiled(side: str, run: Callable[[], object], a: argparse.Namespace) -> None:
+    """One more run of a side with ``a.profile`` steps after ``a.skip`` under the profiler."""
+    from torch.profiler import ProfilerActivity, profile, schedule
+
+    cuda = torch.cuda.is_available()
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
+    plan = schedule(wait=a.skip, warmup=1, active=a.profile, repeat=1)
+    with profile(activities=activities, schedule=plan) as prof:
+        STEP_HOOKS.append(prof.step)
+        t: list[float] = []
+        STEP_HOOKS.append(lambda: t.append(time.perf_counter()))
+        try:
+            run()
+        finally:
+            STEP_HOOKS.clear()
+    first = a.skip + 1  # the active window's steps: skip + warmup .. + profile
+    wall = t[first + a.profile - 1] - t[first - 1]
+    key = "self_device_time_total" if cuda else "self_cpu_time_total"
+    events = prof.key_averages()
+    print(f"--- profile: {side}, {a.profile} steps, {1e3 * wall / a.profile:.1f} ms per step")
+    if cuda:  # kernels' own time ranges, not operators' (those would count a kernel twice)
+        from torch.autograd import DeviceType
+
+        kernels = [e for e in prof.events() if e.device_type == DeviceType.CUDA]
+        busy = sum(e.time_range.elapsed_us() for e in kernels) / 1e6
+        print(f"device busy {busy / wall:.1%} of the profiled wall time ({len(kernels)} kernels)")
+    print(events.table(sort_by=key, row_limit=12, max_name_column_width=60))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=5)
@@ -143,6 +184,7 @@ def main() -> None:
     ap.add_argument("--precision", default="no", choices=["no", "bf16", "fp16"])
     ap.add_argument("--fused", default="null", choices=["null", "true", "false"])
     ap.add_argument("--chunked-loss", default="true", choices=["true", "false"])
+    ap.add_argument("--profile", type=int, default=0, help="profile N steps of each side")
     a = ap.parse_args()
     tok, blocks = udhr_blocks(a.block, a.vocab)
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
@@ -193,6 +235,11 @@ def main() -> None:
     print(what)
     print(mfu_line("polymnesia loop     ", statistics.median(ours), per_token, peak))
     print(mfu_line("transformers Trainer", statistics.median(theirs), per_token, peak))
+    if a.profile:
+        if a.skip + 1 + a.profile > a.steps:
+            raise SystemExit(f"--profile {a.profile}: needs --steps >= skip + 1 + N")
+        profiled("polymnesia loop", lambda: run_polymnesia(blocks, len(tok), a), a)
+        profiled("transformers Trainer", lambda: run_trainer(blocks, len(tok), a), a)
 
 
 if __name__ == "__main__":
