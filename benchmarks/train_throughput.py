@@ -19,8 +19,8 @@ polymnesia's side makes a decoder's loss in chunks of positions (``train.chunked
 the default); ``--chunked-loss false`` uses the model's own loss, as the Trainer does.
 ``--profile N`` adds one round per side under ``torch.profiler`` (N steps after
 ``--skip``): each side's busiest operators by self device time (self CPU time on a CPU),
-and the share of the profiled wall time in which the device ran kernels, which tells a
-launch-bound step (the host falls behind the device) from a compute-bound one.
+and the kernel time per step (its profiler annotations left out): a step whose unprofiled
+time is near its kernel time is bound by the device, one far above it by the host.
 Goal: ratio (polymnesia / Trainer) >= 1.0 on CPU, >= 1.2 on GPU.
 
     python benchmarks/train_throughput.py [--rounds 5] [--steps 40] [--skip 5] [--batch 16] [--block
@@ -166,9 +166,16 @@ def profiled(side: str, run: Callable[[], object], a: argparse.Namespace) -> Non
     if cuda:  # kernels' own time ranges, not operators' (those would count a kernel twice)
         from torch.autograd import DeviceType
 
-        kernels = [e for e in prof.events() if e.device_type == DeviceType.CUDA]
+        kernels = [
+            e
+            for e in prof.events()
+            if e.device_type == DeviceType.CUDA and not e.name.startswith("ProfilerStep")
+        ]
         busy = sum(e.time_range.elapsed_us() for e in kernels) / 1e6
-        print(f"device busy {busy / wall:.1%} of the profiled wall time ({len(kernels)} kernels)")
+        print(
+            f"kernel time {1e3 * busy / a.profile:.1f} ms per step ({len(kernels)} kernels), "
+            f"{busy / wall:.1%} of the profiled wall time (the profiler slows the host)"
+        )
     print(events.table(sort_by=key, row_limit=12, max_name_column_width=60))
 
 
