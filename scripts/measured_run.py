@@ -3,10 +3,13 @@
 Usage::
 
     python scripts/measured_run.py NAME --config configs/x.yaml --doc docs/x.md \\
-        --run RUN_DIR:SEED[:TIME_FILE] [--run ...] [--commit SHA] [--table NAME] [--note TEXT]
+        --run RUN_DIR:SEED[:TIME_FILE] [--run ...] [--pooled RUN_DIR] [--commit SHA]
+        [--table NAME] [--note TEXT]
 
 Each ``--run`` is a run folder of the config, the training seed it ran with and, optionally,
 the ``/usr/bin/time -v`` report of the command that made it (wall time, peak RSS). The
+``--pooled`` is a run of the same config with ``seeds: [..]`` listing those seeds (every
+stage reused from theirs): its claims are recorded and shown beside the seeds'. The
 record goes to ``docs/runs/NAME.json``; its rendering replaces the block between
 ``<!-- measured-run NAME -->`` and ``<!-- /measured-run NAME -->`` in ``--doc``. Without
 ``--commit`` the repository's HEAD is recorded: pass the commit the runs were made at.
@@ -47,6 +50,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--doc", type=Path, required=True)
     ap.add_argument("--config")
     ap.add_argument("--run", type=_run_arg, action="append", default=[])
+    ap.add_argument("--pooled", type=Path)
     ap.add_argument("--commit")
     ap.add_argument("--date", default=datetime.date.today().isoformat())
     ap.add_argument("--machine")
@@ -82,6 +86,7 @@ def main(argv: list[str] | None = None) -> int:
                 machine=args.machine,
                 table=args.table,
                 note=args.note,
+                pooled=args.pooled,
             )
             write_record(path, record)
         doc = args.doc.read_text(encoding="utf-8")

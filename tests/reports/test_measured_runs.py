@@ -14,6 +14,7 @@ from polymnesia.reports.measured import (
     block_of,
     parse_gnu_time,
     read_record,
+    record_runs,
     render,
     replace_block,
     seed_spread,
@@ -130,3 +131,32 @@ def test_a_table_record_shows_cells_with_intervals_and_spreads_only_measures() -
     record["spread"] = spread
     text = render(record)
     assert "| m / bpb | 2.0000 [1.9000, 2.1000] | 2.2000 [2.1000, 2.3000] | 0.1414 |" in text
+
+
+def test_a_pooled_run_is_recorded_and_shown_beside_the_seeds(tmp_path: Path) -> None:
+    header = "#,Claim (paper),Verdict,Effect [95% CI],p (Holm),n,Test\n"
+
+    def run(name: str, effect: str, verdict: str) -> Path:
+        folder = tmp_path / name / "results"
+        folder.mkdir(parents=True)
+        (folder / "claims.csv").write_text(
+            header + f'1,A beats B,{verdict},"A − B: {effect}",0.01,120,paired\n',
+            encoding="utf-8",
+        )
+        return folder.parent
+
+    seeds = [run("s0", "+0.100 [+0.050, +0.150]", "✔ holds")]
+    seeds.append(run("s1", "+0.020 [-0.030, +0.070]", "? inconclusive"))
+    pooled = run("pooled", "+0.060 [-0.450, +0.570]", "? inconclusive")
+    record = record_runs(
+        "x", "c.yaml", seeds, seeds=[0, 1], commit="abc1234", date="d", pooled=pooled
+    )
+    assert record["pooled"]["seeds"] == [0, 1]
+    assert record["pooled"]["claims"][0]["effect"] == 0.06
+    assert record["spread"]["sd"] == {"A beats B": round(0.08 / 2**0.5, 4)}  # seeds only
+    text = render(record)
+    assert "Seeds 0, 1 pooled in one run (`'seeds=[0,1]'`" in text
+    assert "| A beats B | +0.060 [-0.450, +0.570] | 120 | inconclusive |" in text
+    assert unheld(text, record) == []
+    with pytest.raises(DataError, match="no results/claims.csv"):
+        record_runs("x", "c.yaml", seeds, seeds=[0, 1], commit="a", date="d", pooled=tmp_path)

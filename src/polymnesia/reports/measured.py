@@ -12,7 +12,9 @@ block differs from its record's rendering or quotes a number its record does not
 
 With several seeds the record holds each seed's numbers and, per claim (or table cell), the
 standard deviation over seeds; the *seed-noise band* is twice the largest of them (see
-:mod:`polymnesia.experiments.seeds`).
+:mod:`polymnesia.experiments.seeds`). A run that pools the seeds in one report (``seeds:
+[..]``, every stage reused from the seeds' runs) can be recorded beside them (``pooled``):
+its claims, judged over seeds and items together, are what a reader takes as the verdicts.
 """
 
 from __future__ import annotations
@@ -120,8 +122,10 @@ def record_runs(
     machine: str | None = None,
     table: str | None = None,
     note: str = "",
+    pooled: Path | None = None,
 ) -> dict[str, Any]:
-    """The record of ``run_dirs`` (one per seed in ``seeds``) of ``config`` at ``commit``."""
+    """The record of ``run_dirs`` (one per seed in ``seeds``) of ``config`` at ``commit``, and
+    of ``pooled``, a run of the same config pooling those seeds (``seeds: [..]``)."""
     if len(run_dirs) != len(seeds) or not run_dirs:
         raise DataError(f"give one run folder per seed: {len(run_dirs)} folders, seeds {seeds}")
     runs = []
@@ -148,6 +152,11 @@ def record_runs(
         "note": note,
         "runs": runs,
     }
+    if pooled is not None:
+        claims = read_claims(pooled)
+        if not claims:
+            raise DataError(f"the pooled run {pooled} has no results/claims.csv")
+        record["pooled"] = {"seeds": list(seeds), "claims": claims}
     record["spread"] = seed_spread(record)
     return record
 
@@ -262,6 +271,23 @@ def render(record: Mapping[str, Any]) -> str:
             f"Seed-noise band (twice the largest sd over {spread['n_seeds']} seeds): "
             f"**±{spread['band']:.4f}**.",
         ]
+    pooled = record.get("pooled")
+    if pooled:
+        listed = ",".join(str(s) for s in pooled["seeds"])
+        lines += [
+            "",
+            f"Seeds {', '.join(str(s) for s in pooled['seeds'])} pooled in one run "
+            f"(`'seeds=[{listed}]'`, every stage reused; intervals over seeds and items, "
+            "docs/metrics.md):",
+            "",
+            "| claim | pooled effect [95% CI] | n | verdict |",
+            "|---|---|---|---|",
+        ]
+        for c in pooled["claims"]:
+            effect = "–" if c["effect"] is None else f"{_num(c['effect'])} "
+            interval = "" if c["effect"] is None else f"[{_num(c['low'])}, {_num(c['high'])}]"
+            n = "–" if c["n"] is None else str(c["n"])
+            lines.append(f"| {c['claim']} | {effect}{interval} | {n} | {c['verdict']} |")
     if record.get("note"):
         lines += ["", record["note"]]
     return "\n".join(lines)
