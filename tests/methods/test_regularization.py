@@ -19,11 +19,13 @@ from polymnesia.methods.regularization import (
     add_penalty_grad_,
     diagonal_fisher,
     distillation_loss,
+    distillation_rows,
     load_fisher,
     online_fisher,
     quadratic_penalty,
     save_fisher,
 )
+from polymnesia.training.loss import causal_lm_loss, chunked_head
 from polymnesia.training.plugins import LoopState, TrainingPlugin, build_plugins
 from polymnesia.training.plugins import validate_plugin_spec as validate
 
@@ -237,6 +239,73 @@ def test_distillation_loss_hand_value() -> None:
     assert float(distillation_loss(teacher, teacher, 3.0)) == 0.0
 
 
+def test_distillation_rows_are_the_rows_of_the_loss_and_their_gradient() -> None:
+    g = torch.Generator().manual_seed(2)
+    student = (3 * torch.randn(6, 11, generator=g)).requires_grad_()
+    teacher = 3 * torch.randn(6, 11, generator=g)
+    before = (student.detach().clone(), teacher.clone())
+    kl, grad = distillation_rows(student.detach(), teacher, 2.5)
+    assert torch.equal(student.detach(), before[0]) and torch.equal(teacher, before[1])
+    rows = [
+        distillation_loss(student[i : i + 1].detach(), teacher[i : i + 1], 2.5) for i in range(6)
+    ]
+    torch.testing.assert_close(kl, torch.stack(rows), rtol=1e-6, atol=1e-6)
+    distillation_loss(student, teacher, 2.5).backward()  # mean over rows: grad / 6
+    assert grad is not None
+    torch.testing.assert_close(grad / 6, student.grad, rtol=1e-5, atol=1e-7)
+    # hand value: q = (3/4, 1/4), p = (1/2, 1/2) at T = 1; gradient p - q
+    kl1, g1 = distillation_rows(torch.zeros(1, 2), torch.tensor([[math.log(3.0), 0.0]]), 1.0)
+    hand = 0.75 * math.log(0.75 / 0.5) + 0.25 * math.log(0.25 / 0.5)
+    assert float(kl1[0]) == pytest.approx(hand, abs=1e-7)
+    assert g1 is not None and torch.allclose(g1, torch.tensor([[-0.25, 0.25]]))
+    assert distillation_rows(student.detach(), teacher, 2.5, grad=False)[1] is None
+
+
+def _padded_batch() -> dict[str, torch.Tensor]:
+    g = torch.Generator().manual_seed(4)
+    ids = torch.randint(3, 50, (3, 10), generator=g)
+    mask = torch.ones_like(ids)
+    mask[1, 7:] = 0  # padding
+    mask[2, 4:] = 0
+    labels = ids.masked_fill(mask == 0, -100)
+    labels[0, :3] = -100  # a prompt: no targets, but distilled
+    return {"input_ids": ids, "labels": labels, "attention_mask": mask}
+
+
+@pytest.mark.parametrize("rows", [1, 7, 1000])
+@pytest.mark.parametrize("tied", [False, True])
+def test_chunked_distillation_equals_the_unchunked_term_and_its_gradient(
+    rows: int, tied: bool
+) -> None:
+    """The KL made in chunks from the teacher's hidden states beside the chunked
+    cross-entropy (``logit_term``) equals the model's own loss plus ``weight *
+    distillation_loss`` on the full logits (``loss_term``'s path), value and gradient, on a
+    padded batch with a student that is not the teacher."""
+    batch = _padded_batch()
+    d = Distill(weight=1.5, temperature=2.0)
+    d.param_groups(tiny_model(tied=tied, seed=0), [])  # the teacher: a copy of this model
+    assert d.chunked_term and d.teacher is not None
+    theirs, mine = tiny_model(tied=tied, seed=1), tiny_model(tied=tied, seed=1)
+    out = theirs(**batch)
+    with torch.no_grad():
+        inputs = {k: v for k, v in batch.items() if k != "labels"}
+        z0 = d.teacher(**inputs).logits
+    kd = distillation_loss(out.logits, z0, 2.0, batch["attention_mask"])
+    ref = out.loss + 1.5 * kd
+    ref.backward()
+    head = chunked_head(mine)
+    assert head is not None
+    term = d.logit_term(None, batch)  # type: ignore[arg-type]  # the state is not read
+    loss = causal_lm_loss(mine, batch, head, rows=rows, terms=[term])
+    loss.backward()
+    plain = causal_lm_loss(tiny_model(tied=tied, seed=1), batch, head=None)
+    assert float(kd.detach()) > 1e-3  # a real KL, not the 0 of a student equal to its teacher
+    torch.testing.assert_close(loss, ref, rtol=1e-6, atol=1e-6)
+    torch.testing.assert_close(loss - plain, 1.5 * kd, rtol=1e-5, atol=1e-6)
+    for (name, p), q in zip(mine.named_parameters(), theirs.parameters(), strict=True):
+        torch.testing.assert_close(p.grad, q.grad, rtol=1e-5, atol=1e-7, msg=name)
+
+
 def test_distill_with_weight_zero_is_plain_training_bit_for_bit(tmp_path: Path) -> None:
     plain = _train_weights(tmp_path / "plain", [])
     model = tiny_model()
@@ -271,9 +340,10 @@ def test_distill_keeps_the_outputs_near_the_starting_model(tmp_path: Path) -> No
 
 
 def test_distill_term_is_the_kl_to_the_starting_model_on_each_micro_batch(tmp_path: Path) -> None:
-    """The loop's first step adds exactly weight * KL(teacher || student) to the model's own
-    loss: at step 1 the student is the teacher, so the KL is 0 and the loss is plain; the
-    term read from the hook on the student's outputs equals the pure function's value."""
+    """Without the chunked loss, the loop's first step adds exactly weight * KL(teacher ||
+    student) to the model's own loss: at step 1 the student is the teacher, so the KL is 0
+    and the loss is plain; the term read from the hook on the student's outputs equals the
+    pure function's value."""
     from methods_helpers import random_data, train_cfg
 
     from polymnesia.training.loop import train
@@ -292,10 +362,48 @@ def test_distill_term_is_the_kl_to_the_starting_model_on_each_micro_batch(tmp_pa
             seen.append((float(term.detach()), float(ref.detach())))
             return term
 
-    train(tiny_model(), random_data(), train_cfg(3, lr=3e-3), tmp_path, plugins=[Spy(weight=2.0)])
+    cfg = train_cfg(3, lr=3e-3, chunked_loss=False)
+    train(tiny_model(), random_data(), cfg, tmp_path, plugins=[Spy(weight=2.0)])
     assert len(seen) == 3 and seen[0][0] == pytest.approx(0.0, abs=1e-6)
     assert all(t == pytest.approx(r, rel=1e-5, abs=1e-7) for t, r in seen)
     assert seen[-1][0] > 1e-6  # the student moved away from the teacher
+
+
+def test_chunked_distillation_in_the_loop_makes_no_full_logits(tmp_path: Path) -> None:
+    """With the chunked loss (the default) the loop adds the KL from chunks of logits: no
+    (B, L, V) logits of the student or the teacher are made, and the trained weights equal
+    those of the unchunked path (the model's own loss plus loss_term) up to float rounding."""
+    from methods_helpers import VOCAB, random_data, train_cfg
+
+    from polymnesia.training.loop import train
+
+    widths: list[int] = []
+    calls: list[str] = []
+
+    class Spy(Distill):
+        def loss_term(self, state: LoopState, batch: Any, outputs: Any) -> torch.Tensor:
+            calls.append("loss_term")
+            return super().loss_term(state, batch, outputs)
+
+        def param_groups(self, model: Any, groups: Any) -> Any:
+            groups = super().param_groups(model, groups)
+            for m in (model, self.teacher):
+                m.lm_head.register_forward_hook(lambda _m, _i, o: widths.append(o.shape[-1]))
+            return groups
+
+    weights = {}
+    for chunked in (True, False):
+        model = tiny_model()
+        cfg = train_cfg(3, lr=3e-3, chunked_loss=chunked)
+        widths.clear()
+        train(model, random_data(), cfg, tmp_path / str(chunked), plugins=[Spy(weight=2.0)])
+        weights[chunked] = {n: p.detach().clone() for n, p in model.named_parameters()}
+        if chunked:  # the heads passed the hidden states through, student and teacher
+            assert widths and VOCAB not in widths and calls == []
+        else:
+            assert VOCAB in widths and calls == ["loss_term"] * 3
+    for name, w in weights[True].items():
+        torch.testing.assert_close(w, weights[False][name], rtol=1e-4, atol=1e-6, msg=name)
 
 
 def test_a_loss_term_with_another_step_function_is_refused(tmp_path: Path) -> None:

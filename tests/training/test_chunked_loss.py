@@ -9,7 +9,12 @@ import torch
 import torch.nn.functional as F
 
 from polymnesia.testing import DECODERS, tiny_model
-from polymnesia.training.loss import causal_lm_loss, chunked_head, linear_cross_entropy
+from polymnesia.training.loss import (
+    LogitTerm,
+    causal_lm_loss,
+    chunked_head,
+    linear_cross_entropy,
+)
 
 
 def _batch(vocab: int = 50) -> dict[str, torch.Tensor]:
@@ -152,3 +157,49 @@ def test_lora_model_equals_its_own_loss():
     torch.testing.assert_close(loss, ref, rtol=1e-6, atol=1e-6)
     for name, g in _grads(models[0]).items():
         torch.testing.assert_close(_grads(models[1])[name], g, rtol=1e-5, atol=1e-7, msg=name)
+
+
+class _HalfSquares(LogitTerm):
+    """``c/2 * sum(logits^2) / N``: a term with a hand gradient, ``c * logits / N``."""
+
+    def __init__(self, c: float, n: int) -> None:
+        self.c, self.n = c, n
+        self.starts: list[int] = []
+
+    def chunk(
+        self, start: int, logits: torch.Tensor, grad: bool
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        self.starts.append(start)
+        value = self.c / 2 * (logits**2).sum() / self.n
+        return value, logits * (self.c / self.n) if grad else None
+
+
+@pytest.mark.parametrize("rows", [1, 3, 1000])
+def test_logit_terms_are_added_from_the_same_chunks_with_their_gradients(rows: int):
+    g = torch.Generator().manual_seed(2)
+    hidden = torch.randn(7, 4, generator=g, requires_grad=True)
+    weight = torch.randn(5, 4, generator=g, requires_grad=True)
+    bias = torch.randn(5, generator=g, requires_grad=True)
+    targets = torch.tensor([1, -100, 4, 0, -100, 2, 3])
+    term = _HalfSquares(0.3, 7)
+    loss = linear_cross_entropy(hidden, weight, bias, targets, rows, [term])
+    loss.backward()
+    assert term.starts == list(range(0, 7, rows))
+    ref = [t.detach().clone().requires_grad_() for t in (hidden, weight, bias)]
+    logits = F.linear(*ref)
+    want = F.cross_entropy(logits, targets) + 0.3 / 2 * (logits**2).sum() / 7
+    want.backward()
+    torch.testing.assert_close(loss, want, rtol=1e-6, atol=1e-6)
+    for mine, theirs in zip((hidden, weight, bias), ref, strict=True):
+        torch.testing.assert_close(mine.grad, theirs.grad, rtol=1e-5, atol=1e-6)
+    # without gradients the term is asked for none, and the value is the same
+    quiet = _HalfSquares(0.3, 7)
+    with torch.no_grad():
+        value = linear_cross_entropy(hidden, weight, bias, targets, rows, [quiet])
+    torch.testing.assert_close(value, want.detach(), rtol=1e-6, atol=1e-6)
+
+
+def test_logit_terms_need_the_chunked_loss():
+    model = tiny_model("mistral", 50, seed=1)
+    with pytest.raises(ValueError, match="logit terms are made in the chunked loss"):
+        causal_lm_loss(model, _batch(), None, terms=[_HalfSquares(1.0, 1)])

@@ -23,9 +23,13 @@ fused multiply-add per parameter, and under FSDP2 each process adds it to the sh
 checkpoint is resumed, so a resumed run pulls towards the same point; with a strength of 0
 nothing is touched (bit-identical to plain training).
 
-Distillation needs the student's logits: it is a loss term of the one training loop
-(``adds_loss``), added to each micro-batch's loss by the standard step. Sharded engines refuse
-it (its teacher is a whole copy of the model in every process).
+Distillation is a loss term of the one training loop (``adds_loss``), added to each
+micro-batch's loss by the standard step. Where the loss is made in chunks of positions
+(``train.chunked_loss``), so is the KL (``chunked_term``): the teacher gives its final hidden
+states, and each chunk's student and teacher logits are made once, for the cross-entropy and
+the KL together (:func:`distillation_rows`), so distillation costs one forward pass of the
+teacher and no ``(B, L, V)`` logits. Sharded engines refuse it (its teacher is a whole copy of
+the model in every process).
 """
 
 from __future__ import annotations
@@ -44,6 +48,7 @@ from polymnesia.errors import ConfigError, PolymnesiaError
 from polymnesia.io import atomic_write_bytes
 from polymnesia.models.anatomy import split_body_head
 from polymnesia.training.fsdp import local, local_rows
+from polymnesia.training.loss import LogitTerm, chunked_head, final_hidden, head_dtype
 from polymnesia.training.plugins import PLUGINS, LoopState, TrainingPlugin
 
 #: where a stage keeps the (running) Fisher of the task it trained, next to ``model/``
@@ -191,6 +196,26 @@ def distillation_loss(
         m = mask.to(kl.dtype)
         return t * t * (kl * m).sum() / m.sum().clamp_min(1)
     return t * t * kl.mean()
+
+
+def distillation_rows(
+    student: torch.Tensor, teacher: torch.Tensor, temperature: float, grad: bool = True
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """Per row of float32 ``(n, C)`` logits, ``T^2 * KL(softmax(teacher/T) ||
+    softmax(student/T))`` (``(n,)``), and where ``grad`` its gradient with respect to
+    ``student``, ``T * (softmax(student/T) - softmax(teacher/T))`` (``(n, C)``): the rows of
+    :func:`distillation_loss` before their (masked) mean, for a chunk of positions. The
+    inputs are not changed."""
+    t = temperature
+    log_p = student / t
+    log_p -= torch.logsumexp(log_p, dim=-1, keepdim=True)
+    log_q = teacher / t
+    log_q -= torch.logsumexp(log_q, dim=-1, keepdim=True)
+    q = log_q.exp()
+    kl = torch.linalg.vecdot(q, log_q.sub_(log_p)) * (t * t)
+    if not grad:
+        return kl, None
+    return kl, log_p.exp_().sub_(q).mul_(t)  # softmax(student/T) - q, times T
 
 
 # --- anchored plugins -------------------------------------------------------------------
@@ -405,6 +430,49 @@ class EWC(_Anchored):
 # --- distillation (LwF) -----------------------------------------------------------------
 
 
+class _TeacherKL(LogitTerm):
+    """``weight * distillation_loss`` of one micro-batch, made a chunk of positions at a time
+    from the teacher's final hidden states and its LM head (the teacher's logits of a chunk
+    are made when the chunk is)."""
+
+    buffers = 3  # the teacher's logits, log softmax(student / T), softmax(teacher / T)
+
+    def __init__(
+        self,
+        hidden: torch.Tensor,
+        head: torch.nn.Linear,
+        weight: float,
+        temperature: float,
+        mask: torch.Tensor | None,
+    ) -> None:
+        dtype = head_dtype(head.weight, hidden.device)
+        self.hidden = hidden.reshape(-1, hidden.shape[-1])
+        self.w = head.weight.to(dtype)
+        self.b = head.bias.to(dtype) if head.bias is not None else None
+        self.temperature = temperature
+        # each position's weight in the masked mean (distillation_loss): m_i / sum(m)
+        n = self.hidden.shape[0]
+        if mask is None:
+            self.row_weight: torch.Tensor | float = weight / n
+        else:
+            m = mask.reshape(-1).float()
+            self.row_weight = m * (weight / m.sum().clamp_min(1))
+
+    def chunk(
+        self, start: int, logits: torch.Tensor, grad: bool
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        stop = start + logits.shape[0]
+        with torch.no_grad():
+            teacher = F.linear(self.hidden[start:stop].to(self.w.dtype), self.w, self.b).float()
+        kl, g = distillation_rows(logits, teacher, self.temperature, grad)
+        w = self.row_weight
+        if isinstance(w, torch.Tensor):
+            w = w[start:stop]
+            value = torch.linalg.vecdot(kl, w)
+            return value, g.mul_(w[:, None]) if g is not None else None
+        return kl.sum() * w, g.mul_(w) if g is not None else None
+
+
 class DistillOptions(StrictModel):
     """Options of the ``distill`` step function (Li & Hoiem 2017)."""
 
@@ -422,9 +490,11 @@ class Distill(TrainingPlugin):
 
     The teacher is a frozen copy of the model as training starts (taken in ``param_groups``,
     before a resume), run in eval mode without gradients on each micro-batch: one extra
-    forward pass. The term is ``weight * distillation_loss(outputs.logits, teacher_logits, T,
-    attention_mask)``, added to the model's own loss. With ``weight`` 0 it adds nothing (plain
-    training, bit for bit).
+    forward pass. The term is ``weight * distillation_loss(student_logits, teacher_logits, T,
+    attention_mask)``, added to the model's own loss: where the loss is chunked, as a
+    :class:`~polymnesia.training.loss.LogitTerm` from the teacher's final hidden states
+    (``logit_term``, equal up to float rounding), else from the model's full outputs
+    (``loss_term``). With ``weight`` 0 it adds nothing (plain training, bit for bit).
     """
 
     name = "distill"
@@ -446,13 +516,25 @@ class Distill(TrainingPlugin):
         self.weight, self.temperature = float(weight), float(temperature)
         self.adds_loss = self.weight > 0
         self.teacher: torch.nn.Module | None = None
+        self.teacher_head: torch.nn.Linear | None = None
 
     def param_groups(
         self, model: torch.nn.Module, groups: list[dict[str, Any]]
     ) -> list[dict[str, Any]]:
         if self.weight:
             self.teacher = copy.deepcopy(model).eval().requires_grad_(False)
+            self.teacher_head = chunked_head(self.teacher)
+            self.chunked_term = self.teacher_head is not None
         return groups
+
+    def logit_term(self, state: LoopState, batch: dict[str, torch.Tensor]) -> LogitTerm:
+        if self.teacher is None or self.teacher_head is None:
+            raise PolymnesiaError("distill: no teacher; the loop builds it in param_groups")
+        with torch.no_grad():
+            hidden = final_hidden(self.teacher, self.teacher_head, batch)
+        return _TeacherKL(
+            hidden, self.teacher_head, self.weight, self.temperature, batch.get("attention_mask")
+        )
 
     def loss_term(
         self, state: LoopState, batch: dict[str, torch.Tensor], outputs: Any

@@ -168,10 +168,15 @@ def default_param_groups(model: torch.nn.Module, cfg: TrainConfig) -> list[dict[
 
 
 def micro_batch_loss(state: LoopState, batch: dict[str, torch.Tensor]) -> torch.Tensor:
-    """One micro-batch's training loss: the model's own (in chunks of positions when
-    ``state.lm_head`` is set), plus each ``state.loss_terms`` plugin's term on its outputs."""
+    """One micro-batch's training loss: the model's own plus each ``state.loss_terms``
+    plugin's term. With ``state.lm_head`` set it is made in chunks of positions, the terms
+    (``logit_term``) from the same chunks of logits; else the terms (``loss_term``) read the
+    model's outputs."""
+    if state.lm_head is not None and "labels" in batch:
+        terms = [p.logit_term(state, batch) for p in state.loss_terms]
+        return causal_lm_loss(state.model, batch, state.lm_head, terms=terms)
     if not state.loss_terms:
-        return causal_lm_loss(state.model, batch, state.lm_head)
+        return causal_lm_loss(state.model, batch, None)
     out = state.model(**batch)
     loss = out.loss
     for p in state.loss_terms:
@@ -511,8 +516,10 @@ def train(
         accelerator=acc,
         total_steps=cfg.steps,
         step=counters.step,
-        # a loss term reads the outputs' logits, which the chunked loss never makes
-        lm_head=None if loss_terms else _loss_head(acc.unwrap_model(model), cfg, engine),
+        # a loss term that is not made in chunks reads the full logits of the model's outputs
+        lm_head=_loss_head(acc.unwrap_model(model), cfg, engine)
+        if all(p.chunked_term for p in loss_terms)
+        else None,
         loss_terms=loss_terms,
     )
     for p in plugins:

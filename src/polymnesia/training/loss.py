@@ -18,12 +18,17 @@ Gemma 2's soft-capped logits, not a LoRA-wrapped head), trained on one device or
 under DDP, not compiled. The model still runs its own forward pass (so DDP and
 PEFT wrappers see it), with the head passing the hidden states through
 (:func:`head_passes_through`).
+
+Other terms of the loss that are functions of the logits (LwF's distillation to a teacher's
+outputs) are added in the same pass as :class:`LogitTerm` objects: each chunk's logits are
+made once and give both the cross-entropy and the terms, with their gradients summed before
+the head's products (so the student's head runs once per chunk, forward and backward).
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import torch
@@ -76,25 +81,71 @@ def head_passes_through(head: torch.nn.Module) -> Iterator[None]:
         del head.forward  # back to the class's forward
 
 
+class LogitTerm:
+    """A term of the training loss that is a function of the logits, added by
+    :func:`linear_cross_entropy` beside the cross-entropy a chunk of positions at a time, from
+    the same chunk of logits. Positions are the flattened ``(B, L)`` positions of the batch
+    (row ``i`` is example ``i // L``, position ``i % L``)."""
+
+    #: float32 ``(rows, V)`` tensors the term holds at once beside the chunk's logits: the
+    #: chunks shrink so that their memory stays within the chunk budget
+    buffers: int = 1
+
+    def chunk(
+        self, start: int, logits: torch.Tensor, grad: bool
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """The term's share of the loss from positions ``start : start + len(logits)``
+        (``logits``: their float32 ``(n, V)`` logits, not to be changed): a float32 scalar,
+        and where ``grad`` its gradient with respect to ``logits`` (a new float32 ``(n, V)``
+        tensor, which the caller may change), else None."""
+        raise NotImplementedError
+
+
+def head_dtype(weight: torch.Tensor, device: torch.device) -> torch.dtype:
+    """The dtype an LM head's products run in: autocast's where it is on, else the weight's."""
+    kind = device.type
+    return torch.get_autocast_dtype(kind) if torch.is_autocast_enabled(kind) else weight.dtype
+
+
+def final_hidden(
+    model: torch.nn.Module, head: torch.nn.Linear, batch: dict[str, torch.Tensor]
+) -> torch.Tensor:
+    """The ``(B, L, H)`` final hidden states of ``model`` on ``batch`` (without ``labels``):
+    its own forward pass, with ``head`` (:func:`chunked_head`) passing them through."""
+    inputs = {k: v for k, v in batch.items() if k != "labels"}
+    with head_passes_through(head):
+        hidden: torch.Tensor = model(**inputs).logits
+    return hidden
+
+
 def causal_lm_loss(
     model: torch.nn.Module,
     batch: dict[str, torch.Tensor],
     head: torch.nn.Linear | None,
     rows: int | None = None,
+    terms: Sequence[LogitTerm] = (),
 ) -> torch.Tensor:
     """The decoder's training loss of ``batch`` (``input_ids``, ``labels``, ...), made with
     :func:`linear_cross_entropy` when ``head`` is given (:func:`chunked_head`), else the
-    model's own ``loss``."""
+    model's own ``loss``; ``terms`` are added in the chunks (they need ``head``)."""
     if head is None or "labels" not in batch:
+        if terms:
+            raise ValueError(
+                "logit terms are made in the chunked loss: give the LM head and labels"
+            )
         return model(**batch).loss
-    inputs = {k: v for k, v in batch.items() if k != "labels"}
-    with head_passes_through(head):
-        hidden = model(**inputs).logits  # (B, L, H): the final hidden states
+    hidden = final_hidden(model, head, batch)
     labels = batch["labels"]
     targets = F.pad(labels[:, 1:], (0, 1), value=IGNORE)  # position i predicts token i + 1
-    rows = rows or logit_chunk_rows(head.out_features, hidden.device)
+    width = head.out_features * (1 + sum(t.buffers for t in terms))
+    rows = rows or logit_chunk_rows(width, hidden.device)
     return linear_cross_entropy(
-        hidden.reshape(-1, hidden.shape[-1]), head.weight, head.bias, targets.reshape(-1), rows
+        hidden.reshape(-1, hidden.shape[-1]),
+        head.weight,
+        head.bias,
+        targets.reshape(-1),
+        rows,
+        terms,
     )
 
 
@@ -104,15 +155,17 @@ def linear_cross_entropy(
     bias: torch.Tensor | None,
     targets: torch.Tensor,
     rows: int,
+    terms: Sequence[LogitTerm] = (),
 ) -> torch.Tensor:
     """``cross_entropy(hidden @ weight.T + bias, targets)``, mean over targets that are not
-    ``-100`` (NaN when there are none, as torch's), made ``rows`` positions at a time.
+    ``-100`` (NaN when there are none, as torch's), made ``rows`` positions at a time, plus
+    each of ``terms`` on the same logits.
 
     ``hidden`` ``(N, H)``, ``weight`` ``(V, H)``, ``bias`` ``(V,)`` or None, ``targets``
     ``(N,)``. Under autocast the head's products run in the autocast dtype, as the model's
     head would; the softmax, the loss and the weight's gradient sums are float32.
     """
-    return _LinearCrossEntropy.apply(hidden, weight, bias, targets, rows)
+    return _LinearCrossEntropy.apply(hidden, weight, bias, targets, rows, tuple(terms))
 
 
 class _LinearCrossEntropy(torch.autograd.Function):
@@ -124,11 +177,13 @@ class _LinearCrossEntropy(torch.autograd.Function):
         bias: torch.Tensor | None,
         targets: torch.Tensor,
         rows: int,
+        terms: tuple[LogitTerm, ...],
     ) -> torch.Tensor:
         kind = hidden.device.type
-        dtype = torch.get_autocast_dtype(kind) if torch.is_autocast_enabled(kind) else weight.dtype
+        dtype = head_dtype(weight, hidden.device)
         need_h, need_w, need_b = ctx.needs_input_grad[:3]
         need_b = need_b and bias is not None
+        need = need_h or need_w or need_b
         with torch.autocast(kind, enabled=False):
             w = weight.to(dtype)
             b = bias.to(dtype) if bias is not None else None
@@ -139,20 +194,32 @@ class _LinearCrossEntropy(torch.autograd.Function):
                 torch.zeros(weight.shape[0], dtype=torch.float32, device=dev) if need_b else None
             )
             valid = targets != IGNORE
+            count = valid.sum()
             total = torch.zeros((), dtype=torch.float32, device=hidden.device)
+            extra = torch.zeros((), dtype=torch.float32, device=hidden.device)
             for start in range(0, targets.shape[0], rows):
                 h = hidden[start : start + rows].to(dtype)
                 v = valid[start : start + rows]
                 t = torch.where(v, targets[start : start + rows], 0)
                 logits = F.linear(h, w, b).float()
+                # the terms' gradients are kept scaled by ``count``, as the cross-entropy's
+                # are (the backward pass divides all of them by it)
+                term_grads = []
+                for term in terms:
+                    value, term_grad = term.chunk(start, logits, need)
+                    extra += value
+                    if term_grad is not None:
+                        term_grads.append(term_grad.mul_(count))
                 lse = torch.logsumexp(logits, dim=-1)
                 picked = logits.gather(1, t[:, None]).squeeze(1)
                 total += torch.where(v, lse - picked, 0.0).sum()
-                if not (need_h or need_w or need_b):
+                if not need:
                     continue
                 g = logits.sub_(lse[:, None]).exp_()  # softmax, in place
                 g[torch.arange(t.shape[0], device=t.device), t] -= 1.0
                 g.mul_(v[:, None])  # ignored positions give no gradient
+                for term_grad in term_grads:
+                    g += term_grad
                 if grad_b is not None:
                     grad_b += g.sum(0)
                 g_low = g.to(dtype)
@@ -163,10 +230,9 @@ class _LinearCrossEntropy(torch.autograd.Function):
                         grad_w.addmm_(g_low.t(), h)
                     else:
                         grad_w += (g_low.t() @ h).float()
-            count = valid.sum()
         ctx.save_for_backward(grad_h, grad_w, grad_b, count)
         ctx.dtypes = (weight.dtype, bias.dtype if bias is not None else None)
-        return total / count
+        return total / count + extra if terms else total / count
 
     @staticmethod
     def backward(ctx: Any, grad_out: torch.Tensor) -> tuple[Any, ...]:
@@ -179,6 +245,7 @@ class _LinearCrossEntropy(torch.autograd.Function):
             grad_h.mul_(scale.to(grad_h.dtype)) if grad_h is not None else None,
             grad_w.mul_(scale).to(w_dtype) if grad_w is not None else None,
             grad_b.mul_(scale).to(b_dtype) if grad_b is not None else None,
+            None,
             None,
             None,
         )

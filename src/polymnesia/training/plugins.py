@@ -3,8 +3,9 @@
 A method (embedding resets, frozen rows, layer freezing, replay, ...) plugs in
 as a :class:`TrainingPlugin` rather than as a copy of the loop. The loop calls,
 in order: ``param_groups`` (before the optimizer is built), ``setup`` (after
-``accelerator.prepare``), then per micro-batch ``loss_term`` (for a plugin that
-``adds_loss``: a term added to the loss, from the batch and the model's outputs),
+``accelerator.prepare``), then per micro-batch ``loss_term`` or ``logit_term`` (for a
+plugin that ``adds_loss``: a term added to the loss, from the batch and the model's outputs,
+or as a :class:`~polymnesia.training.loss.LogitTerm` made beside the chunked loss),
 and per optimizer step ``before_optimizer_step``
 (gradients are final: mask or edit them) and ``after_optimizer_step`` (weights
 are updated: reset or restore them). ``state_dict``/``load_state_dict`` put the
@@ -29,6 +30,7 @@ from polymnesia.config.base import StrictModel
 from polymnesia.errors import PolymnesiaError
 from polymnesia.models.io import model_dir
 from polymnesia.registry import Registry
+from polymnesia.training.loss import LogitTerm
 
 
 @dataclass
@@ -75,6 +77,11 @@ class TrainingPlugin:
     sharded_refusal: ClassVar[str | None] = None
     #: whether :meth:`loss_term` adds to the training loss (an instance may turn it off)
     adds_loss: bool = False
+    #: whether :meth:`logit_term` makes the same term from chunks of the logits (an instance
+    #: may turn it off). Where every such plugin does, the loss stays chunked
+    #: (``train.chunked_loss``) and :meth:`loss_term` is not called; else the model makes
+    #: its full ``(B, L, V)`` logits and its own loss for :meth:`loss_term`
+    chunked_term: bool = False
 
     @classmethod
     def check_train(cls, options: dict[str, Any], train: Any) -> None:
@@ -96,6 +103,12 @@ class TrainingPlugin:
         model's outputs on ``batch`` (``outputs.loss``, ``outputs.logits``), under the same
         autocast; the step scales the sum for gradient accumulation."""
         raise NotImplementedError(f"plugin {self.name} sets adds_loss but has no loss_term")
+
+    def logit_term(self, state: LoopState, batch: dict[str, torch.Tensor]) -> LogitTerm:
+        """The term of :meth:`loss_term` as a :class:`~polymnesia.training.loss.LogitTerm`
+        that the chunked loss adds from each chunk of one micro-batch's logits (where
+        ``chunked_term``), under the micro-batch's autocast."""
+        raise NotImplementedError(f"plugin {self.name} sets chunked_term but has no logit_term")
 
     def before_optimizer_step(self, state: LoopState) -> None:
         """Gradients are complete (accumulated, reduced, clipped)."""
