@@ -9,7 +9,7 @@ import pytest
 from polymnesia.cli.main import main
 from polymnesia.experiments import load_config
 from polymnesia.experiments.two_phase.protocol import TwoPhase
-from polymnesia.experiments.two_phase.roles import evaluated_models
+from polymnesia.experiments.two_phase.roles import evaluated_models, mitigation_arms
 
 CONFIG = str(Path(__file__).resolve().parents[2] / "configs" / "two_phase_smoke.yaml")
 ARMS = (
@@ -63,10 +63,57 @@ def test_merge_arms_merge_phase_1_with_plain_cft(graphs) -> None:  # type: ignor
 
 def test_baseline_arms_leave_every_other_stage_unchanged(graphs) -> None:  # type: ignore[no-untyped-def]
     plain, extra = graphs
+    cfg = load_config(CONFIG)
+    mitigated = f"drift_{cfg.pairs[cfg.mitigation.pair].key}"
     for name, spec in plain.items():
-        if name.startswith("drift_"):
+        if name == mitigated:  # gains the baselines' models (next test)
             continue
         assert extra[name].params == spec.params and extra[name].inputs == spec.inputs, name
+
+
+def test_the_mitigated_pairs_drift_stage_draws_every_arm_baselines_included(graphs) -> None:  # type: ignore[no-untyped-def]
+    plain, extra = graphs
+    cfg = load_config(CONFIG, [ARMS])
+    pair = cfg.pairs[cfg.mitigation.pair]
+    arms = mitigation_arms(cfg)
+    # the one arm list: replay, freezing, the baselines in config order, then LoRA
+    assert list(arms.values()) == [
+        "GR_10", "ER_10", "LF_H1", "LF_H2", "Spectrum", "L2SP", "LwF", "MERGE", "TIES", "LoRA"
+    ]  # fmt: skip
+    labels = evaluated_models(cfg)
+    assert all(labels[stage] == name for stage, name in arms.items())  # Table 5's names
+    drift = extra[f"drift_{pair.key}"]
+    models = [drift.inputs[f"model_{i}"] for i in range(len(drift.params.labels))]
+    assert models == [f"cft_{pair.key}", "pretrain", *arms]
+    assert drift.params.labels == [f"P2 ({pair.phase1} -> {pair.phase2})", "base", *arms.values()]
+    # without baselines the stage is exactly the one it was (the shipped configs' fingerprints)
+    before = plain[f"drift_{pair.key}"]
+    n = len(before.params.labels)
+    assert before.params.labels == [*drift.params.labels[: n - 1], "LoRA"]
+    assert before.params.model_copy(update={"labels": []}) == drift.params.model_copy(
+        update={"labels": []}
+    )
+    # the other pair's drift stage has no arms
+    (other,) = [p for p in cfg.pairs if p != pair]
+    assert extra[f"drift_{other.key}"].params.labels == [
+        f"P2 ({other.phase1} -> {other.phase2})",
+        "base",
+    ]
+
+
+def test_no_mitigation_has_no_arms() -> None:
+    cfg = load_config(CONFIG, ["mitigation=null"])
+    assert mitigation_arms(cfg) == {}
+    assert not any(s.startswith("mit_") for s in evaluated_models(cfg))
+
+
+def test_a_baseline_named_like_the_lora_arm_is_one_line(capsys) -> None:  # type: ignore[no-untyped-def]
+    arms = "mitigation.baselines=[{name: LoRA, method: l2sp}]"
+    assert main(["validate", CONFIG, "--set", arms]) == 2
+    err = capsys.readouterr().err
+    assert "mitigation arm names must be unique" in err and err.count("\n") == 1, err
+    # without the LoRA arm the name is free
+    assert main(["validate", CONFIG, "--set", arms, "--set", "mitigation.lora_rank=null"]) == 0
 
 
 def test_an_ewc_arm_reads_the_fisher_of_phase_1_on_the_phase_1_set() -> None:

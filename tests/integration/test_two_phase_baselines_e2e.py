@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import json
+import math
 from pathlib import Path
 
 import pytest
 from safetensors.torch import load_file
 
 from polymnesia.cli.main import main
+from polymnesia.experiments.two_phase.figures import MIN_LAYERS, layer_curves
 from polymnesia.io import read_jsonl
+from polymnesia.results import score_from_dict
 
 pytestmark = pytest.mark.integration
 CONFIG = str(Path(__file__).resolve().parents[2] / "configs" / "two_phase_smoke.yaml")
@@ -55,3 +59,18 @@ def test_baseline_arms_train_merge_and_are_judged_against_cft(
         assert f"{arm} keeps English ability better than plain CFT" in report
     claims = (run / "results" / "claims.csv").read_text()
     assert "EA(MERGE) - EA(CFT)" in claims
+    # Figures 1-2: every baseline's Phase 2 model drifts from the Phase 1 model like CFT's
+    drift = [s for s in scores if s["metric"] == "layer_covariance_drift"]
+    curves = layer_curves([score_from_dict(s) for s in drift])  # Figure 2's lines
+    cft = curves["P2 (english -> dissimilar) vs P1 english"]
+    layers = cft[0]
+    assert len(layers) >= MIN_LAYERS
+    for arm in ("L2SP", "LwF", "MERGE"):
+        xs, ys = curves[f"{arm} vs P1 english"]
+        assert xs == layers and all(math.isfinite(y) and y >= 0 for y in ys), arm
+        assert ys != cft[1], arm  # its own model's drift, not CFT's
+    tsne = json.loads((stages / "drift_english__dissimilar" / "tsne.json").read_text())
+    assert {"L2SP", "LwF", "MERGE"} <= set(tsne)  # Figure 1's points
+    assert all(len(tsne[arm]) == len(layers) for arm in ("L2SP", "LwF", "MERGE"))
+    assert (run / "figures" / "fig2_layer_drift.png").is_file()
+    assert "Figure 2: per-layer covariance change" in report

@@ -10,7 +10,9 @@ import torch
 from safetensors.torch import load_file
 
 from polymnesia.cli.main import main
+from polymnesia.experiments.two_phase.figures import MIN_LAYERS, layer_curves
 from polymnesia.io import read_jsonl
+from polymnesia.results import score_from_dict
 
 pytestmark = pytest.mark.integration
 CONFIG = str(Path(__file__).resolve().parents[2] / "configs" / "two_phase_smoke.yaml")
@@ -59,3 +61,9 @@ def test_ewc_arm_estimates_the_phase_1_fisher_trains_and_is_judged(
     assert "EWC" in {s["model"] for s in scores if s["task"].startswith("poly_")}
     assert "EWC keeps English ability better than plain CFT" in (run / "report.md").read_text()
     assert "EA(EWC) - EA(CFT)" in (run / "results" / "claims.csv").read_text()
+    # Figure 2 draws the EWC model's per-layer drift from the Phase 1 model, as it draws CFT's
+    drift = [score_from_dict(s) for s in scores if s["metric"] == "layer_covariance_drift"]
+    curves = layer_curves(drift)
+    xs, ys = curves["EWC vs P1 english"]
+    assert xs == curves["P2 (english -> dissimilar) vs P1 english"][0] and len(xs) >= MIN_LAYERS
+    assert all(y >= 0 for y in ys)

@@ -154,6 +154,13 @@ class MitigationConfig(StrictModel):
         default_factory=list, description="forgetting baselines: l2sp, ewc, distill, merge arms"
     )
 
+    def arm_names(self) -> list[str]:
+        """Every Phase 2 arm's name (its ``mit_NAME`` stage): replay, freezing, the forgetting
+        baselines, then ``LoRA`` when ``lora_rank`` is set."""
+        names = [*(a.name for a in self.replay), *(f.name for f in self.freezing)]
+        names += [b.name for b in self.baselines]
+        return names + (["LoRA"] if self.lora_rank is not None else [])
+
 
 class AbilityTasks(HarnessOptions):
     """English ability (EA) and multilingual ability (MA): their lm-evaluation-harness tasks,
@@ -318,8 +325,7 @@ class TwoPhaseConfig(ExperimentConfig):
                         f.check_depth(layers)
                     except ValueError as e:
                         raise ValueError(f"freezing arm {f.name}: {e}") from None
-            names = [*(a.name for a in m.replay), *(f.name for f in m.freezing)]
-            names += [b.name for b in m.baselines]
+            names = m.arm_names()  # LoRA's arm is named LoRA
             ewc = [b.name for b in m.baselines if b.method == "ewc"]
             if ewc and self.pairs[m.pair].phase1 == INSTRUCT:
                 raise ValueError(

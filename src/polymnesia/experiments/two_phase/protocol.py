@@ -37,6 +37,7 @@ from polymnesia.experiments.two_phase.roles import (
     cft_stage,
     eval_stage,
     evaluated_models,
+    mitigation_arms,
     mix_stage,
     p1_stage,
     set_stage,
@@ -221,11 +222,10 @@ def _analysis_stages(cfg: TwoPhaseConfig) -> list[StageSpec]:
         models = [cft_stage(pair), PRETRAIN]
         labels = [f"P2 ({label})", "base"]
         m = cfg.mitigation
-        if m is not None and cfg.pairs[m.pair] == pair:
-            arms = [*(a.name for a in m.replay), *(f.name for f in m.freezing)]
-            arms += ["LoRA"] if m.lora_rank else []
-            models += [f"mit_{a}" for a in arms]
-            labels += arms
+        if m is not None and cfg.pairs[m.pair] == pair:  # every arm, baselines included
+            arms = mitigation_arms(cfg)
+            models += list(arms)
+            labels += list(arms.values())
         drift = DriftParams(
             drift=cfg.drift,
             reference_label=f"P1 {pair.phase1}",

@@ -42,6 +42,7 @@ from polymnesia.experiments.two_phase.roles import (
     cft_stage,
     eval_stage,
     evaluated_models,
+    mitigation_arms,
     mix_stage,
     p1_stage,
 )
@@ -474,7 +475,7 @@ def write_report(cfg: TwoPhaseConfig, run_dir: Path) -> Path:
     scores = run.scores()
     results = run_dir / "results"
     labels = evaluated_models(cfg)
-    arms = {k: v for k, v in labels.items() if k.startswith("mit_")}
+    arms = mitigation_arms(cfg)
     ev = Evidence(cfg, run)
     rep = Report(f"{cfg.name}: two-phase continual instruction fine-tuning (paper 002)")
     pairs = "; ".join(f"{p.phase1} -> {p.phase2}" for p in cfg.pairs)

@@ -43,18 +43,14 @@ def evaluated_models(cfg: TwoPhaseConfig) -> dict[str, str]:
         out[cft_stage(pair)] = f"CFT {pair.phase1} -> {pair.phase2}"
         if cfg.mixture and pair.phase1 != INSTRUCT:
             out[mix_stage(pair)] = f"Mix {pair.phase1} + {pair.phase2}"
-    m = cfg.mitigation
-    if m is not None:
-        out.update(
-            {
-                f"mit_{name}": name
-                for name in [
-                    *(a.name for a in m.replay),
-                    *(f.name for f in m.freezing),
-                    *(b.name for b in m.baselines),
-                ]
-            }
-        )
-        if m.lora_rank is not None:
-            out["mit_LoRA"] = "LoRA"
+    out.update(mitigation_arms(cfg))
     return out
+
+
+def mitigation_arms(cfg: TwoPhaseConfig) -> dict[str, str]:
+    """Model stage -> name of every Phase 2 arm of the mitigated pair: Table 5's replay and
+    freezing arms, the forgetting baselines of ``mitigation.baselines`` and LoRA, in that
+    order. The one list of arms: they are evaluated, listed in Table 5 and the claims, and
+    drawn in Figures 1-2 (the pair's drift stage) under these names."""
+    m = cfg.mitigation
+    return {} if m is None else {f"mit_{name}": name for name in m.arm_names()}
