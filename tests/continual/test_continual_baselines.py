@@ -28,13 +28,17 @@ def test_baselines_are_sequential_full_fine_tuning_arms() -> None:
 
 def test_merge_is_vanilla_averaged_with_the_previous_step() -> None:
     m = get_method("merge")
-    assert (m.schedule, m.lora, m.baseline, m.merge_new) == ("sequential", False, None, 0.5)
-    assert all(get_method(n).merge_new is None for n in ("vanilla", "l2sp", "ewc", "lwf"))
+    assert (m.schedule, m.lora, m.baseline) == ("sequential", False, "merge_average")
+    assert m.against_forgetting
+    # no previous model on the first step: trained as VANILLA's, nothing merged
+    assert with_baseline("merge", HYPER, False).plugins == []
+    assert with_baseline("merge", HYPER, True).plugins == [{"name": "merge_average", "weight": 0.5}]
 
 
 def test_paper_methods_keep_their_hyper_unchanged() -> None:
-    for name in ("multi", "mono", "vanilla", "shared_lora", "nonshared_lora", "merge"):
+    for name in ("multi", "mono", "vanilla", "shared_lora", "nonshared_lora"):
         assert with_baseline(name, HYPER, True) is HYPER
+        assert with_baseline(name, HYPER, False) is HYPER
 
 
 def test_each_step_gets_its_baseline_plugin_entry() -> None:

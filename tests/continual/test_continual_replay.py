@@ -29,13 +29,7 @@ QUOTA = ReplayBufferConfig(buffer="per_language", size=4, share=0.5)
 
 def test_replay_is_a_sequential_full_fine_tuning_arm_without_a_plugin() -> None:
     m = get_method("replay")
-    assert (m.schedule, m.lora, m.baseline, m.merge_new, m.replay) == (
-        "sequential",
-        False,
-        None,
-        None,
-        True,
-    )
+    assert (m.schedule, m.lora, m.baseline, m.replay) == ("sequential", False, None, True)
     hyper = EpochTrainConfig(lr=1e-3, early_stopping={"max_epochs": 2, "patience": 1})
     assert with_baseline("replay", hyper, True) is hyper
 

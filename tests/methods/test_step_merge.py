@@ -1,6 +1,7 @@
-"""Lifelong's MERGE-TA and MERGE-TIES: a step's trained model merged with the previous step's
-against the base (merging.iter_merge_step, plugins merge_ta / merge_ties), golden on tensors
-small enough to check by hand."""
+"""Lifelong's step merges: a step's trained model merged with the previous step's, averaged
+(MERGE, plugin merge_average) or against the base (MERGE-TA, MERGE-TIES:
+merging.iter_merge_step, plugins merge_ta / merge_ties), golden on tensors small enough to
+check by hand; MERGE's merge gives bit for bit the weights of the averaging it replaced."""
 
 from __future__ import annotations
 
@@ -14,8 +15,14 @@ from polymnesia.errors import ConfigError
 from polymnesia.experiments import load_config
 from polymnesia.experiments.lifelong.protocol import Lifelong
 from polymnesia.methods.merging import average, merge_step
-from polymnesia.methods.step_merge import MergeTA, MergeTIES
+from polymnesia.methods.step_merge import (
+    STEP_MERGE_PLUGINS,
+    MergeAverage,
+    MergeTA,
+    MergeTIES,
+)
 from polymnesia.training.config import EpochTrainConfig, TrainConfig
+from polymnesia.training.plugins import validate_plugin_spec
 
 SMOKE = Path(__file__).resolve().parents[2] / "configs" / "lifelong_smoke.yaml"
 HYPER = EpochTrainConfig(lr=1e-3, early_stopping={"max_epochs": 2, "patience": 1})
@@ -95,16 +102,24 @@ def test_plugin_merges_the_trained_model_with_its_start(plugin: MergeTA, rule: s
 
 
 def test_merge_arms_are_forgetting_baselines_with_their_defaults() -> None:
-    for name, label, options in (
-        ("merge_ta", "MERGE-TA", {"lam": 0.4}),
-        ("merge_ties", "MERGE-TIES", {"density": 0.2, "lam": 1.0}),
+    for name, label, plugin, options in (
+        ("merge", "MERGE", "merge_average", {"weight": 0.5}),
+        ("merge_ta", "MERGE-TA", "merge_ta", {"lam": 0.4}),
+        ("merge_ties", "MERGE-TIES", "merge_ties", {"density": 0.2, "lam": 1.0}),
     ):
         m = get_method(name)
-        assert (m.schedule, m.lora, m.baseline, m.merge_new) == ("sequential", False, name, None)
+        assert (m.schedule, m.lora, m.baseline) == ("sequential", False, plugin)
+        assert plugin in STEP_MERGE_PLUGINS
         assert m.against_forgetting and arm_label(name, 4) == label
         # no previous model on the first step: trained as VANILLA's, nothing merged
         assert with_baseline(name, HYPER, False).plugins == []
-        assert with_baseline(name, HYPER, True).plugins == [{"name": name, **options}]
+        assert with_baseline(name, HYPER, True).plugins == [{"name": plugin, **options}]
+    # only the rules on task vectors need the base (the stage keeps a copy of it for them)
+    assert {n: c.needs_base for n, c in STEP_MERGE_PLUGINS.items()} == {
+        "merge_average": False,
+        "merge_ta": True,
+        "merge_ties": True,
+    }
 
 
 def test_the_arms_own_entry_sets_lam_and_density() -> None:
@@ -120,12 +135,24 @@ def test_step_merges_are_refused_outside_lifelong_steps() -> None:
 
 
 def test_config_override_adds_the_arms_and_bad_input_is_one_line() -> None:
-    cfg = load_config(str(SMOKE), ["methods=[vanilla,merge_ta,merge_ties]"])
+    cfg = load_config(str(SMOKE), ["methods=[vanilla,merge,merge_ta,merge_ties]"])
     specs = {s.name: s for s in Lifelong.build(cfg)}
     assert specs["merge_ties_resource_0"].params.train.plugins == []
     assert specs["merge_ties_resource_1"].params.train.plugins == [
         {"name": "merge_ties", "density": 0.2, "lam": 1.0}
     ]
+    assert specs["merge_resource_0"].params.train.plugins == []
+    assert specs["merge_resource_2"].params.train.plugins == [
+        {"name": "merge_average", "weight": 0.5}
+    ]
+    # MERGE's average is a step merge too: another one in its plugins would merge twice
+    twice = (
+        "train.overrides={merge: {lr: 1.0e-3, early_stopping: {max_epochs: 2, patience: 1}, "
+        "plugins: [{name: merge_ta}]}}"
+    )
+    with pytest.raises(ConfigError, match="merge_ta and merge_average both merge") as e:
+        Lifelong.build(load_config(str(SMOKE), ["methods=[vanilla,merge]", twice]))
+    assert "\n" not in str(e.value)
     both = (
         "train.overrides={merge_ta: {lr: 1.0e-3, early_stopping: {max_epochs: 2, patience: 1}, "
         "plugins: [{name: merge_ta}, {name: merge_ties}]}}"
@@ -133,3 +160,107 @@ def test_config_override_adds_the_arms_and_bad_input_is_one_line() -> None:
     with pytest.raises(ConfigError, match="list at most one") as e:
         Lifelong.build(load_config(str(SMOKE), ["methods=[vanilla,merge_ta]", both]))
     assert "\n" not in str(e.value)
+
+
+# --- MERGE: the average as a step merge -------------------------------------------------
+
+
+def test_average_of_a_step_by_hand() -> None:
+    # theta_prev = (2, -2, 1.5, 4), theta_new = (4, 3, 0.5, 2)
+    for weight, want in ((0.5, [3.0, 0.5, 1.0, 3.0]), (0.25, [2.5, -0.75, 1.25, 3.5])):
+        got = dict(MergeAverage(weight).merged(PREV, NEW, None))
+        assert torch.equal(got["w"], torch.tensor(want)), weight
+        assert torch.equal(got["ids"], PREV["ids"])  # integer tensors are carried over
+    bad = {"w": PREV["w"], "ids": torch.tensor([0, 2])}
+    with pytest.raises(ConfigError, match="non-float tensor ids differs"):
+        dict(MergeAverage().merged(PREV, bad, None))
+
+
+@pytest.mark.parametrize("weight", [0.0, 1.0, -0.5, 2.0])
+def test_bad_average_weight_is_one_line(weight: float) -> None:
+    with pytest.raises(ConfigError, match=r"weight must be in \(0, 1\)") as e:
+        MergeAverage(weight)
+    assert "\n" not in str(e.value)
+    with pytest.raises(ValueError, match="plugin merge_average: weight") as v:
+        validate_plugin_spec({"name": "merge_average", "weight": weight})
+    assert "\n" not in str(v.value)
+
+
+class _Net(torch.nn.Module):
+    """Float32, bfloat16 and float64 weights, an integer buffer and (``tied``) an output layer
+    sharing the embedding's weight, as a language model's head does."""
+
+    def __init__(self, tied: bool) -> None:
+        super().__init__()
+        gen = torch.Generator().manual_seed(0)
+        self.emb = torch.nn.Embedding(7, 5)
+        self.proj = torch.nn.Linear(5, 3)
+        self.low = torch.nn.Linear(3, 2).to(torch.bfloat16)
+        self.wide = torch.nn.Linear(2, 2).to(torch.float64)
+        self.out = torch.nn.Linear(5, 7, bias=False)
+        if tied:
+            self.out.weight = self.emb.weight
+        self.register_buffer("ids", torch.arange(4))
+        with torch.no_grad():
+            for p in self.parameters():
+                p.copy_(torch.randn(p.shape, generator=gen))
+
+
+def _train(model: torch.nn.Module) -> None:
+    """A stand-in for a step's training: every weight moves, by seeded noise."""
+    gen = torch.Generator().manual_seed(1)
+    with torch.no_grad():
+        for p in model.parameters():
+            p.add_(torch.randn(p.shape, generator=gen).to(p.dtype) * 0.3)
+
+
+def _cpu_copy(model: torch.nn.Module) -> dict[str, torch.Tensor]:
+    return {k: v.detach().to("cpu", copy=True) for k, v in model.state_dict().items()}
+
+
+@pytest.mark.parametrize("tied", [False, True])
+@pytest.mark.parametrize("weight", [0.5, 0.3])
+def test_merge_average_gives_the_weights_of_the_old_averaging(tied: bool, weight: float) -> None:
+    # the path MERGE took before it was a step merge (sequential_step, up to commit 33fbc82):
+    # a CPU copy of the start before training, then the whole average loaded back
+    old = _Net(tied)
+    start = _cpu_copy(old)
+    _train(old)
+    old.load_state_dict(average([start, _cpu_copy(old)], [1 - weight, weight]))
+    # the plugin: its copy when the optimizer's groups are built, then merged tensor by tensor
+    new = _Net(tied)
+    plugin = MergeAverage(weight)
+    plugin.param_groups(new, [])
+    _train(new)
+    plugin.merge_into(new)
+    got, want = new.state_dict(), old.state_dict()
+    assert list(got) == list(want)
+    for k, v in want.items():
+        assert got[k].dtype == v.dtype and torch.equal(got[k], v), k
+    assert (new.out.weight is new.emb.weight) == tied
+    assert plugin.start is None
+
+
+@pytest.mark.parametrize("plugin", [MergeTA(lam=0.4), MergeTIES(density=0.5)])
+def test_tied_weights_are_merged_once(plugin: MergeTA | MergeTIES) -> None:
+    model = _Net(tied=True)
+    base = _cpu_copy(_Net(tied=True))
+    with torch.no_grad():
+        for p in base.values():
+            if p.is_floating_point():
+                p.mul_(0.5)
+    start = _cpu_copy(model)
+    plugin.param_groups(model, [])
+    _train(model)
+    want = merge_step(base, start, _cpu_copy(model), plugin.rule, plugin.lam, plugin.density)
+    plugin.merge_into(model, base)
+    got = model.state_dict()
+    for k, v in want.items():
+        assert torch.equal(got[k], v), k
+
+
+def test_the_merges_of_a_base_refuse_to_run_without_one() -> None:
+    plugin = MergeTA()
+    plugin.param_groups(torch.nn.Linear(2, 2), [])
+    with pytest.raises(RuntimeError, match="merges against the base"):
+        plugin.merge_into(torch.nn.Linear(2, 2))

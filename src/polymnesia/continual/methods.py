@@ -20,8 +20,10 @@ trainable parameters it has (Table 1) and how its accuracy matrix R is filled:
 ``merge`` trains each step as VANILLA does and then averages the trained weights with
 the previous step's (the model it started from), half and half: the merged model is the
 step's model, scored and carried on. ``merge_ta`` and ``merge_ties`` do the same with task
-arithmetic and TIES-merging (:mod:`polymnesia.methods.step_merge`) against the lifelong
-base, the model before the first step; their first step is VANILLA's. The baselines
+arithmetic and TIES-merging against the lifelong base, the model before the first step.
+All three merge by their step-merge plugin (``merge_average``, ``merge_ta``,
+``merge_ties``: :mod:`polymnesia.methods.step_merge`, the one place a merge rule plugs in);
+their first step is VANILLA's. The baselines
 ``l2sp``, ``ewc`` (online) and ``lwf`` train as VANILLA does, language
 after language with all parameters updated, with their regularisation
 (:mod:`polymnesia.methods.regularization`) pulling each step towards the model of the
@@ -42,6 +44,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from polymnesia.methods.step_merge import STEP_MERGE_PLUGINS
 from polymnesia.registry import Registry
 from polymnesia.training.config import EpochTrainConfig
 from polymnesia.training.plugins import validate_plugin_spec
@@ -62,13 +65,10 @@ class Method:
     paper_lr: float
     paper_max_epochs: int
     paper_patience: int
-    #: a forgetting baseline's training plugin (``l2sp``, ``ewc``, ``distill``, ``merge_ta``,
-    #: ``merge_ties``): added to every step of the arm with its defaults unless the arm's
-    #: ``plugins`` configure it
+    #: a forgetting baseline's training plugin (``l2sp``, ``ewc``, ``distill``, or a step
+    #: merge: ``merge_average``, ``merge_ta``, ``merge_ties``): added to every step of the arm
+    #: with its defaults unless the arm's ``plugins`` configure it
     baseline: str | None = None
-    #: weight of the newly trained model when each step's model is averaged with the
-    #: previous step's (weight averaging, ``polymnesia.methods.merging.average``); None: no merge
-    merge_new: float | None = None
     #: examples of the languages learned before mixed into each step from a stored buffer
     #: (:mod:`polymnesia.continual.replay`; the config's ``replay`` section)
     replay: bool = False
@@ -77,7 +77,7 @@ class Method:
     def against_forgetting(self) -> bool:
         """A forgetting baseline (regularisation, merging or replay; docs/baselines.md),
         judged against VANILLA on forgetting."""
-        return self.baseline is not None or self.merge_new is not None or self.replay
+        return self.baseline is not None or self.replay
 
     def uses_lora(self, rank: int | None) -> bool:
         return self.lora if self.lora is not None else rank is not None
@@ -113,12 +113,23 @@ _register(
 )
 
 
+# VANILLA, then the step's model merged with the previous step's by a step-merge plugin
+# (methods.step_merge): averaged (merge_average), or against the lifelong base (the model
+# before the first step) by the plugin of the arm's name
 _register(
-    Method("merge", "MERGE", "weight averaging", "sequential", False, 5e-5, 50, 5, None, 0.5),
+    Method(
+        "merge",
+        "MERGE",
+        "weight averaging",
+        "sequential",
+        False,
+        5e-5,
+        50,
+        5,
+        "merge_average",
+    ),
     "VANILLA, then each step's model averaged with the previous step's (weights 1/2, 1/2)",
 )
-# VANILLA, then the step's model and the previous step's merged against the lifelong base
-# (the model before the first step) by the plugin of the same name (methods.step_merge)
 _register(
     Method(
         "merge_ta", "MERGE-TA", "Ilharco et al. 2023", "sequential", False, 5e-5, 50, 5, "merge_ta"
@@ -172,16 +183,16 @@ def get_method(name: str) -> Method:
 
 
 #: baseline plugins that need a previous model: a first step trains without them, as VANILLA's
-NEEDS_PREVIOUS = ("distill", "merge_ta", "merge_ties")
+NEEDS_PREVIOUS = ("distill", *STEP_MERGE_PLUGINS)
 
 
 def with_baseline(method: str, hyper: EpochTrainConfig, has_prev: bool) -> EpochTrainConfig:
     """``hyper`` of one step of ``method`` with its baseline's plugin entry (for the stage's
     fingerprint): the arm's own entry of that plugin if it lists one, else the defaults.
     ``ewc`` reads the Fisher of the previous step (input ``prev``); ``distill`` needs a
-    previous model as teacher and ``merge_ta``/``merge_ties`` one to merge with, so a first
-    step trains without them; ``l2sp`` anchors the
-    classification head only when it was carried over from a previous step (unless set)."""
+    previous model as teacher and the step merges one to merge with, so a first step trains
+    without them; ``l2sp`` anchors the classification head only when it was carried over
+    from a previous step (unless set)."""
     name = get_method(method).baseline
     if name is None:
         return hyper

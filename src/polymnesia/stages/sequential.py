@@ -51,7 +51,6 @@ from polymnesia.evaluation.inference import place_for_inference
 from polymnesia.io import atomic_dir, atomic_write_json
 from polymnesia.items import ITEMS_FILE, BootstrapConfig, ItemSet, score_with_items, write_items
 from polymnesia.methods.early_stopping import EarlyStopping
-from polymnesia.methods.merging import average
 from polymnesia.methods.regularization import (
     EWC,
     FISHER_FILE,
@@ -169,8 +168,9 @@ def _build_model(
     ctx: StageContext, p: StepParams, n_labels: int
 ) -> tuple[torch.nn.Module, Any, dict[str, torch.Tensor] | None]:
     """The classifier to train: from ``prev`` (sequential) or the base with a fresh head/adapter;
-    and where a step merge (``merge_ta``, ``merge_ties``) follows a previous step, a CPU copy of
-    the base with that fresh head (the model the arm's first step started from), else None."""
+    and where a step merge against the base (``merge_ta``, ``merge_ties``) follows a previous
+    step, a CPU copy of the base with that fresh head (the model the arm's first step started
+    from), else None."""
     from transformers import AutoModelForSequenceClassification, AutoModelForTokenClassification
 
     bidirectional = p.task.context == "bidirectional"
@@ -183,8 +183,9 @@ def _build_model(
         if prev is not None:
             return load_adapter(model, prev / "adapter"), tok, None
         return add_adapter(model, p.rank, p.lora, p.task.kind), tok, None
-    merging = prev is not None and not p.evaluate_only and _step_merge_specs(p)
-    base = _start_state(model) if merging else None
+    merging = prev is not None and not p.evaluate_only
+    against_base = merging and any(STEP_MERGE_PLUGINS[n].needs_base for n in _step_merge_specs(p))
+    base = _start_state(model) if against_base else None
     if prev is not None:  # the previous step's whole classifier, head included
         auto = (
             AutoModelForSequenceClassification
@@ -199,7 +200,8 @@ def _build_model(
 
 
 def _step_merge_specs(p: StepParams) -> list[str]:
-    """The step-merge plugins (``merge_ta``, ``merge_ties``) among the step's plugins."""
+    """The step-merge plugins (``merge_average``, ``merge_ta``, ``merge_ties``) among the step's
+    plugins."""
     return [s["name"] for s in p.train.plugins if s["name"] in STEP_MERGE_PLUGINS]
 
 
@@ -240,7 +242,7 @@ def _train(
     stopper.restore_best(model)
     for ewc in (q for q in done.plugins if isinstance(q, EWC)):
         _fisher(ctx, model, data, ewc)
-    merged = _merge_with_previous(model, base, done.plugins)
+    merged = _merge_with_previous(model, base, done.plugins, PREV in ctx.inputs)
     shutil.rmtree(ctx.out_dir / "checkpoints", ignore_errors=True)
     return model, {
         **stopper.summary(),
@@ -256,13 +258,17 @@ def _train(
 
 
 def _merge_with_previous(
-    model: torch.nn.Module, base: dict[str, torch.Tensor] | None, plugins: Sequence[object]
+    model: torch.nn.Module,
+    base: dict[str, torch.Tensor] | None,
+    plugins: Sequence[object],
+    has_prev: bool,
 ) -> dict[str, Any] | None:
-    """MERGE-TA, MERGE-TIES: the trained (best-epoch) weights merged, tensor by tensor, with
-    the step's start (the previous step's model) against ``base``; what was done, or None
-    (no step-merge plugin, or a first step: nothing to merge with)."""
+    """MERGE, MERGE-TA, MERGE-TIES: the trained (best-epoch) weights merged, tensor by tensor,
+    with the step's start (the previous step's model; against ``base`` for a rule that needs
+    it); what was done, or None (no step-merge plugin, or a first step: nothing to merge
+    with)."""
     merger = next((q for q in plugins if isinstance(q, StepMerge)), None)
-    if merger is None or base is None:
+    if merger is None or not has_prev:
         return None
     merger.merge_into(model, base)
     return merger.options()
@@ -309,7 +315,7 @@ def _fisher(ctx: StageContext, model: torch.nn.Module, data: ClassificationData,
 
 
 def _start_state(model: torch.nn.Module) -> dict[str, torch.Tensor]:
-    """A copy of ``model``'s weights on the CPU (MERGE: the step's start, then its result)."""
+    """A copy of ``model``'s weights on the CPU (the base of MERGE-TA and MERGE-TIES)."""
     return {k: v.detach().to("cpu", copy=True) for k, v in model.state_dict().items()}
 
 
@@ -407,17 +413,9 @@ class SequentialStep(Stage[StepParams]):
         model, tok, base = _build_model(ctx, p, n_labels)
         info: dict[str, Any] = {"trainable": trainable_parameters(model)}
         if not p.evaluate_only:
-            merge_new = get_method(p.method).merge_new
-            start = _start_state(model) if merge_new is not None and PREV in ctx.inputs else None
             model, summary = _train(ctx, p, model, tok, trained, base)
             del base
             info.update(summary)
-            if start is not None and merge_new is not None:
-                # MERGE: the trained weights averaged with the previous step's
-                model.load_state_dict(
-                    average([start, _start_state(model)], [1 - merge_new, merge_new])
-                )
-                info["merged_with_previous"] = merge_new
             _save(ctx, p, model, tok)
         test = _examples(ctx, p, tok, p.languages, "test", p.eval_per_lang)
         # the trained model is saved above, so it may be cast for scoring
