@@ -3,12 +3,12 @@ embeddings and a kept head initialised the same way, tied models, one-line refus
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 import torch
 from pydantic import ValidationError
+from vocabulary_helpers import EN, FR, write
 
 from polymnesia.errors import ConfigError
 from polymnesia.models.new_tokens import INITS, NewTokens, initialise
@@ -23,17 +23,6 @@ from polymnesia.stages.adapt_vocabulary import (
 from polymnesia.testing import tiny_model
 from polymnesia.tokenizers import merge_tokenizers, train_bpe
 from polymnesia.tokenizers.encode import token_ids
-
-EN = ["the cat sat on the mat", "a dog and a cat", "the sun is hot today", "the dog sat"]
-FR = ["le chat est sur le tapis", "un chien et un chat", "le soleil est chaud", "le chien est"]
-
-
-def write(data: Path, lang: str, texts: list[str]) -> None:
-    (data / lang).mkdir(parents=True, exist_ok=True)
-    with open(data / lang / "train.jsonl", "w", encoding="utf-8") as f:
-        for i, t in enumerate(texts):
-            rec = {"id": f"GEN.1.{i % len(EN)}.{i // len(EN)}", "lang": lang, "text": t}
-            f.write(json.dumps({**rec, "label": None, "meta": {}}) + "\n")
 
 
 @pytest.fixture(scope="module")

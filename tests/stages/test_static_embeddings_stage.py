@@ -3,12 +3,12 @@ by relearn_new_tokens; one-line refusals."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 import torch
 from pydantic import ValidationError
+from vocabulary_helpers import EN, FR, write
 
 from polymnesia.errors import DataError
 from polymnesia.pipeline.stage import STAGES, StageContext, StageSpec
@@ -22,17 +22,6 @@ from polymnesia.stages.static_embeddings import (
 from polymnesia.tokenizers import train_bpe
 from polymnesia.tokenizers.bpe import save_tokenizer
 from polymnesia.training.config import TrainConfig
-
-EN = ["the cat sat on the mat", "a dog and a cat", "the sun is hot today", "the dog sat"]
-FR = ["le chat est sur le tapis", "un chien et un chat", "le soleil est chaud", "le chien est"]
-
-
-def write(data: Path, lang: str, texts: list[str]) -> None:
-    (data / lang).mkdir(parents=True, exist_ok=True)
-    with open(data / lang / "train.jsonl", "w", encoding="utf-8") as f:
-        for i, t in enumerate(texts):
-            rec = {"id": f"GEN.1.{i % 4}.{i // 4}", "lang": lang, "text": t, "label": None}
-            f.write(json.dumps({**rec, "meta": {}}) + "\n")
 
 
 def test_needs_of_inits() -> None:
