@@ -7,15 +7,19 @@ script prints each baseline's median ratio to plain training over the rounds:
 
 * ``l2sp``: the exact gradient of alpha/2 ||theta - theta_0||^2 added per step;
 * ``ewc``: the same with a Fisher weight per entry (a random Fisher);
-* ``distill``: one extra forward pass of the frozen starting model per micro-batch.
+* ``distill``: the frozen starting model's forward pass per micro-batch, its final hidden
+  states giving the KL a chunk of positions at a time beside the chunked loss;
+* ``distill_logits``: the same term from full ``(B, L, V)`` logits and the model's own loss
+  (the path distillation took before the chunked KL, and still takes where the loss is not
+  chunked: ``train.chunked_loss: false`` or an architecture without a chunked head).
 
 Goals: l2sp and ewc <= 1.15x plain; distill at most one extra forward pass of the previous
-model. The script also times one no-grad forward pass of the model on a step's batch (the
-teacher's share of a distillation step) and prints distillation's extra time per step in
-such forward passes: ``(distill - plain) / forward``.
+model. Each round also times one no-grad forward pass of the model on a step's batch (the
+teacher's share of a distillation step) and prints each distillation arm's extra time per
+step in such forward passes: ``(distill - plain) / forward``.
 
     python benchmarks/regularization.py [--rounds 3] [--steps 30] [--skip 5] [--batch 8]
-        [--block 128] [--preset tiny] [--vocab 2000]
+        [--block 128] [--preset tiny] [--vocab 2000] [--arms plain,distill,...]
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ import statistics
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import torch
 from _common import tiny_model, udhr_blocks
@@ -35,7 +40,8 @@ from polymnesia.training.data import PackedLMData
 from polymnesia.training.loop import train
 from polymnesia.training.plugins import LoopState, TrainingPlugin
 
-ARMS = ("plain", "l2sp", "ewc", "distill")
+ARMS = ("plain", "l2sp", "ewc", "distill", "distill_logits")
+DISTILL = ("distill", "distill_logits")
 
 
 class Stamps(TrainingPlugin):
@@ -48,6 +54,15 @@ class Stamps(TrainingPlugin):
         self.t.append(time.perf_counter())
 
 
+class LogitsDistill(Distill):
+    """``distill`` with its term made from the full logits (``loss_term``), the loss unchunked."""
+
+    def param_groups(self, model: torch.nn.Module, groups: list[dict[str, Any]]) -> Any:
+        groups = super().param_groups(model, groups)
+        self.chunked_term = False
+        return groups
+
+
 def step_time(arm: str, blocks: torch.Tensor, a: argparse.Namespace) -> float:
     model = tiny_model(a.vocab, a.preset)
     plugins: list[TrainingPlugin] = []
@@ -57,8 +72,9 @@ def step_time(arm: str, blocks: torch.Tensor, a: argparse.Namespace) -> float:
         g = torch.Generator().manual_seed(0)
         fisher = {n: torch.rand(p.shape, generator=g) for n, p in model.named_parameters()}
         plugins = [EWC(lam=100.0, fisher=fisher)]
-    elif arm == "distill":
-        plugins = [Distill(weight=1.0, temperature=2.0)]
+    elif arm in DISTILL:
+        kind = Distill if arm == "distill" else LogitsDistill
+        plugins = [kind(weight=1.0, temperature=2.0)]
     stamps = Stamps()
     cfg = TrainConfig(
         steps=a.steps,
@@ -100,25 +116,33 @@ def main() -> None:
     ap.add_argument("--block", type=int, default=128)
     ap.add_argument("--preset", default="tiny")
     ap.add_argument("--vocab", type=int, default=2000)
+    ap.add_argument(
+        "--arms", default=",".join(ARMS), help=f"comma-separated, plain first: {', '.join(ARMS)}"
+    )
     a = ap.parse_args()
+    arms = a.arms.split(",")
+    if arms[0] != "plain" or not set(arms) <= set(ARMS):
+        raise SystemExit(f"--arms: plain first, then any of {', '.join(ARMS[1:])}; got {a.arms}")
     _, blocks = udhr_blocks(a.block, a.vocab)
-    ratios: dict[str, list[float]] = {arm: [] for arm in ARMS[1:]}
-    extra: list[float] = []
+    ratios: dict[str, list[float]] = {arm: [] for arm in arms[1:]}
+    extra: dict[str, list[float]] = {arm: [] for arm in arms if arm in DISTILL}
     for r in range(a.rounds):
-        times = {arm: step_time(arm, blocks, a) for arm in ARMS}
+        times = {arm: step_time(arm, blocks, a) for arm in arms}
         times["forward"] = forward_time(blocks, a)
-        for arm in ARMS[1:]:
+        for arm in arms[1:]:
             ratios[arm].append(times[arm] / times["plain"])
-        extra.append((times["distill"] - times["plain"]) / times["forward"])
+        for arm, xs in extra.items():
+            xs.append((times[arm] - times["plain"]) / times["forward"])
         print(f"round {r}: " + ", ".join(f"{k} {v * 1000:.1f} ms" for k, v in times.items()))
     device = "cuda" if torch.cuda.is_available() else "cpu"
     print(f"{a.preset} preset, {device}, batch {a.batch} x {a.block} tokens, {a.rounds} rounds")
     for arm, rs in ratios.items():
         print(f"{arm}: {statistics.median(rs):.3f}x plain (range {min(rs):.3f}-{max(rs):.3f})")
-    print(
-        f"distill's extra time per step: {statistics.median(extra):.2f} forward passes "
-        f"(range {min(extra):.2f}-{max(extra):.2f})"
-    )
+    for arm, xs in extra.items():
+        print(
+            f"{arm}'s extra time per step: {statistics.median(xs):.2f} forward passes "
+            f"(range {min(xs):.2f}-{max(xs):.2f})"
+        )
 
 
 if __name__ == "__main__":

@@ -258,7 +258,16 @@ def test_distillation_rows_are_the_rows_of_the_loss_and_their_gradient() -> None
     hand = 0.75 * math.log(0.75 / 0.5) + 0.25 * math.log(0.25 / 0.5)
     assert float(kl1[0]) == pytest.approx(hand, abs=1e-7)
     assert g1 is not None and torch.allclose(g1, torch.tensor([[-0.25, 0.25]]))
-    assert distillation_rows(student.detach(), teacher, 2.5, grad=False)[1] is None
+    assert distillation_rows(student.detach(), teacher, 2.5, None)[1] is None
+    # weights per row (and a 0-dim tensor): the gradient of sum_i w_i kl_i
+    w = torch.rand(6, generator=g)
+    student.grad = None
+    rows_kl = [distillation_loss(student[i : i + 1], teacher[i : i + 1], 2.5) for i in range(6)]
+    (torch.stack(rows_kl) * w).sum().backward()
+    _, grad_w = distillation_rows(student.detach(), teacher, 2.5, w)
+    torch.testing.assert_close(grad_w, student.grad, rtol=1e-5, atol=1e-7)
+    _, grad_3 = distillation_rows(student.detach(), teacher, 2.5, torch.tensor(3.0))
+    torch.testing.assert_close(grad_3, 3 * grad, rtol=1e-6, atol=1e-7)
 
 
 def _padded_batch() -> dict[str, torch.Tensor]:

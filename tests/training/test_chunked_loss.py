@@ -167,11 +167,11 @@ class _HalfSquares(LogitTerm):
         self.starts: list[int] = []
 
     def chunk(
-        self, start: int, logits: torch.Tensor, grad: bool
+        self, start: int, logits: torch.Tensor, grad_scale: torch.Tensor | None
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
         self.starts.append(start)
         value = self.c / 2 * (logits**2).sum() / self.n
-        return value, logits * (self.c / self.n) if grad else None
+        return value, None if grad_scale is None else logits * (self.c / self.n) * grad_scale
 
 
 @pytest.mark.parametrize("rows", [1, 3, 1000])

@@ -199,23 +199,37 @@ def distillation_loss(
 
 
 def distillation_rows(
-    student: torch.Tensor, teacher: torch.Tensor, temperature: float, grad: bool = True
+    student: torch.Tensor,
+    teacher: torch.Tensor,
+    temperature: float,
+    weights: torch.Tensor | float | None = 1.0,
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """Per row of float32 ``(n, C)`` logits, ``T^2 * KL(softmax(teacher/T) ||
-    softmax(student/T))`` (``(n,)``), and where ``grad`` its gradient with respect to
-    ``student``, ``T * (softmax(student/T) - softmax(teacher/T))`` (``(n, C)``): the rows of
-    :func:`distillation_loss` before their (masked) mean, for a chunk of positions. The
-    inputs are not changed."""
+    """Per row of float32 ``(n, C)`` logits, ``kl_i = T^2 * KL(softmax(teacher_i/T) ||
+    softmax(student_i/T))`` (``(n,)``: the rows of :func:`distillation_loss` before their
+    (masked) mean), and unless ``weights`` is None the gradient of ``sum_i weights_i * kl_i``
+    with respect to ``student``, ``weights_i * T * (softmax(student_i/T) -
+    softmax(teacher_i/T))`` (``(n, C)``; ``weights``: a number or ``(n,)``). The inputs are
+    not changed.
+
+    Written for few passes over the ``(n, C)`` logits (two exponentials, no log-softmax
+    tensors): with ``a = (z - max z)/T``, ``b = (y - max y)/T`` and their sums of
+    exponentials ``s_a``, ``s_b``, ``kl / T^2 = sum(e^b (b - a)) / s_b - log s_b + log s_a``.
+    """
     t = temperature
-    log_p = student / t
-    log_p -= torch.logsumexp(log_p, dim=-1, keepdim=True)
-    log_q = teacher / t
-    log_q -= torch.logsumexp(log_q, dim=-1, keepdim=True)
-    q = log_q.exp()
-    kl = torch.linalg.vecdot(q, log_q.sub_(log_p)) * (t * t)
-    if not grad:
+    a = torch.add(student.amax(-1, keepdim=True) / -t, student, alpha=1 / t)
+    b = torch.add(teacher.amax(-1, keepdim=True) / -t, teacher, alpha=1 / t)
+    eb = b.exp()
+    sb = eb.sum(-1)
+    dot = torch.linalg.vecdot(eb, b.sub_(a))
+    ea = a.exp_()
+    sa = ea.sum(-1)
+    kl = (dot / sb - sb.log() + sa.log()) * (t * t)
+    if weights is None:
         return kl, None
-    return kl, log_p.exp_().sub_(q).mul_(t)  # softmax(student/T) - q, times T
+    # weights * T * (e^a / s_a - e^b / s_b), row by row
+    w = weights[:, None] if isinstance(weights, torch.Tensor) and weights.ndim else weights
+    grad = ea.mul_(w * t / sa[:, None]).addcmul_(eb, w * -t / sb[:, None])
+    return kl, grad
 
 
 # --- anchored plugins -------------------------------------------------------------------
@@ -459,18 +473,18 @@ class _TeacherKL(LogitTerm):
             self.row_weight = m * (weight / m.sum().clamp_min(1))
 
     def chunk(
-        self, start: int, logits: torch.Tensor, grad: bool
+        self, start: int, logits: torch.Tensor, grad_scale: torch.Tensor | None
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
         stop = start + logits.shape[0]
         with torch.no_grad():
             teacher = F.linear(self.hidden[start:stop].to(self.w.dtype), self.w, self.b).float()
-        kl, g = distillation_rows(logits, teacher, self.temperature, grad)
         w = self.row_weight
         if isinstance(w, torch.Tensor):
             w = w[start:stop]
-            value = torch.linalg.vecdot(kl, w)
-            return value, g.mul_(w[:, None]) if g is not None else None
-        return kl.sum() * w, g.mul_(w) if g is not None else None
+        grad_w = None if grad_scale is None else w * grad_scale
+        kl, g = distillation_rows(logits, teacher, self.temperature, grad_w)
+        value = torch.linalg.vecdot(kl, w) if isinstance(w, torch.Tensor) else kl.sum() * w
+        return value, g
 
 
 class DistillOptions(StrictModel):

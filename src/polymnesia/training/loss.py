@@ -92,12 +92,13 @@ class LogitTerm:
     buffers: int = 1
 
     def chunk(
-        self, start: int, logits: torch.Tensor, grad: bool
+        self, start: int, logits: torch.Tensor, grad_scale: torch.Tensor | None
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """The term's share of the loss from positions ``start : start + len(logits)``
         (``logits``: their float32 ``(n, V)`` logits, not to be changed): a float32 scalar,
-        and where ``grad`` its gradient with respect to ``logits`` (a new float32 ``(n, V)``
-        tensor, which the caller may change), else None."""
+        and unless ``grad_scale`` is None its gradient with respect to ``logits`` times
+        ``grad_scale`` (a 0-dim tensor: the chunked loss keeps its gradients scaled by its
+        count of targets), a new float32 ``(n, V)`` tensor that the caller may change."""
         raise NotImplementedError
 
 
@@ -206,10 +207,10 @@ class _LinearCrossEntropy(torch.autograd.Function):
                 # are (the backward pass divides all of them by it)
                 term_grads = []
                 for term in terms:
-                    value, term_grad = term.chunk(start, logits, need)
+                    value, term_grad = term.chunk(start, logits, count if need else None)
                     extra += value
                     if term_grad is not None:
-                        term_grads.append(term_grad.mul_(count))
+                        term_grads.append(term_grad)
                 lse = torch.logsumexp(logits, dim=-1)
                 picked = logits.gather(1, t[:, None]).squeeze(1)
                 total += torch.where(v, lse - picked, 0.0).sum()
