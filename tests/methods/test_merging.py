@@ -15,6 +15,7 @@ from polymnesia.methods.merging import (
     task_arithmetic,
     task_vectors,
     ties,
+    ties_tensor,
     trim,
 )
 
@@ -182,3 +183,105 @@ def test_merge_folders_refuses_other_architectures_and_tokenizers(tmp_path) -> N
     with pytest.raises(ConfigError, match="unknown method"):
         merge_folders(tmp_path / "o4", [a, other], "slerp")
     assert not (tmp_path / "o1").exists() and not (tmp_path / "o2").exists()
+
+
+# --- the fused TIES path (CPU) against a plain one -----------------------------------------
+
+
+def _ties_plain(base: torch.Tensor, tuned: list[torch.Tensor], density: float, lam: float):  # type: ignore[no-untyped-def]
+    """TIES as written in the paper, per tensor, with the trim by a stable sort."""
+    work = torch.float64 if base.dtype == torch.float64 else torch.float32
+    b = base.to(work)
+    trimmed = []
+    for x in tuned:
+        d = (x.to(work) - b).reshape(-1)
+        k = math.ceil(density * d.numel())
+        order = torch.argsort(d.abs(), descending=True, stable=True)[:k]
+        kept = torch.zeros_like(d)
+        kept[order] = d[order]
+        trimmed.append(kept.reshape(base.shape))
+    stacked = torch.stack(trimmed)
+    sign = torch.sign(stacked.sum(0))
+    agree = (torch.sign(stacked) == sign) & (stacked != 0)
+    total = torch.where(agree, stacked, torch.zeros_like(stacked)).sum(0)
+    return (b + lam * (total / agree.sum(0).clamp_min(1))).to(base.dtype)
+
+
+def _bits(x: torch.Tensor) -> torch.Tensor:
+    return x.view({2: torch.int16, 4: torch.int32, 8: torch.int64}[x.element_size()])
+
+
+def _cases(seed: int, sizes: tuple[int, ...]):  # type: ignore[no-untyped-def]
+    """Random bases and tuned models; every other case has many equal magnitudes (task
+    vectors of small multiples of 1/2), so the trim's ties decide what is kept."""
+    g = torch.Generator().manual_seed(seed)
+    for i, n in enumerate(sizes):
+        dtype = (torch.float32, torch.bfloat16, torch.float64, torch.float16)[i % 4]
+        base = torch.randn(n, generator=g).to(dtype)
+        models = 1 + i % 4
+        if i % 2:
+            steps = [torch.randint(-3, 4, (n,), generator=g) * 0.5 for _ in range(models)]
+        else:
+            steps = [torch.randn(n, generator=g) * 0.01 for _ in range(models)]
+        density = (0.2, 0.5, 1.0, 0.07, 0.93)[i % 5]
+        lam = (1.0, 0.6, -0.3)[i % 3]
+        yield base, [(base.float() + s).to(dtype) for s in steps], density, lam
+
+
+def test_fused_ties_equals_the_plain_one_bit_for_bit(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    import polymnesia.methods.merging as merging
+
+    monkeypatch.setattr(merging, "TIES_CHUNK", 1000)  # many chunks, ties across their edges
+    sizes = (1, 2, 5, 999, 1000, 1001, 4096, 20_000, 40_001, 70_000, 3, 17, 257, 30_000)
+    for base, tuned, density, lam in _cases(0, sizes):
+        got = ties_tensor(base, tuned, density, lam)
+        want = _ties_plain(base, tuned, density, lam)
+        assert got.dtype == base.dtype and got.shape == base.shape
+        assert torch.equal(_bits(got), _bits(want)), (base.numel(), len(tuned), base.dtype)
+
+
+def test_fused_ties_keeps_shapes_and_the_reference_path(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    import polymnesia.methods.merging as merging
+
+    g = torch.Generator().manual_seed(1)
+    base = torch.randn(64, 48, generator=g)
+    tuned = [base + torch.randint(-2, 3, base.shape, generator=g) * 0.25 for _ in range(5)]
+    for n in (1, 2, 4, 5):  # five models take the reference path
+        want = _ties_plain(base, tuned[:n], 0.3, 0.8)
+        assert torch.equal(ties_tensor(base, tuned[:n], 0.3, 0.8), want)
+    monkeypatch.setattr(merging, "TIES_FUSED_MAX", 0)  # the reference path, as on a GPU
+    for n in (1, 2):
+        want = _ties_plain(base, tuned[:n], 0.3, 0.8)
+        assert torch.equal(ties_tensor(base, tuned[:n], 0.3, 0.8), want)
+    monkeypatch.undo()
+    # a base of -0.0: where nothing is kept the reference gives -0.0 + 0.0 = +0.0
+    zero = torch.full((3000,), -0.0)
+    tuned = [zero + torch.randn(3000, generator=g) * 0.01 for _ in range(2)]
+    want = _ties_plain(zero, tuned, 0.2, 1.0)
+    assert torch.equal(_bits(ties_tensor(zero, tuned, 0.2, 1.0)), _bits(want))
+    scalar = ties_tensor(torch.tensor(1.0), [torch.tensor(3.0), torch.tensor(-0.5)], 0.5, 1.0)
+    assert scalar.shape == () and float(scalar) == 3.0  # signs conflict: the larger mass wins
+    assert ties_tensor(torch.zeros(0), [torch.zeros(0)], 0.2, 1.0).numel() == 0
+
+
+def test_fused_ties_when_the_sample_misses_the_threshold(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    # the sampled bracket is a guess; where it misses, a selection over all magnitudes
+    # finds the threshold: the same result
+    import polymnesia.methods.merging as merging
+
+    cases = list(_cases(2, (30_000, 50_001, 40_000, 20_000)))
+    for wrong in ((0.0, 0.0), (1e9, 2e9), (0.0, 1e-12)):
+        monkeypatch.setattr(merging, "_bracket", lambda mag, n, k, w=wrong: w)
+        for base, tuned, density, lam in cases:
+            got = ties_tensor(base, tuned, density, lam)
+            assert torch.equal(_bits(got), _bits(_ties_plain(base, tuned, density, lam)))
+
+
+def test_ties_refuses_task_vectors_that_are_not_finite() -> None:
+    base = torch.zeros(40_000)
+    for bad in (math.nan, math.inf):
+        tuned = base.clone()
+        tuned[12_345] = bad
+        for density in (0.2, 1.0):
+            with pytest.raises(ConfigError, match="model 1 holds NaN or infinite"):
+                ties_tensor(base, [base + 1, tuned], density, 1.0)

@@ -15,7 +15,11 @@ can stream tensors from safetensors files in bounded memory).
   (``gamma = sign(sum_i tau_hat_i)``, the sign of the larger total mass), and the *disjoint
   mean* averages only the trimmed entries that agree with it:
   ``tau_m = sum_{i: sign(tau_hat_i) = gamma} tau_hat_i / |{i: ...}|``; then
-  ``theta_0 + lambda tau_m``.
+  ``theta_0 + lambda tau_m``. On CPU :func:`ties_tensor` finds each trim's threshold without
+  a sort (a sampled bracket, then an exact selection inside it) and fuses the rest chunk by
+  chunk, with the same numbers, bit for bit, as :func:`trim`, :func:`elect_sign` and
+  :func:`disjoint_mean` on whole tensors. Task vectors with NaN or infinite entries are
+  refused in one line (they have no largest magnitudes).
 
 :func:`merge_folders` merges Hugging Face model folders (safetensors) one tensor at a time,
 so the memory it needs is one tensor per model plus one output shard, whatever the model's size.
@@ -37,7 +41,9 @@ import math
 import shutil
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
+from typing import NamedTuple
 
+import numpy as np
 import torch
 
 from polymnesia.errors import ConfigError
@@ -148,14 +154,181 @@ def disjoint_mean(trimmed: Sequence[torch.Tensor], sign: torch.Tensor) -> torch.
     return total / count.clamp_min(1)
 
 
+# --- TIES on CPU: a selection without a sort, fused chunk by chunk -------------------------
+
+#: entries per chunk of :func:`ties_tensor`'s fused passes on CPU: a chunk and its
+#: temporaries stay in a core's cache, so the twenty-odd elementwise steps of a chunk cost
+#: less than a few passes over the whole tensor in memory
+TIES_CHUNK = 1 << 16
+#: magnitudes sampled (with a fixed seed) to bracket each task vector's trim threshold
+TIES_SAMPLE = 1 << 16
+#: the most models the fused path merges; more go through the reference path (the order of
+#: ``torch.stack(...).sum(0)`` over more rows is not a plain left-to-right sum)
+TIES_FUSED_MAX = 4
+
+
+class _Keep(NamedTuple):
+    """Which entries of one task vector :func:`trim` keeps: all (``tau`` None), or those of
+    magnitude above ``tau`` and those equal to it up to flat index ``last`` (inclusive)."""
+
+    tau: float | None
+    last: int
+
+
+def _np(t: torch.Tensor) -> np.ndarray:
+    """A CPU tensor as a numpy array of its working dtype (float32 or float64)."""
+    return _work(t).numpy()
+
+
+def _finite(ok: bool, i: int) -> None:
+    if not ok:
+        raise ConfigError(
+            f"ties: the task vector of model {i} holds NaN or infinite entries; "
+            "TIES' trim needs finite weights"
+        )
+
+
+def _sample(b: torch.Tensor, t: torch.Tensor, n: int) -> np.ndarray:
+    """The magnitudes of ``t - b`` (flat, CPU) at every ``step``-th entry, at most
+    :data:`TIES_SAMPLE` of them (at least ``n / 16``): a step prime to 2, 3, 5 and 7
+    visits all columns and rows of the usual power-of-two (and 3 x 2^m) shapes evenly."""
+    step = max(n // TIES_SAMPLE, 16)
+    while math.gcd(step, 210) != 1:
+        step += 1
+    return np.abs(_np(t[step // 2 :: step]) - _np(b[step // 2 :: step]))
+
+
+def _bracket(mag: np.ndarray, n: int, k: int) -> tuple[float, float]:
+    """Magnitudes ``lo <= hi`` that likely enclose the ``k``-th largest of ``n`` entries,
+    from the sample ``mag`` (five standard errors of its quantile either side)."""
+    s = mag.size
+    q = int((n - k) / n * s)
+    margin = int(5 * math.sqrt(s * (k / n) * (1 - k / n))) + 8
+    lo, hi = max(0, q - margin), min(s - 1, q + margin)
+    part = np.partition(mag, (lo, hi))
+    return float(part[lo]), float(part[hi])
+
+
+def _scan(
+    b: torch.Tensor, t: torch.Tensor, lo: float, hi: float, i: int
+) -> tuple[int, np.ndarray, np.ndarray]:
+    """Over ``|t - b|`` (flat, CPU), one chunk at a time: the count of magnitudes above
+    ``hi``, and the magnitudes in ``[lo, hi]`` with their flat indices (ascending)."""
+    above, finite = 0, True
+    vals, idxs = [], []
+    for s in range(0, b.numel(), TIES_CHUNK):
+        mag = np.abs(_np(t[s : s + TIES_CHUNK]) - _np(b[s : s + TIES_CHUNK]))
+        finite = finite and math.isfinite(mag.max())  # NaN and inf show in the maximum
+        over = mag > hi
+        above += int(np.count_nonzero(over))
+        inside = np.flatnonzero((mag >= lo) ^ over)
+        vals.append(mag[inside])
+        idxs.append(inside + s)
+    _finite(finite, i)
+    return above, np.concatenate(vals), np.concatenate(idxs)
+
+
+def _keep(b: torch.Tensor, t: torch.Tensor, k: int, i: int) -> _Keep:
+    """:func:`trim`'s choice for ``t - b`` (flat, CPU), without sorting the tensor: a sample
+    brackets the threshold, one pass counts the entries above the bracket and gathers those
+    inside it, and a selection among those finds the threshold and the last entry equal to
+    it that is kept (earliest first). Where the bracket misses (a sample unlike the whole),
+    a selection over all magnitudes finds the threshold instead: the same choice, slower."""
+    n = b.numel()
+    if k >= n:
+        if n:
+            _finite(bool(torch.isfinite(_work(t) - b).all()), i)
+        return _Keep(None, n)
+    lo, hi = _bracket(_sample(b, t, n), n, k) if n > 16 * 1024 else (0.0, math.inf)
+    above, vals, idxs = _scan(b, t, lo, hi, i)
+    if not above < k <= above + vals.size:
+        tau = float(torch.kthvalue((_work(t) - b).abs_(), n - k + 1).values)
+        above, vals, idxs = _scan(b, t, tau, tau, i)
+    rank = k - above  # the threshold is the rank-th largest magnitude in the bracket
+    tau = np.partition(vals, vals.size - rank)[vals.size - rank]
+    room = rank - int(np.count_nonzero(vals > tau))
+    return _Keep(float(tau), int(idxs[vals == tau][room - 1]))
+
+
+def _ties_cpu(
+    b: torch.Tensor, flat: Sequence[torch.Tensor], k: int, lam: float, out: torch.Tensor
+) -> None:
+    """TIES of the flat CPU tensors ``flat`` against ``b`` into ``out`` (flat), as
+    :func:`_ties_reference` computes it, bit for bit: the trim by :func:`_keep`, then the
+    trim, the sign election and the disjoint mean chunk by chunk in numpy. The agreeing
+    entries of a chunk are summed as magnitudes and given the elected sign after (exact:
+    rounding is symmetric in sign), and a count of agreeing models divides them."""
+    keeps = [_keep(b, t, k, i) for i, t in enumerate(flat)]
+    direct = out.dtype == b.dtype  # write into ``out``'s memory, no cast
+    out_np = out.numpy() if direct else None
+    for s in range(0, b.numel(), TIES_CHUNK):
+        bc = _np(b[s : s + TIES_CHUNK])
+        trimmed = []
+        for t, keep in zip(flat, keeps, strict=True):
+            d = _np(t[s : s + TIES_CHUNK]) - bc
+            if keep.tau is not None:
+                mag = np.abs(d)
+                kept = mag > keep.tau
+                tied = min(max(keep.last + 1 - s, 0), d.size)  # entries up to the last tie
+                if tied:
+                    kept[:tied] |= mag[:tied] == keep.tau
+                d *= kept.astype(d.dtype)  # dropped entries become 0 (or -0: same below)
+            trimmed.append(d)
+        total = trimmed[0] + trimmed[1] if len(trimmed) > 1 else trimmed[0].copy()
+        for d in trimmed[2:]:
+            total += d
+        sign = torch.sign(torch.from_numpy(total)).numpy()
+        count = np.zeros(bc.size, np.uint8)
+        for j, d in enumerate(trimmed):
+            d *= sign  # +|d| where it agrees with the elected sign, else -|d| or 0
+            agree = d > 0
+            d *= agree.astype(d.dtype)
+            count += agree.view(np.uint8)
+            if j:
+                total += d
+            else:
+                total = d
+        count |= count == 0  # at least 1 (0 where nobody agrees: the sum is 0 there)
+        merged = total * sign
+        merged /= count.astype(merged.dtype)
+        merged += 0.0  # -0 -> +0, as the reference's where(agree, x, 0) sum gives
+        merged *= lam
+        if out_np is not None:
+            np.add(bc, merged, out=out_np[s : s + TIES_CHUNK])
+        else:
+            out[s : s + TIES_CHUNK] = torch.from_numpy(bc + merged)
+
+
+def _ties_reference(
+    b: torch.Tensor, tuned: Sequence[torch.Tensor], density: float, lam: float
+) -> torch.Tensor:
+    """TIES on whole tensors: :func:`trim`, :func:`elect_sign`, :func:`disjoint_mean`."""
+    deltas = [_work(t) - b for t in tuned]
+    for i, d in enumerate(deltas):
+        _finite(bool(torch.isfinite(d).all()), i)
+    trimmed = [trim(d, density) for d in deltas]
+    return b + lam * disjoint_mean(trimmed, elect_sign(trimmed))
+
+
 def ties_tensor(
     base: torch.Tensor, tuned: Sequence[torch.Tensor], density: float, lam: float
 ) -> torch.Tensor:
-    """TIES-merging of one tensor: trim, elect sign, disjoint mean, ``base + lam * tau_m``."""
+    """TIES-merging of one tensor: trim, elect sign, disjoint mean, ``base + lam * tau_m``.
+
+    On CPU with at most :data:`TIES_FUSED_MAX` models the trim's threshold is found without
+    a sort (:func:`_keep`) and the rest is fused chunk by chunk (:func:`_ties_cpu`): the same
+    numbers as :func:`trim`, :func:`elect_sign` and :func:`disjoint_mean` on the whole
+    tensors (as on an accelerator), bit for bit. Task vectors with NaN or infinite entries
+    are refused in one line (they have no largest magnitudes)."""
+    if not 0 < density <= 1:
+        raise ConfigError(f"ties: density must be in (0, 1], got {density}")
     b = _work(base)
-    trimmed = [trim(_work(t) - b, density) for t in tuned]
-    merged = disjoint_mean(trimmed, elect_sign(trimmed))
-    return (b + lam * merged).to(base.dtype)
+    if b.device.type != "cpu" or len(tuned) > TIES_FUSED_MAX or not tuned:
+        return _ties_reference(b, tuned, density, lam).to(base.dtype)
+    out = torch.empty(base.shape, dtype=base.dtype)
+    flat = [_work(t.detach()).reshape(-1) for t in tuned]
+    _ties_cpu(b.reshape(-1), flat, math.ceil(density * b.numel()), lam, out.view(-1))
+    return out
 
 
 # --- state dicts ------------------------------------------------------------------------
@@ -327,7 +500,10 @@ def merge_folders(
             elif method == "task_arithmetic":
                 merged = task_arithmetic_tensor(ts[0], ts[1:], lam)
             else:
-                merged = ties_tensor(ts[0], ts[1:], density, lam)
+                try:
+                    merged = ties_tensor(ts[0], ts[1:], density, lam)
+                except ConfigError as e:  # name the tensor
+                    raise ConfigError(f"merge: {k}: {e}") from None
             nbytes = merged.numel() * merged.element_size()
             if shards[-1] and size + nbytes > shard_bytes:
                 flush()
@@ -390,7 +566,11 @@ def iter_merge_step(
         elif rule == "task_arithmetic":
             yield k, task_arithmetic_tensor(b, ts, lam)
         else:
-            yield k, ties_tensor(b, ts, density, lam)
+            try:
+                merged = ties_tensor(b, ts, density, lam)
+            except ConfigError as e:  # name the tensor
+                raise ConfigError(f"{rule}: {k}: {e}") from None
+            yield k, merged
 
 
 def merge_step(
