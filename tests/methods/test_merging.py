@@ -270,11 +270,17 @@ def test_fused_ties_when_the_sample_misses_the_threshold(monkeypatch) -> None:  
     import polymnesia.methods.merging as merging
 
     cases = list(_cases(2, (30_000, 50_001, 40_000, 20_000)))
+    bracket = merging._bracket
     for wrong in ((0.0, 0.0), (1e9, 2e9), (0.0, 1e-12)):
-        monkeypatch.setattr(merging, "_bracket", lambda mag, n, k, w=wrong: w)
-        for base, tuned, density, lam in cases:
-            got = ties_tensor(base, tuned, density, lam)
-            assert torch.equal(_bits(got), _bits(_ties_plain(base, tuned, density, lam)))
+        for tiers in ((3.5,), (3.5, 8.0)):  # the narrow bracket misses; or both do
+
+            def guess(mag, n, k, width, w=wrong, tiers=tiers):  # type: ignore[no-untyped-def]
+                return w if width in tiers else bracket(mag, n, k, width)
+
+            monkeypatch.setattr(merging, "_bracket", guess)
+            for base, tuned, density, lam in cases:
+                got = ties_tensor(base, tuned, density, lam)
+                assert torch.equal(_bits(got), _bits(_ties_plain(base, tuned, density, lam)))
 
 
 def test_ties_refuses_task_vectors_that_are_not_finite() -> None:

@@ -161,7 +161,7 @@ def disjoint_mean(trimmed: Sequence[torch.Tensor], sign: torch.Tensor) -> torch.
 #: less than a few passes over the whole tensor in memory
 TIES_CHUNK = 1 << 16
 #: magnitudes sampled (with a fixed seed) to bracket each task vector's trim threshold
-TIES_SAMPLE = 1 << 16
+TIES_SAMPLE = 1 << 18
 #: the most models the fused path merges; more go through the reference path (the order of
 #: ``torch.stack(...).sum(0)`` over more rows is not a plain left-to-right sum)
 TIES_FUSED_MAX = 4
@@ -189,21 +189,21 @@ def _finite(ok: bool, i: int) -> None:
 
 
 def _sample(b: torch.Tensor, t: torch.Tensor, n: int) -> np.ndarray:
-    """The magnitudes of ``t - b`` (flat, CPU) at every ``step``-th entry, at most
-    :data:`TIES_SAMPLE` of them (at least ``n / 16``): a step prime to 2, 3, 5 and 7
+    """The magnitudes of ``t - b`` (flat, CPU) at every ``step``-th entry: about ``n / 64``
+    of them (at least 2,048, at most :data:`TIES_SAMPLE`); a step prime to 2, 3, 5 and 7
     visits all columns and rows of the usual power-of-two (and 3 x 2^m) shapes evenly."""
-    step = max(n // TIES_SAMPLE, 16)
+    step = max(n // TIES_SAMPLE, min(64, n // 2048), 1)
     while math.gcd(step, 210) != 1:
         step += 1
     return np.abs(_np(t[step // 2 :: step]) - _np(b[step // 2 :: step]))
 
 
-def _bracket(mag: np.ndarray, n: int, k: int) -> tuple[float, float]:
+def _bracket(mag: np.ndarray, n: int, k: int, width: float) -> tuple[float, float]:
     """Magnitudes ``lo <= hi`` that likely enclose the ``k``-th largest of ``n`` entries,
-    from the sample ``mag`` (five standard errors of its quantile either side)."""
+    from the sample ``mag``: ``width`` standard errors of its quantile either side."""
     s = mag.size
     q = int((n - k) / n * s)
-    margin = int(5 * math.sqrt(s * (k / n) * (1 - k / n))) + 8
+    margin = int(width * math.sqrt(s * (k / n) * (1 - k / n))) + 8
     lo, hi = max(0, q - margin), min(s - 1, q + margin)
     part = np.partition(mag, (lo, hi))
     return float(part[lo]), float(part[hi])
@@ -233,17 +233,22 @@ def _keep(b: torch.Tensor, t: torch.Tensor, k: int, i: int) -> _Keep:
     brackets the threshold, one pass counts the entries above the bracket and gathers those
     inside it, and a selection among those finds the threshold and the last entry equal to
     it that is kept (earliest first). Where the bracket misses (a sample unlike the whole),
-    a selection over all magnitudes finds the threshold instead: the same choice, slower."""
+    a wider one is scanned, then a selection over all magnitudes: the same choice, slower."""
     n = b.numel()
     if k >= n:
         if n:
             _finite(bool(torch.isfinite(_work(t) - b).all()), i)
         return _Keep(None, n)
-    lo, hi = _bracket(_sample(b, t, n), n, k) if n > 16 * 1024 else (0.0, math.inf)
-    above, vals, idxs = _scan(b, t, lo, hi, i)
-    if not above < k <= above + vals.size:
-        tau = float(torch.kthvalue((_work(t) - b).abs_(), n - k + 1).values)
-        above, vals, idxs = _scan(b, t, tau, tau, i)
+    if n <= 16 * 1024:
+        above, vals, idxs = _scan(b, t, 0.0, math.inf, i)
+    else:  # a narrow bracket; where it misses (1 in 2,000), a wide one; then all of them
+        sample = _sample(b, t, n)
+        above, vals, idxs = _scan(b, t, *_bracket(sample, n, k, 3.5), i)
+        if not above < k <= above + vals.size:
+            above, vals, idxs = _scan(b, t, *_bracket(sample, n, k, 8.0), i)
+        if not above < k <= above + vals.size:
+            tau = float(torch.kthvalue((_work(t) - b).abs_(), n - k + 1).values)
+            above, vals, idxs = _scan(b, t, tau, tau, i)
     rank = k - above  # the threshold is the rank-th largest magnitude in the bracket
     tau = np.partition(vals, vals.size - rank)[vals.size - rank]
     room = rank - int(np.count_nonzero(vals > tau))
