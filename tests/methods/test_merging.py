@@ -164,6 +164,53 @@ def test_merge_folders_streams_the_same_merge(tmp_path, shard_bytes: int) -> Non
             assert torch.allclose(got[k], v, atol=1e-6), (method, k)
 
 
+@pytest.mark.parametrize("shard_bytes", [2**30, 3_000])
+def test_merge_folders_writes_the_merged_tensors_bit_for_bit(tmp_path, shard_bytes: int) -> None:  # type: ignore[no-untyped-def]
+    # bfloat16 weights and an integer buffer, written tensor by tensor to safetensors files
+    from safetensors.torch import load_file, save_file
+
+    from polymnesia.methods.merging import merge_folders
+
+    g = torch.Generator().manual_seed(3)
+    base = {
+        "w": torch.randn(40, 30, generator=g).bfloat16(),
+        "v": torch.randn(500, generator=g),
+        "s": torch.tensor(2.5, dtype=torch.float64),
+        "ids": torch.arange(7),
+    }
+    states = [base] + [
+        {
+            k: (v + torch.randn(v.shape, generator=g, dtype=torch.float64).to(v.dtype) * 0.1)
+            if v.is_floating_point()
+            else v
+            for k, v in base.items()
+        }
+        for _ in range(2)
+    ]
+    folders = []
+    for i, st in enumerate(states):
+        folder = tmp_path / f"m{i}"
+        folder.mkdir()
+        save_file(st, str(folder / "model.safetensors"), metadata={"format": "pt"})
+        folders.append(folder)
+    wants = {
+        "average": average(states[1:]),
+        "task_arithmetic": task_arithmetic(states[0], states[1:], 0.7),
+        "ties": ties(states[0], states[1:], density=0.4, lam=0.7),
+    }
+    for method, want in wants.items():
+        out = tmp_path / f"out_{method}"
+        kw = {} if method == "average" else {"base": folders[0], "lam": 0.7, "density": 0.4}
+        merge_folders(out, folders[1:], method, shard_bytes=shard_bytes, **kw)  # type: ignore[arg-type]
+        got = {}
+        for f in sorted(out.glob("*.safetensors")):
+            got.update(load_file(str(f)))
+        assert len(list(out.glob("*.safetensors"))) == (1 if shard_bytes == 2**30 else 2)
+        assert set(got) == set(want)
+        for k, v in want.items():
+            assert got[k].dtype == v.dtype and torch.equal(got[k], v), (method, k)
+
+
 def test_merge_folders_refuses_other_architectures_and_tokenizers(tmp_path) -> None:  # type: ignore[no-untyped-def]
     from polymnesia.methods.merging import merge_folders
 

@@ -22,7 +22,7 @@ can stream tensors from safetensors files in bounded memory).
   refused in one line (they have no largest magnitudes).
 
 :func:`merge_folders` merges Hugging Face model folders (safetensors) one tensor at a time,
-so the memory it needs is one tensor per model plus one output shard, whatever the model's size.
+so the memory it needs is one tensor per model plus one merged tensor, whatever the model's size.
 
 :func:`iter_merge_step` (and :func:`merge_step`) merges one sequential step, the previous
 step's model and the step's trained one, against a base by task arithmetic or TIES, one
@@ -39,6 +39,7 @@ from __future__ import annotations
 import json
 import math
 import shutil
+import struct
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import NamedTuple
@@ -316,9 +317,14 @@ def _ties_reference(
 
 
 def ties_tensor(
-    base: torch.Tensor, tuned: Sequence[torch.Tensor], density: float, lam: float
+    base: torch.Tensor,
+    tuned: Sequence[torch.Tensor],
+    density: float,
+    lam: float,
+    out: torch.Tensor | None = None,
 ) -> torch.Tensor:
-    """TIES-merging of one tensor: trim, elect sign, disjoint mean, ``base + lam * tau_m``.
+    """TIES-merging of one tensor: trim, elect sign, disjoint mean, ``base + lam * tau_m``
+    (written into ``out``, a contiguous tensor of ``base``'s shape and dtype, where given).
 
     On CPU with at most :data:`TIES_FUSED_MAX` models the trim's threshold is found without
     a sort (:func:`_keep`) and the rest is fused chunk by chunk (:func:`_ties_cpu`): the same
@@ -327,10 +333,16 @@ def ties_tensor(
     are refused in one line (they have no largest magnitudes)."""
     if not 0 < density <= 1:
         raise ConfigError(f"ties: density must be in (0, 1], got {density}")
+    if out is not None and (
+        out.shape != base.shape or out.dtype != base.dtype or not out.is_contiguous()
+    ):
+        raise ValueError(f"ties: out must be contiguous {base.dtype} {tuple(base.shape)}")
     b = _work(base)
     if b.device.type != "cpu" or len(tuned) > TIES_FUSED_MAX or not tuned:
-        return _ties_reference(b, tuned, density, lam).to(base.dtype)
-    out = torch.empty(base.shape, dtype=base.dtype)
+        merged = _ties_reference(b, tuned, density, lam).to(base.dtype)
+        return merged if out is None else out.copy_(merged)
+    if out is None:
+        out = torch.empty(base.shape, dtype=base.dtype)
     flat = [_work(t.detach()).reshape(-1) for t in tuned]
     _ties_cpu(b.reshape(-1), flat, math.ceil(density * b.numel()), lam, out.view(-1))
     return out
@@ -437,8 +449,75 @@ class _Reader:
     def shape(self, name: str) -> tuple[int, ...]:
         return tuple(self.handles[self.index[name]].get_slice(name).get_shape())
 
+    def dtype(self, name: str) -> str:
+        """The tensor's safetensors dtype name (``F32``, ``BF16``, ``I64``, ...)."""
+        return str(self.handles[self.index[name]].get_slice(name).get_dtype())
+
     def get(self, name: str) -> torch.Tensor:
         return self.handles[self.index[name]].get_tensor(name)
+
+
+#: safetensors' dtype names of the torch dtypes a merge writes
+ST_DTYPES = {
+    torch.float64: "F64",
+    torch.float32: "F32",
+    torch.float16: "F16",
+    torch.bfloat16: "BF16",
+    torch.int64: "I64",
+    torch.int32: "I32",
+    torch.int16: "I16",
+    torch.int8: "I8",
+    torch.uint8: "U8",
+    torch.bool: "BOOL",
+}
+_ST_TORCH = {v: k for k, v in ST_DTYPES.items()}
+
+
+def _shard_plan(
+    names: Sequence[str], reader: _Reader, shard_bytes: int
+) -> list[list[tuple[str, torch.dtype, tuple[int, ...]]]]:
+    """The output tensors (name, dtype, shape: the first model's) grouped into shards of at
+    most ``shard_bytes`` (a larger tensor alone), in ``names``' order."""
+    shards: list[list[tuple[str, torch.dtype, tuple[int, ...]]]] = [[]]
+    size = 0
+    for k in names:
+        code = reader.dtype(k)
+        if code not in _ST_TORCH:
+            raise ConfigError(
+                f"merge: {k} has dtype {code}; accepted: {', '.join(sorted(_ST_TORCH))}"
+            )
+        dtype, shape = _ST_TORCH[code], reader.shape(k)
+        nbytes = math.prod(shape) * dtype.itemsize
+        if shards[-1] and size + nbytes > shard_bytes:
+            shards.append([])
+            size = 0
+        shards[-1].append((k, dtype, shape))
+        size += nbytes
+    return shards
+
+
+def _write_shard(
+    path: Path,
+    tensors: Sequence[tuple[str, torch.dtype, tuple[int, ...]]],
+    merged: Iterator[torch.Tensor],
+) -> None:
+    """A safetensors file of ``tensors``, their bytes taken one at a time from ``merged``
+    (the header is written first, from the planned dtypes and shapes)."""
+    header: dict[str, object] = {"__metadata__": {"format": "pt"}}
+    offset = 0
+    for k, dtype, shape in tensors:
+        end = offset + math.prod(shape) * dtype.itemsize
+        header[k] = {"dtype": ST_DTYPES[dtype], "shape": list(shape), "data_offsets": [offset, end]}
+        offset = end
+    head = json.dumps(header, separators=(",", ":")).encode("utf-8")
+    head += b" " * (-len(head) % 8)
+    with path.open("wb") as f:
+        f.write(struct.pack("<Q", len(head)))
+        f.write(head)
+        for (k, dtype, shape), t in zip(tensors, merged, strict=True):
+            if t.dtype != dtype or tuple(t.shape) != shape:
+                raise RuntimeError(f"merge: {k} came out {t.dtype} {tuple(t.shape)}")
+            f.write(t.contiguous().reshape(-1).view(torch.uint8).numpy().data)
 
 
 def merge_folders(
@@ -454,9 +533,10 @@ def merge_folders(
 ) -> Path:
     """Merge the model folders ``tuned`` (against ``base`` for ``task_arithmetic`` and
     ``ties``) into the HF folder ``out``, one tensor at a time: memory holds one tensor per
-    model plus at most ``shard_bytes`` of merged output. Config and tokenizer files are
-    copied from ``base`` (else the first model); other architectures or tokenizers are one
-    line before anything is read."""
+    model and one merged tensor, which is written to its file (safetensors files of at most
+    ``shard_bytes``, with an index where there are several) before the next is made. Config
+    and tokenizer files are copied from ``base`` (else the first model); other architectures
+    or tokenizers are one line before anything is read."""
     if method not in MERGES:
         raise ConfigError(f"merge: unknown method {method!r}; accepted: {', '.join(MERGES)}")
     if method == "average" and base is not None:
@@ -483,43 +563,32 @@ def merge_folders(
                     f"{readers[0].shape(k)} in {folders[0]} (another architecture or vocabulary)"
                 )
     w = _weights(weights, len(tuned)) if method == "average" else []
-    from safetensors.torch import save_file
+    plan = _shard_plan(names, readers[0], shard_bytes)
+    # TIES writes each merged tensor into one reused buffer (the largest tensor's size)
+    room = max(math.prod(shape) * dtype.itemsize for shard in plan for _, dtype, shape in shard)
+    buffer = torch.empty(room if method == "ties" else 0, dtype=torch.uint8)
+
+    def merge(k: str, dtype: torch.dtype, shape: tuple[int, ...]) -> torch.Tensor:
+        ts = [r.get(k) for r in readers]
+        if not ts[0].is_floating_point():
+            return _same(ts, k)
+        if method == "average":
+            return average_tensor(ts, w)
+        if method == "task_arithmetic":
+            return task_arithmetic_tensor(ts[0], ts[1:], lam)
+        into = buffer[: math.prod(shape) * dtype.itemsize].view(dtype).view(shape)
+        try:
+            return ties_tensor(ts[0], ts[1:], density, lam, out=into)
+        except ConfigError as e:  # name the tensor
+            raise ConfigError(f"merge: {k}: {e}") from None
 
     with atomic_dir(out) as tmp:
-        shards: list[dict[str, torch.Tensor]] = [{}]
-        size = 0
-        files: list[str] = []
-
-        def flush() -> None:
-            name = f"model-{len(files) + 1:05d}.safetensors"
-            save_file(shards[-1], str(tmp / name), metadata={"format": "pt"})
-            files.append(name)
-            shards[-1] = {}
-
-        for k in names:
-            ts = [r.get(k) for r in readers]
-            if not ts[0].is_floating_point():
-                merged = _same(ts, k)
-            elif method == "average":
-                merged = average_tensor(ts, w)
-            elif method == "task_arithmetic":
-                merged = task_arithmetic_tensor(ts[0], ts[1:], lam)
-            else:
-                try:
-                    merged = ties_tensor(ts[0], ts[1:], density, lam)
-                except ConfigError as e:  # name the tensor
-                    raise ConfigError(f"merge: {k}: {e}") from None
-            nbytes = merged.numel() * merged.element_size()
-            if shards[-1] and size + nbytes > shard_bytes:
-                flush()
-                size = 0
-            shards[-1][k] = merged.contiguous()
-            size += nbytes
-        flush()
-        if len(files) == 1:
-            (tmp / files[0]).rename(tmp / "model.safetensors")
-        else:
-            index = {k: f for f in files for k in _keys(tmp / f)}
+        files = ["model.safetensors"] if len(plan) == 1 else []
+        files = files or [f"model-{i + 1:05d}.safetensors" for i in range(len(plan))]
+        for name, shard in zip(files, plan, strict=True):
+            _write_shard(tmp / name, shard, (merge(*item) for item in shard))
+        if len(plan) > 1:
+            index = {k: name for name, shard in zip(files, plan, strict=True) for k, _, _ in shard}
             (tmp / "model.safetensors.index.json").write_text(
                 json.dumps({"metadata": {}, "weight_map": index}, indent=1), encoding="utf-8"
             )
@@ -588,13 +657,6 @@ def merge_step(
 ) -> dict[str, torch.Tensor]:
     """:func:`iter_merge_step` as one state dict."""
     return dict(iter_merge_step(base, previous, trained, rule, lam, density))
-
-
-def _keys(path: Path) -> list[str]:
-    from safetensors import safe_open
-
-    with safe_open(str(path), "pt") as f:
-        return list(f.keys())
 
 
 MERGES = ("average", "task_arithmetic", "ties")
