@@ -298,7 +298,8 @@ def _ties_cpu(
         merged = total * sign
         merged /= count.astype(merged.dtype)
         merged += 0.0  # -0 -> +0, as the reference's where(agree, x, 0) sum gives
-        merged *= lam
+        if lam != 1.0:  # x * 1 is x
+            merged *= lam
         if out_np is not None:
             np.add(bc, merged, out=out_np[s : s + TIES_CHUNK])
         else:
