@@ -315,6 +315,33 @@ def test_chunked_distillation_equals_the_unchunked_term_and_its_gradient(
         torch.testing.assert_close(p.grad, q.grad, rtol=1e-5, atol=1e-7, msg=name)
 
 
+def test_chunked_distillation_under_bf16_autocast_is_close_to_the_unchunked_term() -> None:
+    """Under autocast the teacher's and the student's chunks of logits are made in bfloat16,
+    as the models' heads make them, and the KL in float32: close to the unchunked path."""
+    batch = _padded_batch()
+    d = Distill(weight=1.5, temperature=2.0)
+    d.param_groups(tiny_model(seed=0), [])
+    assert d.teacher is not None
+    theirs, mine = tiny_model(seed=1), tiny_model(seed=1)
+    head = chunked_head(mine)
+    assert head is not None
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        out = theirs(**batch)
+        with torch.no_grad():
+            z0 = d.teacher(**{k: v for k, v in batch.items() if k != "labels"}).logits
+        ref = out.loss + 1.5 * distillation_loss(out.logits, z0, 2.0, batch["attention_mask"])
+        term = d.logit_term(None, batch)  # type: ignore[arg-type]  # the state is not read
+        loss = causal_lm_loss(mine, batch, head, rows=4, terms=[term])
+    ref.backward()
+    loss.backward()
+    assert loss.dtype == torch.float32
+    torch.testing.assert_close(loss, ref, rtol=1e-2, atol=1e-2)
+    g_mine, g_ref = mine.lm_head.weight.grad, theirs.lm_head.weight.grad
+    assert g_mine is not None and g_ref is not None
+    cos = torch.nn.functional.cosine_similarity(g_mine.flatten(), g_ref.flatten(), dim=0)
+    assert cos > 0.999
+
+
 def test_distill_with_weight_zero_is_plain_training_bit_for_bit(tmp_path: Path) -> None:
     plain = _train_weights(tmp_path / "plain", [])
     model = tiny_model()

@@ -444,7 +444,7 @@ class EWC(_Anchored):
 # --- distillation (LwF) -----------------------------------------------------------------
 
 
-class _TeacherKL(LogitTerm):
+class TeacherKL(LogitTerm):
     """``weight * distillation_loss`` of one micro-batch, made a chunk of positions at a time
     from the teacher's final hidden states and its LM head (the teacher's logits of a chunk
     are made when the chunk is)."""
@@ -546,7 +546,7 @@ class Distill(TrainingPlugin):
             raise PolymnesiaError("distill: no teacher; the loop builds it in param_groups")
         with torch.no_grad():
             hidden = final_hidden(self.teacher, self.teacher_head, batch)
-        return _TeacherKL(
+        return TeacherKL(
             hidden, self.teacher_head, self.weight, self.temperature, batch.get("attention_mask")
         )
 
