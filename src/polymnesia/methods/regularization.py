@@ -488,7 +488,7 @@ class TeacherKL(LogitTerm):
 
 
 class DistillOptions(StrictModel):
-    """Options of the ``distill`` step function (Li & Hoiem 2017)."""
+    """Options of the ``distill`` plugin (Li & Hoiem 2017)."""
 
     weight: float = Field(1.0, ge=0, description="lambda_o: weight of the distillation term")
     temperature: float = Field(2.0, gt=0, description="T: softmax temperature (LwF: 2)")
