@@ -93,7 +93,7 @@ SEED_NOISE_BANDS: dict[str, SeedBand] = {
         band=0.4422,
         n_seeds=3,
         config="configs/lifelong_baselines.yaml",
-        commit="451b7095371d8212094b7080db2e5c372949d829",
+        commit="562c8e45f224b0e267196298a4a0a717f9384125",
         date="2026-11-26",
         per_claim={
             "VANILLA forgets: CBT < #": 0.2416,
