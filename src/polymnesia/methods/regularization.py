@@ -449,7 +449,10 @@ class TeacherKL(LogitTerm):
     from the teacher's final hidden states and its LM head (the teacher's logits of a chunk
     are made when the chunk is)."""
 
-    buffers = 3  # the teacher's logits, log softmax(student / T), softmax(teacher / T)
+    #: the teacher's logits, the shifted student logits (whose exponentials become the
+    #: gradient) and the teacher's exponentials; the shifted teacher logits are a fourth at
+    #: the peak of distillation_rows, which this count leaves out (issue 27's note)
+    buffers = 3
 
     def __init__(
         self,
