@@ -26,7 +26,8 @@ so the memory it needs is one tensor per model plus one merged tensor, whatever 
 
 :func:`iter_merge_step` (and :func:`merge_step`) merges one sequential step, the previous
 step's model and the step's trained one, against a base by task arithmetic or TIES, one
-tensor at a time (``lifelong``'s MERGE-TA and MERGE-TIES, :mod:`polymnesia.methods.step_merge`).
+tensor at a time (``lifelong``'s MERGE-TA and MERGE-TIES, :mod:`polymnesia.methods.step_merge`,
+whose ``merge_average`` gives MERGE's step merge with :func:`average`).
 
 Tensors that are not floating point (integer buffers, position ids) are taken from the base
 (the first model for :func:`average`), after checking they agree. Models with other tensor
