@@ -20,13 +20,19 @@ the default); ``--chunked-loss false`` uses the model's own loss, as the Trainer
 ``--profile N`` adds one round per side under ``torch.profiler`` (N steps after
 ``--skip``): each side's busiest operators by self device time (self CPU time on a CPU),
 and the kernel time per step (its profiler annotations left out): a step whose unprofiled
-time is near its kernel time is bound by the device, one far above it by the host.
+time is near its kernel time is bound by the device, one far above it by the host;
+``--shapes`` adds each side's matrix products and multiplications by input shape.
+In the first round the script prints the process's global numerics settings (TF32,
+reduced-precision reductions, attention backends, determinism) before the first side and
+whatever either side changed, and the dtypes one linear layer and the LM head see in
+each side's first forward pass; ``--first trainer`` runs the Trainer first in each round,
+so a setting the Trainer makes would reach the loop too.
 Goal: ratio (polymnesia / Trainer) >= 1.0 on CPU, >= 1.2 on GPU.
 
     python benchmarks/train_throughput.py [--rounds 5] [--steps 40] [--skip 5] [--batch 16] [--block
     128]
         [--preset tiny] [--vocab 2000] [--precision no|bf16|fp16] [--fused null|true|false]
-        [--chunked-loss true|false] [--profile N]
+        [--chunked-loss true|false] [--profile N] [--shapes] [--first loop|trainer]
 
 Issue 13's GPU figure: ``--preset paper-400m --vocab 8000 --batch 16 --block 1024
 --precision bf16``.
@@ -35,6 +41,7 @@ Issue 13's GPU figure: ``--preset paper-400m --vocab 8000 --batch 16 --block 102
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import tempfile
 import time
@@ -46,6 +53,85 @@ from _common import mfu_line, peak_flops, timed, tiny_model, udhr_blocks
 
 #: called after every optimizer step of either side (the profiler's ``step``, when profiling)
 STEP_HOOKS: list[Callable[[], object]] = []
+#: sides whose first forward pass is still to be described (filled for the first round)
+PROBE: set[str] = set()
+
+
+def numerics() -> dict[str, object]:
+    """The process-wide settings that change which kernels a matrix product or attention
+    runs (each read where this torch has it)."""
+    import warnings
+
+    cuda, cudnn = torch.backends.cuda, torch.backends.cudnn
+    reads: dict[str, Callable[[], object]] = {
+        "float32_matmul_precision": torch.get_float32_matmul_precision,
+        "backends.fp32_precision": lambda: torch.backends.fp32_precision,  # type: ignore[attr-defined]
+        "cuda.matmul.fp32_precision": lambda: cuda.matmul.fp32_precision,
+        "cuda.matmul.allow_tf32": lambda: cuda.matmul.allow_tf32,
+        "cudnn.allow_tf32": lambda: cudnn.allow_tf32,
+        "matmul bf16 reduced reduction": lambda: cuda.matmul.allow_bf16_reduced_precision_reduction,
+        "matmul fp16 reduced reduction": lambda: cuda.matmul.allow_fp16_reduced_precision_reduction,
+        "cudnn.benchmark": lambda: cudnn.benchmark,
+        "cudnn.deterministic": lambda: cudnn.deterministic,
+        "deterministic algorithms": torch.are_deterministic_algorithms_enabled,
+        "sdpa flash/mem-efficient/math/cudnn": lambda: (
+            cuda.flash_sdp_enabled(),
+            cuda.mem_efficient_sdp_enabled(),
+            cuda.math_sdp_enabled(),
+            cuda.cudnn_sdp_enabled(),
+        ),
+        "default dtype": torch.get_default_dtype,
+        "CUBLAS_WORKSPACE_CONFIG": lambda: os.environ.get("CUBLAS_WORKSPACE_CONFIG"),
+    }
+    state: dict[str, object] = {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the legacy TF32 flags warn on torch >= 2.9
+        for key, read in reads.items():
+            try:
+                state[key] = read()
+            except (AttributeError, RuntimeError):
+                continue
+    return state
+
+
+def report_numerics(before: dict[str, object], side: str) -> dict[str, object]:
+    """Print what ``side`` changed in :func:`numerics` and return the state after it."""
+    after = numerics()
+    changed = [f"{k}: {before.get(k)!r} -> {v!r}" for k, v in after.items() if before.get(k) != v]
+    print(f"numerics after {side}: " + ("; ".join(changed) if changed else "unchanged"))
+    return after
+
+
+def probe(model: torch.nn.Module, side: str) -> None:
+    """Print, once, the dtypes the first linear layer and the LM head see in ``side``'s first
+    forward pass (input, weight, output, autocast) and the first input's strides."""
+    if side not in PROBE:
+        return
+    PROBE.discard(side)
+    linears = [m for m in model.modules() if isinstance(m, torch.nn.Linear)]
+    named = {"first linear": linears[0], "LM head": linears[-1]}
+    seen: dict[str, str] = {}
+    handles = []
+
+    def hook(name: str):  # type: ignore[no-untyped-def]
+        def record(module, args, out) -> None:  # type: ignore[no-untyped-def]
+            if name in seen:
+                return
+            x = args[0]
+            kind = x.device.type
+            cast = torch.get_autocast_dtype(kind) if torch.is_autocast_enabled(kind) else None
+            seen[name] = (
+                f"{name}: input {x.dtype} {tuple(x.shape)} strides {x.stride()}, weight "
+                f"{module.weight.dtype}, output {out.dtype}, autocast {cast}"
+            )
+            if len(seen) == len(named):
+                print(f"{side}: " + " | ".join(seen[n] for n in named if n in seen))
+                for h in handles:
+                    h.remove()
+
+        return record
+
+    handles.extend(m.register_forward_hook(hook(n)) for n, m in named.items())
 
 
 def steady(stamps: list[float], a: argparse.Namespace, block: int) -> float:
@@ -83,6 +169,7 @@ def run_polymnesia(blocks: torch.Tensor, vocab: int, a: argparse.Namespace) -> t
         chunked_loss=a.chunked_loss == "true",
     )
     model = tiny_model(vocab, a.preset)
+    probe(model, "polymnesia loop")
     with tempfile.TemporaryDirectory() as d:
         seconds = timed(
             lambda: train(model, PackedLMData(blocks), cfg, Path(d), seed=0, plugins=[Clock()])
@@ -134,6 +221,7 @@ def run_trainer(
             seed=0,
         )
         model = tiny_model(vocab, a.preset)
+        probe(model, "transformers Trainer")
         seconds = timed(
             lambda: Trainer(
                 model=model, args=args, train_dataset=Blocks(), callbacks=[Clock()]
@@ -150,7 +238,7 @@ def profiled(side: str, run: Callable[[], object], a: argparse.Namespace) -> Non
     cuda = torch.cuda.is_available()
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
     plan = schedule(wait=a.skip, warmup=1, active=a.profile, repeat=1)
-    with profile(activities=activities, schedule=plan) as prof:
+    with profile(activities=activities, schedule=plan, record_shapes=a.shapes) as prof:
         STEP_HOOKS.append(prof.step)
         t: list[float] = []
         STEP_HOOKS.append(lambda: t.append(time.perf_counter()))
@@ -177,6 +265,20 @@ def profiled(side: str, run: Callable[[], object], a: argparse.Namespace) -> Non
             f"{busy / wall:.1%} of the profiled wall time (the profiler slows the host)"
         )
     print(events.table(sort_by=key, row_limit=12, max_name_column_width=60))
+    if a.shapes:  # the products and multiplications by input shape, busiest first
+        by_shape = [
+            e
+            for e in prof.key_averages(group_by_input_shape=True)
+            if e.key in ("aten::mm", "aten::mul", "aten::addmm", "aten::bmm")
+        ]
+        by_shape.sort(key=lambda e: -getattr(e, key))
+        print(f"busiest products and multiplications by input shape ({side}):")
+        for e in by_shape[:16]:
+            total = getattr(e, key) / 1e3
+            print(
+                f"  {e.key:10s} x{e.count:5d} {total:9.1f} ms  "
+                f"{total * 1e3 / e.count:8.1f} us each  {e.input_shapes}"
+            )
 
 
 def main() -> None:
@@ -192,17 +294,27 @@ def main() -> None:
     ap.add_argument("--fused", default="null", choices=["null", "true", "false"])
     ap.add_argument("--chunked-loss", default="true", choices=["true", "false"])
     ap.add_argument("--profile", type=int, default=0, help="profile N steps of each side")
+    ap.add_argument("--shapes", action="store_true", help="profile: products by input shape")
+    ap.add_argument("--first", default="loop", choices=["loop", "trainer"])
     a = ap.parse_args()
     tok, blocks = udhr_blocks(a.block, a.vocab)
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     ours, theirs, ours_steady, theirs_steady, optim = [], [], [], [], ""
-    for _ in range(a.rounds):  # alternate, so both sides see the same machine load
-        tps, st = run_polymnesia(blocks, len(tok), a)
-        ours.append(tps)
-        ours_steady.append(st)
-        tps, st, optim = run_trainer(blocks, len(tok), a)
-        theirs.append(tps)
-        theirs_steady.append(st)
+    state = numerics()
+    print("numerics at the start: " + "; ".join(f"{k}: {v!r}" for k, v in state.items()))
+    PROBE.update(("polymnesia loop", "transformers Trainer"))
+    for r in range(a.rounds):  # alternate, so both sides see the same machine load
+        for side in ("trainer", "loop") if a.first == "trainer" else ("loop", "trainer"):
+            if side == "loop":
+                tps, st = run_polymnesia(blocks, len(tok), a)
+                ours.append(tps)
+                ours_steady.append(st)
+            else:
+                tps, st, optim = run_trainer(blocks, len(tok), a)
+                theirs.append(tps)
+                theirs_steady.append(st)
+            if r == 0:
+                state = report_numerics(state, side)
     fused = a.fused == "true" or (a.fused == "null" and device.type == "cuda")
     print(
         f"{device.type}, torch threads: {torch.get_num_threads()}, preset {a.preset}, vocab "
@@ -212,6 +324,7 @@ def main() -> None:
         f"optimizers: polymnesia AdamW fused={fused} (train.fused_adamw={a.fused}); Trainer {optim}"
     )
     print(f"loss: polymnesia chunked_loss={a.chunked_loss}; Trainer the model's own")
+    print(f"order in each round: {a.first} first")
     ratios = [o / t for o, t in zip(ours, theirs, strict=True)]
     runs = ", ".join
     print(
