@@ -11,7 +11,11 @@ constructor, as polymnesia's ``train`` does inside). The two sides alternate for
 median ratio with its range, and each side's median tokens/s. It also prints the
 steady-state ratio: tokens/s of the median step after step ``--skip`` (setup,
 the first steps' warm-up and the end of the call left out), timed by
-a loop plugin on polymnesia's side and a ``TrainerCallback`` on the Trainer's. The optimizer each
+a loop plugin on polymnesia's side and a ``TrainerCallback`` on the Trainer's. Tokens are
+counted where each model reads them (its input embedding), and the Trainer drops a short
+last batch as the loop does: before commit 4b9606b the script counted steps x batch x block
+for both, while on a data set of few blocks (paper-400m's 19 UDHR blocks of 1,024) the
+Trainer trained every other step on the 3 left over. The optimizer each
 side builds is printed: the Trainer's default is fused
 AdamW wherever torch has the kernel (CPU too); polymnesia's ``train.fused_adamw``
 default (null) fuses on CUDA only, ``--fused true`` fuses on the CPU as well.
@@ -41,6 +45,7 @@ Issue 13's GPU figure: ``--preset paper-400m --vocab 8000 --batch 16 --block 102
 from __future__ import annotations
 
 import argparse
+import itertools
 import os
 import statistics
 import tempfile
@@ -134,10 +139,36 @@ def probe(model: torch.nn.Module, side: str) -> None:
     handles.extend(m.register_forward_hook(hook(n)) for n, m in named.items())
 
 
-def steady(stamps: list[float], a: argparse.Namespace, block: int) -> float:
-    """Tokens/s of the median step after step ``a.skip`` (robust to a few slow steps)."""
-    steps = [t1 - t0 for t0, t1 in zip(stamps[a.skip - 1 : -1], stamps[a.skip :], strict=True)]
-    return a.batch * block / statistics.median(steps)
+class Tokens:
+    """Counts the tokens a model is trained on (its input embedding's inputs) and stamps each
+    optimizer step with the time and the count so far: throughput is what a side trained on,
+    not steps x batch x block (a loader that keeps a short last batch trains on fewer)."""
+
+    def __init__(self, model: torch.nn.Module) -> None:
+        self.seen = 0
+        self.stamps: list[tuple[float, int]] = []
+        model.get_input_embeddings().register_forward_pre_hook(self.count)
+
+    def count(self, module: torch.nn.Module, args: tuple[torch.Tensor, ...]) -> None:
+        if module.training:
+            self.seen += args[0].numel()
+
+    def stamp(self) -> None:
+        self.stamps.append((time.perf_counter(), self.seen))
+
+    def steady(self, a: argparse.Namespace) -> float:
+        """Tokens/s of the median step after step ``a.skip`` (robust to a few slow steps)."""
+        window = self.stamps[a.skip - 1 :]
+        rates = [(n1 - n0) / (t1 - t0) for (t0, n0), (t1, n1) in itertools.pairwise(window)]
+        return statistics.median(rates)
+
+    def check(self, side: str, a: argparse.Namespace, block: int) -> None:
+        """Say so when a side trained on other than ``steps x batch x block`` tokens."""
+        if self.seen != a.steps * a.batch * block:
+            print(
+                f"note: {side} trained on {self.seen} tokens, not {a.steps} x {a.batch} x "
+                f"{block} = {a.steps * a.batch * block}; its tokens/s count the former"
+            )
 
 
 def run_polymnesia(blocks: torch.Tensor, vocab: int, a: argparse.Namespace) -> tuple[float, float]:
@@ -146,11 +177,9 @@ def run_polymnesia(blocks: torch.Tensor, vocab: int, a: argparse.Namespace) -> t
     from polymnesia.training.loop import train
     from polymnesia.training.plugins import TrainingPlugin
 
-    stamps: list[float] = []
-
     class Clock(TrainingPlugin):
         def after_optimizer_step(self, state) -> None:  # type: ignore[no-untyped-def]
-            stamps.append(time.perf_counter())
+            tokens.stamp()
             for hook in STEP_HOOKS:
                 hook()
 
@@ -170,12 +199,13 @@ def run_polymnesia(blocks: torch.Tensor, vocab: int, a: argparse.Namespace) -> t
     )
     model = tiny_model(vocab, a.preset)
     probe(model, "polymnesia loop")
+    tokens = Tokens(model)
     with tempfile.TemporaryDirectory() as d:
         seconds = timed(
             lambda: train(model, PackedLMData(blocks), cfg, Path(d), seed=0, plugins=[Clock()])
         )
-    block = blocks.shape[1]
-    return a.steps * a.batch * block / seconds, steady(stamps, a, block)
+    tokens.check("polymnesia loop", a, blocks.shape[1])
+    return tokens.seen / seconds, tokens.steady(a)
 
 
 def run_trainer(
@@ -183,11 +213,9 @@ def run_trainer(
 ) -> tuple[float, float, str]:
     from transformers import Trainer, TrainerCallback, TrainingArguments
 
-    stamps: list[float] = []
-
     class Clock(TrainerCallback):
         def on_step_end(self, args, state, control, **kw):  # type: ignore[no-untyped-def]
-            stamps.append(time.perf_counter())
+            tokens.stamp()
             for hook in STEP_HOOKS:
                 hook()
 
@@ -217,18 +245,20 @@ def run_trainer(
             bf16=a.precision == "bf16",
             fp16=a.precision == "fp16",
             dataloader_num_workers=0,
+            dataloader_drop_last=True,  # full batches, as the loop trains on
             disable_tqdm=True,
             seed=0,
         )
         model = tiny_model(vocab, a.preset)
         probe(model, "transformers Trainer")
+        tokens = Tokens(model)
         seconds = timed(
             lambda: Trainer(
                 model=model, args=args, train_dataset=Blocks(), callbacks=[Clock()]
             ).train()
         )
-    block = blocks.shape[1]
-    return a.steps * a.batch * block / seconds, steady(stamps, a, block), str(args.optim.value)
+    tokens.check("transformers Trainer", a, blocks.shape[1])
+    return tokens.seen / seconds, tokens.steady(a), str(args.optim.value)
 
 
 def profiled(side: str, run: Callable[[], object], a: argparse.Namespace) -> None:
