@@ -6,7 +6,8 @@ Usage::
         --run RUN_DIR:SEED[:TIME_FILE] [--run ...] [--pooled RUN_DIR] [--commit SHA]
         [--table NAME] [--note TEXT]
 
-Each ``--run`` is a run folder of the config, the training seed it ran with and, optionally,
+Each ``--run`` is a run folder of the config, the training seed it ran with (``0,1,2`` for
+one run that trains several seeds inside its pipeline, as ``lf_mlf`` does) and, optionally,
 the ``/usr/bin/time -v`` report of the command that made it (wall time, peak RSS). The
 ``--pooled`` is a run of the same config with ``seeds: [..]`` listing those seeds (every
 stage reused from theirs): its claims are recorded and shown beside the seeds'. The
@@ -37,11 +38,16 @@ from polymnesia.reports.measured import (
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def _run_arg(text: str) -> tuple[Path, int, Path | None]:
+def _run_arg(text: str) -> tuple[Path, int | list[int], Path | None]:
     parts = text.split(":")
-    if len(parts) not in (2, 3) or not parts[1].isdigit():
-        raise argparse.ArgumentTypeError(f"'{text}': give RUN_DIR:SEED or RUN_DIR:SEED:TIME_FILE")
-    return Path(parts[0]), int(parts[1]), Path(parts[2]) if len(parts) == 3 else None
+    seeds = parts[1].split(",") if len(parts) in (2, 3) else []
+    if not seeds or not all(s.isdigit() for s in seeds):
+        raise argparse.ArgumentTypeError(
+            f"'{text}': give RUN_DIR:SEED or RUN_DIR:SEED:TIME_FILE (SEED a number, or "
+            "S1,S2,.. for one run that trains several seeds inside it)"
+        )
+    seed: int | list[int] = int(seeds[0]) if len(seeds) == 1 else [int(s) for s in seeds]
+    return Path(parts[0]), seed, Path(parts[2]) if len(parts) == 3 else None
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -160,3 +160,20 @@ def test_a_pooled_run_is_recorded_and_shown_beside_the_seeds(tmp_path: Path) -> 
     assert unheld(text, record) == []
     with pytest.raises(DataError, match="no results/claims.csv"):
         record_runs("x", "c.yaml", seeds, seeds=[0, 1], commit="a", date="d", pooled=tmp_path)
+
+
+def test_one_run_training_several_seeds_is_labelled_so(tmp_path: Path) -> None:
+    folder = tmp_path / "run" / "results"
+    folder.mkdir(parents=True)
+    (folder / "claims.csv").write_text(
+        "#,Claim (paper),Verdict,Effect [95% CI],p (Holm),n,Test\n"
+        '1,A beats B,? inconclusive,"A − B: +0.010 [-0.020, +0.040]",0.5,300,paired\n',
+        encoding="utf-8",
+    )
+    record = record_runs("x", "c.yaml", [folder.parent], seeds=[[0, 1, 2]], commit="a", date="d")
+    text = render(record)
+    assert "`c.yaml`, seeds 0, 1, 2 in one run; commit" in text
+    assert "| 0, 1, 2 in one run | not recorded | not recorded |" in text
+    assert "| claim | seeds 0, 1, 2 in one run | sd over seeds |" in text
+    assert record["spread"] == {"n_seeds": 1, "sd": {}, "band": None}  # one run: no spread
+    assert unheld(text, record) == []
