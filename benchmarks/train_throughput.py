@@ -13,7 +13,7 @@ steady-state ratio: tokens/s of the median step after step ``--skip`` (setup,
 the first steps' warm-up and the end of the call left out), timed by
 a loop plugin on polymnesia's side and a ``TrainerCallback`` on the Trainer's. Tokens are
 counted where each model reads them (its input embedding), and the Trainer drops a short
-last batch as the loop does: before commit 4b9606b the script counted steps x batch x block
+last batch as the loop does: before commit 99ae7fb the script counted steps x batch x block
 for both, while on a data set of few blocks (paper-400m's 19 UDHR blocks of 1,024) the
 Trainer trained every other step on the 3 left over. The optimizer each
 side builds is printed: the Trainer's default is fused
