@@ -17,10 +17,13 @@ from polymnesia.errors import ConfigError, DataError
 from polymnesia.experiments.base import EXPERIMENTS, ExperimentConfig
 from polymnesia.experiments.loading import load_config
 from polymnesia.experiments.seeds import (
+    CONFIG_SEED_NOISE_BANDS,
+    SEED_NOISE_BANDS,
     SeedBand,
     _fingerprints,
     claim_key,
     fan_out,
+    measured_band,
     seed_list,
     seeded_items,
     seeded_scores,
@@ -215,3 +218,16 @@ def test_a_claim_shows_its_seed_noise_band() -> None:
     cfg = load_config(QUICKSTART, ["seed_noise_band=0.02"])
     claim = with_seed_band([_contradicted(-0.015)], cfg)[0]
     assert claim.evidence().endswith("; seed-noise band ±0.020")
+
+
+def test_a_config_measured_at_its_own_size_is_judged_by_its_own_band() -> None:
+    configs = Path(__file__).resolve().parents[2] / "configs"
+    default = load_config(configs / "lifelong.yaml")
+    smoke = load_config(configs / "lifelong_smoke.yaml")
+    assert measured_band(default) is CONFIG_SEED_NOISE_BANDS[("lifelong", "lifelong")]
+    assert measured_band(smoke) is SEED_NOISE_BANDS["lifelong"]  # the protocol's band
+    assert "configs/lifelong.yaml" in variance_note(default)
+    assert "configs/lifelong_baselines.yaml" in variance_note(smoke)
+    claim = Claim("VANILLA forgets: CBT < 0", -1, 0.03, 0.02, 0.04, 100, "t")  # contradicted
+    assert with_seed_band([claim], default)[0].seed_band == 0.0186
+    assert with_seed_band([claim], smoke)[0].seed_band == 0.2416

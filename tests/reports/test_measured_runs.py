@@ -9,7 +9,13 @@ from pathlib import Path
 import pytest
 
 from polymnesia.errors import DataError
-from polymnesia.experiments.seeds import SEED_NOISE_BANDS, claim_key
+from polymnesia.experiments.loading import load_config
+from polymnesia.experiments.seeds import (
+    CONFIG_SEED_NOISE_BANDS,
+    SEED_NOISE_BANDS,
+    SeedBand,
+    claim_key,
+)
 from polymnesia.reports.measured import (
     block_of,
     parse_gnu_time,
@@ -57,7 +63,10 @@ def test_measured_seed_noise_bands_are_the_recorded_ones(path: Path) -> None:
     if record["spread"]["band"] is None:  # no claim tested in every seed: nothing measured
         assert protocol not in SEED_NOISE_BANDS
         return
-    band = SEED_NOISE_BANDS[protocol]
+    _assert_band_is_record(SEED_NOISE_BANDS[protocol], record)
+
+
+def _assert_band_is_record(band: SeedBand, record: dict) -> None:  # type: ignore[type-arg]
     assert band.band == record["spread"]["band"] and band.n_seeds == record["spread"]["n_seeds"]
     assert band.commit == record["commit"] and band.config == record["config"]
     expected: dict[str, float] = {}
@@ -65,6 +74,16 @@ def test_measured_seed_noise_bands_are_the_recorded_ones(path: Path) -> None:
         key = claim_key(statement)
         expected[key] = max(expected.get(key, 0.0), round(2 * sd, 4))
     assert dict(band.per_claim) == expected
+
+
+@pytest.mark.parametrize("key", sorted(CONFIG_SEED_NOISE_BANDS), ids="/".join)
+def test_config_bands_are_their_configs_recorded_runs(key: tuple[str, str]) -> None:
+    band = CONFIG_SEED_NOISE_BANDS[key]
+    records = [read_record(p) for p in RECORDS]
+    same = [r for r in records if (r["config"], r["commit"]) == (band.config, band.commit)]
+    assert len(same) == 1, f"{band.config} at {band.commit[:7]}: {len(same)} records"
+    _assert_band_is_record(band, same[0])
+    assert key[1] == load_config(ROOT / band.config).name  # the band reaches its own config
 
 
 def _sections(text: str) -> list[tuple[str, str]]:
