@@ -146,6 +146,27 @@ CONFIG_SEED_NOISE_BANDS: dict[tuple[str, str], SeedBand] = {
             "Latin scripts are stronger donors than non-Latin ones (VANILLA, mean MFT)": 0.041,
         },
     ),
+    ("two_phase", "two_phase"): SeedBand(
+        band=0.2132,
+        n_seeds=3,
+        config="configs/two_phase.yaml",
+        commit="69014532cb9289305c1b6a9f9321506b338b8148",
+        date="2026-11-26",
+        per_claim={
+            "Phase # on english teaches the English tasks (EA above the base)": 0.0722,
+            "CFT beats the mixture (english -> similar), mean of EA and MA": 0.0948,
+            "Phase # on a similar set keeps English ability, within the margin of #.# "
+            "(english -> similar)": 0.2118,
+            "CFT beats the mixture (english -> dissimilar), mean of EA and MA": 0.0326,
+            "Phase # on a dissimilar set loses English ability (english -> dissimilar)": 0.0906,
+            "GR_# keeps English ability better than plain CFT": 0.2132,
+            "ER_# keeps English ability better than plain CFT": 0.0062,
+            "LF_H# keeps English ability better than plain CFT": 0.002,
+            "Spectrum keeps English ability better than plain CFT": 0.0128,
+            "LoRA keeps English ability better than plain CFT": 0.1442,
+            "LoRA gains less multilingual ability than full CFT": 0.025,
+        },
+    ),
 }
 
 
