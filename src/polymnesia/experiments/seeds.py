@@ -309,7 +309,8 @@ def _tag_seeds(
 
 def seed_band(cfg: ExperimentConfig) -> float | None:
     """The seed-noise band of ``cfg``'s claims: the config's ``seed_noise_band``, else the
-    protocol's measured largest one (claims measured alone get their own), else None."""
+    largest of its measured band (:func:`measured_band`; claims measured alone get their
+    own), else None."""
     if cfg.seed_noise_band is not None:
         return cfg.seed_noise_band
     measured = measured_band(cfg)

@@ -219,11 +219,16 @@ def _duration(seconds: float | None) -> str:
     return f"{m} min {s} s" if m else f"{s} s"
 
 
+def _seeds_of(seed: int | Sequence[int]) -> str:
+    """A run's seed as a table row names it: ``3``, or ``0, 1, 2 in one run``."""
+    if isinstance(seed, int):
+        return str(seed)
+    return f"{', '.join(str(s) for s in seed)} in one run"
+
+
 def seed_label(seed: int | Sequence[int]) -> str:
     """A run's seed as the page names it: ``seed 3``, or ``seeds 0, 1, 2 in one run``."""
-    if isinstance(seed, int):
-        return f"seed {seed}"
-    return f"seeds {', '.join(str(s) for s in seed)} in one run"
+    return f"{'seed' if isinstance(seed, int) else 'seeds'} {_seeds_of(seed)}"
 
 
 def render(record: Mapping[str, Any]) -> str:
@@ -244,8 +249,7 @@ def render(record: Mapping[str, Any]) -> str:
     ]
     for r in runs:
         rss = "not recorded" if r["peak_rss_mb"] is None else f"{r['peak_rss_mb']} MB"
-        label = seed_label(r["seed"]).split(" ", 1)[1]
-        lines.append(f"| {label} | {_duration(r['wall_s'])} | {rss} |")
+        lines.append(f"| {_seeds_of(r['seed'])} | {_duration(r['wall_s'])} | {rss} |")
     spread = record["spread"]
     if any(r["claims"] for r in runs):
         head = " | ".join(seed_label(r["seed"]) for r in runs)
