@@ -8,7 +8,14 @@ from pathlib import Path
 import pytest
 
 from polymnesia.errors import ConfigError, DataError, PolymnesiaError
-from polymnesia.reports.plots import bar_by_language, bar_plot, heatmap, line_plot
+from polymnesia.reports.plots import (
+    bar_by_language,
+    bar_plot,
+    heatmap,
+    line_plot,
+    scatter_plot,
+    series_colours,
+)
 from polymnesia.results import Score
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
@@ -45,6 +52,23 @@ def test_line_plot(tmp_path: Path) -> None:
         series, path, xlabel="parameters", ylabel="ppl", logx=True, xticklabels=["400M", "1.6B"]
     )
     assert_only_png(path)
+
+
+def test_series_colours_are_stable_and_honoured(tmp_path: Path) -> None:
+    from matplotlib.image import imread
+
+    colours = series_colours(["b", "a", "b", "c"])
+    assert list(colours) == ["b", "a", "c"] and len(set(colours.values())) == 3
+    for draw in (line_plot, scatter_plot):
+        path = tmp_path / f"{draw.__name__}.png"
+        draw({"red": ([0.0, 1.0], [0.0, 1.0])}, path, colours={"red": "#ff0000"})
+        rgb = imread(path)[..., :3]
+        red = (rgb[..., 0] > 0.9) & (rgb[..., 1] < 0.1) & (rgb[..., 2] < 0.1)
+        assert red.sum() > 20, draw.__name__
+        path.unlink()
+        draw({"red": ([0.0, 1.0], [0.0, 1.0])}, path)  # no colours: the palette's first
+        rgb = imread(path)[..., :3]
+        assert not ((rgb[..., 0] > 0.9) & (rgb[..., 1] < 0.1) & (rgb[..., 2] < 0.1)).any()
 
 
 def test_heatmap_with_center_and_nan(tmp_path: Path) -> None:

@@ -134,3 +134,34 @@ def test_figures_need_three_layers_or_say_why(tmp_path: Path, layers: int, drawn
 def test_layer_curves_are_on_integer_layers() -> None:
     curves = layer_curves(_drift(3))
     assert all(xs == [0, 1, 2] and all(isinstance(x, int) for x in xs) for xs, _ in curves.values())
+
+
+def test_a_model_keeps_its_colour_across_figures_1_and_2(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import polymnesia.experiments.two_phase.figures as fig_mod
+
+    drawn: list[tuple[str, dict[str, str]]] = []  # (model, colour) per series of every figure
+
+    def spy(series: dict, path: Path, **kw: object) -> None:
+        colours = kw["colours"]
+        assert isinstance(colours, dict)
+        for label in series:
+            model = label.split(" vs ")[0]
+            drawn.append((model, colours[label]))
+
+    monkeypatch.setattr(fig_mod, "scatter_plot", spy)
+    monkeypatch.setattr(fig_mod, "line_plot", spy)
+    cfg = load_config(SMOKE)
+    records = {}
+    for pair in cfg.pairs:
+        # Figure 1 lists the models in another order than Figure 2 meets them
+        pts = {m: [[float(i), float(i)] for i in range(3)] for m in ("base", "P1 english", "P2")}
+        records[f"drift_{pair.key}"] = StageRecord(f"drift_{pair.key}", 1.0, {"tsne.json": pts})
+    figures(cfg, Report("t"), tmp_path, _NoEvidence(), _drift(3), {}, records)
+    by_model: dict[str, set[str]] = {}
+    for model, colour in drawn:
+        by_model.setdefault(model, set()).add(colour)
+    assert set(by_model) == {"base", "P1 english", "P2"}
+    assert all(len(c) == 1 for c in by_model.values()), by_model
+    assert len({next(iter(c)) for c in by_model.values()}) == 3  # and the models differ

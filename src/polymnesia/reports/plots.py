@@ -21,7 +21,7 @@ from __future__ import annotations
 import io
 import math
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +50,16 @@ def save_figure(fig: Figure, path: str | os.PathLike[str]) -> Path:
 
 def _colour(i: int) -> str:
     return GROUP_COLORS[i % len(GROUP_COLORS)]
+
+
+def series_colours(names: Iterable[str]) -> dict[str, str]:
+    """One colour per distinct name, in order of first appearance: pass the result as
+    ``colours`` to every figure of a report so a model keeps its colour across figures."""
+    return {name: _colour(i) for i, name in enumerate(dict.fromkeys(names))}
+
+
+def _series_colour(colours: Mapping[str, str] | None, label: str, i: int) -> str:
+    return colours[label] if colours is not None and label in colours else _colour(i)
 
 
 def _width(n_items: float, per_item: float = 0.32, lo: float = 6.0, hi: float = 26.0) -> float:
@@ -166,11 +176,14 @@ def line_plot(
     title: str = "",
     logx: bool = False,
     xticklabels: Sequence[str] | None = None,
+    colours: Mapping[str, str] | None = None,
 ) -> Path:
     """One line with markers per series name, e.g. average score against parameter count per arm.
 
     ``xticklabels`` (one per distinct x of the first series) replaces the x
-    tick labels, e.g. "400M", "1.6B" or the language trained at each step.
+    tick labels, e.g. "400M", "1.6B" or the language trained at each step. ``colours``
+    (series name -> colour, :func:`series_colours`) fixes a series' colour; others take the
+    palette by position.
     """
     if not series:
         raise DataError("line_plot: no series to draw")
@@ -183,7 +196,9 @@ def line_plot(
             raise DataError(
                 f"line_plot: series '{label}' has {len(xs)} x values but {len(ys)} y values"
             )
-        ax.plot(list(xs), list(ys), marker="o", label=label, color=_colour(i))
+        ax.plot(
+            list(xs), list(ys), marker="o", label=label, color=_series_colour(colours, label, i)
+        )
     if logx:
         ax.set_xscale("log")
     if xticklabels is not None:
@@ -202,8 +217,10 @@ def scatter_plot(
     ylabel: str = "",
     title: str = "",
     zero_lines: bool = True,
+    colours: Mapping[str, str] | None = None,
 ) -> Path:
-    """Points per series name (e.g. each model's layers in a t-SNE, or each arm's EA/MA change)."""
+    """Points per series name (e.g. each model's layers in a t-SNE, or each arm's EA/MA change);
+    ``colours`` as in :func:`line_plot`."""
     if not series:
         raise DataError("scatter_plot: no series to draw")
     fig = Figure(figsize=(6.4, 4.8))
@@ -211,7 +228,7 @@ def scatter_plot(
     for i, (label, (xs, ys)) in enumerate(series.items()):
         if len(xs) != len(ys) or len(xs) == 0:
             raise DataError(f"scatter_plot: series '{label}' needs as many x as y values (>= 1)")
-        ax.scatter(list(xs), list(ys), label=label, color=_colour(i), s=36)
+        ax.scatter(list(xs), list(ys), label=label, color=_series_colour(colours, label, i), s=36)
     if zero_lines:
         ax.axhline(0, color="0.6", lw=0.8)
         ax.axvline(0, color="0.6", lw=0.8)

@@ -20,12 +20,16 @@ import numpy as np
 from polymnesia.experiments.seeds import seed_list, seed_stage_name
 from polymnesia.experiments.shared import PRETRAIN
 from polymnesia.experiments.two_phase.config import TwoPhaseConfig
-from polymnesia.reports.plots import line_plot, scatter_plot
+from polymnesia.reports.plots import line_plot, scatter_plot, series_colours
 from polymnesia.reports.render import Report
 from polymnesia.results import Score, StageRecord
 
 #: layers (rows of mean activations) below which Figures 1 and 2 carry no information
 MIN_LAYERS = 3
+
+
+def _curve_key(s: Score) -> str:
+    return f"{s.model} vs {s.extra.get('reference', 'P1')}"
 
 
 def layer_curves(layer: list[Score]) -> dict[str, tuple[list[int], list[float]]]:
@@ -34,8 +38,7 @@ def layer_curves(layer: list[Score]) -> dict[str, tuple[list[int], list[float]]]
     training seeds give each layer the mean over seeds."""
     points: dict[str, dict[int, dict[int | None, float]]] = {}
     for s in layer:
-        key = f"{s.model} vs {s.extra.get('reference', 'P1')}"
-        points.setdefault(key, {}).setdefault(int(s.step or 0), {})[s.seed] = s.value
+        points.setdefault(_curve_key(s), {}).setdefault(int(s.step or 0), {})[s.seed] = s.value
     return {
         k: (sorted(v), [_mean(list(v[x].values())) for x in sorted(v)]) for k, v in points.items()
     }
@@ -74,37 +77,44 @@ def figures(
         layer = []
     seeds = seed_list(cfg)
     several = len(seeds) > 1
+    tsne: list[tuple[Any, int, dict[str, Any]]] = []  # (pair, seed, model -> layer points)
     for pair, seed in [(p, s) for p in cfg.pairs for s in seeds] if layer else []:
         name = f"drift_{pair.key}"
         own = seed_stage_name(name, seed) if seed != seeds[0] else name
         drift = records.get(own, records.get(name))
         pts = drift.files.get("tsne.json") if drift is not None else None
         if isinstance(pts, dict):
-            tag = f"_seed{seed}" if several else ""
-            path = figs / f"fig1_tsne_{pair.key}{tag}.png"
-            series = {
-                k: (np.asarray(v)[:, 0].tolist(), np.asarray(v)[:, 1].tolist())
-                for k, v in pts.items()
-            }
-            scatter_plot(
-                series,
-                path,
-                title=f"{pair.phase1} -> {pair.phase2}" + (f", seed {seed}" if several else ""),
-                xlabel="t-SNE 1",
-                ylabel="t-SNE 2",
-                zero_lines=False,
-            )
-            per = (
-                f"; training seed {seed}: one figure per seed, as the t-SNE coordinates of two "
-                "seeds are not comparable"
-                if several
-                else ""
-            )
-            rep.image(
-                str(path.relative_to(run_dir)),
-                f"Figure 1: t-SNE of the mean hidden activations per layer ({pair.phase1} -> "
-                f"{pair.phase2}{per})",
-            )
+            tsne.append((pair, seed, pts))
+    # one colour per model in Figures 1 and 2 and the trade-off plot
+    colour = series_colours(
+        [*(m for _, _, pts in tsne for m in pts), *(s.model for s in layer), *labels.values()]
+    )
+    for pair, seed, pts in tsne:
+        tag = f"_seed{seed}" if several else ""
+        path = figs / f"fig1_tsne_{pair.key}{tag}.png"
+        series = {
+            k: (np.asarray(v)[:, 0].tolist(), np.asarray(v)[:, 1].tolist()) for k, v in pts.items()
+        }
+        scatter_plot(
+            series,
+            path,
+            title=f"{pair.phase1} -> {pair.phase2}" + (f", seed {seed}" if several else ""),
+            xlabel="t-SNE 1",
+            ylabel="t-SNE 2",
+            zero_lines=False,
+            colours=colour,
+        )
+        per = (
+            f"; training seed {seed}: one figure per seed, as the t-SNE coordinates of two "
+            "seeds are not comparable"
+            if several
+            else ""
+        )
+        rep.image(
+            str(path.relative_to(run_dir)),
+            f"Figure 1: t-SNE of the mean hidden activations per layer ({pair.phase1} -> "
+            f"{pair.phase2}{per})",
+        )
     curves = layer_curves(layer)
     ticks = sorted({x for xs, _ in curves.values() for x in xs})
     # every line on the same integer layers, labelled as integers (not 0.5 steps)
@@ -118,6 +128,7 @@ def figures(
             xlabel="layer",
             ylabel="||Σ_i(P1) - Σ_i(model)||_F",
             title="Per-layer change of English representations",
+            colours={_curve_key(s): colour[s.model] for s in layer},
         )
         mean = f", mean over {len(seeds)} training seeds" if several else ""
         rep.image(
@@ -140,6 +151,7 @@ def figures(
                 title="EA and MA change against the base model",
                 xlabel="MA - MA(base)",
                 ylabel="EA - EA(base)",
+                colours=colour,
             )
             mean = f" (means over {len(seeds)} training seeds)" if several else ""
             rep.image(
