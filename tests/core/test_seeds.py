@@ -58,6 +58,12 @@ def test_one_seed_keeps_every_stage_name_and_fingerprint() -> None:
     assert _fingerprints(same, {}) == _fingerprints(specs, {})
 
 
+def test_a_per_seed_protocol_refuses_another_protocols_config() -> None:
+    lifelong = load_config("configs/lifelong_smoke.yaml")
+    with pytest.raises(TypeError, match="LanguageModeling builds a LanguageModelingConfig"):
+        EXPERIMENTS.get("language_modeling").build(lifelong)
+
+
 def test_three_seeds_share_the_data_stage_and_copy_the_rest() -> None:
     _, one = _build([])
     _, three = _build(["seeds=[0,1,2]"])

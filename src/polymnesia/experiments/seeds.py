@@ -25,13 +25,14 @@ from __future__ import annotations
 import json
 import math
 import re
+from abc import abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from polymnesia.errors import ConfigError, DataError
-from polymnesia.experiments.base import ExperimentConfig
+from polymnesia.experiments.base import Experiment, ExperimentConfig
 from polymnesia.items import ItemSet, run_items
 from polymnesia.pipeline.stage import StageSpec
 from polymnesia.reports.claims import Claim
@@ -233,6 +234,24 @@ def fan_out(cfg: C, build_one: Callable[[C], list[StageSpec]]) -> list[StageSpec
             inputs = {role: renamed[up] for role, up in spec.inputs.items()}
             out.append(replace(spec, name=name, inputs=inputs))
     return out
+
+
+class SeededExperiment(Experiment):
+    """A protocol whose pipeline is the stages of one training seed, run once per seed of
+    ``seeds`` by :func:`fan_out`: a subclass writes :meth:`build_one` (and ``report``)."""
+
+    @classmethod
+    def build(cls, cfg: ExperimentConfig) -> list[StageSpec]:
+        if not isinstance(cfg, cls.Config):
+            raise TypeError(
+                f"{cls.__name__} builds a {cls.Config.__name__}, not {type(cfg).__name__}"
+            )
+        return fan_out(cfg, cls.build_one)
+
+    @classmethod
+    @abstractmethod
+    def build_one(cls, cfg: Any) -> list[StageSpec]:
+        """The stages of one training seed (``cfg.seed``), a ``cls.Config``."""
 
 
 def stage_seeds(stage_names: Sequence[str], seeds: Sequence[int]) -> dict[str, list[int]]:

@@ -31,8 +31,8 @@ from pathlib import Path
 
 from polymnesia.experiments.active_forgetting.config import ActiveForgettingConfig
 from polymnesia.experiments.active_forgetting.report import write_report
-from polymnesia.experiments.base import EXPERIMENTS, Experiment, ExperimentConfig
-from polymnesia.experiments.seeds import fan_out
+from polymnesia.experiments.base import EXPERIMENTS, ExperimentConfig
+from polymnesia.experiments.seeds import SeededExperiment
 from polymnesia.experiments.shared import (
     DATA,
     data_stage,
@@ -160,13 +160,8 @@ def _evaluation_stages(
     "active_forgetting",
     "paper 000: Baseline / BA / AFA (active forgetting, vocabulary expansion, English-only SFT)",
 )
-class ActiveForgetting(Experiment):
+class ActiveForgetting(SeededExperiment):
     Config = ActiveForgettingConfig
-
-    @classmethod
-    def build(cls, cfg: ExperimentConfig) -> list[StageSpec]:
-        assert isinstance(cfg, ActiveForgettingConfig)
-        return fan_out(cfg, cls.build_one)
 
     @classmethod
     def build_one(cls, cfg: ActiveForgettingConfig) -> list[StageSpec]:

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from polymnesia.experiments.base import EXPERIMENTS, Experiment, ExperimentConfig
+from polymnesia.experiments.base import EXPERIMENTS, ExperimentConfig
 from polymnesia.experiments.language_modeling.config import LanguageModelingConfig
 from polymnesia.experiments.language_modeling.report import write_report
-from polymnesia.experiments.seeds import fan_out
+from polymnesia.experiments.seeds import SeededExperiment
 from polymnesia.experiments.shared import PRETRAIN, base_stages, evaluate_lm_stage
 from polymnesia.pipeline.stage import StageSpec
 
@@ -22,13 +22,8 @@ from polymnesia.pipeline.stage import StageSpec
     "language_modeling",
     "tokenizer + decoder from scratch, perplexity and bits/byte by language group (quickstart)",
 )
-class LanguageModeling(Experiment):
+class LanguageModeling(SeededExperiment):
     Config = LanguageModelingConfig
-
-    @classmethod
-    def build(cls, cfg: ExperimentConfig) -> list[StageSpec]:
-        assert isinstance(cfg, LanguageModelingConfig)
-        return fan_out(cfg, cls.build_one)
 
     @classmethod
     def build_one(cls, cfg: LanguageModelingConfig) -> list[StageSpec]:

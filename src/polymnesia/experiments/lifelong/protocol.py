@@ -15,11 +15,11 @@ from pathlib import Path
 
 from polymnesia.continual.config import OrderConfig
 from polymnesia.continual.methods import get_method, with_baseline
-from polymnesia.experiments.base import EXPERIMENTS, Experiment, ExperimentConfig
+from polymnesia.experiments.base import EXPERIMENTS, ExperimentConfig
 from polymnesia.experiments.lifelong.config import LifelongConfig
 from polymnesia.experiments.lifelong.keys import arm_key
 from polymnesia.experiments.lifelong.report import build_report
-from polymnesia.experiments.seeds import fan_out
+from polymnesia.experiments.seeds import SeededExperiment
 from polymnesia.experiments.shared import DATA, PRETRAIN, base_stages
 from polymnesia.pipeline.stage import StageSpec
 from polymnesia.stages import common as roles
@@ -76,13 +76,8 @@ def order_stage(cfg: LifelongConfig, o: OrderConfig) -> StageSpec:
 @EXPERIMENTS.register(
     "lifelong", "sequential learning over many languages: 5 methods, orders, R matrices (paper 004)"
 )
-class Lifelong(Experiment):
+class Lifelong(SeededExperiment):
     Config = LifelongConfig
-
-    @classmethod
-    def build(cls, cfg: ExperimentConfig) -> list[StageSpec]:
-        assert isinstance(cfg, LifelongConfig)
-        return fan_out(cfg, cls.build_one)
 
     @classmethod
     def build_one(cls, cfg: LifelongConfig) -> list[StageSpec]:

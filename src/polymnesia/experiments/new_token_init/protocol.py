@@ -20,10 +20,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from polymnesia.experiments.base import EXPERIMENTS, Experiment, ExperimentConfig
+from polymnesia.experiments.base import EXPERIMENTS, ExperimentConfig
 from polymnesia.experiments.new_token_init.config import BaseArm, NewTokenInitConfig
 from polymnesia.experiments.new_token_init.report import write_report
-from polymnesia.experiments.seeds import fan_out
+from polymnesia.experiments.seeds import SeededExperiment
 from polymnesia.experiments.shared import (
     DATA,
     TOKENIZER,
@@ -48,7 +48,7 @@ def relearn_name(arm: BaseArm, init: str) -> str:
     return f"relearn_{arm.name}_{init}"
 
 
-def build_one(cfg: NewTokenInitConfig) -> list[StageSpec]:
+def seed_stages(cfg: NewTokenInitConfig) -> list[StageSpec]:
     """The stages of one training seed (``cfg.seed``)."""
     base, r = cfg.base(), cfg.relearn
     side = StaticEmbeddingsParams(
@@ -98,13 +98,12 @@ def build_one(cfg: NewTokenInitConfig) -> list[StageSpec]:
     "new_token_init",
     "issue 26: new-token initialisations x base models (active forgetting), relearning curves",
 )
-class NewTokenInit(Experiment):
+class NewTokenInit(SeededExperiment):
     Config = NewTokenInitConfig
 
     @classmethod
-    def build(cls, cfg: ExperimentConfig) -> list[StageSpec]:
-        assert isinstance(cfg, NewTokenInitConfig)
-        return fan_out(cfg, build_one)
+    def build_one(cls, cfg: NewTokenInitConfig) -> list[StageSpec]:
+        return seed_stages(cfg)
 
     @classmethod
     def report(cls, cfg: ExperimentConfig, run_dir: Path) -> Path:

@@ -22,8 +22,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from polymnesia.experiments.base import EXPERIMENTS, Experiment, ExperimentConfig
-from polymnesia.experiments.seeds import fan_out
+from polymnesia.experiments.base import EXPERIMENTS, ExperimentConfig
+from polymnesia.experiments.seeds import SeededExperiment
 from polymnesia.experiments.shared import DATA, PRETRAIN, base_stages
 from polymnesia.experiments.two_phase.config import (
     EWC_FISHER,
@@ -243,13 +243,8 @@ def _analysis_stages(cfg: TwoPhaseConfig) -> list[StageSpec]:
     "paper 002: English then multilingual instruction tuning vs mixture, similarity, drift, "
     "mitigations, baselines (L2-SP, EWC, LwF, merging)",
 )
-class TwoPhase(Experiment):
+class TwoPhase(SeededExperiment):
     Config = TwoPhaseConfig
-
-    @classmethod
-    def build(cls, cfg: ExperimentConfig) -> list[StageSpec]:
-        assert isinstance(cfg, TwoPhaseConfig)
-        return fan_out(cfg, cls.build_one)
 
     @classmethod
     def build_one(cls, cfg: TwoPhaseConfig) -> list[StageSpec]:
