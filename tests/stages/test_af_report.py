@@ -13,6 +13,7 @@ from polymnesia.experiments.active_forgetting.claims import (
     genre_learned,
     learned_table,
     paper_claims,
+    translated,
 )
 from polymnesia.experiments.active_forgetting.report import figure3
 from polymnesia.items import BootstrapConfig, ItemSet
@@ -157,9 +158,49 @@ def test_floor_claims_say_whether_outputs_depend_on_the_source() -> None:
                 task="translation",
             )
         )
-    found = {c.statement.split()[0]: c for c in floor_claims(items, ["BA", "AFA"], BOOT)}
+    found = floor_claims(items, ["BA", "AFA", "Baseline"], BOOT)  # Baseline: no items, no claim
+    assert list(found) == ["BA", "AFA"] and found["BA"].statement.startswith("BA translates")
     assert found["BA"].verdict == "holds" and found["BA"].effect > 5
     assert found["AFA"].verdict == "inconclusive" and found["AFA"].effect == 0
+    assert translated(found) == {"BA": True, "AFA": False}
+
+
+def test_chrf_claims_on_an_arm_that_does_not_translate_are_not_testable() -> None:
+    """A chrF claim rests on both arms translating: an arm whose chrF is not above the floor
+    of unrelated references makes it not testable, whichever way the difference points."""
+    sc, items = evidence()
+    refs = [f"verse number {i} says something about the land and the king" for i in range(30)]
+    rolled = refs[1:] + refs[:1]
+    outputs = {
+        "Baseline": refs,  # translates
+        "BA": [r.replace("king", "queen") for r in refs],  # translates, a little worse
+        "AFA": ["the land the land the king"] * 30,  # fluent junk: no better against its source
+    }
+    for arm, hyps in outputs.items():
+        stats = translation_statistics(hyps, refs)
+        items.append(
+            ItemSet(
+                arm,
+                "fr",
+                "stats",
+                list(range(30)),
+                {"stats": stats, "floor_stats": translation_statistics(hyps, rolled)},
+                task="translation",
+            )
+        )
+        sc.append(Score(arm, "fr", "chrf", 0.0, task="translation"))
+    ok = {"translation": translated(floor_claims(items, list(outputs), BOOT))}
+    assert ok["translation"] == {"Baseline": True, "BA": True, "AFA": False}
+    found = {c.statement: c for c in paper_claims(sc, items, GROUPS, "bits_per_byte", BOOT, ok=ok)}
+    for other in ("BA", "Baseline"):
+        c = found[f"AFA has higher chrF than {other}"]
+        assert c.verdict == "not testable", c
+        assert c.reason == (
+            "arm AFA did not translate (chrF not above the floor of unrelated references)"
+        )
+    # without the gate the same evidence gives a verdict
+    bare = {c.statement: c for c in paper_claims(sc, items, GROUPS, "bits_per_byte", BOOT)}
+    assert bare["AFA has higher chrF than Baseline"].verdict == "contradicted"
 
 
 def test_figure3_drawn_for_two_sizes(tmp_path: Path) -> None:
@@ -175,7 +216,10 @@ def test_genre_claims_on_an_arm_that_did_not_learn_are_not_testable() -> None:
     sc, items = evidence()
     ok = genre_learned(sc, items, ["Baseline", "BA", "AFA"], BOOT)
     assert ok["Baseline"] is False and ok["AFA"] is True  # always the majority genre; 2/3 right
-    found = {c.statement: c for c in paper_claims(sc, items, GROUPS, "bits_per_byte", BOOT, ok=ok)}
+    found = {
+        c.statement: c
+        for c in paper_claims(sc, items, GROUPS, "bits_per_byte", BOOT, ok={"genre": ok})
+    }
     base = found["AFA has higher genre accuracy than Baseline"]
     assert base.verdict == "not testable" and base.reason == "arm Baseline did not learn"
     lower = found["AFA has lower bits_per_byte than Baseline (all languages)"]

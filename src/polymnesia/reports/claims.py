@@ -244,20 +244,22 @@ def correct(claims: Sequence[Claim], method: Correction = CORRECTION) -> list[Cl
     return out
 
 
-def not_testable(claim: Claim, arms: Sequence[str]) -> Claim:
+def not_testable(claim: Claim, arms: Sequence[str], why: str = "did not learn") -> Claim:
     """``claim`` set aside because the arms named in ``arms`` did not learn (see
-    :func:`learned_floor`).
+    :func:`learned_floor`), or ``why`` they fall short otherwise.
     """
     if not arms:
         return claim
     names = " and ".join(arms)
-    return replace(claim, not_testable=f"arm{'s' if len(arms) > 1 else ''} {names} did not learn")
+    return replace(claim, not_testable=f"arm{'s' if len(arms) > 1 else ''} {names} {why}")
 
 
-def rests_on(claim: Claim, arms: Sequence[str], ok: Mapping[str, bool]) -> Claim:
+def rests_on(
+    claim: Claim, arms: Sequence[str], ok: Mapping[str, bool], why: str = "did not learn"
+) -> Claim:
     """``claim`` as not testable when an arm it compares is ``False`` in ``ok`` (arm -> learned?,
     :func:`learned_arms_of`); an arm ``ok`` does not name is not checked."""
-    return not_testable(claim, [a for a in dict.fromkeys(arms) if not ok.get(a, True)])
+    return not_testable(claim, [a for a in dict.fromkeys(arms) if not ok.get(a, True)], why)
 
 
 def not_applicable(claim: Claim, reason: str) -> Claim:

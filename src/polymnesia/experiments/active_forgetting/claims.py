@@ -54,6 +54,11 @@ DOWNSTREAM = (
     ("chrf", "translation", "chrF", "Table 3"),
     ("accuracy", "genre", "genre accuracy", "downstream"),
 )
+#: why a downstream claim is not testable, per task: its arm fell short of what the task needs
+SHORT_OF = {
+    "genre": "did not learn",
+    "translation": "did not translate (chrF not above the floor of unrelated references)",
+}
 
 
 def _diff(
@@ -77,11 +82,12 @@ def paper_claims(
     headline: str,
     cfg: BootstrapConfig,
     size: str | None = None,
-    ok: Mapping[str, bool] | None = None,
+    ok: Mapping[str, Mapping[str, bool]] | None = None,
 ) -> list[Claim]:
     """The claims of paper 000 on this run's scores and items (one model size, ``size``).
-    ``ok`` (:func:`genre_learned`) sets a genre-accuracy claim aside as not testable when an
-    arm it compares did not learn the task."""
+    ``ok`` (task -> arm -> learned?) sets a downstream claim aside as not testable when an arm
+    it compares did not learn the task: ``genre`` from :func:`genre_learned`, ``translation``
+    from :func:`translated` (chrF above the floor of unrelated references)."""
     at = {} if size is None else {"size": size}
     tag = f" ({size})" if size is not None else ""
     out: list[Claim] = []
@@ -99,7 +105,8 @@ def paper_claims(
             effect_label=f"{metric}: {a} − {b}",
             source=f"{SOURCE}, {src}",
         )
-        out.append(rests_on(c, [a, b], ok or {}) if task == "genre" else c)
+        why = SHORT_OF.get(task)
+        out.append(rests_on(c, [a, b], (ok or {}).get(task, {}), why) if why else c)
 
     for other in ("Baseline", "BA"):
         add(
@@ -210,11 +217,17 @@ def learned_rows(
     return rows
 
 
+def translated(floors: Mapping[str, Claim]) -> dict[str, bool]:
+    """``{arm: translates?}`` from :func:`floor_claims`: its chrF is above the floor of
+    unrelated references (the floor claim holds); the chrF claims rest on it."""
+    return {arm: c.verdict == "holds" for arm, c in floors.items()}
+
+
 def floor_claims(
     items: Sequence[ItemSet], arms: Sequence[str], cfg: BootstrapConfig, size: str | None = None
-) -> list[Claim]:
-    """Per arm: chrF against the true references minus chrF against unrelated ones (> 0: it
-    translates).
+) -> dict[str, Claim]:
+    """Per arm with translation items: chrF against the true references minus chrF against
+    unrelated ones (> 0: it translates).
 
     The floor is the same outputs scored against the reference of another
     verse (``floor_stats`` of the translation items), so the difference is
@@ -222,7 +235,7 @@ def floor_claims(
     the source sentence from fluent but unrelated target-language text.
     """
     at: dict[str, Any] = {} if size is None else {"size": size}
-    out = []
+    out: dict[str, Claim] = {}
     for arm in arms:
         sets = [
             s
@@ -241,14 +254,12 @@ def floor_claims(
         test = paired_bootstrap(
             real, floor, n_resamples=cfg.n_resamples, level=cfg.level, seed=cfg.seed
         )
-        out.append(
-            claim_from_test(
-                f"{arm} translates: chrF above the floor of unrelated references ({len(sets)} "
-                f"language{'s' if len(sets) != 1 else ''})",
-                +1,
-                test,
-                effect_label="chrF − floor",
-            )
+        out[arm] = claim_from_test(
+            f"{arm} translates: chrF above the floor of unrelated references ({len(sets)} "
+            f"language{'s' if len(sets) != 1 else ''})",
+            +1,
+            test,
+            effect_label="chrF − floor",
         )
     return out
 

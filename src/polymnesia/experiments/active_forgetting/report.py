@@ -14,6 +14,7 @@ from polymnesia.experiments.active_forgetting.claims import (
     genre_learned,
     learned_table,
     paper_claims,
+    translated,
 )
 from polymnesia.experiments.reporting import (
     describe_language,
@@ -281,9 +282,14 @@ def write_report(cfg: Any, run_dir: Path) -> Path:
     boot = cfg.downstream.bootstrap
     size_labels = [s for s in dict.fromkeys(s.size for s in run.scores(task="lm"))]
     found = []
+    floors = {}  # size -> arm -> its chrF against the floor of unrelated references
     for size in size_labels:
         one = size if len(size_labels) > 1 else None
-        ok = genre_learned(scores, items, ARMS, boot, one)
+        floors[size] = floor_claims(items, ARMS, boot, one)
+        ok = {
+            "genre": genre_learned(scores, items, ARMS, boot, one),
+            "translation": translated(floors[size]),
+        }
         found += paper_claims(scores, items, groups, cfg.evaluate.headline, boot, one, ok)
     found = correct(with_seed_band(found, cfg))
     rep.claims(found)
@@ -291,10 +297,9 @@ def write_report(cfg: Any, run_dir: Path) -> Path:
     rep.heading("Did the models learn the tasks?", 2)
     for size in size_labels:
         one = size if len(size_labels) > 1 else None
-        floors = floor_claims(items, ARMS, boot, one)
         for t in (
             learned_table(scores, items, groups, ARMS, boot, one),
-            floor_table(floors) if floors else None,
+            floor_table(list(floors[size].values())) if floors[size] else None,
         ):
             if t is not None:
                 if one is not None:
