@@ -195,6 +195,35 @@ def aligned(a: ItemSet, b: ItemSet) -> tuple[ItemSet, ItemSet]:
     return _subset(a, common), _subset(b, common)
 
 
+def across_seeds(
+    per_seed: Sequence[Sequence[tuple[ItemSet, ...]]],
+) -> tuple[list[list[tuple[ItemSet, ...]]], bool]:
+    """Each seed's strata in the first seed's language order, and whether the seeds scored
+    the same items (a crossed design: a pooled interval then shares one item resample among
+    the seeds) or not (a nested design: each seed's items are resampled on their own,
+    :func:`~polymnesia.metrics.uncertainty.seed_item_se`).
+
+    ``per_seed[k]`` holds seed ``k``'s strata, one per language, each a tuple of item sets
+    on the same items (two arms of a paired test, or one set). Seeds score the same items
+    where the test sample does not depend on the training seed; where it does (the verses a
+    translation or zero-shot stage samples with the run's seed, the words an isotropy stage
+    finds through a seed's tokenizer) the items differ and the design is nested. Every seed
+    must have the same languages.
+    """
+    if len(per_seed) < 2:
+        return [list(x) for x in per_seed], True
+    by_lang = [{t[0].lang: t for t in seed} for seed in per_seed]
+    langs = [t[0].lang for t in per_seed[0]]
+    if any(sorted(d) != sorted(langs) for d in by_lang) or len(set(langs)) != len(langs):
+        raise DataError(
+            f"the seeds were scored in different languages: {[sorted(d) for d in by_lang]}"
+        )
+    strata = [[d[lang] for lang in langs] for d in by_lang]
+    first = [t[0].ids for t in strata[0]]
+    shared = all(t[0].ids == ids for seed in strata for t, ids in zip(seed, first, strict=True))
+    return strata, shared
+
+
 def _subset(s: ItemSet, ids: Sequence[Any]) -> ItemSet:
     pos = {i: k for k, i in enumerate(s.ids)}
     cols = {name: [col[pos[i]] for i in ids] for name, col in s.columns.items()}
@@ -256,6 +285,9 @@ def group_intervals(
             raise DataError(
                 f"group_intervals: the seeds of {model} were scored in different languages"
             )
+        shared = True  # a crossed design unless the seeds scored different items
+        if len(seeds) > 1:
+            _, shared = across_seeds([[(m[lang],) for lang in seeds[0]] for m in seeds])
         for group, langs in [*groups.items(), ("overall", list(seeds[0]))]:
             chosen = [lang for lang in langs if lang in seeds[0]]
             if not chosen:
@@ -263,7 +295,9 @@ def group_intervals(
             per_seed = [[m[lang].statistic(metric) for lang in chosen] for m in seeds]
             n, level, seed = cfg.n_resamples, cfg.level, cfg.seed
             out[(model, size, group)] = (
-                hierarchical_bootstrap_ci(per_seed, n_resamples=n, level=level, seed=seed)
+                hierarchical_bootstrap_ci(
+                    per_seed, n_resamples=n, level=level, seed=seed, shared_items=shared
+                )
                 if len(seeds) > 1
                 else stratified_bootstrap_ci(per_seed[0], n_resamples=n, level=level, seed=seed)
             )

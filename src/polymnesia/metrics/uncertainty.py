@@ -528,7 +528,10 @@ class SeedItemSE:
         return float(min(1.0, 2 * tail))
 
     def df_text(self) -> str:
-        return "no seed spread" if math.isinf(self.df) else f"{self.df:.1f} df"
+        if math.isinf(self.df):
+            return "no seed spread"
+        # a seed spread far below the items' gives t at the normal quantile already
+        return f"{self.df:.1f} df" if self.df < 1000 else "over 1000 df"
 
 
 def seed_item_se(
@@ -653,15 +656,22 @@ def paired_seed_item_test(
     )
 
 
-def _seeds(per_seed: PerSeed, what: str) -> list[list[ItemStatistic]]:
+def _seeds(per_seed: PerSeed, what: str, shared_items: bool = True) -> list[list[ItemStatistic]]:
+    """Each seed's strata; a crossed design (``shared_items``) needs the same item count in
+    each stratum of every seed, a nested one the same number of strata."""
     seeds = [_strata(s) for s in per_seed]
     if not seeds:
         raise PolymnesiaError(f"{what}: need at least one seed")
     shape = [s.n for s in seeds[0]]
-    if any([s.n for s in x] != shape for x in seeds):
+    if shared_items and any([s.n for s in x] != shape for x in seeds):
         raise PolymnesiaError(
             f"{what}: every seed must be scored on the same items (languages and counts); "
             f"got {[[s.n for s in x] for x in seeds]}"
+        )
+    if any(len(x) != len(shape) for x in seeds):
+        raise PolymnesiaError(
+            f"{what}: every seed must be scored in the same languages; got "
+            f"{[len(x) for x in seeds]} strata"
         )
     return seeds
 
@@ -715,7 +725,7 @@ def hierarchical_bootstrap_ci(
     (:func:`stratified_bootstrap_ci`), and says so.
     """
     _check(n_resamples, level)
-    seeds = _seeds(per_seed, "hierarchical bootstrap")
+    seeds = _seeds(per_seed, "hierarchical bootstrap", shared_items)
     points = [float(np.mean([s.value() for s in x])) for x in seeds]
     estimate = float(np.mean(points))
     if len(seeds) == 1:
@@ -746,11 +756,13 @@ def paired_hierarchical_bootstrap(
     says so.
     """
     _check(n_resamples, level)
-    sa, sb = _seeds(a, "arm a"), _seeds(b, "arm b")
-    if len(sa) != len(sb) or [s.n for s in sa[0]] != [s.n for s in sb[0]]:
+    sa, sb = _seeds(a, "arm a", shared_items), _seeds(b, "arm b", shared_items)
+    counts = [[s.n for s in x] for x in sa], [[s.n for s in y] for y in sb]
+    if counts[0] != counts[1]:
+        k = next((i for i, (x, y) in enumerate(zip(*counts, strict=False)) if x != y), 0)
         raise PolymnesiaError(
             f"paired seeds and items must match: {len(sa)} vs {len(sb)} seeds, "
-            f"{[s.n for s in sa[0]]} vs {[s.n for s in sb[0]]} items"
+            f"{[s.n for s in sa[k]]} vs {[s.n for s in sb[k]]} items"
         )
     if len(sa) == 1:
         t = paired_bootstrap(sa[0], sb[0], n_resamples=n_resamples, level=level, seed=seed)

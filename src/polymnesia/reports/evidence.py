@@ -27,7 +27,7 @@ from typing import Any, Literal
 import numpy as np
 
 from polymnesia.errors import DataError
-from polymnesia.items import BootstrapConfig, ItemSet, aligned, select_items
+from polymnesia.items import BootstrapConfig, ItemSet, across_seeds, aligned, select_items
 from polymnesia.metrics.uncertainty import (
     Interval,
     PairedTest,
@@ -72,14 +72,18 @@ def arm_difference(
     common = [k for k in sa if k in sb]
     if len(common) >= 2:
         per_seed_pairs = [_item_pairs(items, a, b, seed=k, **where) for k in common]
-        if all(per_seed_pairs) and len({len(p) for p in per_seed_pairs}) == 1:
+        langs = {tuple(sorted(x.lang for x, _ in p)) for p in per_seed_pairs}
+        if all(per_seed_pairs) and len(langs) == 1:
+            # one language order; crossed or nested as the seeds' items say (across_seeds)
+            strata, shared = across_seeds(per_seed_pairs)
             cfg = cfg or BootstrapConfig()
             return paired_hierarchical_bootstrap(
-                [[x.statistic(metric) for x, _ in p] for p in per_seed_pairs],
-                [[y.statistic(metric) for _, y in p] for p in per_seed_pairs],
+                [[t[0].statistic(metric) for t in p] for p in strata],
+                [[t[1].statistic(metric) for t in p] for p in strata],
                 n_resamples=cfg.n_resamples,
                 level=cfg.level,
                 seed=cfg.seed,
+                shared_items=shared,
             )
         return paired_seed_test([sa[k] for k in common], [sb[k] for k in common])
     pairs = _item_pairs(items, a, b, **where)
@@ -145,8 +149,11 @@ def arm_score(
     if len(seeds) >= 2:
         per = [select_items(items, model=model, seed=k, **where) for k in seeds]
         if all(per) and len({tuple(sorted(s.lang for s in p)) for p in per}) == 1:
+            ordered = [sorted(p, key=lambda s: s.lang) for p in per]
+            strata, shared = across_seeds([[(s,) for s in p] for p in ordered])
             return hierarchical_bootstrap_ci(
-                [[s.statistic(metric) for s in sorted(p, key=lambda s: s.lang)] for p in per],
+                [[t[0].statistic(metric) for t in p] for p in strata],
+                shared_items=shared,
                 n_resamples=cfg.n_resamples,
                 level=cfg.level,
                 seed=cfg.seed,

@@ -32,9 +32,13 @@ from typing import Any
 import numpy as np
 
 from polymnesia.errors import DataError
-from polymnesia.items import BootstrapConfig, ItemSet, select_items
+from polymnesia.items import BootstrapConfig, ItemSet, across_seeds, select_items
 from polymnesia.metrics.translation import chrf_from_stats
-from polymnesia.metrics.uncertainty import paired_bootstrap, sum_statistic
+from polymnesia.metrics.uncertainty import (
+    paired_bootstrap,
+    paired_hierarchical_bootstrap,
+    sum_statistic,
+)
 from polymnesia.reports.claims import (
     Baselines,
     Claim,
@@ -244,24 +248,33 @@ def floor_claims(
         ]
         if not sets:
             continue
-        real = [
-            sum_statistic(np.asarray(s.columns["stats"]), chrf_from_stats, "chrf") for s in sets
-        ]
-        floor = [
-            sum_statistic(np.asarray(s.columns["floor_stats"]), chrf_from_stats, "chrf")
-            for s in sets
-        ]
-        test = paired_bootstrap(
-            real, floor, n_resamples=cfg.n_resamples, level=cfg.level, seed=cfg.seed
+        by_seed: dict[int | None, list[tuple[ItemSet, ...]]] = {}
+        for s in sets:  # a pooled run's sets carry their training seed
+            by_seed.setdefault(s.seed, []).append((s,))
+        strata, shared = across_seeds(list(by_seed.values()))
+        real = [[_chrf(t[0], "stats") for t in seed] for seed in strata]
+        floor = [[_chrf(t[0], "floor_stats") for t in seed] for seed in strata]
+        n, level, seed = cfg.n_resamples, cfg.level, cfg.seed
+        test = (
+            paired_bootstrap(real[0], floor[0], n_resamples=n, level=level, seed=seed)
+            if len(strata) == 1
+            else paired_hierarchical_bootstrap(
+                real, floor, n_resamples=n, level=level, seed=seed, shared_items=shared
+            )
         )
+        n_langs = len(strata[0])
         out[arm] = claim_from_test(
-            f"{arm} translates: chrF above the floor of unrelated references ({len(sets)} "
-            f"language{'s' if len(sets) != 1 else ''})",
+            f"{arm} translates: chrF above the floor of unrelated references ({n_langs} "
+            f"language{'s' if n_langs != 1 else ''})",
             +1,
             test,
             effect_label="chrF − floor",
         )
     return out
+
+
+def _chrf(s: ItemSet, column: str) -> Any:
+    return sum_statistic(np.asarray(s.columns[column]), chrf_from_stats, "chrf")
 
 
 def floor_table(claims: Sequence[Claim]) -> Table:
