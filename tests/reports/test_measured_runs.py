@@ -20,6 +20,7 @@ from polymnesia.reports.measured import (
     block_of,
     parse_gnu_time,
     read_record,
+    read_table,
     record_runs,
     render,
     replace_block,
@@ -196,3 +197,19 @@ def test_one_run_training_several_seeds_is_labelled_so(tmp_path: Path) -> None:
     assert "| claim | seeds 0, 1, 2 in one run | sd over seeds |" in text
     assert record["spread"] == {"n_seeds": 1, "sd": {}, "band": None}  # one run: no spread
     assert unheld(text, record) == []
+
+
+def test_a_table_row_is_labelled_by_all_its_leading_text_cells(tmp_path: Path) -> None:
+    """A table keyed by size and model keeps one row per model (not one per size)."""
+    folder = tmp_path / "results"
+    folder.mkdir()
+    (folder / "t.csv").write_text(
+        "Size,Model,bpb,bpb_ci_low,bpb_ci_high\n"
+        "tiny,Baseline,1.5,1.4,1.6\n"
+        "tiny,BA,3.25,3.2,3.3\n"
+        "1.93M,,2.0,1.9,2.1\n",  # an empty text cell is not part of the label
+        encoding="utf-8",
+    )
+    rows = read_table(tmp_path, "t")
+    assert [r["row"] for r in rows] == ["tiny / Baseline", "tiny / BA", "1.93M"]
+    assert rows[1] == {"row": "tiny / BA", "bpb": 3.25, "bpb_ci_low": 3.2, "bpb_ci_high": 3.3}

@@ -90,14 +90,24 @@ def read_table(run_dir: Path, name: str) -> list[dict[str, Any]]:
     header, body = rows[0], rows[1:]
     out = []
     for row in body:
-        cells: dict[str, Any] = {"row": row[0]}
-        for key, cell in zip(header[1:], row[1:], strict=False):
+        # the row's label: its leading text cells (a size and a model, say), joined
+        n_label = next((i for i, cell in enumerate(row) if i and _numeric(cell)), len(row))
+        cells: dict[str, Any] = {"row": " / ".join(c for c in row[: max(1, n_label)] if c)}
+        for key, cell in zip(header[n_label:], row[n_label:], strict=False):
             try:
                 cells[key] = round(_float(cell), 6)
             except ValueError:
                 continue
         out.append(cells)
     return out
+
+
+def _numeric(cell: str) -> bool:
+    try:
+        _float(cell)
+    except ValueError:
+        return cell == ""  # an empty cell is a missing number, not a label
+    return True
 
 
 def _tables(run_dir: Path) -> str:
