@@ -132,6 +132,21 @@ SEED_NOISE_BANDS: dict[str, SeedBand] = {
 #: run of a config of that name is judged by its own band rather than the protocol's, which
 #: may come from a config of another size (the smoke configs' seed noise is wider, or none)
 CONFIG_SEED_NOISE_BANDS: dict[tuple[str, str], SeedBand] = {
+    ("active_forgetting", "active_forgetting"): SeedBand(
+        band=0.2092,
+        n_seeds=3,
+        config="configs/active_forgetting.yaml",
+        commit="0429225cee1bf1e85deaea76b8a84c9017686d75",
+        date="2026-11-26",
+        per_claim={
+            "AFA has lower bits_per_byte than Baseline (all languages)": 0.0578,
+            "AFA has lower bits_per_byte than BA (all languages)": 0.0346,
+            "BA has higher bits_per_byte than Baseline on the 'other' languages (vocabulary "
+            "expansion hurts languages it did not add)": 0.2092,
+            "AFA has lower self-similarity (more isotropic) than Baseline": 0.0156,
+            "AFA has lower self-similarity (more isotropic) than BA": 0.01,
+        },
+    ),
     ("lifelong", "lifelong"): SeedBand(
         band=0.041,
         n_seeds=3,

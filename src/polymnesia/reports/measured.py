@@ -203,15 +203,18 @@ def _cell(row: Mapping[str, Any], key: str) -> str:
 
 
 def seed_spread(record: Mapping[str, Any]) -> dict[str, Any]:
-    """Per claim (or cell) the sample standard deviation over seeds, and the band: twice the
-    largest of them (None with one seed)."""
+    """Per claim (or table cell) the sample standard deviation over seeds, and the seed-noise
+    band: twice the largest of the claims' (None with one seed or no claim tested in every
+    seed; a table cell's spread is shown, not a band)."""
     n = len(record["runs"])
     sds = {
         k: round(statistics.stdev(v), 4)
         for k, v in _series(record).items()
         if n >= 2 and len(v) == n
     }
-    band = round(2 * max(sds.values()), 4) if sds else None
+    claims = {c["claim"] for r in record["runs"] for c in r["claims"]}
+    of_claims = [sd for k, sd in sds.items() if k in claims]
+    band = round(2 * max(of_claims), 4) if of_claims else None
     return {"n_seeds": n, "sd": sds, "band": band}
 
 
