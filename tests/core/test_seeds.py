@@ -237,3 +237,19 @@ def test_a_config_measured_at_its_own_size_is_judged_by_its_own_band() -> None:
     claim = Claim("VANILLA forgets: CBT < 0", -1, 0.03, 0.02, 0.04, 100, "t")  # contradicted
     assert with_seed_band([claim], default)[0].seed_band == 0.0186
     assert with_seed_band([claim], smoke)[0].seed_band == 0.2416
+
+
+def test_every_training_seed_is_scored_on_the_same_test_sample() -> None:
+    """active_forgetting samples its test verses (translation, zero-shot), isotropy's random
+    pairs and lm-eval's few-shot draws with downstream.sample_seed, not the training seed:
+    the stages of seed 1 read seed 1's models with seed 0's parameters."""
+    cfg = load_config("configs/active_forgetting_smoke.yaml", ["seeds=[0,1]"])
+    specs = {s.name: s for s in EXPERIMENTS.get(cfg.experiment).build(cfg)}
+    for kind in ("translation", "zero_shot", "isotropy"):
+        first, later = specs[f"{kind}_AFA"], specs[f"{kind}_AFA.seed1"]
+        assert first.params == later.params, kind
+        assert first.inputs != later.inputs  # the models differ
+    assert specs["pretrain"].params != specs["pretrain.seed1"].params  # training does not
+    moved = load_config("configs/active_forgetting_smoke.yaml", ["downstream.sample_seed=3"])
+    spec = {s.name: s for s in EXPERIMENTS.get(moved.experiment).build(moved)}["zero_shot_AFA"]
+    assert spec.params.seed == 3

@@ -72,6 +72,12 @@ class DownstreamSection(StrictModel):
     bootstrap: BootstrapConfig = Field(
         default_factory=BootstrapConfig, description="resampling of test items for intervals"
     )
+    sample_seed: int = Field(
+        0,
+        description="seed of the test sample: the verses translated and classified, the "
+        "translation examples, isotropy's random word pairs and lm-eval's few-shot draws; "
+        "not the training seed, so every training seed is scored on the same test items",
+    )
 
     @field_validator("bleu_tokenize")
     @classmethod

@@ -113,7 +113,7 @@ def _harness_stage(
         tasks=h.tasks,
         **h.options(),
         dtype=harness_dtype(cfg.evaluate.precision),
-        seed=cfg.seed,
+        seed=cfg.downstream.sample_seed,
     )
     inputs = {roles.DATA: DATA, roles.MODEL: tuned}
     return StageSpec(f"harness_{arm}{sfx}", "evaluate_harness", params, inputs)
@@ -123,7 +123,8 @@ def _evaluation_stages(
     cfg: ActiveForgettingConfig, arm: str, adapted: str, tuned: str, sfx: str, size: str
 ) -> list[StageSpec]:
     """Table 1-2 on the model before instruction tuning, Table 3 and zero-shot after it."""
-    d, langs, seed = cfg.downstream, cfg.groups.group_of(), cfg.seed
+    # the test sample is the same for every training seed (downstream.sample_seed)
+    d, langs, seed = cfg.downstream, cfg.groups.group_of(), cfg.downstream.sample_seed
     on = {roles.DATA: DATA, roles.MODEL: adapted}
     tuned_on = {roles.DATA: DATA, roles.MODEL: tuned}
     common = {
