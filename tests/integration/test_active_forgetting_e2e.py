@@ -124,3 +124,34 @@ def test_harness_section_scores_every_arm(isolated_cache: Path, tmp_path: Path) 
     assert mismatches(run_dir, "active_forgetting_smoke", subset=True) == [
         m for m in mismatches(run_dir, "active_forgetting_smoke", subset=True) if "poly_" in m
     ]
+
+
+@pytest.mark.integration
+def test_two_seeds_pool_on_one_test_sample(isolated_cache: Path, tmp_path: Path) -> None:
+    """Issue 29: a pooled run's seeds are scored on the same verses (downstream.sample_seed),
+    so its downstream tests share their item resamples among the seeds; the report builds
+    even where the seeds' items differ (isotropy words follow each seed's tokenizer)."""
+    run_dir = tmp_path / "run"
+    cfg = str(ROOT / "configs" / "active_forgetting_smoke.yaml")
+    assert main(["run", cfg, "seeds=[0,1]", "--run-dir", str(run_dir)]) == 0
+    with open(run_dir / "results" / "claims.csv", encoding="utf-8") as f:
+        claims = {c["Claim (paper)"]: c for c in csv.DictReader(f)}
+    assert len(claims) == 9
+    assert all(c["Test"].startswith("paired seeds and items: t over 2") for c in claims.values())
+    for statement in ("AFA has higher chrF than BA", "AFA has higher genre accuracy than BA"):
+        assert "shared by the seeds" in claims[statement]["Test"], statement
+    with open(run_dir / "results" / "translation_floor.csv", encoding="utf-8") as f:
+        floors = list(csv.DictReader(f))
+    assert len(floors) == 3 and all("(3 languages)" in str(r) for r in floors)
+    by_stage: dict[str, set[tuple[str, tuple[str, ...]]]] = {}
+    for s in run_items(run_dir):
+        if s.task in ("translation", "genre") and s.model == "AFA":
+            by_stage.setdefault(str(s.stage), set()).add((s.lang, tuple(map(str, s.ids))))
+    assert set(by_stage) == {
+        "translation_AFA",
+        "translation_AFA.seed1",
+        "zero_shot_AFA",
+        "zero_shot_AFA.seed1",
+    }
+    for kind in ("translation_AFA", "zero_shot_AFA"):  # the same verses in both seeds
+        assert by_stage[kind] == by_stage[f"{kind}.seed1"], kind
