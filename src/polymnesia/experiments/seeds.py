@@ -128,7 +128,7 @@ SEED_NOISE_BANDS: dict[str, SeedBand] = {
 
 #: bands measured on one shipped config at its own size, keyed by protocol and config name: a
 #: run of a config of that name is judged by its own band rather than the protocol's, which
-#: may come from a config of another size (the smoke configs' seed noise is wider, or none)
+#: may come from a config of another size (a smoke config's seed noise may be wider or narrower)
 CONFIG_SEED_NOISE_BANDS: dict[tuple[str, str], SeedBand] = {
     ("active_forgetting", "active_forgetting"): SeedBand(
         band=0.2092,
