@@ -198,10 +198,11 @@ def aligned(a: ItemSet, b: ItemSet) -> tuple[ItemSet, ItemSet]:
 def across_seeds(
     per_seed: Sequence[Sequence[tuple[ItemSet, ...]]],
 ) -> tuple[list[list[tuple[ItemSet, ...]]], bool]:
-    """Each seed's strata in the first seed's language order, and whether the seeds scored
-    the same items (a crossed design: a pooled interval then shares one item resample among
-    the seeds) or not (a nested design: each seed's items are resampled on their own,
-    :func:`~polymnesia.metrics.uncertainty.seed_item_se`).
+    """Each seed's strata in the first seed's language and item order, and whether the seeds
+    scored the same items (a crossed design: a pooled interval then shares one item resample
+    among the seeds) or not (a nested design: each seed's items are resampled on their own,
+    :func:`~polymnesia.metrics.uncertainty.seed_item_se`). Items are matched by id, so a
+    seed that lists the same items in another order is put in the first seed's order.
 
     ``per_seed[k]`` holds seed ``k``'s strata, one per language, each a tuple of item sets
     on the same items (two arms of a paired test, or one set). Seeds score the same items
@@ -220,6 +221,10 @@ def across_seeds(
         )
     strata = [[d[lang] for lang in langs] for d in by_lang]
     first = [t[0].ids for t in strata[0]]
+    for seed in strata[1:]:  # the same items in another order: the first seed's order
+        for k, (t, ids) in enumerate(zip(seed, first, strict=True)):
+            if t[0].ids != ids and sorted(map(str, t[0].ids)) == sorted(map(str, ids)):
+                seed[k] = tuple(_subset(s, ids) for s in t)
     shared = all(t[0].ids == ids for seed in strata for t, ids in zip(seed, first, strict=True))
     return strata, shared
 

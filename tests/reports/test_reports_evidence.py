@@ -99,6 +99,10 @@ def test_across_seeds_keeps_the_first_seeds_order_and_names_the_design() -> None
     a1, b1 = _seeded("A", "de", 1, ["x", "y"], 2), _seeded("A", "fr", 1, ["x", "y"], 2)
     strata, shared = across_seeds([[(a0,), (b0,)], [(a1,), (b1,)]])
     assert shared and [[t[0].lang for t in s] for s in strata] == [["fr", "de"], ["fr", "de"]]
+    swapped = _seeded("A", "de", 1, ["y", "x"], 2)  # the same items in another order
+    strata, shared = across_seeds([[(a0,), (b0,)], [(swapped,), (b1,)]])
+    assert shared and strata[1][1][0].ids == ["x", "y"]
+    assert strata[1][1][0].columns["pred"] == list(reversed(swapped.columns["pred"]))
     c1 = _seeded("A", "de", 1, ["x", "z"], 2)
     assert across_seeds([[(a0,), (b0,)], [(c1,), (b1,)]])[1] is False
     with pytest.raises(DataError, match="different languages"):

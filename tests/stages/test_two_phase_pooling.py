@@ -4,6 +4,7 @@ over seeds x documents, and a one-seed run that is exactly what it was before.""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -163,3 +164,33 @@ def test_evidence_pools_each_models_seeds_and_claims_cover_them() -> None:
     assert len(similar) == 1 and "seeds and items" in similar[0].test
     # with several seeds the intervals cover the seeds: no seed-noise band applies
     assert all(c.seed_band is None for c in found)
+
+
+def test_seeds_are_paired_by_document_id_not_by_position() -> None:
+    """A harness stage may list one seed's documents in another order: the pooled test pairs
+    them by id (crossed design); seeds on different documents get the nested design."""
+    rng = np.random.default_rng(0)
+    values = rng.integers(0, 2, 40).astype(float)
+
+    def ab(ids: list[str], vals: np.ndarray) -> Ability:
+        return Ability({"t": replace(_docs("t", vals), ids=ids)})
+
+    ids = [f"d{i}" for i in range(40)]
+    order = list(rng.permutation(40))
+    # seed 1 lists the same documents shuffled; model b is model a with 5 documents flipped
+    flip = np.zeros(40)
+    flip[:5] = 1.0
+    a = [ab(ids, values), ab([ids[i] for i in order], values[order])]
+    b = [
+        ab(ids, np.abs(values - flip)),
+        ab([ids[i] for i in order], np.abs(values - flip)[order]),
+    ]
+    by_id = pooled_difference(a, b, n_resamples=300)
+    assert "shared by the seeds" in by_id.method
+    same_order = [a[0], a[0]], [b[0], b[0]]
+    reference = pooled_difference(*same_order, n_resamples=300)
+    assert (by_id.effect, by_id.low, by_id.high) == pytest.approx(
+        (reference.effect, reference.low, reference.high)
+    )
+    other = [a[0], ab([f"e{i}" for i in range(40)], values)]
+    assert "resampled per seed" in pooled_interval(other, n_resamples=300).method

@@ -176,6 +176,27 @@ def _same_documents(per_seed: Sequence[Ability], what: str) -> None:
             )
 
 
+def _seed_aligned(per_seed: Sequence[Ability]) -> tuple[list[Ability], bool]:
+    """Each seed's documents in the first seed's order, and whether the seeds were scored on
+    the same documents (a crossed design: one document resample shared by the seeds).
+
+    A harness stage may write a task's documents in another order for each seed; pairing
+    them by position would pair different documents, so they are matched by id. Seeds
+    scored on different documents are left as they are, for a nested design (a resample
+    per seed)."""
+    first, out, shared = per_seed[0], [per_seed[0]], True
+    for a in per_seed[1:]:
+        items = {}
+        for t, s in a.items.items():
+            ref = first.items[t]
+            if s.ids != ref.ids and sorted(map(str, s.ids)) == sorted(map(str, ref.ids)):
+                s = aligned(ref, s)[1]  # the same documents: the first seed's order
+            shared = shared and s.ids == ref.ids
+            items[t] = s
+        out.append(Ability(items, a.weights))
+    return out, shared
+
+
 def pooled_score(per_seed: Sequence[Ability]) -> float:
     """The mean over training seeds of each seed's score (one seed: its score)."""
     scores = [a.score() for a in per_seed]
@@ -195,8 +216,13 @@ def pooled_interval(
     _same_documents(per_seed, "pooled ability")
     if len(per_seed) == 1:
         return ability_interval(per_seed[0], n_resamples=n_resamples, level=level, seed=seed)
+    per_seed, shared = _seed_aligned(per_seed)
     iv = hierarchical_bootstrap_ci(
-        [a.strata() for a in per_seed], n_resamples=n_resamples, level=level, seed=seed
+        [a.strata() for a in per_seed],
+        n_resamples=n_resamples,
+        level=level,
+        seed=seed,
+        shared_items=shared,
     )
     first = per_seed[0]
     method = iv.method.replace(
@@ -223,6 +249,7 @@ def pooled_difference(
     _same_documents(b, "pooled difference")
     if len(a) == 1:
         return paired_difference(a[0], b[0], n_resamples=n_resamples, level=level, seed=seed)
+    a, shared = _seed_aligned(a)  # b follows a within each seed (_paired_strata)
     pairs = [_paired_strata(x, y) for x, y in zip(a, b, strict=True)]
     return paired_hierarchical_bootstrap(
         [x for x, _ in pairs],
@@ -230,6 +257,7 @@ def pooled_difference(
         n_resamples=n_resamples,
         level=level,
         seed=seed,
+        shared_items=shared,
     )
 
 
