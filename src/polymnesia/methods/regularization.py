@@ -450,9 +450,9 @@ class TeacherKL(LogitTerm):
     are made when the chunk is)."""
 
     #: the teacher's logits, the shifted student logits (whose exponentials become the
-    #: gradient) and the teacher's exponentials; the shifted teacher logits are a fourth at
-    #: the peak of distillation_rows, which this count leaves out (issue 27's note)
-    buffers = 3
+    #: gradient), the teacher's exponentials and, at the peak of distillation_rows, the
+    #: shifted teacher logits
+    buffers = 4
 
     def __init__(
         self,
