@@ -1,3 +1,3 @@
-from polymnesia.cli.main import main
+from polymnesia.cli.main import exit_process, main
 
-raise SystemExit(main())
+exit_process(main())

@@ -153,3 +153,33 @@ def test_a_failure_on_another_process_fails_every_process(monkeypatch, capsys) -
     assert "processes (2):" in out
     assert "  process 0: a cuda:0 checks ok" in out
     assert "  process 1: b cuda:1 FAILED collective" in out
+
+
+@pytest.mark.parametrize(("world", "teardown"), [("2", False), ("1", True)])
+def test_a_launched_process_exits_with_its_code_and_output_but_no_teardown(
+    world: str, teardown: bool
+) -> None:
+    """One of several launched processes ends with os._exit once its output is flushed (the
+    gloo threads cannot abort the interpreter's teardown); a lone process exits normally."""
+    import os
+    import subprocess
+    import sys
+
+    code = (
+        "import atexit, sys\n"
+        "from polymnesia.cli.main import exit_process\n"
+        "atexit.register(lambda: print(' teardown', end=''))\n"
+        "print('report', end='')\n"
+        "print('warning', end='', file=sys.stderr)\n"
+        "exit_process(3)\n"
+    )
+    res = subprocess.run(
+        [sys.executable, "-c", code],
+        env={**os.environ, "WORLD_SIZE": world},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert res.returncode == 3
+    assert res.stdout == ("report teardown" if teardown else "report")
+    assert res.stderr.endswith("warning")

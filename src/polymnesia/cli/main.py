@@ -14,7 +14,7 @@ import logging
 import os
 import sys
 import warnings
-from typing import Any
+from typing import Any, NoReturn
 
 from polymnesia.cli import cache as cache_cli
 from polymnesia.cli import compare as compare_cli
@@ -134,5 +134,20 @@ def main(argv: list[str] | None = None) -> int:
         shutdown()
 
 
+def exit_process(code: int) -> NoReturn:
+    """End the process with ``code``. A process that a launcher started as one of several
+    (``torchrun``, ``accelerate launch``: ``WORLD_SIZE`` above 1) ends without the
+    interpreter's teardown, once its output is flushed: threads the process group's backend
+    leaves behind can abort that teardown (SIGABRT, "terminate called without an active
+    exception") after the work is done and the group is left, and the launcher then reports
+    the whole run as failed."""
+    if int(os.environ.get("WORLD_SIZE", "1") or 1) > 1:
+        logging.shutdown()
+        for stream in (sys.stdout, sys.stderr):
+            stream.flush()
+        os._exit(code)
+    sys.exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    exit_process(main())
