@@ -204,22 +204,22 @@ def across_seeds(
     :func:`~polymnesia.metrics.uncertainty.seed_item_se`). Items are matched by id, so a
     seed that lists the same items in another order is put in the first seed's order.
 
-    ``per_seed[k]`` holds seed ``k``'s strata, one per language, each a tuple of item sets
-    on the same items (two arms of a paired test, or one set). Seeds score the same items
-    where the test sample does not depend on the training seed; where it does (the verses a
-    translation or zero-shot stage samples with the run's seed, the words an isotropy stage
-    finds through a seed's tokenizer) the items differ and the design is nested. Every seed
-    must have the same languages.
+    ``per_seed[k]`` holds seed ``k``'s strata, one per language (or per task of a language),
+    each a tuple of item sets on the same items (two arms of a paired test, or one set).
+    Seeds score the same items where the test sample does not depend on the training seed;
+    where it does (documents a stage samples with the training seed, as two_phase's harness
+    stages do; the words an isotropy stage finds through a seed's tokenizer) the items differ
+    and the design is nested. Every seed must have the same strata.
     """
     if len(per_seed) < 2:
         return [list(x) for x in per_seed], True
-    by_lang = [{t[0].lang: t for t in seed} for seed in per_seed]
-    langs = [t[0].lang for t in per_seed[0]]
-    if any(sorted(d) != sorted(langs) for d in by_lang) or len(set(langs)) != len(langs):
+    by_key = [{(t[0].lang, t[0].task): t for t in seed} for seed in per_seed]
+    keys = [(t[0].lang, t[0].task) for t in per_seed[0]]
+    if any(sorted(d) != sorted(keys) for d in by_key) or len(set(keys)) != len(keys):
         raise DataError(
-            f"the seeds were scored in different languages: {[sorted(d) for d in by_lang]}"
+            f"the seeds were scored in different languages or tasks: {[sorted(d) for d in by_key]}"
         )
-    strata = [[d[lang] for lang in langs] for d in by_lang]
+    strata = [[d[key] for key in keys] for d in by_key]
     first = [t[0].ids for t in strata[0]]
     for seed in strata[1:]:  # the same items in another order: the first seed's order
         for k, (t, ids) in enumerate(zip(seed, first, strict=True)):
@@ -291,8 +291,9 @@ def group_intervals(
                 f"group_intervals: the seeds of {model} were scored in different languages"
             )
         shared = True  # a crossed design unless the seeds scored different items
-        if len(seeds) > 1:
-            _, shared = across_seeds([[(m[lang],) for lang in seeds[0]] for m in seeds])
+        if len(seeds) > 1:  # the items matched by id, in the first seed's order
+            strata, shared = across_seeds([[(m[lang],) for lang in seeds[0]] for m in seeds])
+            seeds = [{t[0].lang: t[0] for t in seed} for seed in strata]
         for group, langs in [*groups.items(), ("overall", list(seeds[0]))]:
             chosen = [lang for lang in langs if lang in seeds[0]]
             if not chosen:

@@ -190,6 +190,38 @@ def test_group_intervals_of_seed_tagged_items_resample_seeds_and_items() -> None
         group_intervals(untagged, "accuracy", {"g": ["fr"]})
 
 
+def test_group_intervals_match_a_seeds_items_by_id() -> None:
+    """A seed that lists the same items in another order is read in the first seed's order
+    (one shared item resample); seeds on different items are resampled on their own."""
+    rng = np.random.default_rng(3)
+    base = {lang: rng.random(30) for lang in ("fr", "de")}
+    ids = [f"v{i}" for i in range(30)]
+    flip = list(rng.permutation(30))
+
+    def sets(order: list[int], shift: float, names: list[str] = ids) -> list[ItemSet]:
+        return [
+            ItemSet(
+                "A",
+                lang,
+                "values",
+                [names[i] for i in order],
+                {"values": list(v[order] + shift)},
+                seed=1,
+            )
+            for lang, v in base.items()
+        ]
+
+    first = [replace(s, seed=0) for s in sets(list(range(30)), 0.0)]
+    same = group_intervals(first + sets(list(range(30)), 0.1), "values", {"g": ["fr", "de"]})
+    moved = group_intervals(first + sets(flip, 0.1), "values", {"g": ["fr", "de"]})
+    a, b = same[("A", None, "g")], moved[("A", None, "g")]
+    assert "shared by the seeds" in b.method
+    assert (b.estimate, b.low, b.high) == pytest.approx((a.estimate, a.low, a.high))
+    other = [f"w{i}" for i in range(30)]
+    nested = group_intervals(first + sets(flip, 0.1, other), "values", {"g": ["fr", "de"]})
+    assert "resampled per seed" in nested[("A", None, "g")].method
+
+
 def test_protocols_whose_reports_read_one_seed_refuse_several_before_training() -> None:
     class OneSeed(ExperimentConfig):
         experiment: str = "one_seed"

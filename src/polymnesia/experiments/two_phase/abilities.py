@@ -35,7 +35,7 @@ import numpy as np
 
 from polymnesia.errors import DataError
 from polymnesia.harness.items import SENTENCE_CHRF
-from polymnesia.items import ItemSet, aligned
+from polymnesia.items import ItemSet, across_seeds, aligned
 from polymnesia.metrics.uncertainty import (
     DEFAULT_RESAMPLES,
     Interval,
@@ -177,23 +177,16 @@ def _same_documents(per_seed: Sequence[Ability], what: str) -> None:
 
 
 def _seed_aligned(per_seed: Sequence[Ability]) -> tuple[list[Ability], bool]:
-    """Each seed's documents in the first seed's order, and whether the seeds were scored on
-    the same documents (a crossed design: one document resample shared by the seeds).
-
-    A harness stage may write a task's documents in another order for each seed; pairing
-    them by position would pair different documents, so they are matched by id. Seeds
-    scored on different documents are left as they are, for a nested design (a resample
-    per seed)."""
-    first, out, shared = per_seed[0], [per_seed[0]], True
-    for a in per_seed[1:]:
-        items = {}
-        for t, s in a.items.items():
-            ref = first.items[t]
-            if s.ids != ref.ids and sorted(map(str, s.ids)) == sorted(map(str, ref.ids)):
-                s = aligned(ref, s)[1]  # the same documents: the first seed's order
-            shared = shared and s.ids == ref.ids
-            items[t] = s
-        out.append(Ability(items, a.weights))
+    """Each seed's documents matched by id to the first seed's, and whether the seeds were
+    scored on the same documents (crossed design) or not (nested): :func:`across_seeds`, one
+    stratum per task. A harness stage may write a task's documents in another order for each
+    seed, so pairing them by position would pair different documents."""
+    tasks = per_seed[0].tasks
+    strata, shared = across_seeds([[(a.items[t],) for t in tasks] for a in per_seed])
+    out = [
+        Ability({t: x[0] for t, x in zip(tasks, seed, strict=True)}, a.weights)
+        for seed, a in zip(strata, per_seed, strict=True)
+    ]
     return out, shared
 
 
