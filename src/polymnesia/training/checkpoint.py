@@ -106,13 +106,17 @@ def save(
     loss: float,
     *,
     rank_states: dict[str, Callable[[], Any]] | None = None,
+    layout: Callable[[], dict[str, Any]] | None = None,
 ) -> None:
     """Write checkpoint ``step`` (atomically: a temporary folder renamed when whole).
 
     ``states`` maps a file stem to a function returning its tree (called on the
     main process); every process writes its own RNG state, and each tree of
     ``rank_states`` as ``STEM_rankR`` (a sharded model's ``model`` and ``optimizer``
-    shards: no ``model.safetensors`` is written then).
+    shards: no ``model.safetensors`` is written then). ``layout`` gives a sharded model's
+    tensors with their full shapes and placements (:func:`polymnesia.training.fsdp.shard_layout`),
+    kept in the manifest as ``shard_layout`` so that :func:`problem` checks every process's
+    shard against it.
     """
     from safetensors.torch import save_model
 
@@ -141,6 +145,8 @@ def save(
         meta = {"format": FORMAT, "step": step, "loss": loss, "finite": True, "files": files}
         if sharded:
             meta["model_shards"] = acc.num_processes
+            if layout is not None:
+                meta["shard_layout"] = layout()
         atomic_write_json(tmp / MANIFEST, meta)
         os.replace(tmp, ckpt_dir / f"step_{step:07d}")
         for _, old in checkpoints(ckpt_dir)[:-keep]:
@@ -168,6 +174,8 @@ def problem(path: Path) -> str:
     weights = model_files(meta)
     if not isinstance(files, dict) or any(w not in files for w in weights):
         return f"{MANIFEST} does not list {', '.join(weights)}"
+    if "model_shards" in meta and not isinstance(meta.get("shard_layout"), dict):
+        return f"{MANIFEST} records no shard_layout (written by an older polymnesia); not loaded"
     for name, rec in files.items():
         if not isinstance(name, str) or "/" in name or name.startswith(".") or name == MANIFEST:
             return f"{MANIFEST} lists {name!r}, not a file of the checkpoint"
@@ -181,10 +189,55 @@ def problem(path: Path) -> str:
     unlisted = [p.name for p in _readable(path) if p.name not in files]
     if unlisted:
         return f"{unlisted[0]} is not listed in {MANIFEST}"
+    if "model_shards" in meta:
+        why = _shard_problem(path, meta["model_shards"], meta["shard_layout"])
+        if why:
+            return why
     for w in weights:
         why = _nonfinite(path / w)
         if why:
             return why
+    return ""
+
+
+def _shard_problem(path: Path, world: int, layout: dict[str, Any]) -> str:
+    """ "" when every process's ``model_rankR`` holds each tensor of ``layout`` in the shape
+    its placement implies (dimension 0 split as FSDP2 splits it, or whole), else the first
+    shard that does not (e.g. a full tensor saved while the module was gathered)."""
+    from safetensors import safe_open
+
+    from polymnesia.training.fsdp import shard_rows
+
+    for rank in range(world):
+        stem = f"model_rank{rank}"
+        try:
+            tree = json.loads((path / f"{stem}.json").read_text(encoding="utf-8"))
+            with safe_open(str(path / f"{stem}.safetensors"), framework="pt", device="cpu") as f:
+                shapes = {
+                    name: list(f.get_slice(ref["__tensor__"]).get_shape())
+                    for name, ref in tree.items()
+                }
+        except Exception as e:  # a malformed tree or weights file: its own error types
+            why = str(e).splitlines()[0] if str(e) else type(e).__name__
+            return f"{stem} cannot be read ({why})"
+        if set(shapes) != set(layout):
+            extra = sorted(set(shapes) ^ set(layout))[:2]
+            return f"{stem} and the manifest's shard_layout name different tensors ({extra})"
+        for name, rec in layout.items():
+            try:
+                full, placement = [int(d) for d in rec["shape"]], rec["placement"]
+            except (KeyError, TypeError, ValueError):
+                return f"{MANIFEST} has a malformed shard_layout row for {name}"
+            want = list(full)
+            if placement == "shard0" and full:
+                want[0] = shard_rows(full[0], world, rank)
+            elif placement != "replicate":
+                return f"{MANIFEST} gives {name} the unknown placement {placement!r}"
+            if shapes[name] != want:
+                return (
+                    f"{stem} holds {name} as {tuple(shapes[name])}, but its shard of "
+                    f"{tuple(full)} on {world} processes is {tuple(want)} (saved while gathered?)"
+                )
     return ""
 
 
@@ -212,6 +265,17 @@ def _nonfinite(weights: Path) -> str:
         why = str(e).splitlines()[0] if str(e) else type(e).__name__
         return f"{weights.name} cannot be read ({why})"
     return ""
+
+
+def _manifest(path: Path) -> dict[str, Any]:
+    """The checkpoint's manifest; one line if it is unreadable."""
+    try:
+        meta = json.loads((path / MANIFEST).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        meta = None
+    if not isinstance(meta, dict):
+        raise PolymnesiaError(f"checkpoint {path}: {MANIFEST} is missing or unreadable; not loaded")
+    return meta
 
 
 def _manifest_files(path: Path) -> dict[str, Any]:
@@ -278,6 +342,12 @@ def load(
     rank_loaders = rank_loaders or {}
     rank = acc.process_index
     if "model" in rank_loaders:  # a sharded run: this process's shards
+        written = _manifest(path).get("model_shards")
+        if written != acc.num_processes:
+            raise PolymnesiaError(
+                f"checkpoint {path} was written by {written} processes, this run has "
+                f"{acc.num_processes}: resume on {written} processes"
+            )
         if not listed(f"model_rank{rank}.json"):
             raise PolymnesiaError(
                 f"checkpoint {path} holds no shards for process {rank} (written by fewer "

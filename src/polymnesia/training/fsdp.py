@@ -22,8 +22,11 @@ model.
 - **The trained model** is gathered parameter by parameter (one full tensor at a time on the
   device) into a plain copy of the model made before sharding, so a stage saves an ordinary
   Hugging Face folder (:class:`Gatherer`).
-- **Checkpoints** hold each process's own shards (:func:`local_state`, :func:`load_local_state`):
-  a run resumes on the same number of processes.
+- **Checkpoints** hold each process's own shards (:func:`local_state`, :func:`load_local_state`),
+  written from the resharded model whatever its state (a forward pass outside training, such
+  as an evaluation, leaves the root gathered: :func:`reshard`), with each tensor's full shape
+  and placement (:func:`shard_layout`) so that a shard of the wrong shape is found before it is
+  loaded: a run resumes on the same number of processes.
 """
 
 from __future__ import annotations
@@ -142,8 +145,53 @@ def local(t: torch.Tensor) -> torch.Tensor:
     return t.to_local() if isinstance(t, DTensor) else t
 
 
+def reshard(model: torch.nn.Module) -> None:
+    """Free every gathered (unsharded) parameter of ``model``'s FSDP2 units, so that each
+    parameter is this process's shard again. The root is sharded with
+    ``reshard_after_forward=False``: a forward pass with no backward pass (an evaluation, early
+    stopping's score) leaves its embeddings, final norm and head gathered until then. Local to
+    each process (no collective call); a no-op for a unit already resharded."""
+    from torch.distributed.fsdp import FSDPModule
+
+    for m in model.modules():
+        if isinstance(m, FSDPModule):
+            m.reshard()
+
+
+def shard_rows(rows: int, world: int, rank: int) -> int:
+    """How many of a dimension-0 sharded tensor's ``rows`` process ``rank`` of ``world`` holds:
+    FSDP2 splits dimension 0 as ``torch.chunk`` does (ceil(rows / world) rows each, the last
+    processes fewer or none)."""
+    per = -(-rows // world)
+    return max(0, min(per, rows - rank * per))
+
+
+def shard_layout(model: torch.nn.Module) -> dict[str, dict[str, Any]]:
+    """Each tensor of :func:`local_state` with its full shape and placement: ``shard0`` (split
+    over processes on dimension 0, :func:`shard_rows`) or ``replicate`` (whole on every
+    process: buffers). Call on the resharded model (:func:`reshard`)."""
+    from torch.distributed.tensor import DTensor, Shard
+
+    out: dict[str, dict[str, Any]] = {}
+    seen: set[int] = set()
+    for name, t in [*model.named_parameters(), *model.named_buffers()]:
+        if id(t) in seen:
+            continue
+        seen.add(id(t))
+        placement = "replicate"
+        if isinstance(t, DTensor):
+            if any(isinstance(p, Shard) and p.dim != 0 for p in t.placements):
+                raise ConfigError(f"{name} is sharded on another dimension than 0; not saved")
+            if any(isinstance(p, Shard) for p in t.placements):
+                placement = "shard0"
+        out[name] = {"shape": list(t.shape), "placement": placement}
+    return out
+
+
 def local_state(model: torch.nn.Module) -> dict[str, torch.Tensor]:
-    """Every parameter's and buffer's local shard, by name (tied weights once)."""
+    """Every parameter's and buffer's local shard, by name (tied weights once), read from the
+    resharded model (:func:`reshard`), whatever state a forward pass left it in."""
+    reshard(model)
     out: dict[str, torch.Tensor] = {}
     seen: set[int] = set()
     for name, t in [*model.named_parameters(), *model.named_buffers()]:

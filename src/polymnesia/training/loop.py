@@ -389,6 +389,8 @@ class _Checkpointer:
 
     def save(self, ckpt_dir: Path, counters: _Counters, keep: int) -> None:
         """Checkpoint only a finite state, so a named checkpoint is always a good one."""
+        if self.sharded:  # a forward pass outside training may have left units gathered
+            fsdp.reshard(self.model)
         finite = math.isfinite(counters.loss) and checkpoint.params_finite(self.model)
         if self.sharded:  # every process holds other shards: all must agree
             flag = torch.tensor([0.0 if finite else 1.0], device=self.acc.device)
@@ -407,6 +409,7 @@ class _Checkpointer:
             self.model,
             counters.loss,
             rank_states=self.rank_getters,
+            layout=(lambda: fsdp.shard_layout(self.model)) if self.sharded else None,
         )
 
     def resume(self, ckpt_dir: Path) -> Path | None:
@@ -550,6 +553,8 @@ def train(
         state.step = counters.step
         for p in plugins:
             p.after_optimizer_step(state)
+        if engine == "fsdp2" and plugins:  # a plugin's forward pass (early stopping's score)
+            fsdp.reshard(model)
         if bar is not None:
             bar.update(1)
         do_eval = eval_fn is not None and cfg.eval_every and counters.step % cfg.eval_every == 0
@@ -571,6 +576,8 @@ def train(
                 model.eval()
                 rec.update(eval_fn(acc.unwrap_model(model)))
                 model.train()
+                if engine == "fsdp2":  # the evaluation gathered the root and no backward freed it
+                    fsdp.reshard(model)
             if acc.is_main_process:
                 append_jsonl(metrics_path, rec)
             if cfg.trackers:
