@@ -3,11 +3,13 @@
 Run as ``python fsdp_cases.py OUT ENGINE CASE...`` in one process (engine ``auto``) or under
 ``torch.distributed.run --nproc_per_node 2`` (engine ``fsdp2``). With
 ``FSDP_CASES_KILL_AT=N`` every process is SIGKILLed as it is about to write checkpoint N
-(case ``killed``: the plain case, killed, then launched again to resume). Each case trains from the
-same seed on the same data and global batch and leaves, in ``OUT/CASE/``, the trained
-weights (``weights.safetensors``, written by the first process) and the loop's
-``metrics.jsonl``. Case ``resume`` is interrupted after a checkpoint at a seeded random
-step, then resumed by a second call in the same processes.
+(case ``killed``: the plain case, killed, then launched again to resume; ``killed_eval``: the
+same with the loop's evaluation every 2 steps, so every checkpoint follows an evaluation).
+Each case trains from the same seed on the same data and global batch and leaves, in
+``OUT/CASE/``, the trained weights (``weights.safetensors``, written by the first process)
+and the loop's ``metrics.jsonl``. Case ``resume`` is interrupted after a checkpoint at a
+seeded random step, then resumed by a second call in the same processes. With
+``FSDP_CASES_NOISE=u`` each case runs as its rounding twin (:class:`Noise`).
 """
 
 from __future__ import annotations
@@ -53,16 +55,80 @@ class Interrupt(TrainingPlugin):
 
 
 class Weights(TrainingPlugin):
-    """Records the combiner's language weights of every step (``combiner_weights.json``)."""
+    """Records, at every step, the combiner's language weights and the inputs of the QP that
+    chose them (``combiner_weights.json``: ``{"weights", "qp"}``, ``qp`` the Gram matrix P and
+    linear term q given to :func:`polymnesia.gradients.qp.solve_simplex_qp`, or None for a
+    combiner without a QP), so a test can bound the weights' difference between two runs by
+    the QP's sensitivity to the difference of its inputs."""
 
     name = "weights"
     sharded_engines = ("fsdp2",)
 
     def __init__(self, step: Any) -> None:
         self.step, self.seen = step, []
+        self.inputs: list[dict[str, Any]] = []
+        _record_qp_inputs(self.inputs)
 
     def after_optimizer_step(self, state: LoopState) -> None:
-        self.seen.append(self.step.last_weights)
+        qp = self.inputs[-1] if self.inputs else None
+        self.inputs.clear()
+        self.seen.append({"weights": self.step.last_weights, "qp": qp})
+
+
+class Noise(TrainingPlugin):
+    """The rounding twin (``FSDP_CASES_NOISE=u``): before each optimizer step, adds to every
+    gradient seeded noise of u times that tensor's RMS per element, as the float32 rounding
+    of a sum in another order moves each element by a few ulps of its summands (not of
+    itself: an element that cancels to near zero moves by far more than its own ulps). How
+    far the trained weights then move measures their sensitivity to rounding, the tolerance
+    the equality tests derive from."""
+
+    name = "noise"
+    sharded_engines = ("fsdp2",)
+
+    def __init__(self, u: float) -> None:
+        self.u, self.gen = u, torch.Generator().manual_seed(1234)
+
+    def perturb(self, t: torch.Tensor) -> None:
+        t.mul_(1 + self.u * torch.randn(t.shape, generator=self.gen).to(t))
+
+    def before_optimizer_step(self, state: LoopState) -> None:
+        for p in state.model.parameters():
+            if p.grad is not None:
+                self.perturb(p.grad)
+
+
+class NoisyCombiner:
+    """A combiner whose per-language gradient rows get :class:`Noise` before it combines them
+    (the rounding the QP and the projections see); everything else is the wrapped one's."""
+
+    def __init__(self, inner: Any, noise: Noise) -> None:
+        self.__dict__.update(_inner=inner, _noise=noise)
+
+    def __call__(self, grads: torch.Tensor, **kwargs: Any) -> Any:
+        for row in grads:
+            self._noise.perturb(row)
+        return self._inner(grads, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        setattr(self._inner, name, value)
+
+
+def _record_qp_inputs(into: list[dict[str, Any]]) -> None:
+    """Append the (P, q, has_b) of every simplex QP the combiners solve to ``into``."""
+    from polymnesia.gradients import lf_mlf, mgda, qp
+
+    real = qp.solve_simplex_qp
+
+    def solve(p: Any, q: Any, b: Any = None, *args: Any, **kwargs: Any) -> Any:
+        into.append({"p": p.tolist(), "q": q.tolist(), "b": b is not None})
+        return real(p, q, b, *args, **kwargs)
+
+    lf_mlf.solve_simplex_qp = solve  # type: ignore[assignment]
+    mgda.solve_simplex_qp = solve  # type: ignore[assignment]
 
 
 def _multilingual(combiner: str, **options: Any) -> dict[str, Any]:
@@ -180,7 +246,8 @@ def kill_at_checkpoint(step: int) -> None:
 
 def run_case(name: str, out: Path, engine: str) -> None:
     torch.manual_seed(0)
-    spec = CASES["plain" if name in ("resume", "killed") else name]()
+    base = {"resume": "plain", "killed": "plain", "killed_eval": "eval_during_training"}
+    spec = CASES[base.get(name, name)]()
     model = spec.get("model") or tiny_model()
     data = spec.get("data") or random_data()
     kw = {"engine": engine, "checkpoint_every": 2, **spec.get("cfg", {})}
@@ -188,6 +255,13 @@ def run_case(name: str, out: Path, engine: str) -> None:
         kw.pop("fsdp2_offload", None)
     cfg = train_cfg(STEPS, **kw)
     extra = {k: spec[k] for k in ("step_fn", "eval_fn") if k in spec}
+    plugins = list(spec.get("plugins", []))
+    if os.environ.get("FSDP_CASES_NOISE"):  # the rounding twin of this case
+        noise = Noise(float(os.environ["FSDP_CASES_NOISE"]))
+        if "step_fn" in spec:  # the language rows, before the combiner sees them
+            spec["step_fn"].combiner = NoisyCombiner(spec["step_fn"].combiner, noise)
+        else:
+            plugins.append(noise)
     folder = out / name
     if name == "resume":  # stopped after a checkpoint at a seeded random step, then resumed
         at = random.Random(0).choice([3, 5])
@@ -197,9 +271,7 @@ def run_case(name: str, out: Path, engine: str) -> None:
             pass
         else:
             raise SystemExit("the interrupted run was not interrupted")
-    model, result = train(
-        model, data, cfg, folder, seed=0, plugins=spec.get("plugins", []), **extra
-    )
+    model, result = train(model, data, cfg, folder, seed=0, plugins=plugins, **extra)
     if "after" in spec:
         spec["after"](model)
     if int(os.environ.get("RANK", "0")) == 0:
@@ -218,7 +290,7 @@ if __name__ == "__main__":
     out, engine, names = Path(sys.argv[1]), sys.argv[2], sys.argv[3:]
     if os.environ.get("FSDP_CASES_KILL_AT"):  # case "killed": a real kill, then a relaunch
         kill_at_checkpoint(int(os.environ["FSDP_CASES_KILL_AT"]))
-    for name in names or [*CASES, "resume"]:  # "killed" only when named
+    for name in names or [*CASES, "resume"]:  # "killed", "killed_eval" only when named
         run_case(name, out, engine)
     from polymnesia.runtime import shutdown
 
