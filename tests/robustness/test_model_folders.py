@@ -343,3 +343,17 @@ def test_hostile_model_folders_are_refused_in_one_line(isolated_cache, tmp_path:
     assert not bad, "\n".join(
         f"{o.mutation.command} {o.mutation.path}: {o.result} {o.detail}" for o in bad
     )
+
+
+def test_a_folder_under_the_home_directory_loads_as_it_validates(  # type: ignore[no-untyped-def]
+    folder: Path, monkeypatch, capsys
+) -> None:
+    """``~/model`` passed validation (the model section expands ``~``) but the loader took it
+    for a Hub id."""
+    from polymnesia.models import ModelConfig, build_model
+
+    monkeypatch.setenv("HOME", str(folder.parent))
+    home = f"~/{folder.name}"
+    assert main(validate(f"model.name_or_path={home}")) == 0, capsys.readouterr().err
+    model = build_model(ModelConfig(name_or_path=home), None)
+    assert model.get_input_embeddings().num_embeddings == 300

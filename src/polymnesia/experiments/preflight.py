@@ -139,8 +139,7 @@ def check_settings(cfg: Any, specs: list[Any], source: str) -> None:
     """The settings a stage would refuse late (this module's docstring lists them), one
     :class:`ConfigError` line prefixed with ``config SOURCE:``."""
     try:
-        check_model_folders(cfg, specs)
-        check_tokenizers(cfg, specs)
+        check_tokenizers(cfg, specs, check_model_folders(cfg, specs))
         _check_fields(cfg)
         _check_harness_languages(specs)
         _check_task_kinds(cfg)
@@ -178,20 +177,18 @@ def _folders(cfg: Any, specs: list[Any]) -> list[tuple[str, str, bool]]:
     return list(out.values())
 
 
-#: what :func:`check_model_folders` read, by folder, for :func:`check_tokenizers`
-_READ: dict[str, FolderInfo] = {}
-
-
-def check_model_folders(cfg: Any, specs: list[Any]) -> None:
+def check_model_folders(cfg: Any, specs: list[Any]) -> dict[str, FolderInfo]:
     """Every local model folder of the config reads as a model, without loading a weight or
     running its code (:func:`~polymnesia.models.folders.check_model_folder`); one line, naming
-    the key, for the first that does not."""
+    the key, for the first that does not. Returns what was read, by folder name."""
+    read: dict[str, FolderInfo] = {}
     for key, folder, trust in _folders(cfg, specs):
         try:
-            _READ[folder] = check_model_folder(folder, trust_remote_code=trust, key=key)
+            read[folder] = check_model_folder(folder, trust_remote_code=trust, key=key)
         except PolymnesiaError as e:
             text = str(e)
             raise ConfigError(text if text.startswith(key) else f"{key}: {text}") from None
+    return read
 
 
 def _pairs(specs: list[Any]) -> list[tuple[ModelConfig, str | None, Any]]:
@@ -229,21 +226,22 @@ def _pair_keys(cfg: Any, model: ModelConfig) -> tuple[str, str | None]:
     return f"{path}.name_or_path", f"{parent}tokenizer.name_or_path"
 
 
-def check_tokenizers(cfg: Any, specs: list[Any]) -> None:
+def check_tokenizers(cfg: Any, specs: list[Any], read: dict[str, FolderInfo] | None = None) -> None:
     """A loaded model (a local folder) is paired with its own tokenizer: one line when its
     folder has none and no other is named, when the named tokenizer is another (its
     vocabulary differs from the folder's own), or when the tokenizer's ids do not fit the
     model's embedding rows. A Hub model or tokenizer is checked when the stage loads it
     (:func:`~polymnesia.models.build.check_tokenizer_fits`). Vocabulary expansion stages
     (``adapt_vocabulary``) pair a model with its expanded tokenizer themselves, after
-    resizing its embeddings; they are not pairs here."""
+    resizing its embeddings; they are not pairs here. ``read``: what
+    :func:`check_model_folders` read (the embedding rows)."""
     for model, tok_name, section in _pairs(specs):
         name = model.name_or_path
         assert name is not None
         if not is_model_folder(name):
             continue  # a Hub model: checked when the stage loads it
         key, tok_key = _pair_keys(cfg, model)
-        info = _READ.get(name)
+        info = (read or {}).get(name)
         rows = info.embedding_rows if info is not None else None
         if tok_name is None:
             size = section.vocab_size if section is not None else "a"

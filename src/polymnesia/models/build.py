@@ -281,13 +281,13 @@ def _load(
     attn_implementation: str | None,
 ) -> torch.nn.Module:
     """``auto.from_pretrained`` with safetensors for local folders and one-line errors."""
-    path = Path(name_or_path)
+    path = Path(name_or_path).expanduser()
     local = path.exists()
     if not local and (str(name_or_path).startswith((".", "/")) or str(name_or_path).count("/") > 1):
         raise PolymnesiaError(f"model folder not found: {name_or_path}")
     try:
         return auto.from_pretrained(
-            str(name_or_path),
+            str(path) if local else str(name_or_path),
             trust_remote_code=remote_code(trust_remote_code, f"model '{name_or_path}'"),
             use_safetensors=True if local else None,
             **load_kwargs(dtype, attn_implementation),
