@@ -76,6 +76,7 @@ def test_an_intact_folder_is_accepted(folder: Path, tmp_path: Path, capsys) -> N
         ("hidden_size", 16.5),
         ("hidden_size", "16"),
         ("num_hidden_layers", True),
+        ("num_hidden_layers", 2000),  # below 2**24, above the layer bound
     ],
 )
 def test_config_sizes_out_of_range_are_refused(  # type: ignore[no-untyped-def]
@@ -83,7 +84,8 @@ def test_config_sizes_out_of_range_are_refused(  # type: ignore[no-untyped-def]
 ) -> None:
     edit_config(folder, **{key: value})
     err = both(capsys, tmp_path, f"model.name_or_path={folder}")
-    assert f"{key} is {json.dumps(value)}" in err and "from 1 to 16,777,216" in err
+    top = "1,024" if key == "num_hidden_layers" else "16,777,216"
+    assert f"{key} is {json.dumps(value)}" in err and f"whole number from 1 to {top}" in err
 
 
 def test_config_sizes_that_disagree_with_the_weights_are_refused(  # type: ignore[no-untyped-def]

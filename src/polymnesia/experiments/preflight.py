@@ -156,24 +156,28 @@ def _key_of(cfg: Any, model: ModelConfig) -> str:
     return "model"
 
 
-def _folders(cfg: Any, specs: list[Any]) -> list[tuple[str, str, bool]]:
-    """(config key, folder, trust_remote_code) of every local model folder the config or its
-    stages load."""
-    out: dict[str, tuple[str, str, bool]] = {}
-    models = [(p, n) for p, n in submodels(cfg) if isinstance(n, ModelConfig)]
+def _folders(cfg: Any, specs: list[Any]) -> list[tuple[str, str, bool, str]]:
+    """(config key, folder, trust_remote_code, the key that grants it) of every local model
+    folder the config or its stages load."""
+    out: dict[str, tuple[str, str, bool, str]] = {}
+    base = getattr(getattr(cfg, "base", None), "model", None)
+    instruct_trust = "base.model" if isinstance(base, ModelConfig) else "model"
+    found: list[tuple[str, str, ModelConfig]] = [
+        (f"{p}.name_or_path" if p else "name_or_path", p or "model", n)
+        for p, n in submodels(cfg)
+        if isinstance(n, ModelConfig)
+    ]
     for spec in specs:
         model = getattr(spec.params, "model", None)
         if isinstance(model, ModelConfig):
-            models.append((_key_of(cfg, model), model))
-    for path, node in models:
+            key, _ = _pair_keys(cfg, model)
+            section = instruct_trust if key == "instruct_model" else key.rsplit(".", 1)[0]
+            found.append((key, section, model))
+    for key, section, node in found:
         if is_model_folder(node.name_or_path):
             assert node.name_or_path is not None
-            key = f"{path}.name_or_path" if path else "name_or_path"
-            out.setdefault(node.name_or_path, (key, node.name_or_path, node.trust_remote_code))
-    instruct = getattr(cfg, "instruct_model", None)
-    if isinstance(instruct, str) and is_model_folder(instruct):
-        trust = any(m.trust_remote_code for _, m in models)
-        out.setdefault(instruct, ("instruct_model", instruct, trust))
+            trust = (key, node.name_or_path, node.trust_remote_code, f"{section}.trust_remote_code")
+            out.setdefault(node.name_or_path, trust)
     return list(out.values())
 
 
@@ -182,9 +186,11 @@ def check_model_folders(cfg: Any, specs: list[Any]) -> dict[str, FolderInfo]:
     running its code (:func:`~polymnesia.models.folders.check_model_folder`); one line, naming
     the key, for the first that does not. Returns what was read, by folder name."""
     read: dict[str, FolderInfo] = {}
-    for key, folder, trust in _folders(cfg, specs):
+    for key, folder, trust, trust_key in _folders(cfg, specs):
         try:
-            read[folder] = check_model_folder(folder, trust_remote_code=trust, key=key)
+            read[folder] = check_model_folder(
+                folder, trust_remote_code=trust, key=key, trust_key=trust_key
+            )
         except PolymnesiaError as e:
             text = str(e)
             raise ConfigError(text if text.startswith(key) else f"{key}: {text}") from None

@@ -69,6 +69,9 @@ SIZE_KEYS = frozenset(
 )
 #: the layer-count keys, named when the blocks of the config and of the weights differ
 LAYER_KEYS = ("num_hidden_layers", "n_layer", "num_layers")
+#: no model has more layers (the largest have a few hundred); the check builds every layer
+#: on the meta device
+MAX_LAYERS = 1024
 #: safetensors dtypes and their bits per element
 DTYPE_BITS = {
     "BOOL": 8,
@@ -180,13 +183,14 @@ def _check_sizes(node: Any, path: Path, where: str, depth: int) -> None:
         if isinstance(key, str) and key in SIZE_KEYS:
             # a list gives one size per layer (a few architectures do)
             sizes = value if isinstance(value, list) and value else [value]
+            top, what = (MAX_LAYERS, "layer count") if key in LAYER_KEYS else (MAX_SIZE, "size")
             ok = value is None or all(
-                isinstance(v, int) and not isinstance(v, bool) and 1 <= v <= MAX_SIZE for v in sizes
+                isinstance(v, int) and not isinstance(v, bool) and 1 <= v <= top for v in sizes
             )
             if not ok:
                 raise PolymnesiaError(
-                    f"model config {path}: {at} is {json.dumps(value)[:40]}; a size is a whole "
-                    f"number from 1 to {MAX_SIZE:,} (or null)"
+                    f"model config {path}: {at} is {json.dumps(value)[:40]}; a {what} is a "
+                    f"whole number from 1 to {top:,} (or null)"
                 )
         elif isinstance(value, (dict, list)):
             _check_sizes(value, path, at, depth + 1)
@@ -344,12 +348,18 @@ def _known_type(config: dict[str, Any]) -> bool:
     return isinstance(kind, str) and kind in CONFIG_MAPPING
 
 
-def check_model_folder(folder: str | Path, *, trust_remote_code: bool, key: str) -> FolderInfo:
+def check_model_folder(
+    folder: str | Path,
+    *,
+    trust_remote_code: bool,
+    key: str,
+    trust_key: str = "model.trust_remote_code",
+) -> FolderInfo:
     """Read the model folder ``folder`` as :mod:`this module <polymnesia.models.folders>`
     describes, without loading a weight or running its code; one line for the first problem.
 
     ``key`` names the config key that points at the folder; ``trust_remote_code`` is that
-    model section's (an ``auto_map`` is refused without it)."""
+    model section's ``trust_key`` (an ``auto_map`` is refused without it)."""
     path = Path(folder).expanduser()
     config = read_config(path)
     classes = remote_classes(config)
@@ -358,7 +368,7 @@ def check_model_folder(folder: str | Path, *, trust_remote_code: bool, key: str)
         raise PolymnesiaError(
             f"{key}: model folder {folder}'s config.json has an auto_map ({first} -> "
             f"{classes[first]}): classes defined by Python files in the folder, which polymnesia "
-            "does not run unless asked; to run them set model.trust_remote_code: true and pass "
+            f"does not run unless asked; to run them set {trust_key}: true and pass "
             "--trust-remote-code to `polymnesia run`"
             + (
                 f", or remove auto_map to load the folder as transformers' own "
