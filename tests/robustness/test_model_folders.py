@@ -359,3 +359,13 @@ def test_a_folder_under_the_home_directory_loads_as_it_validates(  # type: ignor
     assert main(validate(f"model.name_or_path={home}")) == 0, capsys.readouterr().err
     model = build_model(ModelConfig(name_or_path=home), None)
     assert model.get_input_embeddings().num_embeddings == 300
+
+
+def test_plan_reads_a_folder_as_validate_does(folder: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    """``polymnesia plan`` sized a 2**40-wide model from config.json (2 billion M parameters)
+    and asked on the terminal whether to run an auto_map's code."""
+    edit_config(folder, hidden_size=2**40)
+    err = refused(capsys, ["plan", QUICK, f"model.name_or_path={folder}"])
+    assert "hidden_size is 1099511627776" in err
+    edit_config(folder, hidden_size=16, model_type="evil", auto_map={"AutoConfig": "c.C"})
+    assert "has an auto_map" in refused(capsys, ["plan", QUICK, f"model.name_or_path={folder}"])
