@@ -183,10 +183,9 @@ def test_freezing_pattern_matching_no_weight_isrefused(isolated_cache, tmp_path,
 
 
 def test_freezing_pattern_is_checked_against_a_local_model_folder(isolated_cache, tmp_path, capsys):  # type: ignore[no-untyped-def]
-    from polymnesia.testing import tiny_model
+    from polymnesia.testing import save_tiny, tiny_bpe
 
-    folder = tmp_path / "model"
-    tiny_model("gpt2", 64, seed=0).save_pretrained(folder)
+    folder = save_tiny(tmp_path / "model", "gpt2", tiny_bpe(vocab_size=300))
     data = yaml.safe_load(TWO_PHASE.read_text(encoding="utf-8"))
     data["instruct_model"] = str(folder)
     data["pairs"][data["mitigation"]["pair"]]["phase1"] = "instruct"  # the mitigated pair
@@ -234,10 +233,9 @@ def test_jsonl_record_with_empty_text_is_refused_when_read(tmp_path, text):  # t
 
 
 def test_lora_rank_is_checked_against_a_local_model_folder(isolated_cache, tmp_path, capsys):  # type: ignore[no-untyped-def]
-    from polymnesia.testing import tiny_model
+    from polymnesia.testing import save_tiny, tiny_bpe
 
-    folder = tmp_path / "model"
-    tiny_model("llama", 64, seed=0, hidden_size=32).save_pretrained(folder)
+    folder = save_tiny(tmp_path / "model", "llama", tiny_bpe(vocab_size=300), hidden_size=32)
     smoke = CONFIGS / "lifelong_smoke.yaml"
     data = yaml.safe_load(smoke.read_text(encoding="utf-8"))
     data["base"]["model"] = {"name_or_path": str(folder)}

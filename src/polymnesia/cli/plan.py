@@ -110,13 +110,19 @@ def add_parser(sub: Any, build_specs: Callable[[Any, Any, str], list[Any]]) -> N
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
+    from polymnesia.errors import ConfigError
     from polymnesia.experiments import EXPERIMENTS, load_config
+    from polymnesia.experiments.preflight import check_model_folders
     from polymnesia.pipeline.runner import check_specs
     from polymnesia.training.memory import gib
 
     cfg = load_config(args.config, args.overrides)
     specs = args.build_specs(EXPERIMENTS.get(cfg.experiment), cfg, args.config)
     check_specs(specs)  # a spec its stage kind would refuse is refused here, in one line
+    try:  # a local model folder is read as validate reads it (its sizes size the plan)
+        check_model_folders(cfg, specs)
+    except ConfigError as e:
+        raise ConfigError(f"config {args.config}: {e}") from None
     plans = stage_plans(
         specs,
         devices=args.devices,
@@ -334,7 +340,9 @@ def hub_shape(name: str) -> Any:
     err: Exception | None = None
     for kw in tries:
         try:
-            conf = AutoConfig.from_pretrained(str(folder) if folder.exists() else name, **kw)
+            conf = AutoConfig.from_pretrained(
+                str(folder) if folder.exists() else name, trust_remote_code=False, **kw
+            )
             return ModelShape.from_hf_config(conf, name=name)
         except Exception as e:  # noqa: BLE001 (any failure: try the next source, then say so)
             err = e

@@ -12,7 +12,10 @@ in one place: the command line calls these, and tests call them directly.
   without ``constructed`` is not set on a source whose records carry only a label; a LoRA
   rank fits the model's layers and a freezing ``pattern`` matches a weight matrix of the
   model, where the model is known without a download (a preset, or a local folder with a
-  ``config.json``, built on the meta device: no memory, no weights);
+  ``config.json``, built on the meta device: no memory, no weights); a local model folder
+  reads as a model (:func:`~polymnesia.models.folders.check_model_folder`: ``config.json``'s
+  sizes, the safetensors headers, ``auto_map`` only with ``trust_remote_code``), and a loaded
+  model's tokenizer is its own and fits its embedding rows (:func:`check_tokenizers`);
 - :func:`check_harness_names`: lm-eval task names that polymnesia does not ship are in
   lm-eval's task index;
 - :func:`preflight`: what the config asks of this machine (precision, attention kernel,
@@ -48,13 +51,21 @@ from polymnesia.experiments.two_phase.config import INSTRUCT
 from polymnesia.harness.tasks import HARNESS_TASKS, check_tasks, expand, hub_offline, is_shipped
 from polymnesia.instructions.hub import ROLES
 from polymnesia.models import ModelConfig
-from polymnesia.models.build import check_attention
+from polymnesia.models.build import check_attention, token_ids_needed
+from polymnesia.models.folders import (
+    TOKENIZER_FILES,
+    FolderInfo,
+    check_model_folder,
+    has_tokenizer,
+    is_model_folder,
+)
 from polymnesia.models.lora import LoraConfig, check_rank
 from polymnesia.pipeline.runner import plan
 from polymnesia.pipeline.stage import StageSpec
 from polymnesia.stages.instruct import InstructConfig
 from polymnesia.stages.instruction_data import InstructionSetConfig
 from polymnesia.tasks.config import TaskConfig
+from polymnesia.tokenizers.bpe import load_tokenizer
 from polymnesia.training.config import TrainConfig, check_precision
 from polymnesia.training.trackers import check_trackers
 from polymnesia.trust import allow_remote_code
@@ -128,12 +139,160 @@ def check_settings(cfg: Any, specs: list[Any], source: str) -> None:
     """The settings a stage would refuse late (this module's docstring lists them), one
     :class:`ConfigError` line prefixed with ``config SOURCE:``."""
     try:
+        check_tokenizers(cfg, specs, check_model_folders(cfg, specs))
         _check_fields(cfg)
         _check_harness_languages(specs)
         _check_task_kinds(cfg)
         _check_model_settings(cfg)
     except ConfigError as e:
         raise ConfigError(f"config {source}: {e}") from None
+
+
+def _key_of(cfg: Any, model: ModelConfig) -> str:
+    """The dotted path of the config's model section ``model`` (``model`` if not found)."""
+    for path, node in submodels(cfg):
+        if isinstance(node, ModelConfig) and node == model:
+            return path or "model"
+    return "model"
+
+
+def _folders(cfg: Any, specs: list[Any]) -> list[tuple[str, str, bool, str]]:
+    """(config key, folder, trust_remote_code, the key that grants it) of every local model
+    folder the config or its stages load."""
+    out: dict[str, tuple[str, str, bool, str]] = {}
+    base = getattr(getattr(cfg, "base", None), "model", None)
+    instruct_trust = "base.model" if isinstance(base, ModelConfig) else "model"
+    found: list[tuple[str, str, ModelConfig]] = [
+        (f"{p}.name_or_path" if p else "name_or_path", p or "model", n)
+        for p, n in submodels(cfg)
+        if isinstance(n, ModelConfig)
+    ]
+    for spec in specs:
+        model = getattr(spec.params, "model", None)
+        if isinstance(model, ModelConfig):
+            key, _ = _pair_keys(cfg, model)
+            section = instruct_trust if key == "instruct_model" else key.rsplit(".", 1)[0]
+            found.append((key, section, model))
+    for key, section, node in found:
+        if is_model_folder(node.name_or_path):
+            assert node.name_or_path is not None
+            trust = (key, node.name_or_path, node.trust_remote_code, f"{section}.trust_remote_code")
+            out.setdefault(node.name_or_path, trust)
+    return list(out.values())
+
+
+def check_model_folders(cfg: Any, specs: list[Any]) -> dict[str, FolderInfo]:
+    """Every local model folder of the config reads as a model, without loading a weight or
+    running its code (:func:`~polymnesia.models.folders.check_model_folder`); one line, naming
+    the key, for the first that does not. Returns what was read, by folder name."""
+    read: dict[str, FolderInfo] = {}
+    for key, folder, trust, trust_key in _folders(cfg, specs):
+        try:
+            read[folder] = check_model_folder(
+                folder, trust_remote_code=trust, key=key, trust_key=trust_key
+            )
+        except PolymnesiaError as e:
+            text = str(e)
+            raise ConfigError(text if text.startswith(key) else f"{key}: {text}") from None
+    return read
+
+
+def _pairs(specs: list[Any]) -> list[tuple[ModelConfig, str | None, Any]]:
+    """(loaded model, its tokenizer's name_or_path or None for one trained here, the
+    tokenizer section or None) of the stages that pair a loaded model with a tokenizer."""
+    by_name = {s.name: s for s in specs}
+    out: list[tuple[ModelConfig, str | None, Any]] = []
+    for spec in specs:
+        model = getattr(spec.params, "model", None)
+        if not isinstance(model, ModelConfig) or not model.name_or_path:
+            continue
+        if spec.kind == "import_model":
+            out.append((model, spec.params.tokenizer or model.name_or_path, None))
+        elif spec.kind == "pretrain" and spec.inputs.get("tokenizer") in by_name:
+            section = by_name[spec.inputs["tokenizer"]].params.tokenizer
+            out.append((model, section.name_or_path, section))
+    return out
+
+
+def _same_folder(a: str, b: str) -> bool:
+    try:
+        return Path(a).expanduser().resolve() == Path(b).expanduser().resolve()
+    except (OSError, RuntimeError):
+        return a == b
+
+
+def _pair_keys(cfg: Any, model: ModelConfig) -> tuple[str, str | None]:
+    """The config keys naming a loaded model and its tokenizer (``None``: the config has no
+    key for it, as for two_phase's ``instruct_model``, read with its folder's tokenizer)."""
+    instruct = model.name_or_path == getattr(cfg, "instruct_model", None)
+    if instruct and not any(n == model for _, n in submodels(cfg)):
+        return "instruct_model", None
+    path = _key_of(cfg, model)
+    parent = path.rsplit(".", 1)[0] + "." if "." in path else ""
+    return f"{path}.name_or_path", f"{parent}tokenizer.name_or_path"
+
+
+def check_tokenizers(cfg: Any, specs: list[Any], read: dict[str, FolderInfo] | None = None) -> None:
+    """A loaded model (a local folder) is paired with its own tokenizer: one line when its
+    folder has none and no other is named, when the named tokenizer is another (its
+    vocabulary differs from the folder's own), or when the tokenizer's ids do not fit the
+    model's embedding rows. A Hub model or tokenizer is checked when the stage loads it
+    (:func:`~polymnesia.models.build.check_tokenizer_fits`). Vocabulary expansion stages
+    (``adapt_vocabulary``) pair a model with its expanded tokenizer themselves, after
+    resizing its embeddings; they are not pairs here. ``read``: what
+    :func:`check_model_folders` read (the embedding rows)."""
+    for model, tok_name, section in _pairs(specs):
+        name = model.name_or_path
+        assert name is not None
+        if not is_model_folder(name):
+            continue  # a Hub model: checked when the stage loads it
+        key, tok_key = _pair_keys(cfg, model)
+        info = (read or {}).get(name)
+        rows = info.embedding_rows if info is not None else None
+        if tok_name is None:
+            size = section.vocab_size if section is not None else "a"
+            raise ConfigError(
+                f"{tok_key}: a {size}-token tokenizer trained here would feed {key} {name} ids "
+                f"its embeddings never learnt; a loaded model takes its own tokenizer: set "
+                f"{tok_key}: {name}"
+            )
+        own = _same_folder(tok_name, name)
+        if own and not has_tokenizer(name):
+            fix = (
+                f"set {tok_key} to the tokenizer the model was trained with"
+                if tok_key
+                else "save the model's tokenizer into that folder (tokenizer.save_pretrained)"
+            )
+            raise ConfigError(
+                f"{key} {name} has no tokenizer of its own (none of "
+                f"{', '.join(TOKENIZER_FILES)}); {fix}"
+            )
+        if not own and not is_model_folder(tok_name):
+            continue  # a Hub tokenizer: checked when the stage loads it
+        try:
+            tok = load_tokenizer(tok_name)
+        except PolymnesiaError as e:
+            raise ConfigError(f"{tok_key or key}: {e}") from None
+        if not own and has_tokenizer(name):
+            try:
+                mine = load_tokenizer(name)
+            except PolymnesiaError as e:
+                raise ConfigError(f"{key}: {e}") from None
+            if mine.get_vocab() != tok.get_vocab():
+                raise ConfigError(
+                    f"{tok_key} {tok_name} is not the tokenizer of {key} {name} ({len(tok)} "
+                    f"tokens, the model's own {len(mine)}, and their vocabularies differ); a "
+                    f"loaded model takes its own tokenizer: remove {tok_key} or set it to "
+                    f"{name} (a new vocabulary goes through vocabulary expansion, "
+                    "adapt_vocabulary, which resizes the embeddings)"
+                )
+        need = token_ids_needed(tok)
+        if rows is not None and need > rows:
+            raise ConfigError(
+                f"{tok_key or 'the tokenizer'} {tok_name} has ids up to {need - 1}, but {key} "
+                f"{name} has {rows} embedding rows; pair the model with the tokenizer it was "
+                "trained with"
+            )
 
 
 def _check_fields(cfg: Any) -> None:

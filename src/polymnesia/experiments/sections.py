@@ -11,6 +11,7 @@ the base model that every protocol pretrains (or loads) in the same way.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from pydantic import Field, field_validator, model_validator
@@ -19,6 +20,7 @@ from polymnesia.config.base import StrictModel
 from polymnesia.data.config import DataConfig, check_language, check_languages
 from polymnesia.evaluation.config import EvalConfig
 from polymnesia.models import ModelConfig
+from polymnesia.paths import looks_local
 from polymnesia.tokenizers.config import TokenizerConfig
 from polymnesia.training.config import TrainConfig
 
@@ -32,6 +34,7 @@ __all__ = [
     "TrainConfig",
     "check_language",
     "flat_base",
+    "own_tokenizer",
     "unique_languages",
 ]
 
@@ -105,6 +108,11 @@ class BaseModelSection(StrictModel):
         "for a loaded model); false: use the loaded model (model.name_or_path) as it is",
     )
 
+    @model_validator(mode="before")
+    @classmethod
+    def _own_tokenizer(cls, data: Any) -> Any:
+        return own_tokenizer(data)
+
     @field_validator("languages")
     @classmethod
     def _codes(cls, v: list[str]) -> list[str]:
@@ -125,6 +133,30 @@ class BaseModelSection(StrictModel):
         if not self.pretrain and self.model.name_or_path is None:
             raise ValueError("pretrain: false uses a loaded model: set model.name_or_path")
         return self
+
+
+def own_tokenizer(data: Any) -> Any:
+    """A section's ``model`` and ``tokenizer`` with the tokenizer of a loaded model made its
+    own: with ``model.name_or_path`` set and no ``tokenizer.name_or_path``, the tokenizer is
+    the model's (a tokenizer trained here would feed the model ids its embeddings never
+    learnt). ``data`` is the section's input (a dict of dicts or of sections)."""
+    if not isinstance(data, dict):
+        return data
+    model, tok = data.get("model"), data.get("tokenizer")
+    name = model.get("name_or_path") if isinstance(model, dict) else None
+    if isinstance(model, ModelConfig):
+        name = model.name_or_path
+    if not isinstance(name, str) or not name:
+        return data
+    if looks_local(name) and not Path(name).expanduser().exists():
+        return data  # the model section says the folder is missing
+    if tok is None:
+        return {**data, "tokenizer": {"name_or_path": name}}
+    if isinstance(tok, dict) and tok.get("name_or_path") is None:
+        return {**data, "tokenizer": {**tok, "name_or_path": name}}
+    if isinstance(tok, TokenizerConfig) and tok.name_or_path is None:
+        return {**data, "tokenizer": tok.model_copy(update={"name_or_path": name})}
+    return data
 
 
 def flat_base(cfg: Any, train: TrainConfig) -> BaseModelSection:

@@ -8,6 +8,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 import torch
 from pydantic import Field, model_validator
+from safetensors import SafetensorError
 
 from polymnesia.config.base import StrictModel
 from polymnesia.errors import ConfigError, PolymnesiaError, unknown
@@ -93,12 +94,16 @@ def build_model(cfg: ModelConfig, tokenizer: Any, seed: int = 0) -> torch.nn.Mod
     model.
     """
     if cfg.name_or_path:
-        return load_model(
+        loaded = load_model(
             cfg.name_or_path,
             trust_remote_code=cfg.trust_remote_code,
             dtype=cfg.dtype,
             attn_implementation=cfg.attn_implementation,
         )
+        if tokenizer is not None:
+            name = getattr(tokenizer, "name_or_path", "") or "of this stage"
+            check_tokenizer_fits(embedding_rows(loaded), tokenizer, cfg.name_or_path, str(name))
+        return loaded
     from transformers import MistralConfig, MistralForCausalLM
 
     kwargs: dict[str, Any] = dict(cfg.dims())
@@ -127,6 +132,34 @@ def build_model(cfg: ModelConfig, tokenizer: Any, seed: int = 0) -> torch.nn.Mod
             f"{str(e).strip().splitlines()[0]}"
         ) from None
     return model.to(getattr(torch, cfg.dtype))
+
+
+def token_ids_needed(tokenizer: Any) -> int:
+    """How many embedding rows the ids of ``tokenizer`` need: its length, or its largest id
+    plus one where that is larger."""
+    vocab = tokenizer.get_vocab() if hasattr(tokenizer, "get_vocab") else {}
+    return max(len(tokenizer), max(vocab.values(), default=-1) + 1)
+
+
+def check_tokenizer_fits(rows: int | None, tokenizer: Any, model: str, tokenizer_name: str) -> None:
+    """One line when the ids of ``tokenizer`` (named ``tokenizer_name``) do not fit the
+    ``rows`` embedding rows of ``model``: the model would index past its embedding matrix."""
+    need = token_ids_needed(tokenizer)
+    if rows is not None and need > rows:
+        raise PolymnesiaError(
+            f"the tokenizer {tokenizer_name} has ids up to {need - 1}, but model {model} has "
+            f"{rows} embedding rows; a loaded model takes its own tokenizer: leave "
+            "tokenizer.name_or_path unset (or point it at the model's folder); a new vocabulary "
+            "goes through vocabulary expansion (adapt_vocabulary), which resizes the embeddings"
+        )
+
+
+def embedding_rows(model: torch.nn.Module) -> int | None:
+    """The rows of a model's input embedding matrix (None if it has none to read)."""
+    get = getattr(model, "get_input_embeddings", None)
+    emb = get() if callable(get) else None
+    rows = getattr(emb, "num_embeddings", None)
+    return int(rows) if isinstance(rows, int) else None
 
 
 def check_attention(kernel: str | None, device_type: str, where: str) -> None:
@@ -248,23 +281,30 @@ def _load(
     attn_implementation: str | None,
 ) -> torch.nn.Module:
     """``auto.from_pretrained`` with safetensors for local folders and one-line errors."""
-    path = Path(name_or_path)
+    path = Path(name_or_path).expanduser()
     local = path.exists()
     if not local and (str(name_or_path).startswith((".", "/")) or str(name_or_path).count("/") > 1):
         raise PolymnesiaError(f"model folder not found: {name_or_path}")
     try:
         return auto.from_pretrained(
-            str(name_or_path),
+            str(path) if local else str(name_or_path),
             trust_remote_code=remote_code(trust_remote_code, f"model '{name_or_path}'"),
             use_safetensors=True if local else None,
             **load_kwargs(dtype, attn_implementation),
         )
     except (ImportError, ValueError) as e:
-        if attn_implementation is None:
+        if attn_implementation is not None:
+            raise PolymnesiaError(
+                f"cannot load {name_or_path} with attn_implementation={attn_implementation!r}: "
+                f"{_first_line(e)}"
+            ) from None
+        if isinstance(e, ImportError):
             raise
+        raise PolymnesiaError(f"cannot load model {name_or_path}: {_first_line(e)}") from None
+    except SafetensorError as e:
         raise PolymnesiaError(
-            f"cannot load {name_or_path} with attn_implementation={attn_implementation!r}: "
-            f"{str(e).strip().splitlines()[0]}"
+            f"cannot load model {name_or_path}: its safetensors weights are damaged "
+            f"({_first_line(e)})"
         ) from None
     except OSError as e:
         if local:
@@ -276,6 +316,11 @@ def _load(
             "id is wrong; offline, build a model from a preset (model.preset) or point "
             "model.name_or_path at a local folder"
         ) from None
+
+
+def _first_line(e: BaseException) -> str:
+    text = str(e).strip()
+    return text.splitlines()[0] if text else type(e).__name__
 
 
 def names_encoder(name_or_path: str | Path, *, trust_remote_code: bool = False) -> bool:

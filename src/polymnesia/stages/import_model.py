@@ -14,7 +14,7 @@ from pydantic import Field
 from polymnesia.config.base import StrictModel
 from polymnesia.errors import ConfigError
 from polymnesia.models import ModelConfig
-from polymnesia.models.build import load_pretrained
+from polymnesia.models.build import check_tokenizer_fits, embedding_rows, load_pretrained
 from polymnesia.models.io import save_model_and_tokenizer
 from polymnesia.pipeline.stage import STAGES, Artifact, Stage, StageContext
 from polymnesia.results import Score
@@ -47,5 +47,6 @@ class ImportModel(Stage[ImportModelParams]):
             attn_implementation=m.attn_implementation,
         )
         tok = load_tokenizer(p.tokenizer or m.name_or_path)
+        check_tokenizer_fits(embedding_rows(model), tok, m.name_or_path, p.tokenizer or "its own")
         save_model_and_tokenizer(model, tok, ctx.out_dir / "model")
         return []

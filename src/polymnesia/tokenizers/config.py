@@ -13,7 +13,11 @@ from polymnesia.paths import looks_local
 class TokenizerConfig(StrictModel):
     """A byte-level BPE trained on a temperature-sampled mixture, or a Hub/local tokenizer."""
 
-    name_or_path: str | None = Field(None, description="use this tokenizer instead of training one")
+    name_or_path: str | None = Field(
+        None,
+        description="use this tokenizer instead of training one; with a loaded model "
+        "(model.name_or_path) null means the model's own",
+    )
     vocab_size: int = Field(
         8000, ge=300, description="size of the trained vocabulary (paper 000: 32,000)"
     )

@@ -20,6 +20,7 @@ from polymnesia.experiments.sections import (
     TrainConfig,
     check_language,
     flat_base,
+    own_tokenizer,
 )
 from polymnesia.harness.config import HarnessConfig
 from polymnesia.harness.tasks import HARNESS_TASKS, expand
@@ -128,6 +129,11 @@ class ActiveForgettingConfig(ExperimentConfig):
     @classmethod
     def _old_keys(cls, data: Any) -> Any:
         return renamed(data, {"harness": "evaluate.harness"}, "")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _own_tokenizer(cls, data: Any) -> Any:
+        return own_tokenizer(data)
 
     @field_validator("sizes")
     @classmethod

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import ClassVar, Literal
+from typing import Any, ClassVar, Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from polymnesia.experiments.base import ExperimentConfig
 from polymnesia.experiments.sections import (
@@ -16,6 +16,7 @@ from polymnesia.experiments.sections import (
     TokenizerConfig,
     TrainConfig,
     flat_base,
+    own_tokenizer,
 )
 
 
@@ -32,6 +33,11 @@ class LanguageModelingConfig(ExperimentConfig):
         3.0, gt=0, description="language sampling temperature of the pretraining mixture"
     )
     evaluate: EvalConfig = Field(default_factory=EvalConfig)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _own_tokenizer(cls, data: Any) -> Any:
+        return own_tokenizer(data)
 
     def base(self) -> BaseModelSection:
         """The base model these flat keys describe (pretrained on ``groups.pretraining``)."""
