@@ -49,6 +49,14 @@ def old_half_widths(d: np.ndarray, design: str) -> tuple[np.ndarray, np.ndarray]
     return x.mean(axis=1), stats.t.ppf(0.975, df) * np.sqrt(var)
 
 
+def _cover(err: np.ndarray, half: np.ndarray) -> str:
+    return f"{100 * np.mean(err <= half):.1f}%"
+
+
+def _width(half: np.ndarray, exact: np.ndarray | None) -> str:
+    return "" if exact is None else f"{np.mean(half) / np.mean(exact):.2f}x"
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=10000, help="runs per cell")
@@ -71,17 +79,11 @@ def main() -> None:
         est, half = half_widths(d, shared)
         _, old = old_half_widths(d, design)
         exact = exact_half_widths(d, design, ratio)
-
-        def cover(h: np.ndarray) -> str:
-            return f"{100 * np.mean(np.abs(est - truth) <= h):.1f}%"
-
-        def width(h: np.ndarray) -> str:
-            return "" if exact is None else f"{np.mean(h) / np.mean(exact):.2f}x"
-
-        ex = "" if exact is None else cover(exact)
+        err = np.abs(est - truth)
+        ex = "" if exact is None else _cover(err, exact)
         print(
-            f"| {design} | {outcome} | {k} | {n} | {ratio} | {cover(half)} | {width(half)} | "
-            f"{ex} | {cover(old)} | {width(old)} |"
+            f"| {design} | {outcome} | {k} | {n} | {ratio} | {_cover(err, half)} | "
+            f"{_width(half, exact)} | {ex} | {_cover(err, old)} | {_width(old, exact)} |"
         )
     print(f"\n{time.perf_counter() - start:.0f} s")
 
