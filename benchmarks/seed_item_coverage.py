@@ -67,7 +67,8 @@ def main() -> None:
     ).stdout.strip()
     print(f"{args.runs} runs per cell, seed {args.seed}, commit {commit or 'unknown'}\n")
     print(
-        "| design | items | k | n | ratio | coverage | width / exact | exact | before | before width |"
+        "| design | items | k | n | ratio | coverage | width / exact | exact | before "
+        "| before width |"
     )
     print("|---|---|---|---|---|---|---|---|---|---|")
     start = time.perf_counter()
