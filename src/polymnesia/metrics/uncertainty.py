@@ -25,14 +25,17 @@ resampling code path serves every metric:
   the paired t-test over seeds, where a protocol runs several.
 * :func:`hierarchical_bootstrap_ci` and :func:`paired_hierarchical_bootstrap`
   (and :func:`seed_item_interval` / :func:`paired_seed_item_test` for replicates made
-  elsewhere): a mean over ``k`` training seeds whose standard error adds two variance
-  components, the item bootstrap's variance of the mean over seeds (one item resample
-  shared by the seeds) and ``s^2 / k`` over the seeds, with a Student t quantile at
-  Welch-Satterthwaite degrees of freedom (Satterthwaite 1946, "An Approximate
-  Distribution of Estimates of Variance Components", Biometrics Bulletin 2(6)), so an
-  interval covers both the model's training randomness and the test set, and with
-  few seeds it is as wide as a t-interval over them (a percentile bootstrap over 3
-  seeds cannot reach past the 3 values).
+  elsewhere): a mean over ``k`` training seeds whose variance is estimated as in a two-way
+  random-effects ANOVA by moments (:class:`SeedItemSE`): ``s^2 / k`` over the seeds plus
+  the item variance the seeds share, taken from the covariances of the seeds' item
+  replicates (one resample of the shared items read by every seed), so the seed x item
+  interaction is counted once; a Student t quantile at Satterthwaite degrees of freedom
+  (Satterthwaite 1946, "An Approximate Distribution of Estimates of Variance Components",
+  Biometrics Bulletin 2(6)) with the seed term counted twice, so an interval covers both
+  the model's training randomness and the test set at its level (the coverage simulation
+  of :mod:`polymnesia.metrics.seed_item_coverage`), and with few seeds it is as wide as a
+  t-interval over them (a percentile bootstrap over 3 seeds cannot reach past the 3
+  values).
 
 Every function is seeded (``numpy.random.default_rng(seed)``), so a report
 rebuilt from the same items prints the same intervals.
