@@ -231,6 +231,9 @@ def across_seeds(
     counts: list[int] = []
     crossed = True
     for k in range(len(keys)):
+        if all(seed[k][0].ids == strata[0][k][0].ids for seed in strata):
+            counts.append(strata[0][k][0].n)  # the same items in the same order
+            continue
         have = [set(seed[k][0].ids) for seed in strata]
         common = [i for i in strata[0][k][0].ids if all(i in h for h in have[1:])]
         counts.append(len(common))
