@@ -580,19 +580,21 @@ class SeedItemSE:
     * ``var_within``: the part of ``var_items`` not shared between seeds, expected
       ``sigma_c^2 / (k n)`` (``MS_resid / (k n)``).
 
-    ``se^2 = max(var_seeds, var_within) + max(var_items - var_within, 0)``, the two-way
-    random-effects ANOVA estimate ``(MS_seed + MS_item - MS_resid) / (k n)`` with the seed
-    and shared item components truncated at 0: the interaction is counted once. Nested
-    (no shared item): ``var_items == var_within`` and ``se^2 = max(s^2, var_within k) / k``,
-    the t-interval over the seeds unless the seeds agree more closely than their items allow.
+    ``se^2 = max(var_seeds, f var_within) + max(var_items - var_within, 0)``: the two-way
+    random-effects ANOVA estimate ``(MS_seed + MS_item - MS_resid) / (k n)``, the
+    interaction counted once, with the shared item component ``var_items - var_within``
+    (the mean covariance between seeds, ``sigma_b^2 / n``) truncated at 0.
+    ``f = chi^2_{k-1, 0.025} / (k - 1)`` (:func:`seed_floor`) only matters for seeds that
+    tie. Nested (no shared item): ``var_items == var_within`` and ``se^2 = s^2 / k``, the
+    t-interval over the seeds.
 
     ``df``: Satterthwaite (1946) over the mean squares in ``se^2``, with the seed term counted
     :data:`DF_SEED_WEIGHT` times and a floor of ``k - 1``; ``df_items`` is the item mean
-    square's (``n - 1`` for ``n`` shared items; infinite where unknown). Plain
+    square's (``n - 1`` for ``n`` items per seed; infinite where unknown). Plain
     Welch-Satterthwaite estimates the df from the same ``k - 1`` df as ``s^2``, so a small
     ``s^2`` both narrows the interval and raises the df, and the interval undercovers where
-    seeds dominate (92% for 3 seeds); the weight keeps every cell of the coverage simulation
-    in docs/metrics.md within 93-97%.
+    seeds dominate (91-93% for 3 seeds); with the weight, every cell of the coverage
+    simulation with 200 items covers 93-97% (docs/metrics.md).
     """
 
     k: int
