@@ -47,6 +47,7 @@ from polymnesia.metrics.uncertainty import (
     DEFAULT_RESAMPLES,
     Interval,
     ItemStatistic,
+    Shared,
     bootstrap_ci,
     hierarchical_bootstrap_ci,
     mean_statistic,
@@ -197,19 +198,26 @@ def aligned(a: ItemSet, b: ItemSet) -> tuple[ItemSet, ItemSet]:
 
 def across_seeds(
     per_seed: Sequence[Sequence[tuple[ItemSet, ...]]],
-) -> tuple[list[list[tuple[ItemSet, ...]]], bool]:
-    """Each seed's strata in the first seed's language and item order, and whether the seeds
-    scored the same items (a crossed design: a pooled interval then shares one item resample
-    among the seeds) or not (a nested design: each seed's items are resampled on their own,
-    :func:`~polymnesia.metrics.uncertainty.seed_item_se`). Items are matched by id, so a
-    seed that lists the same items in another order is put in the first seed's order.
+) -> tuple[list[list[tuple[ItemSet, ...]]], Shared]:
+    """Each seed's strata in the first seed's language order, and which items the seeds share
+    (:data:`~polymnesia.metrics.uncertainty.Shared`, for the ``shared_items`` of a pooled
+    interval, :func:`~polymnesia.metrics.uncertainty.hierarchical_bootstrap_ci`).
+
+    Items are matched by id, stratum by stratum: the ids every seed has (their
+    intersection) come first, in the first seed's order, then each seed's own items in its
+    order. The shared items are the crossed part of the design (one item resample read by
+    every seed), the others the nested part (resampled per seed), so one differing id moves
+    that item alone, not the whole stratum. Returns ``True`` where every seed has the same
+    items in every stratum (a seed that lists them in another order is put in the first
+    seed's order), ``False`` where no stratum has an item all seeds share, else the number
+    of shared items per stratum.
 
     ``per_seed[k]`` holds seed ``k``'s strata, one per language (or per task of a language),
     each a tuple of item sets on the same items (two arms of a paired test, or one set).
     Seeds score the same items where the test sample does not depend on the training seed;
     where it does (documents a stage samples with the training seed, as two_phase's harness
-    stages do; the words an isotropy stage finds through a seed's tokenizer) the items differ
-    and the design is nested. Every seed must have the same strata.
+    stages do; the words an isotropy stage finds through a seed's tokenizer) the items
+    differ. Every seed must have the same strata.
     """
     if len(per_seed) < 2:
         return [list(x) for x in per_seed], True
@@ -220,13 +228,25 @@ def across_seeds(
             f"the seeds were scored in different languages or tasks: {[sorted(d) for d in by_key]}"
         )
     strata = [[d[key] for key in keys] for d in by_key]
-    first = [t[0].ids for t in strata[0]]
-    for seed in strata[1:]:  # the same items in another order: the first seed's order
-        for k, (t, ids) in enumerate(zip(seed, first, strict=True)):
-            if t[0].ids != ids and sorted(map(str, t[0].ids)) == sorted(map(str, ids)):
-                seed[k] = tuple(_subset(s, ids) for s in t)
-    shared = all(t[0].ids == ids for seed in strata for t, ids in zip(seed, first, strict=True))
-    return strata, shared
+    counts: list[int] = []
+    crossed = True
+    for k in range(len(keys)):
+        if all(seed[k][0].ids == strata[0][k][0].ids for seed in strata):
+            counts.append(strata[0][k][0].n)  # the same items in the same order
+            continue
+        have = [set(seed[k][0].ids) for seed in strata]
+        common = [i for i in strata[0][k][0].ids if all(i in h for h in have[1:])]
+        counts.append(len(common))
+        crossed = crossed and all(len(h) == len(common) for h in have)
+        in_all = set(common)
+        for seed in strata:
+            t = seed[k]
+            order = common + [i for i in t[0].ids if i not in in_all]
+            if t[0].ids != order:
+                seed[k] = tuple(_subset(x, order) for x in t)
+    if crossed:
+        return strata, True
+    return strata, (list(counts) if any(counts) else False)
 
 
 def _subset(s: ItemSet, ids: Sequence[Any]) -> ItemSet:
@@ -290,7 +310,7 @@ def group_intervals(
             raise DataError(
                 f"group_intervals: the seeds of {model} were scored in different languages"
             )
-        shared = True  # a crossed design unless the seeds scored different items
+        shared: Shared = True  # a crossed design unless the seeds scored different items
         if len(seeds) > 1:  # the items matched by id, in the first seed's order
             strata, shared = across_seeds([[(m[lang],) for lang in seeds[0]] for m in seeds])
             seeds = [{t[0].lang: t[0] for t in seed} for seed in strata]

@@ -84,7 +84,8 @@ def test_several_seeds_pool_the_mean_with_seed_and_item_replicates() -> None:
     # the item replicates of the mean over seeds: replicate b of both seeds on one resample
     assert np.allclose(cbt.values, (per_seed[0].values + per_seed[1].values) / 2)
     assert np.allclose(cbt.points, [-0.3, -0.5])
-    expected = seed_item_interval([-0.3, -0.5], cbt.values, n=120)
+    assert np.allclose(cbt.per_seed, [per_seed[0].values, per_seed[1].values])
+    expected = seed_item_interval([-0.3, -0.5], cbt.per_seed, n=120)
     assert (cbt.interval().low, cbt.interval().high) == pytest.approx((expected.low, expected.high))
     # the interval covers the seeds: s = 0.1414, s / sqrt(2) = 0.1, t_{~1 df} ~ 12.7, so
     # far wider than either seed's item interval alone (and than the 0.2 between the seeds)

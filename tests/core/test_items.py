@@ -119,3 +119,26 @@ def test_group_intervals_are_stratified_per_group_and_overall() -> None:
     assert got[("BA", None, "overall")].n == 9
     with pytest.raises(DataError, match="several item sets"):
         group_intervals([*sets, sets[0]], "bits_per_byte", {"a": ["fr"]})
+
+
+def test_group_intervals_keep_the_shared_items_of_seeds_crossed() -> None:
+    # two seeds on 40 texts of fr; seed 1 has text 39 replaced by text 40: 39 texts crossed
+    # (one resample shared by the seeds), each seed's last text resampled on its own
+    nll = [float(1 + (i * 7) % 5) for i in range(41)]
+    s0 = replace(_lm("BA", "fr", nll[:40]), seed=0)
+    s1 = ItemSet(
+        "BA",
+        "fr",
+        "lm",
+        [*range(39), 40],
+        {
+            k: [v + 0.1 for v in vals]
+            for k, vals in _lm("BA", "fr", nll[:39] + nll[40:]).columns.items()
+        },
+        group="g",
+        seed=1,
+    )
+    got = group_intervals([s0, s1], "bits_per_byte", {}, BootstrapConfig(n_resamples=200))
+    iv = got[("BA", None, "overall")]
+    assert "39 shared by the seeds, the rest resampled per seed" in iv.method
+    assert iv.low < iv.estimate < iv.high

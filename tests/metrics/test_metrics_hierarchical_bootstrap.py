@@ -58,15 +58,16 @@ def test_seed_interval_reaches_past_the_seed_values() -> None:
     assert iv.low < 0.2 and iv.high > 0.6
 
 
-def test_identical_seeds_give_the_item_bootstrap_with_a_normal_quantile() -> None:
-    # no seed spread: df is infinite, SE is the sd of the item replicates and the interval is
-    # estimate ± 1.96 SE, which matches the percentile interval of the same replicates
+def test_identical_seeds_give_the_item_bootstrap_with_the_items_t_quantile() -> None:
+    # no seed spread and no interaction: SE is the sd of the item replicates and the interval
+    # is estimate ± t_{299} SE (the item mean square's n - 1 df), close to the percentile
+    # interval of the same replicates
     s = _bern(0.3, n=300)
     iv = hierarchical_bootstrap_ci([s, s, s], n_resamples=4000, seed=0)
     reps = s.replicates(resample_indices(np.random.default_rng(0), s.n, 4000))
     se = float(np.std(reps, ddof=1))
     assert iv.estimate == pytest.approx(s.value())
-    assert iv.high - iv.estimate == pytest.approx(stats.norm.ppf(0.975) * se, rel=1e-9)
+    assert iv.high - iv.estimate == pytest.approx(stats.t.ppf(0.975, 299) * se, rel=1e-9)
     one = bootstrap_ci(s, n_resamples=4000, seed=0)
     assert iv.high - iv.low == pytest.approx(one.high - one.low, rel=0.1)
     assert "(no seed spread)" in iv.method
@@ -80,10 +81,14 @@ def test_satterthwaite_df_by_hand() -> None:
     reps = seeds[0].replicates(resample_indices(np.random.default_rng(5), 2, 2000))
     var_items = float(np.var(reps, ddof=1))  # the offsets do not move with the items
     var_seeds = 0.01 / 3  # s^2 = 0.01
-    df = (var_items + var_seeds) ** 2 / (var_seeds**2 / 2)
+    # every seed moves alike with the items: no interaction, the item part is all shared.
+    # df: Satterthwaite with the seed term counted twice (k - 1 = 2 df) and the item mean
+    # square at n - 1 = 1 df
+    a = 2 * var_seeds
+    df = (a + var_items) ** 2 / (a**2 / 2 + var_items**2 / 1)
     half = stats.t.ppf(0.975, df) * math.sqrt(var_items + var_seeds)
     assert iv.high - iv.estimate == pytest.approx(half, rel=1e-9)
-    assert f"({df:.1f} df)" in iv.method and df > 2
+    assert f"({df:.1f} df)" in iv.method and df >= 2
 
 
 def test_strata_per_seed_average_languages_first() -> None:
@@ -125,14 +130,37 @@ def test_mismatched_seeds_or_items_are_refused() -> None:
 
 def test_seeds_on_one_test_set_keep_the_item_spread() -> None:
     # three seeds with the very same item scores: no seed variance, so the interval of their
-    # mean is the item bootstrap's; resampling items afresh for each seed (the nested
-    # design, for seeds with test sets of their own) divides the item variance by 3
+    # mean is the item bootstrap's. Read as nested (seeds with test sets of their own) the
+    # seed spread is the whole variance; three seeds that tie exactly have s^2 = 0, read as
+    # chi2_{2, 0.025} / 2 of the seeds' own item variance of the mean (var / 3), at 2 df
     s = _bern(0.3, n=300)
     one = bootstrap_ci(s, n_resamples=4000, seed=0)
     crossed = hierarchical_bootstrap_ci([s, s, s], n_resamples=4000, seed=0)
     nested = hierarchical_bootstrap_ci([s, s, s], n_resamples=4000, seed=0, shared_items=False)
     width = one.high - one.low
     assert crossed.high - crossed.low == pytest.approx(width, rel=0.1)
-    assert nested.high - nested.low == pytest.approx(width / np.sqrt(3), rel=0.15)
+    floor = T2 * math.sqrt(stats.chi2.ppf(0.025, 2) / 2 / 3) / stats.norm.ppf(0.975)
+    assert nested.high - nested.low == pytest.approx(width * floor, rel=0.15)  # 0.2 x width
     assert "shared by the seeds" in crossed.method
     assert "resampled per seed" in nested.method
+
+
+def test_one_differing_item_keeps_the_rest_crossed() -> None:
+    # 3 seeds on 200 shared items whose difficulty dominates (item sd 0.3, seed x item noise
+    # 0.05); seed 2 has item 199 replaced. Matching by id keeps 199 items crossed: the
+    # interval is the crossed one, not the nested one that drops the shared item variance
+    rng = np.random.default_rng(4)
+    hard = rng.normal(0.5, 0.3, 200)
+    cols = [hard + rng.normal(0, 0.05, 200) + off for off in (0.0, 0.01, -0.01)]
+    crossed = hierarchical_bootstrap_ci([mean_statistic(c) for c in cols], seed=1)
+    swapped = cols[2].copy()
+    swapped[199] = rng.normal(0.5, 0.3)
+    seeds = [mean_statistic(c) for c in (cols[0], cols[1], swapped)]
+    partial = hierarchical_bootstrap_ci(seeds, seed=1, shared_items=[199])
+    nested = hierarchical_bootstrap_ci(seeds, seed=1, shared_items=False)
+    width = crossed.high - crossed.low
+    assert partial.high - partial.low == pytest.approx(width, rel=0.1)
+    assert nested.high - nested.low < 0.5 * width
+    assert "199 shared by the seeds, the rest resampled per seed" in partial.method
+    with pytest.raises(PolymnesiaError, match=r"shared item counts \[201\] do not fit"):
+        hierarchical_bootstrap_ci(seeds, shared_items=[201])

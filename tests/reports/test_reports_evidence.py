@@ -103,7 +103,12 @@ def test_across_seeds_keeps_the_first_seeds_order_and_names_the_design() -> None
     strata, shared = across_seeds([[(a0,), (b0,)], [(swapped,), (b1,)]])
     assert shared and strata[1][1][0].ids == ["x", "y"]
     assert strata[1][1][0].columns["pred"] == list(reversed(swapped.columns["pred"]))
-    c1 = _seeded("A", "de", 1, ["x", "z"], 2)
-    assert across_seeds([[(a0,), (b0,)], [(c1,), (b1,)]])[1] is False
+    # one differing id: the common item stays crossed, each seed's other item is its own
+    c1 = _seeded("A", "de", 1, ["z", "x"], 2)
+    strata, shared = across_seeds([[(a0,), (b0,)], [(c1,), (b1,)]])
+    assert shared == [2, 1] and strata[1][1][0].ids == ["x", "z"]
+    assert strata[1][0][0].ids == ["x", "y"]
+    d1 = _seeded("A", "de", 1, ["v", "w"], 2)
+    assert across_seeds([[(b0,)], [(d1,)]])[1] is False
     with pytest.raises(DataError, match="different languages"):
         across_seeds([[(a0,), (b0,)], [(a1,)]])

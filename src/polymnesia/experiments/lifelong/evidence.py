@@ -237,20 +237,26 @@ def seed_view(run: RunTable, seed: int) -> RunTable:
 @dataclass(frozen=True)
 class SeedReplicates(Replicates):
     """A mean over ``k >= 2`` training seeds: ``points`` the ``k`` per-seed values, ``values``
-    the item replicates of the mean over seeds (replicate ``b`` of every seed on the same
-    item resample). The interval and paired test combine the item and seed variance
+    the item replicates of the mean over seeds and ``per_seed`` each seed's (``[k, B]``,
+    replicate ``b`` of every seed on the same item resample). The interval and paired test
+    combine the seed and item variance, the seed x item interaction counted once
     (:func:`~polymnesia.metrics.uncertainty.seed_item_interval`)."""
 
     points: np.ndarray = field(default_factory=lambda: np.array([]))
+    per_seed: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)))
 
     def _ok(self) -> bool:
-        return int(np.isfinite(self.values).sum()) >= 2 and bool(np.isfinite(self.point))
+        return (
+            self.per_seed.shape[0] == self.points.size
+            and int(np.all(np.isfinite(self.per_seed), axis=0).sum()) >= 2
+            and bool(np.isfinite(self.point))
+        )
 
     def interval(self) -> Interval:
         if not self._ok():
             return Interval(self.point, np.nan, np.nan, self.n, self.level, "no replicates")
         return seed_item_interval(
-            self.points, self.values, n=self.n, level=self.level, estimate=self.point
+            self.points, self.per_seed, n=self.n, level=self.level, estimate=self.point
         )
 
     def method(self) -> str:
@@ -263,7 +269,7 @@ class SeedReplicates(Replicates):
                 iv.estimate, iv.low, iv.high, np.nan, self.n, iv.method, self.level, None
             )
         return paired_seed_item_test(
-            self.points, self.values, n=self.n, level=self.level, effect=self.point
+            self.points, self.per_seed, n=self.n, level=self.level, effect=self.point
         )
 
     def __sub__(self, other: Replicates) -> Replicates:
@@ -271,6 +277,11 @@ class SeedReplicates(Replicates):
             raise DataError(
                 "a difference over training seeds needs both quantities pooled over the same seeds"
             )
+        per_seed = (
+            self.per_seed - other.per_seed
+            if self.per_seed.shape == other.per_seed.shape
+            else np.zeros((0, 0))
+        )
         return SeedReplicates(
             self.point - other.point,
             self.values - other.values,
@@ -278,19 +289,29 @@ class SeedReplicates(Replicates):
             self.level,
             self.what,
             self.points - other.points,
+            per_seed,
         )
 
 
 def best_of(items: Sequence[Replicates]) -> Replicates:
     """The largest of several quantities (:func:`polymnesia.continual.resample.best_of`:
     point and item replicate by replicate); pooled over seeds, the per-seed values are those
-    of the quantity with the largest pooled point."""
+    of the quantity with the largest pooled point, and each replicate's per-seed values
+    those of the quantity largest in that replicate."""
     best = _best_of(items)
     if not items or not all(isinstance(r, SeedReplicates) for r in items):
         return best
-    top = max(items, key=lambda r: r.point)
-    assert isinstance(top, SeedReplicates)
-    return SeedReplicates(best.point, best.values, best.n, best.level, best.what, top.points)
+    seeded = [r for r in items if isinstance(r, SeedReplicates)]
+    top = max(seeded, key=lambda r: r.point)
+    per_seed = np.zeros((0, 0))
+    if best.values.size and all(r.per_seed.shape == top.per_seed.shape for r in seeded):
+        stack = np.stack([r.per_seed for r in seeded])  # [q, k, B]
+        means = np.stack([r.values for r in seeded])  # [q, B]
+        pick = np.argmax(np.where(np.isnan(means), -np.inf, means), axis=0)
+        per_seed = np.take_along_axis(stack, pick[None, None, :], axis=0)[0]
+    return SeedReplicates(
+        best.point, best.values, best.n, best.level, best.what, top.points, per_seed
+    )
 
 
 class Pool:
@@ -348,8 +369,10 @@ class Pool:
         points = np.array([r.point for r in per_seed])
         if not self.has_replicates or any(r.values.size == 0 for r in per_seed):
             return SeedReplicates(point, np.array([]), first.n, first.level, self.what, points)
-        values = np.stack([r.values for r in per_seed]).mean(axis=0)
-        return SeedReplicates(point, values, first.n, first.level, self.what, points)
+        stack = np.stack([r.values for r in per_seed])
+        return SeedReplicates(
+            point, stack.mean(axis=0), first.n, first.level, self.what, points, stack
+        )
 
     def quantity(self, arm: Arm, fn: Fn) -> Replicates:
         """``fn`` of ``arm``'s matrices (and each seed's orders) with its replicates."""

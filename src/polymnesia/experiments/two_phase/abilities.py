@@ -41,6 +41,7 @@ from polymnesia.metrics.uncertainty import (
     Interval,
     ItemStatistic,
     PairedTest,
+    Shared,
     hierarchical_bootstrap_ci,
     mean_statistic,
     paired_bootstrap,
@@ -176,11 +177,12 @@ def _same_documents(per_seed: Sequence[Ability], what: str) -> None:
             )
 
 
-def _seed_aligned(per_seed: Sequence[Ability]) -> tuple[list[Ability], bool]:
-    """Each seed's documents matched by id to the first seed's, and whether the seeds were
-    scored on the same documents (crossed design) or not (nested): :func:`across_seeds`, one
-    stratum per task. A harness stage may write a task's documents in another order for each
-    seed, so pairing them by position would pair different documents."""
+def _seed_aligned(per_seed: Sequence[Ability]) -> tuple[list[Ability], Shared]:
+    """Each seed's documents matched by id to the first seed's, and which documents every
+    seed was scored on (the crossed part of the design; the rest is nested):
+    :func:`across_seeds`, one stratum per task. A harness stage may write a task's
+    documents in another order for each seed, so pairing them by position would pair
+    different documents."""
     tasks = per_seed[0].tasks
     strata, shared = across_seeds([[(a.items[t],) for t in tasks] for a in per_seed])
     out = [
