@@ -63,7 +63,78 @@ def add_parser(sub: Any) -> None:
         "stages they need, and write no report; e.g. --only data on a machine with "
         "internet, then `polymnesia cache export` for one without",
     )
+    r.add_argument(
+        "--executor",
+        default="inline",
+        metavar="NAME",
+        help="who runs the stages: inline (default: this process, one after another) or "
+        "local (independent stages side by side as child processes on this machine, "
+        "--jobs at a time; docs/scale.md)",
+    )
+    r.add_argument(
+        "--jobs",
+        type=int,
+        metavar="N",
+        help="with --executor local: at most N stages at once (default: the GPU count, else 2)",
+    )
+    # a child of --executor local: build this stage (and reuse what it needs), nothing else
+    r.add_argument("--stage", help=argparse.SUPPRESS)
     r.set_defaults(fn=cmd_run)
+
+
+def _child_command(args: argparse.Namespace) -> Any:
+    """The command line of a ``--executor local`` child that builds one stage."""
+    import sys
+
+    def command(stage: str) -> list[str]:
+        argv = [sys.executable, "-m", "polymnesia", "run", args.config, *args.overrides]
+        argv += ["--stage", stage, "--lock-timeout", repr(float(args.lock_timeout))]
+        return argv + (["--trust-remote-code"] if args.trust_remote_code else [])
+
+    return command
+
+
+def _one_stage(specs: list[Any], name: str) -> list[Any]:
+    """Stage ``name`` and every stage it needs, in pipeline order (same fingerprints)."""
+    from polymnesia.errors import ConfigError
+
+    by_name = {s.name: s for s in specs}
+    if name not in by_name:
+        raise ConfigError(f"--stage {name!r} is not a stage of this config")
+    keep, todo = set(), [name]
+    while todo:
+        n = todo.pop()
+        if n not in keep:
+            keep.add(n)
+            todo.extend(by_name[n].inputs.values())
+    return [s for s in specs if s.name in keep]
+
+
+def _record_children(run_dir: Path, planned: list[Any], done: Any) -> None:
+    """In ``run.json``, the stages that ``--executor local`` children built, as built (the
+    inline pass that wrote the run folder found them complete)."""
+    from polymnesia.pipeline.run_dir import update_run_record
+
+    for p in planned:
+        if p.spec.name in done.built:
+            update_run_record(
+                run_dir,
+                p.spec.name,
+                {
+                    "kind": p.spec.kind,
+                    "fingerprint": p.fingerprint,
+                    "status": p.status,
+                    "entry": str(p.entry),
+                    "executor": "local",
+                    "seconds": done.seconds[p.spec.name],
+                },
+            )
+
+
+def _gpu_count() -> int:
+    import torch
+
+    return torch.cuda.device_count() if torch.cuda.is_available() else 0
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -78,6 +149,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         preflight,
     )
     from polymnesia.io import file_lock
+    from polymnesia.pipeline.executors import check_executor, run_local
     from polymnesia.pipeline.run_dir import check_run_dir, default_run_dir, prepare_run_dir
     from polymnesia.pipeline.runner import (
         describe_plan,
@@ -88,10 +160,20 @@ def cmd_run(args: argparse.Namespace) -> int:
     )
     from polymnesia.runtime import partial_state
 
+    check_executor(args.executor, args.jobs)
     categories = parse_roles(args.only) if args.only else None
     cfg = load_config(args.config, args.overrides)
     exp = EXPERIMENTS.get(cfg.experiment)
     specs = build_specs(exp, cfg, args.config)
+    if args.stage:  # a child of --executor local: the driver checked and owns the run folder
+        check_remote_code(cfg, args.trust_remote_code)
+        run_pipeline(
+            _one_stage(specs, args.stage),
+            None,
+            log=lambda m: print(m, flush=True),
+            lock_timeout=args.lock_timeout,
+        )
+        return 0
     n_all, skipped = len(specs), list[str]()
     if categories:
         complete = {p.spec.name for p in plan(specs) if p.status == "reuse"}
@@ -130,12 +212,36 @@ def cmd_run(args: argparse.Namespace) -> int:
     state.wait_for_everyone()
     started = time.monotonic()
     try:
+        if args.executor == "local" and state.is_main_process:
+            gpus = _gpu_count()
+            jobs = args.jobs or (gpus or 2)
+            planned = plan(specs)
+            done = run_local(
+                planned,
+                _child_command(args),
+                run_dir / "logs",
+                jobs,
+                log=lambda m: print(m, flush=True),
+                gpus=gpus,
+            )
+            if not done.ok:
+                failed = ", ".join(f"{n} (log {p})" for n, p in done.failed.items())
+                held = f"; not run: {', '.join(done.held_back)}" if done.held_back else ""
+                print(
+                    f"[polymnesia] error: {len(done.failed)} stage(s) failed: {failed}{held}; "
+                    "the stages that finished are cached: run the same command again to "
+                    "retry the rest",
+                    flush=True,
+                )
+                return 1
         run_pipeline(
             specs,
             run_dir,
             log=lambda m: print(m, flush=True),
             lock_timeout=args.lock_timeout,
         )
+        if args.executor == "local" and state.is_main_process:
+            _record_children(run_dir, planned, done)
         if state.is_main_process and categories:
             if skipped:
                 print(
