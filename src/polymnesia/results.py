@@ -222,7 +222,8 @@ def check_unique(scores: Iterable[Score], path: str | os.PathLike[str]) -> None:
         key = score_key(score)
         if key in seen:
             shown = ", ".join(
-                f"{name}={value}" for name, value in zip(KEY_FIELDS, key, strict=True)
+                f"{name}={value}"
+                for name, value in zip(KEY_FIELDS, key, strict=True)
                 if value is not None
             )
             raise DataError(

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from polymnesia.cli.argtypes import amount
+from polymnesia.cli.plan import check_memory
 from polymnesia.cli.output import run_summary
 
 
@@ -63,6 +64,12 @@ def add_parser(sub: Any) -> None:
         "stages they need, and write no report; e.g. --only data on a machine with "
         "internet, then `polymnesia cache export` for one without",
     )
+    r.add_argument(
+        "--no-memory-check",
+        action="store_true",
+        help="run training stages that the memory planner (`polymnesia plan`) says will not "
+        "fit this machine's memory (available RAM on a CPU, the device's memory on a GPU)",
+    )
     r.set_defaults(fn=cmd_run)
 
 
@@ -71,6 +78,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     from polymnesia.experiments import EXPERIMENTS, load_config
     from polymnesia.experiments.preflight import (
+        check_harness_names,
         check_remote_code,
         check_run_dir_place,
         check_run_record,
@@ -103,6 +111,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     check_run_record(run_dir)
     if args.dry_run:
         check_run_dir(run_dir, cfg)  # what the run would refuse, the dry run refuses too
+        check_harness_names(specs)  # `run` checks them in its preflight, validate too
         print(
             yaml.safe_dump(
                 cfg.model_dump(mode="json"), sort_keys=False, allow_unicode=True
@@ -121,6 +130,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     state = partial_state()
     if categories is None or set(categories) - {"data"}:  # `--only data` runs no model
         preflight(cfg, state.device.type, args.config, specs)
+        if not args.no_memory_check:  # a stage that cannot fit: refused before any stage runs
+            to_run = {p.spec.name for p in plan(specs) if p.status != "reuse"}
+            check_memory(specs, to_run, state, args.config)
     if state.is_main_process:
         prepare_run_dir(run_dir, cfg, extra={"trust_remote_code": bool(args.trust_remote_code)})
         if args.trust_remote_code:

@@ -577,13 +577,13 @@ def check_fits(plan: MemoryPlan, device_bytes: int | None) -> None:
         return
     where = f"stage '{plan.label}'" if plan.label else "this stage"
     raise ConfigError(
-        f"{where} needs about {gib(plan.total)} GiB per device ({_short(plan)}) but the "
+        f"{where} needs about {gib(plan.total)} GiB per device ({short_breakdown(plan)}) but the "
         f"device has {gib(device_bytes)} GiB; it would fit with "
         + "; or ".join(remedies(plan, device_bytes))
     )
 
 
-def _short(p: MemoryPlan) -> str:
+def short_breakdown(p: MemoryPlan) -> str:
     parts = [
         ("params", p.parameters),
         ("grads", p.gradients),
