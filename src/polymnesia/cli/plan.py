@@ -295,8 +295,8 @@ def check_memory(specs: list[Any], to_run: set[str], state: Any, source: str) ->
             per = " per process" if state.num_processes > 1 else ""
             raise ConfigError(
                 f"config {source}: stage '{p.label}' needs about {gib(p.total)} GiB{per} "
-                f"({short_breakdown(p)}) but this machine has {gib(have)} GiB {where}; it would fit "
-                f"with {'; or '.join(remedies(p, have))}; nothing has run (`polymnesia plan "
+                f"({short_breakdown(p)}) but this machine has {gib(have)} GiB {where}; it "
+                f"would fit with {'; or '.join(remedies(p, have))}; nothing has run (`polymnesia plan "
                 f"{source} --memory SIZE` plans it; --no-memory-check runs it anyway)"
             )
     finally:

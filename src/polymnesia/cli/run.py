@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from polymnesia.cli.argtypes import amount
-from polymnesia.cli.plan import check_memory
 from polymnesia.cli.output import run_summary
+from polymnesia.cli.plan import check_memory
 
 
 def build_specs(exp: Any, cfg: Any, source: str) -> list[Any]:
