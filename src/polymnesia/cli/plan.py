@@ -296,8 +296,9 @@ def check_memory(specs: list[Any], to_run: set[str], state: Any, source: str) ->
             raise ConfigError(
                 f"config {source}: stage '{p.label}' needs about {gib(p.total)} GiB{per} "
                 f"({short_breakdown(p)}) but this machine has {gib(have)} GiB {where}; it "
-                f"would fit with {'; or '.join(remedies(p, have))}; nothing has run (`polymnesia plan "
-                f"{source} --memory SIZE` plans it; --no-memory-check runs it anyway)"
+                f"would fit with {'; or '.join(remedies(p, have))}; nothing has run "
+                f"(`polymnesia plan {source} --memory SIZE` plans it; --no-memory-check runs "
+                "it anyway)"
             )
     finally:
         if offline is None:
