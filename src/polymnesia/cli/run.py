@@ -133,6 +133,10 @@ def cmd_run(args: argparse.Namespace) -> int:
         if not args.no_memory_check:  # a stage that cannot fit: refused before any stage runs
             to_run = {p.spec.name for p in plan(specs) if p.status != "reuse"}
             check_memory(specs, to_run, state, args.config)
+        else:
+            from polymnesia.training.memory import skip_memory_checks
+
+            skip_memory_checks()  # the training loop's own check before its first step too
     if state.is_main_process:
         prepare_run_dir(run_dir, cfg, extra={"trust_remote_code": bool(args.trust_remote_code)})
         if args.trust_remote_code:
