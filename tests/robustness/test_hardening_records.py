@@ -268,12 +268,19 @@ def test_relearn_eval_at_left_out_scores_the_midpoint():  # type: ignore[no-unty
     assert load_config(NEW_TOKENS, []).relearn.steps() == [0, 2, 4]  # its eval_at: [2]
 
 
-def test_an_unknown_lm_eval_task_is_refused_by_the_dry_run(isolated_cache, capsys):  # type: ignore[no-untyped-def]
+@pytest.mark.parametrize("offline", ["0", "1"])
+def test_an_unknown_lm_eval_task_is_refused_by_the_dry_run(
+    isolated_cache, capsys, monkeypatch, offline
+):  # type: ignore[no-untyped-def]
+    # online, the name is looked up in the installed lm-eval's task index (no download)
+    for name in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE"):
+        monkeypatch.setenv(name, offline)
     override = "evaluate.harness.english=[no_such_task]"
-    # unknown to the installed lm-eval's index, or (the tests run offline) not polymnesia's
     for argv in (
         ["run", TWO_PHASE, override, "--dry-run"],
         ["validate", TWO_PHASE, "--set", override],
     ):
         err = refused(capsys, argv)
         assert "lm-eval task(s) no_such_task" in err
+        if offline == "0":
+            assert "unknown lm-eval task(s) no_such_task" in err
