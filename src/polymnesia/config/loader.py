@@ -310,10 +310,14 @@ def _bounds(info: FieldInfo) -> tuple[Any, Any]:
     for m in info.metadata:
         ge, gt = getattr(m, "ge", None), getattr(m, "gt", None)
         le, lt = getattr(m, "le", None), getattr(m, "lt", None)
-        if isinstance(ge, int) or isinstance(gt, int):
-            low = ge if isinstance(ge, int) else gt + 1
-        if isinstance(le, int) or isinstance(lt, int):
-            high = le if isinstance(le, int) else lt - 1
+        if isinstance(ge, int):
+            low = ge
+        elif isinstance(gt, int):
+            low = gt + 1
+        if isinstance(le, int):
+            high = le
+        elif isinstance(lt, int):
+            high = lt - 1
     return low, high
 
 
