@@ -284,3 +284,36 @@ def test_an_unknown_lm_eval_task_is_refused_by_the_dry_run(
         assert "lm-eval task(s) no_such_task" in err
         if offline == "0":
             assert "unknown lm-eval task(s) no_such_task" in err
+
+
+def test_the_run_check_skips_a_model_known_only_after_its_download(monkeypatch):  # type: ignore[no-untyped-def]
+    """A Hub id whose config is not in the Hub cache is left to the training loop's check:
+    ``run``'s check never downloads (even with the Hub reachable) and never stops on it."""
+    from types import SimpleNamespace
+
+    import torch
+
+    from polymnesia.cli import plan as plan_cli
+    from polymnesia.errors import ConfigError
+    from polymnesia.experiments import EXPERIMENTS, load_config
+    from polymnesia.experiments.preflight import build_specs
+
+    asked: list[bool] = []
+    real = plan_cli.hub_shape
+
+    def hub_shape(name: str, download: bool = True):  # type: ignore[no-untyped-def]
+        asked.append(download)
+        return real(name, download)
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "0")
+    monkeypatch.setattr(plan_cli, "hub_shape", hub_shape)
+    state = SimpleNamespace(device=torch.device("cpu"), num_processes=1)
+    cfg = load_config(QUICK, ["model.name_or_path=no-such-org/no-such-model-xyz"])
+    specs = build_specs(EXPERIMENTS.get(cfg.experiment), cfg, QUICK)
+    plan_cli.check_memory(specs, {s.name for s in specs}, state, QUICK)
+    assert asked == [False]
+    cfg = load_config(QUICK, HUGE_MODEL)
+    specs = build_specs(EXPERIMENTS.get(cfg.experiment), cfg, QUICK)
+    with pytest.raises(ConfigError, match="stage 'pretrain' needs about"):
+        plan_cli.check_memory(specs, {s.name for s in specs}, state, QUICK)
+    plan_cli.check_memory(specs, set(), state, QUICK)  # reused from the cache: not checked

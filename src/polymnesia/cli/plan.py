@@ -210,9 +210,11 @@ def stage_plan(
     offload: bool = False,
     checkpointing: bool = False,
     device_type: str = "cuda",
+    download: bool = True,
 ) -> Any:
     """The :class:`~polymnesia.training.memory.MemoryPlan` of one training stage (``by_name``:
-    every stage of its config, by name), or None for a stage that trains nothing."""
+    every stage of its config, by name), or None for a stage that trains nothing.
+    ``download``: a Hub model's config may be fetched (else only the Hub cache is read)."""
     from polymnesia.errors import ConfigError
     from polymnesia.pipeline.stage import STAGES
     from polymnesia.training.config import train_configs
@@ -230,7 +232,7 @@ def stage_plan(
     if not found:
         return None
     train = found[0][1]
-    shape, dtype, attention = model_of(spec, by_name)
+    shape, dtype, attention = model_of(spec, by_name, download)
     if spec.kind in CLASSIFIER_STAGES:
         import dataclasses
 
@@ -270,7 +272,7 @@ def check_memory(specs: list[Any], to_run: set[str], state: Any, source: str) ->
     first that does not, with the planner's remedies. A stage whose model the planner cannot
     read without a download is not checked here (the training loop checks it before its first
     step)."""
-    from polymnesia.errors import ConfigError, PolymnesiaError
+    from polymnesia.errors import ConfigError
     from polymnesia.training.memory import device_bytes, gib, remedies, short_breakdown
 
     kind = state.device.type
@@ -279,32 +281,26 @@ def check_memory(specs: list[Any], to_run: set[str], state: Any, source: str) ->
     if have is None:
         return
     by_name = {s.name: s for s in specs}
-    offline = os.environ.get("HF_HUB_OFFLINE")
-    os.environ["HF_HUB_OFFLINE"] = "1"  # hub_shape: the Hub cache, never a download here
-    try:
-        for spec in specs:
-            if spec.name not in to_run:
-                continue
-            try:
-                p = stage_plan(spec, by_name, devices=state.num_processes, device_type=kind)
-            except PolymnesiaError:
-                continue  # a model known only after its download: the loop checks it
-            if p is None or p.total <= have:
-                continue
-            where = "of available RAM" if kind == "cpu" else f"on the {kind} device"
-            per = " per process" if state.num_processes > 1 else ""
-            raise ConfigError(
-                f"config {source}: stage '{p.label}' needs about {gib(p.total)} GiB{per} "
-                f"({short_breakdown(p)}) but this machine has {gib(have)} GiB {where}; it "
-                f"would fit with {'; or '.join(remedies(p, have))}; nothing has run "
-                f"(`polymnesia plan {source} --memory SIZE` plans it; --no-memory-check runs "
-                "it anyway)"
+    for spec in specs:
+        if spec.name not in to_run:
+            continue
+        try:
+            p = stage_plan(
+                spec, by_name, devices=state.num_processes, device_type=kind, download=False
             )
-    finally:
-        if offline is None:
-            os.environ.pop("HF_HUB_OFFLINE", None)
-        else:
-            os.environ["HF_HUB_OFFLINE"] = offline
+        except Exception:  # noqa: BLE001 - a model known only after its download, or
+            continue  # an estimate that cannot be made: the loop checks it before training
+        if p is None or p.total <= have:
+            continue
+        where = "of available RAM" if kind == "cpu" else f"on the {kind} device"
+        per = " per process" if state.num_processes > 1 else ""
+        raise ConfigError(
+            f"config {source}: stage '{p.label}' needs about {gib(p.total)} GiB{per} "
+            f"({short_breakdown(p)}) but this machine has {gib(have)} GiB {where}; it "
+            f"would fit with {'; or '.join(remedies(p, have))}; nothing has run "
+            f"(`polymnesia plan {source} --memory SIZE` plans it; --no-memory-check runs "
+            "it anyway)"
+        )
 
 
 def _length(params: Any, train: Any) -> int:
@@ -333,7 +329,9 @@ def _lora(params: Any) -> tuple[int | None, tuple[str, ...]]:
     return None, LORA_DEFAULT
 
 
-def model_of(spec: Any, by_name: dict[str, Any]) -> tuple[Any, str | None, str | None]:
+def model_of(
+    spec: Any, by_name: dict[str, Any], download: bool = True
+) -> tuple[Any, str | None, str | None]:
     """(ModelShape, stored dtype, attention kernel) of the model ``spec`` trains, traced
     through its inputs."""
     from polymnesia.errors import ConfigError
@@ -341,18 +339,18 @@ def model_of(spec: Any, by_name: dict[str, Any]) -> tuple[Any, str | None, str |
     p = spec.params
     base_model = getattr(p, "base_model", None)
     if isinstance(base_model, str):
-        return hub_shape(base_model), None, None
+        return hub_shape(base_model, download), None, None
     model = getattr(p, "model", None)
     if spec.kind == "pretrain" and model is not None:
         if model.name_or_path:
-            return hub_shape(model.name_or_path), model.dtype, model.attn_implementation
-        return _preset(model, spec, by_name), model.dtype, model.attn_implementation
+            return hub_shape(model.name_or_path, download), model.dtype, model.attn_implementation
+        return _preset(model, spec, by_name, download), model.dtype, model.attn_implementation
     if spec.kind == "import_model" and model is not None:
-        return hub_shape(model.name_or_path), model.dtype, model.attn_implementation
+        return hub_shape(model.name_or_path, download), model.dtype, model.attn_implementation
     for role in ("model", "base", "prev"):
         up = spec.inputs.get(role)
         if up in by_name:
-            shape, dtype, attention = model_of(by_name[up], by_name)
+            shape, dtype, attention = model_of(by_name[up], by_name, download)
             if spec.kind == "adapt_vocabulary":
                 import dataclasses
 
@@ -363,29 +361,29 @@ def model_of(spec: Any, by_name: dict[str, Any]) -> tuple[Any, str | None, str |
     raise ConfigError(f"stage '{spec.name}' ({spec.kind}): cannot tell which model it trains")
 
 
-def _preset(model: Any, spec: Any, by_name: dict[str, Any]) -> Any:
+def _preset(model: Any, spec: Any, by_name: dict[str, Any], download: bool = True) -> Any:
     from polymnesia.training.memory import ModelShape
 
     vocab = 32000
     tok_stage = by_name.get(spec.inputs.get("tokenizer", ""))
     if tok_stage is not None:
         t = tok_stage.params.tokenizer
-        vocab = hub_vocab(t.name_or_path) if t.name_or_path else int(t.vocab_size)
+        vocab = hub_vocab(t.name_or_path, download) if t.name_or_path else int(t.vocab_size)
     dims = model.dims()
     return ModelShape.from_preset(
         model.preset or "tiny", vocab, tied=model.tie_word_embeddings, **dims
     )
 
 
-def hub_vocab(name: str) -> int:
+def hub_vocab(name: str, download: bool = True) -> int:
     if name in KNOWN:
         return KNOWN[name][5]
     if name in KNOWN_ENCODERS:
         return KNOWN_ENCODERS[name][4]
-    return int(hub_shape(name).vocab_size)
+    return int(hub_shape(name, download).vocab_size)
 
 
-def hub_shape(name: str) -> Any:
+def hub_shape(name: str, download: bool = True) -> Any:
     """The shape of a Hub model or local folder: :data:`KNOWN`, the folder's config.json,
     the Hub cache, then the Hub (unless ``HF_HUB_OFFLINE``)."""
     from polymnesia.errors import ConfigError
@@ -416,7 +414,7 @@ def hub_shape(name: str) -> Any:
     if (folder / "model" / "config.json").exists():
         folder = folder / "model"
     tries: list[dict[str, Any]] = [{"local_files_only": True}]
-    if os.environ.get("HF_HUB_OFFLINE", "0") not in ("1", "true", "True"):
+    if download and os.environ.get("HF_HUB_OFFLINE", "0") not in ("1", "true", "True"):
         tries.append({})
     err: Exception | None = None
     for kw in tries:
