@@ -29,8 +29,15 @@ def _umask() -> int:
 
 
 def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
-    """Write ``data`` to ``path`` via a temporary file in the same folder and a rename."""
+    """Write ``data`` to ``path`` via a temporary file in the same folder and a rename; a
+    folder where the file goes is one :class:`PolymnesiaError` line, before anything is
+    written (a rename cannot replace a folder by a file)."""
     path = Path(path)
+    if path.is_dir():
+        raise PolymnesiaError(
+            f"cannot write {path}: a folder of that name is in its place; move or remove the "
+            "folder, then run the same command again"
+        )
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:

@@ -183,7 +183,55 @@ def read_scores(path: str | os.PathLike[str]) -> list[Score]:
         records = read_jsonl_strict(path, torn_tail_ok=True)
     except PolymnesiaError as e:
         raise DataError(str(e)) from None
-    return [score_from_dict(r, f"{path} record {i + 1}") for i, r in enumerate(records)]
+    if not records:
+        raise DataError(
+            f"{path} holds no score records; run the experiment again with the same config "
+            "and --run-dir (its evaluation stages write them)"
+        )
+    scores = [score_from_dict(r, f"{path} record {i + 1}") for i, r in enumerate(records)]
+    check_unique(scores, path)
+    return scores
+
+
+#: the fields that say what a record measures (all but the number, its interval and ``extra``)
+KEY_FIELDS: tuple[str, ...] = (
+    "model",
+    "lang",
+    "metric",
+    "task",
+    "group",
+    "size",
+    "seed",
+    "step",
+    "setting",
+    "stage",
+)
+
+
+def score_key(score: Score) -> tuple[Any, ...]:
+    """What ``score`` measures: its :data:`KEY_FIELDS`. Two records of one run with the same
+    key would be averaged into one cell by every table, so a run holds each key once."""
+    return tuple(getattr(score, f) for f in KEY_FIELDS)
+
+
+def check_unique(scores: Iterable[Score], path: str | os.PathLike[str]) -> None:
+    """One :class:`DataError` line naming the first key given twice in ``path``'s records
+    (a duplicated line, or two records of one stage for the same cell), and both lines."""
+    seen: dict[tuple[Any, ...], int] = {}
+    for number, score in enumerate(scores, start=1):
+        key = score_key(score)
+        if key in seen:
+            shown = ", ".join(
+                f"{name}={value}"
+                for name, value in zip(KEY_FIELDS, key, strict=True)
+                if value is not None
+            )
+            raise DataError(
+                f"{path} is damaged: records {seen[key]} and {number} are both the score of "
+                f"({shown}); a run holds one record per key, so tables would average them: "
+                "remove the extra record, or run the experiment again in a new --run-dir"
+            )
+        seen[key] = number
 
 
 def _check_field(name: str) -> None:

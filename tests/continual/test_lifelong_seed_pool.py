@@ -25,7 +25,7 @@ from polymnesia.items import ItemSet
 from polymnesia.metrics.uncertainty import seed_item_interval
 from polymnesia.reports.claims import label_baselines
 from polymnesia.reports.frame import RunTable
-from polymnesia.results import Score
+from polymnesia.results import Score, write_scores
 
 ORDER = ["en", "fr", "ru"]
 B = 200
@@ -152,13 +152,12 @@ def test_matrix_metrics_of_the_hand_matrix() -> None:
 
 
 def test_seed_view_reads_a_later_seed_under_the_first_seeds_stage_names(tmp_path: Path) -> None:
-    (tmp_path / "results").mkdir()
-    (tmp_path / "results" / "scores.jsonl").write_text("")
-    (tmp_path / "run.json").write_text('{"stages": []}')
     scores = [
         Score("VANILLA", "en", "accuracy", 0.5, seed=0, stage="vanilla_o_0"),
         Score("VANILLA", "en", "accuracy", 0.7, seed=1, stage="vanilla_o_0.seed1"),
     ]
+    write_scores(tmp_path / "results" / "scores.jsonl", scores[:1])  # a run holds a record
+    (tmp_path / "run.json").write_text('{"stages": []}')
     items = [ItemSet("VANILLA", "en", "values", [0], {"values": [1.0]}, seed=1, stage="x.seed1")]
     view = seed_view(RunTable(tmp_path).with_records(scores, items), 1)
     assert [(s.value, s.stage) for s in view.scores()] == [(0.7, "vanilla_o_0")]

@@ -21,10 +21,12 @@ Besides edits of the file, :func:`cli_mutations` calls the command line as users
 nesting, seeds and floats out of range, a name too long in bytes, a ``--run-dir`` under
 ``/proc``, damaged run folders (``run.json`` of ``[]``, ``null``, not UTF-8), a key given
 twice at the top level, a LoRA rank above the model width, a token task on label-only
-data, unknown ``fields`` roles, a freezing pattern that matches no weight, and an lm-eval
-task in a language the data lacks. :func:`command_cases` adds what needs more than a
-config: ``report`` and ``compare`` on damaged run folders, ``cache import`` of hostile
-archives, and a tiny run on a full disk (``ENOSPC`` simulated at the k-th write).
+data, unknown ``fields`` roles, a freezing pattern that matches no weight, an lm-eval
+task in a language the data lacks, and long integers (issue 45: 4,400 digits in the file
+or an override, counts of 10**30). :func:`command_cases` adds what needs more than a
+config: ``report`` and ``compare`` on damaged run folders and on duplicated or missing score
+records (issue 45), ``plan`` with absurd ``--memory`` and ``--devices``, ``cache import`` of
+hostile archives, and a tiny run on a full disk (``ENOSPC`` simulated at the k-th write).
 
 Run it as a script to see everything it finds and the counts (mutations, tracebacks,
 silently wrong: a mutation that must be refused but was accepted, or the reverse):
@@ -381,6 +383,9 @@ def cli_mutations(
         if langs and absent:
             bad = _set(data, ["evaluate", "harness", "multilingual"], [absent[0]])
             yield file("harness_language", "evaluate.harness.multilingual", "refuse", bad)
+    # issue 45: long integers (beyond Python's 4,300-digit limit of int()) and counts far
+    # beyond what any run trains, in the file and as overrides
+    yield from long_integers(config, text, data, model, rng)
     # values given on the command line rather than in the file
     plain = [(p, v) for p, v in leaves if p != ["experiment"] and not any(x.isdigit() for x in p)]
     for _ in range(6):
@@ -392,6 +397,58 @@ def cli_mutations(
         yield override(
             kind, ".".join(parts), expect, value, command=rng.choice(["validate", "dry-run"])
         )
+
+
+#: an integer of more digits than Python reads (``sys.get_int_max_str_digits()``: 4,300)
+LONG_DIGITS = "1" * 4400
+#: a count far beyond any run (a slip of the keyboard): every integer setting refuses it
+HUGE_COUNT = 10**30
+
+
+def _int_leaves(data: dict[str, Any], model: type[BaseModel]) -> list[list[str]]:
+    """Key paths of ``data`` whose value is an integer where the config takes only integers
+    (seeds left out: :func:`cli_mutations` has their own class)."""
+    out = []
+    for parts, value in _leaves(data, []):
+        if not parts or isinstance(value, bool) or not isinstance(value, int):
+            continue
+        if any(p in ("seed", "seeds") or p.endswith("_seed") for p in parts):
+            continue
+        if _unwrap(annotation_at(model, parts)) == [int]:
+            out.append(parts)
+    return out
+
+
+def long_integers(
+    config: str, text: bytes, data: dict[str, Any], model: type[BaseModel], rng: random.Random
+) -> Iterator[Mutation]:
+    """The "long integers" class (issue 45 items 4 and 6): an integer of 4,400 digits in the
+    file (its YAML text, which PyYAML would read with ``int()``) and as an override, and a
+    count of 10**30 for integer settings; each must be refused in one line (the digits by the
+    YAML loader, a count by its field's range or the 64-bit bound)."""
+    raw = text.decode("utf-8")
+    top_int = next(
+        (k for k, v in data.items() if isinstance(v, int) and not isinstance(v, bool)), None
+    )
+    key = top_int or "seed"
+    lines = [ln for ln in raw.splitlines() if not ln.startswith(f"{key}:")]
+    long_file = "\n".join([*lines, f"{key}: {LONG_DIGITS}", ""]).encode()
+    yield Mutation(config, "long_integer", key, "refuse", long_file)
+    yield Mutation(config, "long_integer", "seed", "refuse", text, [f"seed={LONG_DIGITS}"])
+    yield Mutation(
+        config, "long_integer", "x.y", "refuse", text, [f"x.y=-{LONG_DIGITS}"], "dry-run"
+    )
+    ints = _int_leaves(data, model)
+    for parts in rng.sample(ints, min(3, len(ints))):
+        dotted = ".".join(parts)
+        if any(x.isdigit() for x in parts):
+            yield Mutation(
+                config, "huge_count", dotted, "refuse", _dump(_set(data, parts, HUGE_COUNT))
+            )
+        else:
+            command = rng.choice(["validate", "dry-run"])
+            args = [f"{dotted}={HUGE_COUNT}"]
+            yield Mutation(config, "huge_count", dotted, "refuse", text, args, command)
 
 
 def mutations(seed: int = 0, per_config: int = 30) -> Iterator[Mutation]:
@@ -439,7 +496,13 @@ def call(m: Mutation, argv: list[str]) -> Outcome:
     out, err = io.StringIO(), io.StringIO()
     try:
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            code = main(argv)
+            try:
+                code = main(argv)
+            except SystemExit as e:  # argparse refuses an argument: usage, then one line
+                lines = err.getvalue().strip().splitlines()
+                if e.code == 2 and lines and lines[-1].startswith("polymnesia"):
+                    return Outcome(m, "refused", lines[-1])
+                raise
     except Exception as e:  # noqa: BLE001 - every escaping exception is a finding
         return Outcome(
             m, "traceback", f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
@@ -541,6 +604,7 @@ def command_cases(folder: Path, full_disk: tuple[int, ...] = (0, 3, 12, 40)) -> 
         out.append(call(m, ["report", str(run_dir)]))
         m = Mutation("quickstart.yaml", "damaged_run_folder", f"compare-{i}", "refuse", b"")
         out.append(call(m, ["compare", str(run_dir), str(run_dir), "--out", str(folder / "cmp")]))
+    out += record_cases(folder, quick)
     for name, archive in _hostile_archives(folder).items():
         m = Mutation("-", "hostile_archive", name, "refuse", b"")
         out.append(call(m, ["cache", "import", str(archive)]))
@@ -559,6 +623,67 @@ def command_cases(folder: Path, full_disk: tuple[int, ...] = (0, 3, 12, 40)) -> 
         if outcome.result == "refused" and "the disk is full" not in outcome.detail:
             outcome = Outcome(m, "refused-other", outcome.detail)
         out.append(outcome)
+    return out
+
+
+def _damaged_records(lines: list[str]) -> dict[str, str]:
+    """``results/scores.jsonl`` contents of the "duplicated records" class: a score line
+    given twice (as it was, with another value, further down), an empty file."""
+    import json
+
+    first = json.loads(lines[0])
+    other = json.dumps({**first, "value": first["value"] / 2 + 1}, sort_keys=True) + "\n"
+    return {
+        "same_line_twice": "".join([*lines, lines[0]]),
+        "other_value": "".join([lines[0], other, *lines[1:]]),
+        "every_line_twice": "".join(lines + lines),
+        "no_ci": "".join([*lines, json.dumps({**first, "ci_low": None, "ci_high": None}) + "\n"]),
+        "empty": "",
+        "blank_lines": "\n\n",
+    }
+
+
+def record_cases(folder: Path, quick: str) -> list[Outcome]:
+    """The "duplicated records" class (issue 45 items 3 and 6): a tiny run, then ``report``
+    and ``compare`` on copies whose ``results/scores.jsonl`` holds a key twice (tables would
+    average the two) or no record, and ``report`` where ``report.md`` is a folder; each must
+    be refused in one line naming the file. Then the "long integers" class of ``plan``'s
+    ``--memory`` and ``--devices``."""
+    import shutil
+
+    from cli_helpers import TINY_RUN
+
+    out: list[Outcome] = []
+    run = folder / "records-run"
+    m = Mutation("quickstart.yaml", "duplicated_records", "good run", "accept", b"")
+    good = call(m, ["run", quick, *TINY_RUN, "--run-dir", str(run)])
+    out.append(good)
+    if good.result != "accepted":
+        return out
+    lines = (run / "results" / "scores.jsonl").read_text(encoding="utf-8").splitlines(True)
+    for name, content in _damaged_records(lines).items():
+        copy = folder / f"records-{name}"
+        shutil.copytree(run, copy, symlinks=True)
+        (copy / "results" / "scores.jsonl").write_text(content, encoding="utf-8")
+        m = Mutation("quickstart.yaml", "duplicated_records", f"report {name}", "refuse", b"")
+        out.append(call(m, ["report", str(copy)]))
+        m = Mutation("quickstart.yaml", "duplicated_records", f"compare {name}", "refuse", b"")
+        out.append(call(m, ["compare", str(run), str(copy), "--out", str(folder / "cmp")]))
+    copy = folder / "records-report-folder"
+    shutil.copytree(run, copy, symlinks=True)
+    (copy / "report.md").unlink()
+    (copy / "report.md").mkdir()
+    m = Mutation("quickstart.yaml", "duplicated_records", "report.md a folder", "refuse", b"")
+    out.append(call(m, ["report", str(copy)]))
+    for option, value in (
+        ("--memory", "9" * 400),
+        ("--memory", "0.0000001B"),
+        ("--memory", LONG_DIGITS + "GB"),
+        ("--devices", str(HUGE_COUNT)),
+        ("--devices", LONG_DIGITS),
+    ):
+        m = Mutation("quickstart.yaml", "long_integer", f"plan {option}", "refuse", b"")
+        out.append(call(m, ["plan", quick, option, value]))
     return out
 
 

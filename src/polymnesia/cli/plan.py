@@ -46,26 +46,43 @@ KNOWN_ENCODERS: dict[str, tuple[int, int, int, int, int, int]] = {
 CLASSIFIER_STAGES = ("finetune_task", "sequential_step")
 
 
+#: the memory sizes ``--memory`` accepts: no device has less than 1 MiB (a CPU's framework
+#: overhead alone is 48 MiB), none more than 1 PiB
+MIN_MEMORY = 2**20
+MAX_MEMORY = 2**50
+#: the most processes (GPUs) a stage is planned on
+MAX_DEVICES = 1_000_000
+
+
 def memory_size(text: str) -> int:
     """An argparse type: ``80GB``, ``80GiB``, ``80G``, ``512MB`` or bytes. GB and GiB both mean
-    2^30 bytes (as GPU makers count an "80 GB" card)."""
-    m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([KMGT]?)(I?B)?\s*", text.upper())
+    2^30 bytes (as GPU makers count an "80 GB" card); 1 MiB to 1 PiB."""
+    m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([KMGTP]?)(I?B)?\s*", text.upper())
+    shown = text if len(text) <= 40 else f"{text[:20]}...({len(text):,} characters)"
     if not m:
-        raise argparse.ArgumentTypeError(f"'{text}' is not a memory size; e.g. 80GB or 512MB")
-    scale = {"": 1, "K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}[m.group(2)]
-    value = float(m.group(1)) * scale
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"'{text}': give a memory size above 0")
+        raise argparse.ArgumentTypeError(
+            f"'{shown}' is not a memory size; e.g. 80GB or 512MB (1MB to 1PB)"
+        )
+    scale = {"": 1, "K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40, "P": 2**50}[m.group(2)]
+    value = float(m.group(1)) * scale  # a float of 400 digits is inf: out of range below
+    if not MIN_MEMORY <= value <= MAX_MEMORY:
+        raise argparse.ArgumentTypeError(
+            f"'{shown}' is out of range; accepted: 1MB to 1PB per device (GB = GiB = 2^30 bytes)"
+        )
     return int(value)
 
 
 def _positive(text: str) -> int:
-    try:
-        n = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"'{text}' is not a whole number") from None
-    if n < 1:
-        raise argparse.ArgumentTypeError(f"'{text}': give 1 or more")
+    """An argparse type: a device count, 1 to :data:`MAX_DEVICES`."""
+    shown = text if len(text) <= 40 else f"{text[:20]}...({len(text):,} characters)"
+    digits = text.strip().lstrip("+-")
+    if not digits.isascii() or not digits.isdigit():
+        raise argparse.ArgumentTypeError(f"'{shown}' is not a whole number of devices")
+    n = int(text) if len(digits) <= 20 else None  # a longer number is out of range anyway
+    if n is None or not 1 <= n <= MAX_DEVICES:
+        raise argparse.ArgumentTypeError(
+            f"'{shown}' is out of range; accepted: 1 to {MAX_DEVICES:,} devices"
+        )
     return n
 
 
@@ -173,6 +190,37 @@ def stage_plans(
     device_type: str = "cuda",
 ) -> list[Any]:
     """A :class:`~polymnesia.training.memory.MemoryPlan` per training stage of ``specs``."""
+    by_name = {s.name: s for s in specs}
+    out = []
+    for spec in specs:
+        one = stage_plan(
+            spec,
+            by_name,
+            devices=devices,
+            engine=engine,
+            offload=offload,
+            checkpointing=checkpointing,
+            device_type=device_type,
+        )
+        if one is not None:
+            out.append(one)
+    return out
+
+
+def stage_plan(
+    spec: Any,
+    by_name: dict[str, Any],
+    *,
+    devices: int = 1,
+    engine: str | None = None,
+    offload: bool = False,
+    checkpointing: bool = False,
+    device_type: str = "cuda",
+    download: bool = True,
+) -> Any:
+    """The :class:`~polymnesia.training.memory.MemoryPlan` of one training stage (``by_name``:
+    every stage of its config, by name), or None for a stage that trains nothing.
+    ``download``: a Hub model's config may be fetched (else only the Hub cache is read)."""
     from polymnesia.errors import ConfigError
     from polymnesia.pipeline.stage import STAGES
     from polymnesia.training.config import train_configs
@@ -184,46 +232,81 @@ def stage_plans(
         resolve_engine,
     )
 
-    by_name = {s.name: s for s in specs}
-    out = []
-    for spec in specs:
-        if STAGES.get(spec.kind).category != "training":
-            continue
-        found = train_configs(spec.params)
-        if not found:
-            continue
-        train = found[0][1]
-        shape, dtype, attention = model_of(spec, by_name)
-        if spec.kind in CLASSIFIER_STAGES:
-            import dataclasses
+    if STAGES.get(spec.kind).category != "training":
+        return None
+    found = train_configs(spec.params)
+    if not found:
+        return None
+    train = found[0][1]
+    shape, dtype, attention = model_of(spec, by_name, download)
+    if spec.kind in CLASSIFIER_STAGES:
+        import dataclasses
 
-            shape = dataclasses.replace(shape, lm_head=False, name=f"{shape.name} (classifier)")
-        chosen = resolve_engine(engine or getattr(train, "engine", None) or "auto", devices)
-        if chosen == "single" and devices > 1:
-            raise ConfigError(f"engine single trains on 1 device, not {devices}; use ddp or fsdp2")
-        per_step = train.batch_size // train.grad_accum
-        micro = math.ceil(per_step / devices)
-        lora_rank, lora_modules = _lora(spec.params)
-        fused = getattr(train, "fused_adamw", None)
-        setup = Setup(
-            micro_batch=micro,
-            seq_len=_length(spec.params, train),
-            precision=precision_of(dtype, train.mixed_precision),
-            engine=chosen,
-            devices=devices,
-            offload=offload or bool(getattr(train, "fsdp2_offload", False)),
-            gradient_checkpointing=checkpointing or train.gradient_checkpointing,
-            grad_accum=train.grad_accum,
-            chunked_loss=train.chunked_loss,
-            attention=attention or "sdpa",
-            lora_rank=lora_rank,
-            lora_modules=lora_modules,
-            frozen_fraction=0.0 if lora_rank else frozen_fraction(shape, train.plugins),
-            fused_adamw=fused if fused is not None else device_type == "cuda",
-            device_type=device_type,
+        shape = dataclasses.replace(shape, lm_head=False, name=f"{shape.name} (classifier)")
+    chosen = resolve_engine(engine or getattr(train, "engine", None) or "auto", devices)
+    if chosen == "single" and devices > 1:
+        raise ConfigError(f"engine single trains on 1 device, not {devices}; use ddp or fsdp2")
+    per_step = train.batch_size // train.grad_accum
+    micro = math.ceil(per_step / devices)
+    lora_rank, lora_modules = _lora(spec.params)
+    fused = getattr(train, "fused_adamw", None)
+    setup = Setup(
+        micro_batch=micro,
+        seq_len=_length(spec.params, train),
+        precision=precision_of(dtype, train.mixed_precision),
+        engine=chosen,
+        devices=devices,
+        offload=offload or bool(getattr(train, "fsdp2_offload", False)),
+        gradient_checkpointing=checkpointing or train.gradient_checkpointing,
+        grad_accum=train.grad_accum,
+        chunked_loss=train.chunked_loss,
+        attention=attention or "sdpa",
+        lora_rank=lora_rank,
+        lora_modules=lora_modules,
+        frozen_fraction=0.0 if lora_rank else frozen_fraction(shape, train.plugins),
+        fused_adamw=fused if fused is not None else device_type == "cuda",
+        device_type=device_type,
+    )
+    return plan(shape, setup, label=spec.name)
+
+
+def check_memory(specs: list[Any], to_run: set[str], state: Any, source: str) -> None:
+    """``run``'s check before anything trains: each training stage of ``specs`` named in
+    ``to_run`` (those not reused from the cache) must fit, by the planner's estimate, in what
+    this machine has per process (``state``: Accelerate's ``PartialState``): the available RAM
+    shared by the node's processes on a CPU, the device's memory on a GPU. One line for the
+    first that does not, with the planner's remedies. A stage whose model the planner cannot
+    read without a download is not checked here (the training loop checks it before its first
+    step)."""
+    from polymnesia.errors import ConfigError
+    from polymnesia.training.memory import device_bytes, gib, remedies, short_breakdown
+
+    kind = state.device.type
+    local = int(os.environ.get("LOCAL_WORLD_SIZE", "1") or 1)
+    have = device_bytes(state.device, local if kind == "cpu" else 1)
+    if have is None:
+        return
+    by_name = {s.name: s for s in specs}
+    for spec in specs:
+        if spec.name not in to_run:
+            continue
+        try:
+            p = stage_plan(
+                spec, by_name, devices=state.num_processes, device_type=kind, download=False
+            )
+        except Exception:  # noqa: BLE001 - a model known only after its download, or
+            continue  # an estimate that cannot be made: the loop checks it before training
+        if p is None or p.total <= have:
+            continue
+        where = "of available RAM" if kind == "cpu" else f"on the {kind} device"
+        per = " per process" if state.num_processes > 1 else ""
+        raise ConfigError(
+            f"config {source}: stage '{p.label}' needs about {gib(p.total)} GiB{per} "
+            f"({short_breakdown(p)}) but this machine has {gib(have)} GiB {where}; it "
+            f"would fit with {'; or '.join(remedies(p, have))}; nothing has run "
+            f"(`polymnesia plan {source} --memory SIZE` plans it; --no-memory-check runs "
+            "it anyway)"
         )
-        out.append(plan(shape, setup, label=spec.name))
-    return out
 
 
 def _length(params: Any, train: Any) -> int:
@@ -252,7 +335,9 @@ def _lora(params: Any) -> tuple[int | None, tuple[str, ...]]:
     return None, LORA_DEFAULT
 
 
-def model_of(spec: Any, by_name: dict[str, Any]) -> tuple[Any, str | None, str | None]:
+def model_of(
+    spec: Any, by_name: dict[str, Any], download: bool = True
+) -> tuple[Any, str | None, str | None]:
     """(ModelShape, stored dtype, attention kernel) of the model ``spec`` trains, traced
     through its inputs."""
     from polymnesia.errors import ConfigError
@@ -260,18 +345,18 @@ def model_of(spec: Any, by_name: dict[str, Any]) -> tuple[Any, str | None, str |
     p = spec.params
     base_model = getattr(p, "base_model", None)
     if isinstance(base_model, str):
-        return hub_shape(base_model), None, None
+        return hub_shape(base_model, download), None, None
     model = getattr(p, "model", None)
     if spec.kind == "pretrain" and model is not None:
         if model.name_or_path:
-            return hub_shape(model.name_or_path), model.dtype, model.attn_implementation
-        return _preset(model, spec, by_name), model.dtype, model.attn_implementation
+            return hub_shape(model.name_or_path, download), model.dtype, model.attn_implementation
+        return _preset(model, spec, by_name, download), model.dtype, model.attn_implementation
     if spec.kind == "import_model" and model is not None:
-        return hub_shape(model.name_or_path), model.dtype, model.attn_implementation
+        return hub_shape(model.name_or_path, download), model.dtype, model.attn_implementation
     for role in ("model", "base", "prev"):
         up = spec.inputs.get(role)
         if up in by_name:
-            shape, dtype, attention = model_of(by_name[up], by_name)
+            shape, dtype, attention = model_of(by_name[up], by_name, download)
             if spec.kind == "adapt_vocabulary":
                 import dataclasses
 
@@ -282,29 +367,29 @@ def model_of(spec: Any, by_name: dict[str, Any]) -> tuple[Any, str | None, str |
     raise ConfigError(f"stage '{spec.name}' ({spec.kind}): cannot tell which model it trains")
 
 
-def _preset(model: Any, spec: Any, by_name: dict[str, Any]) -> Any:
+def _preset(model: Any, spec: Any, by_name: dict[str, Any], download: bool = True) -> Any:
     from polymnesia.training.memory import ModelShape
 
     vocab = 32000
     tok_stage = by_name.get(spec.inputs.get("tokenizer", ""))
     if tok_stage is not None:
         t = tok_stage.params.tokenizer
-        vocab = hub_vocab(t.name_or_path) if t.name_or_path else int(t.vocab_size)
+        vocab = hub_vocab(t.name_or_path, download) if t.name_or_path else int(t.vocab_size)
     dims = model.dims()
     return ModelShape.from_preset(
         model.preset or "tiny", vocab, tied=model.tie_word_embeddings, **dims
     )
 
 
-def hub_vocab(name: str) -> int:
+def hub_vocab(name: str, download: bool = True) -> int:
     if name in KNOWN:
         return KNOWN[name][5]
     if name in KNOWN_ENCODERS:
         return KNOWN_ENCODERS[name][4]
-    return int(hub_shape(name).vocab_size)
+    return int(hub_shape(name, download).vocab_size)
 
 
-def hub_shape(name: str) -> Any:
+def hub_shape(name: str, download: bool = True) -> Any:
     """The shape of a Hub model or local folder: :data:`KNOWN`, the folder's config.json,
     the Hub cache, then the Hub (unless ``HF_HUB_OFFLINE``)."""
     from polymnesia.errors import ConfigError
@@ -335,7 +420,7 @@ def hub_shape(name: str) -> Any:
     if (folder / "model" / "config.json").exists():
         folder = folder / "model"
     tries: list[dict[str, Any]] = [{"local_files_only": True}]
-    if os.environ.get("HF_HUB_OFFLINE", "0") not in ("1", "true", "True"):
+    if download and os.environ.get("HF_HUB_OFFLINE", "0") not in ("1", "true", "True"):
         tries.append({})
     err: Exception | None = None
     for kw in tries:

@@ -15,6 +15,7 @@ from typing import Any
 
 from polymnesia.cli.argtypes import amount
 from polymnesia.cli.output import run_summary
+from polymnesia.cli.plan import check_memory
 
 
 def build_specs(exp: Any, cfg: Any, source: str) -> list[Any]:
@@ -64,6 +65,12 @@ def add_parser(sub: Any) -> None:
         "internet, then `polymnesia cache export` for one without",
     )
     r.add_argument(
+        "--no-memory-check",
+        action="store_true",
+        help="run training stages that the memory planner (`polymnesia plan`) says will not "
+        "fit this machine's memory (available RAM on a CPU, the device's memory on a GPU)",
+    )
+    r.add_argument(
         "--executor",
         default="inline",
         metavar="NAME",
@@ -89,6 +96,7 @@ def _child_command(args: argparse.Namespace) -> Any:
     def command(stage: str) -> list[str]:
         argv = [sys.executable, "-m", "polymnesia", "run", args.config, *args.overrides]
         argv += ["--stage", stage, "--lock-timeout", repr(float(args.lock_timeout))]
+        argv += ["--no-memory-check"] if args.no_memory_check else []
         return argv + (["--trust-remote-code"] if args.trust_remote_code else [])
 
     return command
@@ -142,6 +150,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     from polymnesia.experiments import EXPERIMENTS, load_config
     from polymnesia.experiments.preflight import (
+        check_harness_names,
         check_remote_code,
         check_run_dir_place,
         check_run_record,
@@ -167,6 +176,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     specs = build_specs(exp, cfg, args.config)
     if args.stage:  # a child of --executor local: the driver checked and owns the run folder
         check_remote_code(cfg, args.trust_remote_code)
+        if args.no_memory_check:
+            from polymnesia.training.memory import skip_memory_checks
+
+            skip_memory_checks()
         run_pipeline(
             _one_stage(specs, args.stage),
             None,
@@ -185,6 +198,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     check_run_record(run_dir)
     if args.dry_run:
         check_run_dir(run_dir, cfg)  # what the run would refuse, the dry run refuses too
+        check_harness_names(specs)  # `run` checks them in its preflight, validate too
         print(
             yaml.safe_dump(
                 cfg.model_dump(mode="json"), sort_keys=False, allow_unicode=True
@@ -203,6 +217,13 @@ def cmd_run(args: argparse.Namespace) -> int:
     state = partial_state()
     if categories is None or set(categories) - {"data"}:  # `--only data` runs no model
         preflight(cfg, state.device.type, args.config, specs)
+        if not args.no_memory_check:  # a stage that cannot fit: refused before any stage runs
+            to_run = {p.spec.name for p in plan(specs) if p.status != "reuse"}
+            check_memory(specs, to_run, state, args.config)
+        else:
+            from polymnesia.training.memory import skip_memory_checks
+
+            skip_memory_checks()  # the training loop's own check before its first step too
     if state.is_main_process:
         prepare_run_dir(run_dir, cfg, extra={"trust_remote_code": bool(args.trust_remote_code)})
         if args.trust_remote_code:

@@ -41,24 +41,32 @@ def _bool_where_number(value: Any, ann: Any) -> bool:
     return False
 
 
-def _too_large(value: Any, ann: Any) -> bool:
-    """Whether ``value`` holds a number beyond :data:`MAX_FLOAT` where ``ann`` takes a float
-    (at any depth: ``split_fractions: [0.8, 0.1, 1e39]`` too)."""
+def _too_large(value: Any, ann: Any) -> str | None:
+    """``"float"`` when ``value`` holds a number beyond :data:`MAX_FLOAT` where ``ann`` takes a
+    float, ``"int"`` when it holds one beyond :data:`MAX_INT` where ``ann`` takes an integer
+    (at any depth: ``split_fractions: [0.8, 0.1, 1e39]`` too), else None."""
     origin = typing.get_origin(ann)
     args = typing.get_args(ann)
     if origin is typing.Annotated:
         return _too_large(value, args[0])
     if origin in (typing.Union, types.UnionType):
-        return any(_too_large(value, a) for a in args)
+        return next((k for a in args if (k := _too_large(value, a))), None)
     if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return ann is float and abs(value) > MAX_FLOAT
+        if ann is float and abs(value) > MAX_FLOAT:
+            return "float"
+        return "int" if ann is int and isinstance(value, int) and abs(value) > MAX_INT else None
     if origin in (list, tuple, set, frozenset) and isinstance(value, (list, tuple)) and args:
         if origin is tuple and args[-1] is not Ellipsis:
-            return any(_too_large(v, a) for v, a in zip(value, args, strict=False))
-        return any(_too_large(v, args[0]) for v in value)
+            pairs = zip(value, args, strict=False)
+            return next((k for v, a in pairs if (k := _too_large(v, a))), None)
+        return next((k for v in value if (k := _too_large(v, args[0]))), None)
     if origin is dict and isinstance(value, dict) and len(args) == 2:
-        return any(_too_large(v, args[1]) for v in value.values())
-    return False
+        return next((k for v in value.values() if (k := _too_large(v, args[1]))), None)
+    return None
+
+
+def _has_upper_bound(field: Any) -> bool:
+    return any(hasattr(m, "le") or hasattr(m, "lt") for m in field.metadata)
 
 
 #: seeds reach numpy (which takes 0 to 2**32 - 1) and some stages add offsets to them
@@ -66,6 +74,19 @@ MAX_SEED = 2**31 - 1
 #: the largest magnitude of a float setting: float32 arithmetic overflows at 3.4e38, and a
 #: learning rate near that overflows in the optimizer's first step
 MAX_FLOAT = 1e30
+#: upper limits of the counts and sizes a config sets (far beyond any model or run trained
+#: today, low enough that a typing slip such as ``10**30`` is refused by ``validate``): each
+#: field's refusal names its accepted range
+MAX_STEPS = 100_000_000  # optimizer steps of one training stage
+MAX_BATCH = 1_048_576  # sequences per step, micro-batches accumulated
+MAX_LENGTH = 1_048_576  # tokens per sequence, positions
+MAX_WIDTH = 1_048_576  # hidden and MLP widths
+MAX_LAYERS = 10_000  # decoder blocks
+MAX_HEADS = 10_000  # attention heads
+MAX_VOCAB = 16_777_216  # vocabulary entries (2**24)
+#: the largest magnitude of an integer setting that has no upper limit of its own: torch and
+#: numpy hold integers in 64 bits
+MAX_INT = 2**63 - 1
 
 
 def _is_seed(name: str) -> bool:
@@ -176,10 +197,18 @@ class StrictModel(BaseModel):
             raise ValueError(
                 f"seeds must be non-negative (0 or more) and at most {MAX_SEED} (2**31 - 1)"
             )
-        if field is not None and _too_large(value, field.annotation):
+        large = _too_large(value, field.annotation) if field is not None else None
+        if large == "int" and field is not None and _has_upper_bound(field):
+            large = None  # the field's own limit says its range
+        if large:
+            if large == "float":
+                raise ValueError(
+                    "a number this large overflows float32 arithmetic; give at most "
+                    f"{MAX_FLOAT:g} in magnitude"
+                )
             raise ValueError(
-                f"a number this large overflows float32 arithmetic; give at most {MAX_FLOAT:g} "
-                "in magnitude"
+                f"an integer this large overflows 64-bit arithmetic; give at most {MAX_INT:,} "
+                "(2**63 - 1) in magnitude"
             )
         return value
 

@@ -12,10 +12,12 @@ numbers (``.inf``, ``.nan``) are refused anywhere in a config.
 
 A config may come from anyone, so YAML is bounded before it is built into objects
 (:func:`check_bounds`, on the parser's events, which need no recursion): a file of at
-most :data:`MAX_YAML_BYTES`, at most :data:`MAX_DEPTH` nested collections and at most
-:data:`MAX_NODES` values once every alias is expanded. An anchor bomb (aliases of
-aliases) or thousands of nested brackets are one line, at once, instead of minutes of
-expansion or a RecursionError.
+most :data:`MAX_YAML_BYTES`, at most :data:`MAX_DEPTH` nested collections, at most
+:data:`MAX_NODES` values once every alias is expanded, values of at most
+:data:`MAX_SCALAR_CHARS` characters and integers of at most :data:`MAX_INT_DIGITS` digits.
+An anchor bomb (aliases of aliases), thousands of nested brackets or an integer of 5,000
+digits are one line, at once, instead of minutes of expansion, a RecursionError or Python's
+digit-limit ValueError.
 """
 
 from __future__ import annotations
@@ -23,11 +25,14 @@ from __future__ import annotations
 import copy
 import math
 import re
+import types
+import typing
 from pathlib import Path
 from typing import Any
 
 import yaml
 from pydantic import BaseModel, ValidationError
+from pydantic.fields import FieldInfo
 
 from polymnesia.errors import ConfigError, suggest
 
@@ -83,6 +88,38 @@ MAX_YAML_BYTES = 1 << 20
 MAX_DEPTH = 50
 #: the most values (scalars, mappings, lists) a config may hold with every alias expanded
 MAX_NODES = 100_000
+#: the longest single value (a path, a pattern, a description) in characters
+MAX_SCALAR_CHARS = 10_000
+#: the most digits of an integer (Python refuses to read one of more than 4,300 digits; the
+#: largest count a config holds, a step or a byte count, has a dozen, and each count's own
+#: upper limit, checked with the config, names its range)
+MAX_INT_DIGITS = 100
+_INT = "tag:yaml.org,2002:int"
+
+
+def _is_int(value: str) -> bool:
+    """Whether the plain scalar ``value`` reads as an integer in polymnesia's dialect (the
+    resolvers of :class:`_Loader` for its first character, in their order)."""
+    for tag, rx in _Loader.yaml_implicit_resolvers.get(value[:1], []):
+        if rx.match(value):
+            return bool(tag == _INT)
+    return False
+
+
+def _check_scalar(event: yaml.ScalarEvent) -> None:
+    value = event.value
+    if len(value) > MAX_SCALAR_CHARS:
+        raise ConfigError(
+            f"{_line(event)}a value of {len(value):,} characters; a config value holds at most "
+            f"{MAX_SCALAR_CHARS:,}"
+        )
+    plain = event.implicit[0] and event.tag is None
+    digits = sum(c.isdigit() for c in value)
+    if plain and digits > MAX_INT_DIGITS and _is_int(value):
+        raise ConfigError(
+            f"{_line(event)}an integer of {digits:,} digits; accepted: integers of at most "
+            f"{MAX_INT_DIGITS} digits (each count in a config has its own upper limit)"
+        )
 
 
 def _line(event: yaml.Event) -> str:
@@ -117,6 +154,7 @@ def check_bounds(text: str) -> None:
                 if anchor is not None:
                     sizes[anchor] = size
             elif isinstance(event, yaml.ScalarEvent):
+                _check_scalar(event)
                 size = 1
                 if event.anchor is not None:
                     sizes[event.anchor] = 1
@@ -148,9 +186,14 @@ def parse_yaml(text: str) -> Any:
 def load_yaml(path: str | Path) -> dict[str, Any]:
     """Read a YAML mapping, with one-line errors for missing files and bad syntax."""
     p = Path(path)
-    if p.is_dir():
+    try:
+        is_dir, is_file = p.is_dir(), p.is_file()
+    except OSError as e:  # a name too long for the file system (an override given as a path?)
+        shown = str(p) if len(str(p)) <= 80 else f"{str(p)[:60]}... ({len(str(p)):,} characters)"
+        raise ConfigError(f"cannot read config {shown}: {e.strerror}") from None
+    if is_dir:
         raise ConfigError(f"config {p} is a folder; name a YAML file (configs/*.yaml)")
-    if not p.is_file():
+    if not is_file:
         raise ConfigError(f"config file not found: {p}")
     try:
         size = p.stat().st_size
@@ -230,6 +273,68 @@ def _fields_at(model: type[BaseModel], loc: tuple[Any, ...]) -> list[str]:
     return list(getattr(current, "model_fields", {}))
 
 
+def _options(ann: Any) -> list[Any]:
+    """The types ``ann`` may be (``Optional``, unions and ``Annotated`` opened)."""
+    if typing.get_origin(ann) is typing.Annotated:
+        return _options(typing.get_args(ann)[0])
+    if typing.get_origin(ann) in (typing.Union, types.UnionType):
+        return [o for a in typing.get_args(ann) for o in _options(a) if o is not type(None)]
+    return [ann]
+
+
+def field_at(model: type[BaseModel], loc: tuple[Any, ...]) -> FieldInfo | None:
+    """The pydantic field that the error location ``loc`` points at (through sections, lists
+    and mappings), or None where it cannot tell."""
+    current: Any = model
+    info: FieldInfo | None = None
+    for part in loc:
+        options = _options(current)
+        models = [o for o in options if isinstance(o, type) and issubclass(o, BaseModel)]
+        if models and isinstance(part, str) and part in models[0].model_fields:
+            info = models[0].model_fields[part]
+            current = info.annotation
+            continue
+        containers = [o for o in options if typing.get_origin(o) in (list, tuple, dict)]
+        if len(containers) != 1 or not typing.get_args(containers[0]):
+            return None
+        args = typing.get_args(containers[0])
+        current = args[-1] if typing.get_origin(containers[0]) is dict else args[0]
+        info = None
+    return info
+
+
+def _bounds(info: FieldInfo) -> tuple[Any, Any]:
+    """The smallest and largest integer ``info``'s constraints (``gt``, ``ge``, ``lt``, ``le``:
+    pydantic keeps each as one metadata object) accept; None where a side is open."""
+    low = high = None
+    for m in info.metadata:
+        ge, gt = getattr(m, "ge", None), getattr(m, "gt", None)
+        le, lt = getattr(m, "le", None), getattr(m, "lt", None)
+        if isinstance(ge, int):
+            low = ge
+        elif isinstance(gt, int):
+            low = gt + 1
+        if isinstance(le, int):
+            high = le
+        elif isinstance(lt, int):
+            high = lt - 1
+    return low, high
+
+
+def accepted_range(info: FieldInfo | None) -> str | None:
+    """``"1 to 100,000,000"`` for an integer field bounded on both sides, else None."""
+    if info is None or int not in _options(info.annotation):
+        return None
+    low, high = _bounds(info)
+    if isinstance(low, int) and isinstance(high, int):
+        return f"{low:,} to {high:,}"
+    return None
+
+
+#: pydantic's error types of a bound (``gt``, ``ge``, ``lt``, ``le``) that a value is beyond
+BOUND_ERRORS = ("greater_than", "greater_than_equal", "less_than", "less_than_equal")
+
+
 def format_validation_error(err: ValidationError, model: type[BaseModel], source: str = "") -> str:
     """One line for the first error of a pydantic ``ValidationError``."""
     first = err.errors()[0]
@@ -247,6 +352,8 @@ def format_validation_error(err: ValidationError, model: type[BaseModel], source
     msg = first["msg"]
     if msg.startswith("Value error, "):
         msg = msg[len("Value error, ") :]
+    if first["type"] in BOUND_ERRORS and (bounds := accepted_range(field_at(model, loc))):
+        msg = f"out of range; accepted: {bounds}"
     return f"{where}bad value for '{key}': {shown}: {msg}"
 
 

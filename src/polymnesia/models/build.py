@@ -10,7 +10,7 @@ import torch
 from pydantic import Field, model_validator
 from safetensors import SafetensorError
 
-from polymnesia.config.base import StrictModel
+from polymnesia.config.base import MAX_HEADS, MAX_LAYERS, MAX_LENGTH, MAX_WIDTH, StrictModel
 from polymnesia.errors import ConfigError, PolymnesiaError, unknown
 from polymnesia.io import atomic_dir
 from polymnesia.models.anatomy import FAMILIES, not_applicable
@@ -30,12 +30,14 @@ class ModelConfig(StrictModel):
     name_or_path: str | None = Field(
         None, description="a Hub model id or a local HF model folder to start from"
     )
-    hidden_size: int | None = Field(None, gt=0, description="override the preset's width")
-    num_hidden_layers: int | None = Field(None, gt=0)
-    num_attention_heads: int | None = Field(None, gt=0)
-    num_key_value_heads: int | None = Field(None, gt=0)
-    intermediate_size: int | None = Field(None, gt=0)
-    max_position_embeddings: int = Field(2048, gt=0)
+    hidden_size: int | None = Field(
+        None, gt=0, le=MAX_WIDTH, description="override the preset's width"
+    )
+    num_hidden_layers: int | None = Field(None, gt=0, le=MAX_LAYERS)
+    num_attention_heads: int | None = Field(None, gt=0, le=MAX_HEADS)
+    num_key_value_heads: int | None = Field(None, gt=0, le=MAX_HEADS)
+    intermediate_size: int | None = Field(None, gt=0, le=MAX_WIDTH)
+    max_position_embeddings: int = Field(2048, gt=0, le=MAX_LENGTH)
     tie_word_embeddings: bool = Field(
         False, description="tie the LM head to the input embeddings (Mistral: untied)"
     )

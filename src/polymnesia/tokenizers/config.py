@@ -6,7 +6,7 @@ from pathlib import Path
 
 from pydantic import Field, field_validator
 
-from polymnesia.config.base import StrictModel
+from polymnesia.config.base import MAX_VOCAB, StrictModel
 from polymnesia.paths import looks_local
 
 
@@ -19,7 +19,7 @@ class TokenizerConfig(StrictModel):
         "(model.name_or_path) null means the model's own",
     )
     vocab_size: int = Field(
-        8000, ge=300, description="size of the trained vocabulary (paper 000: 32,000)"
+        8000, ge=300, le=MAX_VOCAB, description="size of the trained vocabulary (paper 000: 32,000)"
     )
     temperature: float = Field(
         3.0, gt=0, description="language sampling temperature for the training mixture"

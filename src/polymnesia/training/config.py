@@ -8,6 +8,9 @@ from pydantic import Field, field_validator, model_validator
 
 from polymnesia.config.base import (
     FINGERPRINTED_UNLESS_DEFAULT,
+    MAX_BATCH,
+    MAX_LENGTH,
+    MAX_STEPS,
     NOT_FINGERPRINTED,
     StrictModel,
     submodels,
@@ -19,12 +22,19 @@ from polymnesia.training.plugins import PLUGINS, validate_plugin_spec
 class TrainConfig(StrictModel):
     """Optimisation settings shared by every training stage (AdamW, warmup + cosine)."""
 
-    steps: int = Field(200, gt=0, description="optimizer steps")
+    steps: int = Field(200, gt=0, le=MAX_STEPS, description="optimizer steps")
     batch_size: int = Field(
-        16, gt=0, description="global batch in sequences, over all processes and accumulation"
+        16,
+        gt=0,
+        le=MAX_BATCH,
+        description="global batch in sequences, over all processes and accumulation",
     )
-    grad_accum: int = Field(1, gt=0, description="micro-batches accumulated per optimizer step")
-    block_size: int = Field(128, gt=1, description="tokens per sequence (packed LM data)")
+    grad_accum: int = Field(
+        1, gt=0, le=MAX_BATCH, description="micro-batches accumulated per optimizer step"
+    )
+    block_size: int = Field(
+        128, gt=1, le=MAX_LENGTH, description="tokens per sequence (packed LM data)"
+    )
     lr: float = Field(1e-3, gt=0, description="peak learning rate")
     warmup_ratio: float = Field(
         0.1, ge=0, le=1, description="share of steps with linear warmup (paper: 10%)"

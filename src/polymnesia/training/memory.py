@@ -570,20 +570,31 @@ def _powers(start: int, stop: int) -> list[int]:
     return out
 
 
+#: whether :func:`check_fits` refuses (``polymnesia run --no-memory-check`` turns it off for
+#: the process: :func:`skip_memory_checks`)
+CHECKS = {"enabled": True}
+
+
+def skip_memory_checks() -> None:
+    """Turn :func:`check_fits` off in this process (``run --no-memory-check``)."""
+    CHECKS["enabled"] = False
+
+
 def check_fits(plan: MemoryPlan, device_bytes: int | None) -> None:
     """Raise :class:`ConfigError` (one line naming what would make it fit) when ``plan``'s
-    peak is larger than ``device_bytes``; nothing when it fits or the size is unknown."""
-    if device_bytes is None or plan.total <= device_bytes:
+    peak is larger than ``device_bytes``; nothing when it fits, the size is unknown or the
+    checks are off (:func:`skip_memory_checks`)."""
+    if device_bytes is None or plan.total <= device_bytes or not CHECKS["enabled"]:
         return
     where = f"stage '{plan.label}'" if plan.label else "this stage"
     raise ConfigError(
-        f"{where} needs about {gib(plan.total)} GiB per device ({_short(plan)}) but the "
+        f"{where} needs about {gib(plan.total)} GiB per device ({short_breakdown(plan)}) but the "
         f"device has {gib(device_bytes)} GiB; it would fit with "
         + "; or ".join(remedies(plan, device_bytes))
     )
 
 
-def _short(p: MemoryPlan) -> str:
+def short_breakdown(p: MemoryPlan) -> str:
     parts = [
         ("params", p.parameters),
         ("grads", p.gradients),
@@ -741,6 +752,7 @@ __all__ = [
     "Setup",
     "block_activation_bytes",
     "check_fits",
+    "skip_memory_checks",
     "device_bytes",
     "frozen_fraction",
     "plan",

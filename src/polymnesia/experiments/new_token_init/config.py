@@ -69,9 +69,10 @@ class RelearnSection(StrictModel):
     )
     vocabulary: VocabularySection = Field(default_factory=VocabularySection)
     train: TrainConfig = Field(default_factory=TrainConfig, description="the relearning")
-    eval_at: list[int] = Field(
-        default_factory=list,
-        description="step counts scored besides 0 (the initialisation alone) and train.steps",
+    eval_at: list[int] | None = Field(
+        None,
+        description="step counts scored besides 0 (the initialisation alone) and train.steps, "
+        "at least one when train.steps is 2 or more; null: the midpoint, train.steps // 2",
     )
 
     @field_validator("inits")
@@ -93,19 +94,33 @@ class RelearnSection(StrictModel):
 
     @model_validator(mode="after")
     def _steps(self) -> RelearnSection:
-        bad = sorted(s for s in self.eval_at if not 0 < s < self.train.steps)
+        n = self.train.steps
+        if self.eval_at == [] and n > 1:
+            raise ValueError(
+                "relearn.eval_at is empty, so the relearning would be scored only at its ends: "
+                f"give step counts strictly between 0 and relearn.train.steps ({n}), e.g. "
+                f"[{n // 2}], or leave the key out for the midpoint"
+            )
+        bad = sorted(s for s in self.eval_steps() if not 0 < s < self.train.steps)
         if bad:
             raise ValueError(
                 f"relearn.eval_at {bad} must lie strictly between 0 and relearn.train.steps "
                 f"({self.train.steps}); both ends are always scored"
             )
-        if len(set(self.eval_at)) < len(self.eval_at):
+        if len(set(self.eval_steps())) < len(self.eval_steps()):
             raise ValueError(f"a step count is listed twice in relearn.eval_at: {self.eval_at}")
         return self
 
+    def eval_steps(self) -> list[int]:
+        """The step counts scored between 0 and ``train.steps``: ``eval_at``, or the midpoint
+        when it is not given (none for a relearning of one step)."""
+        if self.eval_at is not None:
+            return list(self.eval_at)
+        return [self.train.steps // 2] if self.train.steps > 1 else []
+
     def steps(self) -> list[int]:
         """Every step count scored, ascending."""
-        return sorted({0, *self.eval_at, self.train.steps})
+        return sorted({0, *self.eval_steps(), self.train.steps})
 
 
 class NewTokenInitConfig(ExperimentConfig):

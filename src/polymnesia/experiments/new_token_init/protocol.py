@@ -80,7 +80,7 @@ def seed_stages(cfg: NewTokenInitConfig) -> list[StageSpec]:
                 languages=cfg.groups.group_of(),
                 temperature=cfg.tokenizer.temperature,
                 train=r.train,
-                eval_at=r.eval_at,
+                eval_at=r.eval_steps(),
                 eval=cfg.evaluate,
                 bootstrap=cfg.bootstrap,
                 seed=cfg.seed,
