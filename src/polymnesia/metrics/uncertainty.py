@@ -73,6 +73,7 @@ class Interval:
     n: int
     level: float = DEFAULT_LEVEL
     method: str = ""
+    df: float | None = None
 
     @property
     def half_width(self) -> float:
@@ -106,6 +107,7 @@ class PairedTest:
     method: str
     level: float = DEFAULT_LEVEL
     n_resamples: int | None = None
+    df: float | None = None
 
     @property
     def interval(self) -> Interval:
