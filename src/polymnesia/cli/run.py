@@ -122,7 +122,11 @@ def cmd_run(args: argparse.Namespace) -> int:
     if categories is None or set(categories) - {"data"}:  # `--only data` runs no model
         preflight(cfg, state.device.type, args.config, specs)
     if state.is_main_process:
-        prepare_run_dir(run_dir, cfg, extra={"trust_remote_code": bool(args.trust_remote_code)})
+        from polymnesia.reports.measured import machine_info
+
+        # the machine each run ran on, for its measured-run record (docs/reports.md)
+        extra = {"trust_remote_code": bool(args.trust_remote_code), "machine": machine_info()}
+        prepare_run_dir(run_dir, cfg, extra=extra)
         if args.trust_remote_code:
             print("[polymnesia] trust_remote_code is ON for this run (recorded in run.json)")
         lock = file_lock(run_dir / ".lock", f"run folder {run_dir}")
