@@ -34,7 +34,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
-from polymnesia.errors import ConfigError, DataError
+from polymnesia.errors import ConfigError, DataError, PolymnesiaError
 from polymnesia.experiments.base import Experiment, ExperimentConfig
 from polymnesia.items import ItemSet, run_items
 from polymnesia.pipeline.stage import StageSpec
@@ -185,7 +185,10 @@ def band_of(cfg: ExperimentConfig, directory: Path | None = None) -> BandRecord 
     """The band record measured on seeds of ``cfg``'s own content (same experiment and
     :func:`config_fingerprint`), or None: a config without its own band gets none (a band of
     another size or another config never stands in)."""
-    fingerprint = config_fingerprint(cfg)
+    try:
+        fingerprint = config_fingerprint(cfg)
+    except PolymnesiaError:  # its stages cannot be built here (an online task offline, say)
+        return None
     for record in read_bands(directory):
         if record.experiment == cfg.experiment and record.fingerprint == fingerprint:
             return record
@@ -378,9 +381,13 @@ def variance_note(cfg: ExperimentConfig, band: BandRecord | None | bool = True) 
     )
     record = band_of(cfg) if band is True else (band or None)
     if record is None:
+        try:
+            content = f"fingerprint {config_fingerprint(cfg)[:12]}"
+        except PolymnesiaError as e:
+            content = f"not fingerprinted here: {e}"
         return text + (
             " No seed noise is measured for this config's content (experiment "
-            f"{cfg.experiment}, fingerprint {config_fingerprint(cfg)[:12]}), so its claims read "
+            f"{cfg.experiment}, {content}), so its claims read "
             f"'{UNMEASURED}': {MEASURE_HINT}, then record the band (docs/reports.md, \"Seed "
             'noise").'
         )
