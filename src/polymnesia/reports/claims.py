@@ -359,8 +359,7 @@ class Claim:
         var = se_i**2 + sd**2
         if var == 0:
             return self.low, self.high, self.df
-        item_term = se_i**4 / self.df if _finite_df(self.df) else 0.0
-        assert self.df is not None or item_term == 0.0
+        item_term = se_i**4 / self.df if self.df is not None and _finite_df(self.df) else 0.0
         seed_term = sd**4 / self.noise.df
         df = var**2 / (item_term + seed_term) if item_term + seed_term > 0 else None
         half = quantile(self.level, df) * math.sqrt(var)
@@ -608,7 +607,7 @@ def _plural(n: int, one: str, many: str) -> str:
 
 
 def _tally(claims: Sequence[Claim]) -> tuple[int, Counter[str]]:
-    counts = Counter(c.verdict for c in claims)
+    counts: Counter[str] = Counter(c.verdict for c in claims)
     return sum(counts[v] for v in TESTED), counts
 
 
