@@ -30,9 +30,8 @@ from pathlib import Path
 
 from polymnesia.errors import PolymnesiaError
 from polymnesia.experiments.loading import load_config
-from polymnesia.experiments.seeds import write_band
+from polymnesia.experiments.seeds import band_from_record, write_band
 from polymnesia.reports.measured import (
-    band_from_record,
     parse_gnu_time,
     read_record,
     record_runs,

@@ -15,10 +15,14 @@ import pytest
 
 from polymnesia.errors import DataError
 from polymnesia.experiments.loading import load_config
-from polymnesia.experiments.seeds import BandRecord, config_fingerprint, read_bands
+from polymnesia.experiments.seeds import (
+    BandRecord,
+    band_from_record,
+    config_fingerprint,
+    read_bands,
+)
 from polymnesia.reports.measured import (
     SET_ASIDE,
-    band_from_record,
     block_of,
     machine_info,
     parse_gnu_time,

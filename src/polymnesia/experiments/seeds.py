@@ -35,11 +35,12 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from polymnesia.errors import ConfigError, DataError, PolymnesiaError
-from polymnesia.experiments.base import Experiment, ExperimentConfig
+from polymnesia.experiments.base import EXPERIMENTS, Experiment, ExperimentConfig
 from polymnesia.items import ItemSet, run_items
 from polymnesia.pipeline.stage import StageSpec
 from polymnesia.reports.claims import MEASURE_HINT, UNMEASURED, Claim, SeedNoise
 from polymnesia.reports.frame import RunTable
+from polymnesia.reports.measured import SET_ASIDE
 from polymnesia.results import Score, read_scores
 
 C = TypeVar("C", bound=ExperimentConfig)
@@ -172,13 +173,52 @@ def config_fingerprint(cfg: ExperimentConfig) -> str:
     fingerprint train and evaluate the same models at the same size (a renamed copy has its
     original's; a change of size, steps or data does not), and what only changes how results
     are shown is left out, as it is of the stages."""
-    from polymnesia.experiments.base import EXPERIMENTS
-
     # a protocol that trains its seeds inside one pipeline (lf_mlf) reads seeds: give it [0]
     one = cfg.model_copy(update={"seed": 0, "seeds": [0] if cfg.seeds else None, "name": "_"})
     specs = EXPERIMENTS.get(cfg.experiment).build(one)
     blob = json.dumps(sorted(_fingerprints(list(specs), {})))
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+def band_from_record(record: Mapping[str, Any], cfg: ExperimentConfig) -> BandRecord:
+    """The seed-noise band record of a measured-run record
+    (:func:`polymnesia.reports.measured.record_runs`) of ``cfg``'s one-seed runs: each
+    claim's effect per seed, keyed by its id, over the seeds where it was tested (a
+    precondition, a claim set aside or one without an id is left out; a claim tested in
+    fewer than two seeds too). ``cfg`` is the config the runs ran (its fingerprint keys the
+    band)."""
+    effects: dict[str, dict[int, float]] = {}
+    statements: dict[str, str] = {}
+    for run in record["runs"]:
+        seed = run["seed"]
+        if not isinstance(seed, int):
+            raise DataError(
+                f"run of seeds {seed} trains them inside one pipeline: its claims are already "
+                "judged over them and give no per-seed effects for a band"
+            )
+        for c in run["claims"]:
+            if not c.get("id") or c.get("kind") == "precondition" or c["effect"] is None:
+                continue
+            if c["verdict"] in SET_ASIDE:  # its effect measures nothing
+                continue
+            effects.setdefault(c["id"], {})[seed] = c["effect"]
+            statements[c["id"]] = c["claim"]
+    effects = {k: v for k, v in effects.items() if len(v) >= 2}
+    if not effects:
+        raise DataError(
+            f"{record['name']}: no claim with an id was tested in two or more seeds; record "
+            "runs of seeds: [0, 1, 2] made since claims.csv has an id column"
+        )
+    return BandRecord(
+        experiment=cfg.experiment,
+        fingerprint=config_fingerprint(cfg),
+        config=record["config"],
+        commit=record["commit"],
+        date=record["date"],
+        source=f"docs/runs/{record['name']}.json",
+        effects=effects,
+        statements=statements,
+    )
 
 
 def band_of(cfg: ExperimentConfig, directory: Path | None = None) -> BandRecord | None:
