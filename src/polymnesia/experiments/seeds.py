@@ -437,5 +437,5 @@ def variance_note(cfg: ExperimentConfig, band: BandRecord | None | bool = True) 
         f"at commit {record.commit[:7]}, {record.date}; each claim is judged on its item interval "
         "widened by the standard deviation of its effect over the measured seeds other than "
         f"seed {seeds[0]} (df: those seeds less one, shown beside each band), Student t; a claim "
-        f"the band does not hold reads '{UNMEASURED}'."
+        f"missing from the band reads '{UNMEASURED}'."
     )
