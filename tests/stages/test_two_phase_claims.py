@@ -9,6 +9,7 @@ verdicts are those of the fake evidence alone."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from polymnesia.experiments.loading import load_config
@@ -183,3 +184,14 @@ def test_a_one_seed_run_is_judged_with_its_configs_own_seed_noise() -> None:
     paper = [c for c in found if c.kind != "precondition" and not c.not_applicable]
     assert {c.verdict for c in paper} == {"seed noise not measured"}
     assert "seeds: [0, 1, 2]" in paper[0].reason
+
+
+def test_every_paper_claim_names_its_table_and_every_claim_its_design() -> None:
+    cfg, arms = _setup(SHIPPED)
+    found = claims(cfg, FakeEvidence({}), arms)
+    for c in found:
+        assert c.test_design in ("superiority", "non-inferiority"), c.statement
+        if c.kind == "paper":
+            assert re.search(r"Table|Figure|Section", c.source), c.statement
+    keep = next(c for c in found if c.id.startswith("tp.p2_keeps_ea."))
+    assert keep.test_design == "non-inferiority" and keep.margin == 0.05
