@@ -200,6 +200,7 @@ def test_a_config_without_its_own_band_gets_none() -> None:
     note = variance_note(cfg)
     assert "No seed noise is measured for this config's content" in note
     assert "seeds: [0, 1, 2]" in note
+    assert "seed noise" not in variance_note(cfg, claims=False)  # a report without claims
     precondition = replace(_claim(0.05), kind="precondition")
     assert with_seed_band([precondition], cfg)[0].verdict == "holds"  # no band on a setup check
     with pytest.raises(ConfigError, match="seed_noise_band is no longer read"):

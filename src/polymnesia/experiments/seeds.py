@@ -403,8 +403,11 @@ def with_seed_band(
     return out
 
 
-def variance_note(cfg: ExperimentConfig, band: BandRecord | None | bool = True) -> str:
-    """One paragraph: which sources of variance the report's intervals cover."""
+def variance_note(
+    cfg: ExperimentConfig, band: BandRecord | None | bool = True, *, claims: bool = True
+) -> str:
+    """One paragraph: which sources of variance the report's intervals cover, and (``claims``:
+    for a report that judges claims) the seed noise its one-seed claims are judged with."""
     seeds = seed_list(cfg)
     if len(seeds) > 1:
         return (
@@ -419,6 +422,8 @@ def variance_note(cfg: ExperimentConfig, band: BandRecord | None | bool = True) 
         f"Intervals cover test items only: this run has one training seed ({seeds[0]}), so "
         "they leave out how much a result moves with the seed."
     )
+    if not claims:
+        return text
     record = band_of(cfg) if band is True else (band or None)
     if record is None:
         try:
