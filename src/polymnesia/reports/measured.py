@@ -11,8 +11,12 @@ block differs from its record's rendering or quotes a number its record does not
 (:func:`unheld`).
 
 With several seeds the record holds each seed's numbers and, per claim (or table cell), the
-standard deviation over seeds; the *seed-noise band* is twice the largest of them (see
-:mod:`polymnesia.experiments.seeds`). A run that pools the seeds in one report (``seeds:
+standard deviation over seeds; the printed *seed-noise band* is twice the largest of them, a
+summary: one-seed verdicts read the per-claim band records that
+:func:`polymnesia.experiments.seeds.band_from_record` makes from a record
+(:mod:`polymnesia.experiments.seeds`). Each claim keeps its id, kind, raw and adjusted p,
+df, design and the band its verdict used (:data:`CLAIM_FIELDS`), and each run the machine
+it ran on (:func:`run_machine`). A run that pools the seeds in one report (``seeds:
 [..]``, every stage reused from the seeds' runs) can be recorded beside them (``pooled``):
 its claims, judged over seeds and items together, are what a reader takes as the verdicts.
 """
