@@ -245,7 +245,7 @@ def test_seed_noise_widens_the_interval_on_both_sides() -> None:
     # an effect far beyond the band still holds
     far = replace(banded, effect=5.0, low=4.98, high=5.02)
     assert far.verdict == "holds"
-    assert "with seed noise [" in banded.evidence() and "seed sd 0.050 (seeds 1, 2; df 1)" in (
+    assert "with seed noise [" in banded.evidence() and "seed sd 0.050 (2 seeds: 1, 2; df 1)" in (
         banded.evidence()
     )
     # a band of zero spread leaves the item interval as it is

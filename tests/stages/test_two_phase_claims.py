@@ -174,7 +174,7 @@ def test_a_one_seed_run_is_judged_with_its_configs_own_seed_noise() -> None:
     c = next(x for x in claims(cfg, ev, arms) if x.id == "tp.cft_gt_mixture.english-similar")
     assert c.noise is not None and c.noise.seeds == (1, 2) and c.noise.df == 1
     assert c.verdict == "inconclusive"  # the band turns a "holds" into inconclusive
-    assert "with seed noise [" in c.evidence() and "(seeds 1, 2; df 1)" in c.evidence()
+    assert "with seed noise [" in c.evidence() and "(2 seeds: 1, 2; df 1)" in c.evidence()
     # a renamed copy is the same content and gets the same band; another size gets none
     renamed = load_config(SHIPPED, ["name=my_copy"])
     assert band_of(renamed) == band

@@ -167,9 +167,9 @@ class SeedNoise:
         return len(self.seeds) - 1
 
     def text(self, fmt: str = ".3f") -> str:
-        """ "seed sd 0.012 (seeds 1, 2; df 1)"."""
+        """ "seed sd 0.012 (2 seeds: 1, 2; df 1)"."""
         seeds = ", ".join(str(s) for s in self.seeds)
-        return f"seed sd {format(self.sd, fmt)} (seeds {seeds}; df {self.df})"
+        return f"seed sd {format(self.sd, fmt)} ({self.n_seeds} seeds: {seeds}; df {self.df})"
 
 
 def judge(
