@@ -14,7 +14,10 @@ stage reused from theirs): its claims are recorded and shown beside the seeds'. 
 record goes to ``docs/runs/NAME.json``; its rendering replaces the block between
 ``<!-- measured-run NAME -->`` and ``<!-- /measured-run NAME -->`` in ``--doc``. Without
 ``--commit`` the repository's HEAD is recorded: pass the commit the runs were made at.
-``--render-only`` re-renders the block from the checked-in record.
+``--render-only`` re-renders the block from the checked-in record. ``--band`` also writes
+the seed-noise band of the config's content from the seeds' claims
+(``src/polymnesia/experiments/seed_bands/``, read by every later one-seed report of a config
+with the same content; docs/reports.md, "Seed noise").
 """
 
 from __future__ import annotations
@@ -26,6 +29,8 @@ import sys
 from pathlib import Path
 
 from polymnesia.errors import PolymnesiaError
+from polymnesia.experiments.loading import load_config
+from polymnesia.experiments.seeds import band_from_record, write_band
 from polymnesia.reports.measured import (
     parse_gnu_time,
     read_record,
@@ -63,6 +68,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--table")
     ap.add_argument("--note", default="")
     ap.add_argument("--render-only", action="store_true")
+    ap.add_argument(
+        "--band",
+        action="store_true",
+        help="also write the seed-noise band of --config's content from the seeds' claims",
+    )
+    ap.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="an override the runs were made with (for --band's config fingerprint)",
+    )
     args = ap.parse_args(argv)
     path = ROOT / "docs" / "runs" / f"{args.name}.json"
     try:
@@ -97,6 +114,11 @@ def main(argv: list[str] | None = None) -> int:
             write_record(path, record)
         doc = args.doc.read_text(encoding="utf-8")
         args.doc.write_text(replace_block(doc, args.name, render(record)), encoding="utf-8")
+        if args.band:
+            if not args.config:
+                ap.error("--band needs --config (the config the runs ran)")
+            band = write_band(band_from_record(record, load_config(args.config, args.set)))
+            print(f"wrote the seed-noise band {band}")
     except PolymnesiaError as e:
         print(f"measured_run: error: {e}", file=sys.stderr)
         return 2

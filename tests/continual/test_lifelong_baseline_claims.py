@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from polymnesia.continual.resample import Replicates
 from polymnesia.experiments.lifelong.claims import baseline_claims, method_claims
@@ -78,6 +79,26 @@ def test_baseline_claims_join_the_block_under_its_correction() -> None:
     }
     claims = correct(method_claims(arms, m) + baseline_claims(arms, m))
     assert len(claims) == 2 and all(c.p_adjusted is not None for c in claims if c.testable)
+    # paper 004 runs none of the baselines: their claims are extensions, a family of their own
+    vanilla, ewc = claims
+    assert (vanilla.kind, vanilla.id) == ("paper", "ll.vanilla_forgets")
+    assert (ewc.kind, ewc.id) == ("extension", "ll.baseline.ewc.cbt_gt_vanilla")
+    assert vanilla.p_adjusted == correct(method_claims(arms, m))[0].p_adjusted
+
+
+def test_multi_is_compared_with_the_papers_methods_only() -> None:
+    """A baseline arm (an extension) never enters the paper's "MULTI is best" claim."""
+    arms = [_arm("MULTI", "multi"), _arm("VANILLA", "vanilla"), _arm("EWC", "ewc")]
+    rng = np.random.default_rng(2)
+    final = {name: 0.5 + d + rng.normal(0, 0.01, 400) for name, d in
+             (("MULTI", 0.05), ("VANILLA", 0.0), ("EWC", 0.2))}  # fmt: skip
+    m = {name: _metrics(np.zeros(400)) for name in final}
+    for name, v in final.items():
+        m[name]["final"] = Replicates(float(v.mean()), v, N_ITEMS)
+    (best, *_) = method_claims(arms, m)
+    assert best.statement == "MULTI has the best final score of the paper's methods"
+    assert best.effect == pytest.approx(final["MULTI"].mean() - final["VANILLA"].mean())
+    assert best.verdict == "holds"  # EWC's higher score does not count
 
 
 def test_no_vanilla_no_baseline_claims() -> None:

@@ -64,3 +64,20 @@ def test_zero_shot_and_forgetting_claims_on_an_arm_that_did_not_learn() -> None:
             items2.append(i)
     zs2 = next(c for c in all_claims(cfg, scores2, items2) if "better zero-shot" in c.statement)
     assert zs2.testable and zs2.verdict in ("holds", "inconclusive")
+
+
+def test_lf_mlf_against_mgda_is_an_extension() -> None:
+    """Paper 003 runs no MGDA: LF-MLF against it is judged apart (issue 44)."""
+    cfg = load_config(SMOKE, ["methods=[uniform,mgda,lf_mlf]"])
+    task = cfg.task_list()[0]
+    scores, items = [], []
+    for model, right in (("LF-MLF", 0.95), ("Uniform-MLF", 0.85), ("MGDA", 0.85)):
+        for lang in [*cfg.sources_of(task), "es"]:
+            s, i = _arm(model, right, "source" if lang != "es" else "target", lang, task.name)
+            scores.append(s)
+            items.append(i)
+    found = {c.statement: c for c in all_claims(cfg, scores, items)}
+    mgda = found[f"{task.name}: LF-MLF has better zero-shot accuracy than MGDA"]
+    uniform = found[f"{task.name}: LF-MLF has better zero-shot accuracy than Uniform-MLF"]
+    assert (mgda.kind, uniform.kind) == ("extension", "paper")
+    assert mgda.id == f"lfmlf.{task.name}.zero_shot_gt.mgda" and "no MGDA there" in mgda.source

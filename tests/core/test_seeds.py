@@ -17,24 +17,24 @@ from polymnesia.errors import ConfigError, DataError
 from polymnesia.experiments.base import EXPERIMENTS, ExperimentConfig
 from polymnesia.experiments.loading import load_config
 from polymnesia.experiments.seeds import (
-    CONFIG_SEED_NOISE_BANDS,
-    SEED_NOISE_BANDS,
-    SeedBand,
+    BandRecord,
     _fingerprints,
-    claim_key,
+    band_of,
+    config_fingerprint,
     fan_out,
-    measured_band,
+    read_bands,
     seed_list,
     seeded_items,
     seeded_scores,
     stage_seeds,
     variance_note,
     with_seed_band,
+    write_band,
 )
 from polymnesia.items import ItemSet, group_intervals, write_items
 from polymnesia.pipeline.stage import StageSpec
 from polymnesia.reports.cells import mean_cell
-from polymnesia.reports.claims import Claim, verdict_summary
+from polymnesia.reports.claims import Claim
 from polymnesia.reports.evidence import arm_difference, arm_score
 from polymnesia.reports.table_core import Estimate
 from polymnesia.results import Score, write_scores
@@ -145,22 +145,95 @@ def test_several_seeds_resample_seeds_and_items_together(tmp_path: Path) -> None
     assert "t-test" in arm_difference(scores, [], "accuracy", "A", "B").method
 
 
-def _contradicted(effect: float) -> Claim:
-    return Claim("A beats B", +1, effect, effect - 0.005, effect + 0.005, 100, "paired bootstrap")
+def _claim(effect: float, cid: str = "x.a_beats_b") -> Claim:
+    return Claim(
+        "A beats B", +1, effect, effect - 0.005, effect + 0.005, 100, "paired bootstrap", id=cid
+    )
 
 
-def test_within_seed_noise_only_for_a_contradiction_inside_the_band() -> None:
-    cfg = load_config(QUICKSTART, ["seed_noise_band=0.02"])
-    near, far = with_seed_band([_contradicted(-0.015), _contradicted(-0.05)], cfg)
-    assert near.verdict == "within seed noise" and far.verdict == "contradicted"
-    assert "1 within seed noise" in verdict_summary([near, far])
-    holds = with_seed_band([_contradicted(+0.015)], cfg)[0]
-    assert holds.verdict == "holds"  # the band only softens a contradiction
-    # with several seeds the intervals cover the seeds: no band
-    seeded = load_config(QUICKSTART, ["seed_noise_band=0.02", "seeds=[0,1]"])
-    assert with_seed_band([_contradicted(-0.015)], seeded)[0].verdict == "contradicted"
+def _band(cfg: Any, effects: dict[str, dict[int, float]]) -> BandRecord:
+    return BandRecord(
+        cfg.experiment,
+        config_fingerprint(cfg),
+        "c.yaml",
+        "0" * 40,
+        "2026-12-01",
+        "test",
+        effects,
+        {k: "A beats B" for k in effects},
+    )
+
+
+def test_a_one_seed_claim_is_judged_with_the_band_of_the_other_seeds() -> None:
+    cfg = load_config(QUICKSTART)
+    band = _band(cfg, {"x.a_beats_b": {0: 0.5, 1: 0.010, 2: 0.014, 3: 0.012}})
+    # seed 0 (an outlier) is left out of its own band: sd of 0.010, 0.014, 0.012 over 2 df
+    judged = with_seed_band([_claim(0.05)], cfg, band)[0]
+    assert judged.noise is not None and judged.noise.seeds == (1, 2, 3)
+    assert judged.noise.sd == pytest.approx(0.002) and judged.noise.df == 2
+    assert judged.verdict == "holds"  # far beyond so small a band
+    seed1 = with_seed_band([_claim(0.05)], load_config(QUICKSTART, ["seed=1"]), band)[0]
+    assert seed1.noise is not None and seed1.noise.seeds == (0, 2, 3)  # seed 0's effect in
+    assert seed1.noise.sd > 0.2 and seed1.verdict == "inconclusive"  # the band goes both ways
+    assert with_seed_band([_claim(-0.05)], load_config(QUICKSTART, ["seed=1"]), band)[
+        0
+    ].verdict == ("inconclusive")
+    # a claim the band does not hold, or a band of one other seed, is not measured
+    other = with_seed_band([_claim(0.05, "x.other")], cfg, band)[0]
+    assert other.verdict == "seed noise not measured" and "seeds: [0, 1, 2]" in other.reason
+    thin = _band(cfg, {"x.a_beats_b": {0: 0.1, 1: 0.2}})
+    assert with_seed_band([_claim(0.05)], cfg, thin)[0].verdict == "seed noise not measured"
+    # with several seeds the intervals cover the seeds: no band, nothing unmeasured
+    seeded = load_config(QUICKSTART, ["seeds=[0,1]"])
+    assert with_seed_band([_claim(-0.05)], seeded, band)[0].verdict == "contradicted"
     assert "training seeds and test items" in variance_note(seeded)
-    assert "±0.02 for every claim" in variance_note(cfg) and "items only" in variance_note(cfg)
+    note = variance_note(cfg, band)
+    assert "items only" in note and "seeds 0, 1, 2, 3 of c.yaml" in note
+    assert "other than seed 0" in note
+
+
+def test_a_config_without_its_own_band_gets_none() -> None:
+    cfg = load_config(QUICKSTART)
+    assert band_of(cfg) is None  # no run of the quickstart's content measured its seeds
+    claim = with_seed_band([_claim(0.05)], cfg)[0]
+    assert claim.verdict == "seed noise not measured"
+    note = variance_note(cfg)
+    assert "No seed noise is measured for this config's content" in note
+    assert "seeds: [0, 1, 2]" in note
+    assert "seed noise" not in variance_note(cfg, claims=False)  # a report without claims
+    precondition = replace(_claim(0.05), kind="precondition")
+    assert with_seed_band([precondition], cfg)[0].verdict == "holds"  # no band on a setup check
+    with pytest.raises(ConfigError, match="seed_noise_band is no longer read"):
+        load_config(QUICKSTART, ["seed_noise_band=0.02"])
+
+
+def test_band_records_are_keyed_by_content_not_name(tmp_path: Path) -> None:
+    cfg = load_config(QUICKSTART)
+    band = _band(cfg, {"x.a_beats_b": {0: 0.1, 1: 0.2, 2: 0.15}})
+    path = write_band(band, tmp_path)
+    assert path.name == f"language_modeling-{band.fingerprint[:16]}.json"
+    assert read_bands(tmp_path) == [band]
+    assert band_of(load_config(QUICKSTART, ["name=renamed", "seed=4"]), tmp_path) == band
+    bigger = load_config(QUICKSTART, ["train.steps=600"])
+    assert config_fingerprint(bigger) != band.fingerprint and band_of(bigger, tmp_path) is None
+    (tmp_path / "bad.json").write_text('{"version": 1, "claims": {}}', encoding="utf-8")
+    with pytest.raises(DataError, match="not a seed-noise band record"):
+        read_bands(tmp_path)
+
+
+def test_the_shipped_bands_reach_their_configs() -> None:
+    """Each shipped band names a config; where that config's content is still the one
+    measured, the config finds it (a renamed copy does too)."""
+    configs = Path(__file__).resolve().parents[2] / "configs"
+    records = read_bands()
+    assert records
+    found = {r.config for r in records if band_of(load_config(configs / Path(r.config).name)) == r}
+    assert "configs/two_phase.yaml" in found and "configs/lifelong_baselines.yaml" in found
+    # lifelong_smoke and lifelong_paper are not lifelong_baselines: no band borrowed
+    assert band_of(load_config(configs / "lifelong_smoke.yaml")) is None
+    assert band_of(load_config(configs / "two_phase_smoke.yaml")) != band_of(
+        load_config(configs / "two_phase.yaml")
+    )  # each size its own
 
 
 def test_fan_out_refuses_a_stage_listed_before_its_input() -> None:
@@ -245,30 +318,6 @@ def test_a_protocol_that_does_not_read_seeds_refuses_them() -> None:
     assert Plain(name="p", seed=2).seed == 2
     with pytest.raises(ValidationError, match="does not read seeds; set seed"):
         Plain(name="p", seeds=[2])
-
-
-def test_a_measured_band_serves_the_same_claim_at_another_rank() -> None:
-    band = SeedBand(0.5, 3, "c.yaml", "0" * 40, "2026-11-26", {claim_key("LoRA r=4 wins"): 0.02})
-    assert band.of("LoRA r=11 wins") == 0.02 and band.of("LoRA loses") is None
-
-
-def test_a_claim_shows_its_seed_noise_band() -> None:
-    cfg = load_config(QUICKSTART, ["seed_noise_band=0.02"])
-    claim = with_seed_band([_contradicted(-0.015)], cfg)[0]
-    assert claim.evidence().endswith("; seed-noise band ±0.020")
-
-
-def test_a_config_measured_at_its_own_size_is_judged_by_its_own_band() -> None:
-    configs = Path(__file__).resolve().parents[2] / "configs"
-    default = load_config(configs / "lifelong.yaml")
-    smoke = load_config(configs / "lifelong_smoke.yaml")
-    assert measured_band(default) is CONFIG_SEED_NOISE_BANDS[("lifelong", "lifelong")]
-    assert measured_band(smoke) is SEED_NOISE_BANDS["lifelong"]  # the protocol's band
-    assert "configs/lifelong.yaml" in variance_note(default)
-    assert "configs/lifelong_baselines.yaml" in variance_note(smoke)
-    claim = Claim("VANILLA forgets: CBT < 0", -1, 0.03, 0.02, 0.04, 100, "t")  # contradicted
-    assert with_seed_band([claim], default)[0].seed_band == 0.0186
-    assert with_seed_band([claim], smoke)[0].seed_band == 0.2416
 
 
 def test_every_training_seed_is_scored_on_the_same_test_sample() -> None:

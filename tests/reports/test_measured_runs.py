@@ -1,29 +1,37 @@
 """Docs numbers tied to their runs: each measured-run block is its record's rendering, and
-quotes no number the record does not hold; measured bands in the code match their records."""
+quotes no number the record does not hold; the shipped seed-noise bands are their records'
+per-seed effects; records keep each claim's id, p, df, design, kind and band, and each seed's
+machine."""
 
 from __future__ import annotations
 
+import json
 import re
+import statistics
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from polymnesia.errors import DataError
 from polymnesia.experiments.loading import load_config
 from polymnesia.experiments.seeds import (
-    CONFIG_SEED_NOISE_BANDS,
-    SEED_NOISE_BANDS,
-    SeedBand,
-    claim_key,
+    BandRecord,
+    band_from_record,
+    config_fingerprint,
+    read_bands,
 )
 from polymnesia.reports.measured import (
+    SET_ASIDE,
     block_of,
+    machine_info,
     parse_gnu_time,
     read_record,
     read_table,
     record_runs,
     render,
     replace_block,
+    run_machine,
     seed_spread,
     unheld,
 )
@@ -57,37 +65,99 @@ def test_each_block_is_its_record_rendered_and_quotes_only_its_numbers(path: Pat
     assert record["spread"] == seed_spread(record)
 
 
-@pytest.mark.parametrize("path", [p for p in RECORDS if p.stem.startswith("seed_noise_")])
-def test_measured_seed_noise_bands_are_the_recorded_ones(path: Path) -> None:
-    record = read_record(path)
-    protocol = record["name"].removeprefix("seed_noise_")
-    if record["spread"]["band"] is None:  # no claim tested in every seed: nothing measured
-        assert protocol not in SEED_NOISE_BANDS
-        return
-    _assert_band_is_record(SEED_NOISE_BANDS[protocol], record)
+BANDS = read_bands()
 
 
-def _assert_band_is_record(band: SeedBand, record: dict) -> None:  # type: ignore[type-arg]
-    assert band.band == record["spread"]["band"] and band.n_seeds == record["spread"]["n_seeds"]
-    assert band.commit == record["commit"] and band.config == record["config"]
-    expected: dict[str, float] = {}
-    claims = {c["claim"] for r in record["runs"] for c in r["claims"]}
-    for statement, sd in record["spread"]["sd"].items():
-        if statement not in claims:  # a table cell: shown, not a band
-            continue
-        key = claim_key(statement)
-        expected[key] = max(expected.get(key, 0.0), round(2 * sd, 4))
-    assert dict(band.per_claim) == expected
+@pytest.mark.parametrize("band", BANDS, ids=lambda b: f"{b.experiment}-{b.fingerprint[:8]}")
+def test_shipped_bands_hold_their_records_per_seed_effects(band: BandRecord) -> None:
+    """Each shipped seed-noise band is the per-seed claim effects of the measured-run record
+    it names (docs/runs/NAME.json), claim by claim, for the seeds where the claim was
+    tested (a zero-width interval, no evidence under issue 44's rules, is left out)."""
+    source = band.source.split(" ")[0]
+    record = read_record(ROOT / source)
+    assert (band.config, band.commit, band.date) == (
+        record["config"],
+        record["commit"],
+        record["date"],
+    )
+    for cid, per in band.effects.items():
+        statement = band.statements[cid]
+        assert cid and statement, cid
+        for run in record["runs"]:
+            mine = [c for c in run["claims"] if c["claim"] == statement]
+            assert len(mine) == 1, f"{source}: {statement!r} in seed {run['seed']}"
+            c = mine[0]
+            zero_width = c["low"] is not None and c["low"] == c["high"]  # not testable now
+            tested = c["effect"] is not None and c["verdict"] not in SET_ASIDE and not zero_width
+            assert (run["seed"] in per) == tested, (cid, run["seed"])
+            if tested:
+                assert per[run["seed"]] == c["effect"]
+        assert len(per) >= 2
 
 
-@pytest.mark.parametrize("key", sorted(CONFIG_SEED_NOISE_BANDS), ids="/".join)
-def test_config_bands_are_their_configs_recorded_runs(key: tuple[str, str]) -> None:
-    band = CONFIG_SEED_NOISE_BANDS[key]
-    records = [read_record(p) for p in RECORDS]
-    same = [r for r in records if (r["config"], r["commit"]) == (band.config, band.commit)]
-    assert len(same) == 1, f"{band.config} at {band.commit[:7]}: {len(same)} records"
-    _assert_band_is_record(band, same[0])
-    assert key[1] == load_config(ROOT / band.config).name  # the band reaches its own config
+def test_a_band_is_written_from_a_record_of_one_seed_runs(tmp_path: Path) -> None:
+    header = (
+        "#,id,Kind,Claim (paper),Verdict,Effect [95% CI],p,p (Holm),df,Design,Seed noise,n,Test\n"
+    )
+
+    def run(name: str, effect: str, verdict: str = "≈ seed noise not measured: one seed") -> Path:
+        folder = tmp_path / name / "results"
+        folder.mkdir(parents=True)
+        (folder / "claims.csv").write_text(
+            header + f'1,x.a,paper,A beats B,{verdict},"A − B: {effect}",0.010,0.020,∞,superiority,'
+            "one seed,120,paired\n"
+            f'2,x.setup,precondition,P1 teaches,✔ holds,"P: {effect}",< 0.001,–,2.2,'
+            "superiority,,120,paired\n",
+            encoding="utf-8",
+        )
+        (folder.parent / "run.json").write_text(
+            json.dumps({"machine": {"cpu": f"CPU {name}", "cpu_cores": 2, "torch": "2.5.1"}}),
+            encoding="utf-8",
+        )
+        return folder.parent
+
+    runs = [run(f"s{i}", f"+0.{i}00 [+0.050, +0.150]") for i in (1, 2, 3)]
+    record = record_runs("x", "configs/quickstart.yaml", runs, seeds=[0, 1, 2], commit="c" * 40,
+                         date="d")  # fmt: skip
+    first = record["runs"][0]["claims"]
+    assert first[0] == {
+        "claim": "A beats B",
+        "verdict": "seed noise not measured",
+        "effect": 0.1,
+        "low": 0.05,
+        "high": 0.15,
+        "n": 120,
+        "id": "x.a",
+        "kind": "paper",
+        "p": 0.01,
+        "p_adjusted": 0.02,
+        "df": None,
+        "design": "superiority",
+        "band": "one seed",
+    }
+    assert first[1]["p"] == 0.001 and first[1]["p_adjusted"] is None and first[1]["df"] == 2.2
+    assert record["runs"][1]["machine"] == {
+        "cpu": "CPU s2",
+        "cpu_cores": 2,
+        "torch": "2.5.1",
+        "from": "run.json",
+    }
+    text = render(record)
+    assert "| 1 | CPU s2, 2 cores | – | 2.5.1 | – | – |" in text
+    cfg = load_config(ROOT / "configs" / "quickstart.yaml")
+    band = band_from_record(record, cfg)
+    assert band.effects == {"x.a": {0: 0.1, 1: 0.2, 2: 0.3}}  # no precondition
+    assert band.fingerprint == config_fingerprint(cfg) and band.source == "docs/runs/x.json"
+    noise = band.noise("x.a", 0)
+    assert noise is not None and noise.seeds == (1, 2)
+    assert noise.sd == pytest.approx(statistics.stdev([0.2, 0.3]))
+
+
+def test_a_run_folder_without_a_machine_is_recorded_with_the_recorders() -> None:
+    info = machine_info()
+    assert set(info) == {"cpu", "cpu_cores", "system", "python", "torch", "transformers", "numpy"}
+    assert info["numpy"] == np.__version__ and info["cpu"]
+    assert run_machine(Path("/nonexistent"))["from"] == "recorder"
 
 
 def _sections(text: str) -> list[tuple[str, str]]:

@@ -11,6 +11,7 @@ from polymnesia.errors import DataError
 from polymnesia.experiments.new_token_init.claims import Cell, Evidence, claims, difference
 from polymnesia.items import ItemSet
 from polymnesia.metrics.uncertainty import ratio_statistic
+from polymnesia.reports.claims import correct
 
 N = 40
 LANGS = ("fr", "de")
@@ -89,7 +90,7 @@ def test_cells_and_intervals() -> None:
 
 
 def test_claims_verdicts() -> None:
-    by = {c.statement: c for c in claims(evidence(), LANGS, "af", "standard")}
+    by = {c.statement: c for c in correct(claims(evidence(), LANGS, "af", "standard"))}
     assert by["good beats mean at 0 steps (standard base)"].verdict == "holds"
     assert by["good beats mean at 0 steps (af base)"].verdict == "holds"
     assert by["bad beats mean at 0 steps (standard base)"].verdict == "contradicted"
@@ -103,6 +104,11 @@ def test_claims_verdicts() -> None:
     bad = by["active forgetting narrows the gap between bad and mean (10 steps)"]
     assert bad.verdict == "not applicable"  # bad does not beat mean to begin with
     assert all(c.p_adjusted is not None for c in by.values() if c.testable)
+    # issue 26's questions are extensions, Holm-corrected apart from paper 000's finding
+    assert af.kind == "paper" and af.id == "nti.af_relearns_better"
+    assert {c.kind for c in by.values() if c is not af} == {"extension"}
+    alone = correct([af])[0]
+    assert af.p_adjusted == alone.p_adjusted  # the extensions do not enter its family
 
 
 def test_one_base_makes_no_forgetting_claims() -> None:

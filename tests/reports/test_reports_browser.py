@@ -342,6 +342,7 @@ def test_claims_table_fits_a_1280_px_window(tmp_path: Path) -> None:
         "Claim (paper)",
         "Verdict",
         "Effect [95% CI]",
+        "p",
         "p (Holm)",
         "n",
         "Test",

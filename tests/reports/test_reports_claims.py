@@ -6,11 +6,16 @@ import math
 from dataclasses import replace
 
 import pytest
+from scipy.stats import norm
+from scipy.stats import t as student_t
 
 from polymnesia.errors import PolymnesiaError
 from polymnesia.metrics.uncertainty import Interval, PairedTest
 from polymnesia.reports.claims import (
+    UNMEASURED,
+    ZERO_WIDTH,
     Claim,
+    SeedNoise,
     baseline_claim,
     baseline_table,
     claim_from_interval,
@@ -19,6 +24,7 @@ from polymnesia.reports.claims import (
     claims_markdown,
     claims_table,
     correct,
+    format_df,
     format_p,
     judge,
     label_baselines,
@@ -26,7 +32,11 @@ from polymnesia.reports.claims import (
     learned_floor,
     not_applicable,
     not_testable,
+    quantile,
+    slug,
+    two_sided_p,
     verdict_summary,
+    with_premises,
 )
 from polymnesia.reports.table_core import to_markdown
 
@@ -65,12 +75,15 @@ def test_claims_markdown_and_html() -> None:
         Claim("C beats D", +1, -0.1, -0.15, -0.05, 300, "paired bootstrap"),
         Claim("E beats F", +1, 0.01, -0.02, 0.04, 300, "paired bootstrap"),
     ]
-    assert verdict_summary(claims).startswith("1 of 3 claims holds, 1 contradicted, 1 inconclusive")
+    assert verdict_summary(claims).startswith(
+        "3 of the paper's 3 claims were testable at this scale; of those, 1 holds, "
+        "1 is contradicted, 1 is inconclusive."
+    )
     md = claims_markdown(claims).splitlines()
-    assert md[2] == "| # | Claim (paper) | Verdict | Effect [95% CI] | p (Holm) | n | Test |"
+    assert md[2] == "| # | Claim (paper) | Verdict | Effect [95% CI] | p | p (Holm) | n | Test |"
     assert (
-        md[4] == "| 1 | A beats B | ✔ holds | +0.100 [+0.050, +0.150] | < 0.001 | 300 | "
-        "paired bootstrap; paper 003, Table 1 |"
+        md[4] == "| 1 | A beats B | ✔ holds | +0.100 [+0.050, +0.150] | < 0.001 | < 0.001 | 300 | "
+        "superiority; paired bootstrap; paper 003, Table 1 |"
     )
     html = claims_html(claims)
     assert html.count('<tr class="claim ') == 3 and 'class="claim contradicted"' in html
@@ -131,6 +144,7 @@ def test_non_inferiority_is_judged_against_its_margin() -> None:
     # the p-value of the margin test: below 0.05 exactly where the interval excludes it
     assert ni.test_p() is not None and ni.test_p() < 0.05
     assert replace(keeps, margin=0.05).test_p() > 0.05
+    assert ni.test_design == "non-inferiority" and keeps.test_design == "superiority"
     md = claims_markdown([ni])
     assert "margin -0.100" in md
     with pytest.raises(PolymnesiaError, match="margin"):
@@ -153,12 +167,15 @@ def test_holm_correction_over_the_claims_block() -> None:
     assert correct(fixed) == fixed  # idempotent
     summary = verdict_summary(claims)
     assert summary.startswith(
-        "1 of 4 claims holds, 0 contradicted, 2 inconclusive, 1 not applicable"
+        "3 of the paper's 4 claims were testable at this scale; of those, 1 holds, "
+        "0 are contradicted, 2 are inconclusive. Not tested: 1 not applicable."
     )
-    assert "Holm" in summary and "over the 3 tested claims" in summary
-    rows = claims_table(claims).rows
-    assert [r[4] for r in rows] == ["0.030", "0.060", "0.060", "–"]
-    assert rows[3][2] == "– not applicable: premise absent"
+    assert "Holm" in summary and "(the 3 tested paper claims)" in summary
+    table = claims_table(claims)
+    raw, adj = table.columns.index("p"), table.columns.index("p (Holm)")
+    assert [r[raw] for r in table.rows] == ["0.010", "0.040", "0.030", "–"]  # both shown
+    assert [r[adj] for r in table.rows] == ["0.030", "0.060", "0.060", "–"]
+    assert table.rows[3][table.columns.index("Verdict")] == "– not applicable: premise absent"
 
 
 def test_claims_on_an_arm_that_did_not_learn_are_not_testable() -> None:
@@ -179,3 +196,146 @@ def test_claims_on_an_arm_that_did_not_learn_are_not_testable() -> None:
     # binary accuracy: twice chance is a perfect score, so the floor is halfway to 1
     assert learned_floor(label_baselines([0, 1] * 5), "accuracy") == pytest.approx(0.75)
     assert not_applicable(c, "x").reason == "arm SHARED LoRA r = 11 did not learn"
+
+
+def test_a_margin_claims_p_comes_from_the_t_distribution_of_its_interval() -> None:
+    """Issue 44: a t-interval on 2.2 df gives p 0.022, not the normal approximation's 0.003."""
+    df = 2.2
+    se = 0.01
+    half = float(student_t.ppf(0.975, df)) * se
+    effect = -0.05 + 4.0 * se  # 4 standard errors above the -0.05 margin
+    c = Claim("keeps", +1, effect, effect - half, effect + half, 3, "t over seeds", margin=0.05)
+    tc = replace(c, df=df)
+    assert tc.test_p() == pytest.approx(2 * student_t.sf(4.0, df))  # 0.05 on 2.2 df
+    assert c.test_p() == pytest.approx(2 * norm.sf(abs(effect + 0.05) / (half / norm.ppf(0.975))))
+    assert tc.test_p() > c.test_p()  # the heavier tail of t
+    # the p of a t-interval is below 0.05 exactly where the interval excludes the boundary
+    edge = replace(tc, effect=-0.05 + half, low=-0.05, high=-0.05 + 2 * half)
+    assert edge.test_p() == pytest.approx(0.05)
+    assert two_sided_p(2.0) == pytest.approx(2 * norm.sf(2.0))  # no df: normal
+    assert quantile(0.95, 2.2) == pytest.approx(student_t.ppf(0.975, 2.2))
+    assert format_df(2.2) == "2.2" and format_df(None) == "∞" and format_df(14.0) == "14"
+    # the df of the evidence reaches the claim
+    test = PairedTest(0.1, 0.05, 0.15, 0.01, 6, "t over seeds", df=2.2)
+    assert claim_from_test("x", +1, test).df == 2.2
+    assert claim_from_interval("x", +1, Interval(0.3, 0.2, 0.4, 3, df=2.0)).df == 2.0
+
+
+def test_seed_noise_widens_the_interval_on_both_sides() -> None:
+    """A one-seed claim is judged on sqrt(se_item² + sd_seed²) with t at the Welch df: the band
+    turns a "holds" into inconclusive exactly as it does a "contradicted"."""
+    noise = SeedNoise(0.05, (1, 2))
+    assert noise.df == 1 and noise.n_seeds == 2
+    z = norm.ppf(0.975)
+    holds = Claim("A beats B", +1, 0.03, 0.03 - 0.01 * z, 0.03 + 0.01 * z, 300, "bootstrap", 0.003)
+    assert holds.verdict == "holds"
+    banded = replace(holds, noise=noise)
+    low, high, df = banded.judged()
+    se = math.sqrt(0.01**2 + 0.05**2)
+    assert df == pytest.approx(se**4 / (0.05**4 / 1))  # the item term has infinite df
+    assert (low, high) == pytest.approx(
+        (0.03 - student_t.ppf(0.975, df) * se, 0.03 + (student_t.ppf(0.975, df) * se))
+    )
+    assert banded.verdict == "inconclusive"
+    contra = replace(banded, expected_sign=-1)
+    assert replace(contra, noise=None).verdict == "contradicted"
+    assert contra.verdict == "inconclusive"  # symmetric
+    # the p reads the widened interval, not the item test's own p
+    assert banded.test_p() == pytest.approx(two_sided_p(0.03 / se, df))
+    # an effect far beyond the band still holds
+    far = replace(banded, effect=5.0, low=4.98, high=5.02)
+    assert far.verdict == "holds"
+    assert "with seed noise [" in banded.evidence() and "seed sd 0.050 (2 seeds: 1, 2; df 1)" in (
+        banded.evidence()
+    )
+    # a band of zero spread leaves the item interval as it is
+    zero = replace(holds, noise=SeedNoise(0.0, (1, 2))).judged()
+    assert zero[:2] == pytest.approx((holds.low, holds.high)) and zero[2] is None
+    with pytest.raises(PolymnesiaError, match="at least 2 seeds"):
+        SeedNoise(0.1, (1,))
+
+
+def test_one_seed_without_a_band_is_neither_holds_nor_contradicted() -> None:
+    c = Claim("A beats B", +1, 0.3, 0.2, 0.4, 300, "bootstrap", 0.0001)
+    unmeasured = replace(c, unmeasured=f"{UNMEASURED}; run with `seeds: [0, 1, 2]`")
+    assert unmeasured.verdict == "seed noise not measured" and not unmeasured.testable
+    fixed = correct([unmeasured, c])
+    assert fixed[0].p_adjusted is None and fixed[1].p_adjusted == pytest.approx(0.0001)
+    summary = verdict_summary([unmeasured])
+    assert summary.startswith("0 of the paper's 1 claim was testable at this scale")
+    assert "1 one seed, seed noise not measured (run the config with `seeds: [0, 1, 2]`" in summary
+    # a precondition is a check of this run's own arms: judged on its own interval
+    assert replace(unmeasured, kind="precondition").verdict == "holds"
+
+
+def test_a_zero_width_interval_is_not_evidence() -> None:
+    c = Claim("P2 keeps EA", +1, 0.0, 0.0, 0.0, 300, "paired bootstrap", 1.0, margin=0.05)
+    assert c.verdict == "not testable" and c.reason == ZERO_WIDTH and not c.testable
+    assert correct([c])[0].p_adjusted is None
+
+
+def test_extensions_have_a_family_of_their_own_and_preconditions_none() -> None:
+    """Adding an arm (an extension) never changes a paper claim's verdict."""
+    paper = [
+        Claim("donors", -1, -0.057, -0.106, -0.006, 100, "t", 0.02, id="p.donors"),
+        Claim("receivers", -1, -0.2, -0.3, -0.1, 100, "t", 0.001, id="p.receivers"),
+    ]
+    arms = [
+        Claim(f"B{i} forgets less", +1, 0.1, 0.05, 0.15, 100, "t", 0.001, kind="extension")
+        for i in range(5)
+    ]
+    setup = Claim("P1 teaches", +1, 0.2, 0.1, 0.3, 100, "t", 0.01, kind="precondition", id="s")
+    alone = correct(paper)
+    together = correct([*paper, *arms, setup])
+    assert [c.p_adjusted for c in together[:2]] == [c.p_adjusted for c in alone]
+    assert [c.verdict for c in together[:2]] == ["holds", "holds"]
+    assert together[-1].p_adjusted is None and together[-1].correction == ""
+    assert [c.p_adjusted for c in together[2:7]] == pytest.approx([0.005] * 5)
+    summary = verdict_summary(together)
+    assert summary.startswith("2 of the paper's 2 claims were testable at this scale")
+    assert "Extensions (comparisons the paper does not make, a family of their own): 5 of 5" in (
+        summary
+    )
+    assert "Setup checks (preconditions, outside the counts and the correction): 1 of 1 pass" in (
+        summary
+    )
+    md = claims_markdown(together)
+    assert md.index("| Claim (paper) |") < md.index("Extensions: comparisons the paper does not")
+    assert md.index("| Claim (extension) |") < md.index("| Check (setup) |")
+    html = claims_html(together)
+    assert html.count("<table") == 3 and html.count('<tr class="claim ') == 8
+    table = claims_table(together)
+    assert [r[table.columns.index("Kind")] for r in table.rows] == (
+        ["paper"] * 2 + ["extension"] * 5 + ["precondition"]
+    )
+
+
+def test_a_failed_premise_makes_its_claims_not_applicable() -> None:
+    setup = Claim("P1 teaches", +1, 0.01, -0.02, 0.04, 100, "t", 0.5, kind="precondition", id="s")
+    claim = Claim("CFT beats mix", +1, 0.2, 0.1, 0.3, 100, "t", 0.001, premise="s")
+    fixed = correct([setup, claim])
+    assert fixed[1].verdict == "not applicable"
+    assert (
+        fixed[1].reason == "its premise 'P1 teaches' is inconclusive here (+0.010 [-0.020, +0.040])"
+    )
+    held = correct([replace(setup, effect=0.2, low=0.1, high=0.3, p_value=0.001), claim])
+    assert held[1].verdict == "holds"
+    assert correct([claim])[0].verdict == "holds"  # no precondition in the run: not checked
+    assert with_premises(fixed) == fixed
+
+
+def test_equivalence_lies_within_its_margins() -> None:
+    eq = Claim("A equals B", +1, 0.01, -0.02, 0.04, 100, "t", margin=0.05, design="equivalence")
+    assert eq.verdict == "holds" and eq.test_p() < 0.05
+    assert (
+        replace(eq, low=-0.06).verdict == "inconclusive" and replace(eq, low=-0.06).test_p() > 0.05
+    )
+    assert replace(eq, effect=0.2, low=0.1, high=0.3).verdict == "contradicted"
+    assert eq.evidence().endswith("; margin ±0.050")
+    with pytest.raises(PolymnesiaError, match="needs a margin"):
+        judge(+1, 0.0, -0.1, 0.1, design="equivalence")
+    with pytest.raises(PolymnesiaError, match="unknown claim design"):
+        Claim("x", +1, 0.0, -0.1, 0.1, 1, "t", design="bogus")  # type: ignore[arg-type]
+    with pytest.raises(PolymnesiaError, match="unknown claim kind"):
+        Claim("x", +1, 0.0, -0.1, 0.1, 1, "t", kind="paperish")  # type: ignore[arg-type]
+    assert slug("SHARED LoRA r=11") == "shared_lora_r_11"

@@ -35,7 +35,7 @@ def test_markdown_layout() -> None:
     assert "**Table 1: accuracy**" not in md  # the table title repeats its heading
     assert "| A | 0.500 ± 0.050 |" in md
     assert "*Figures*" not in md and "![Figures](plots/x.png)" in md
-    assert "1 of 1 claims holds" in md
+    assert "1 of the paper's 1 claim was testable at this scale; of those, 1 holds" in md
 
 
 def test_html_layout(tmp_path: Path) -> None:

@@ -1,12 +1,20 @@
 """Paper 002's claims judged with the right test (issue 29, item 2): non-inferiority with the
 config's margin for "a similar Phase 2 keeps English ability", mitigations judged only where
-plain CFT loses English ability, and Holm's correction over the block."""
+plain CFT loses English ability, and Holm's correction over the paper's claims (issue 44:
+extensions and the setup check apart, a failed premise makes its claims not applicable, a
+one-seed run is judged with its config's own seed noise).
+
+Most tests run the shipped config with three seeds, so that no seed-noise band applies and the
+verdicts are those of the fake evidence alone."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from polymnesia.experiments.loading import load_config
+from polymnesia.experiments.seeds import band_of
+from polymnesia.experiments.shared import PRETRAIN
 from polymnesia.experiments.two_phase.report import claims
 from polymnesia.experiments.two_phase.roles import (
     cft_stage,
@@ -32,12 +40,14 @@ class FakeEvidence:
         return True
 
     def difference(self, a: str, b: str, which: str) -> PairedTest:
-        e, lo, hi, p = self.diffs.get((a, b, which), (0.0, -0.05, 0.05, 1.0))
+        # Phase 1 teaches the English tasks unless a test says otherwise
+        taught = (0.2, 0.15, 0.25, 0.0) if b == PRETRAIN and which == "EA" else None
+        e, lo, hi, p = self.diffs.get((a, b, which), taught or (0.0, -0.05, 0.05, 1.0))
         return PairedTest(e, lo, hi, p, 300, "paired bootstrap over documents (1000 resamples)")
 
 
-def _setup(path: Path) -> tuple[object, dict[str, str]]:
-    cfg = load_config(path, [])
+def _setup(path: Path, seeds: str = "seeds=[0,1,2]") -> tuple[object, dict[str, str]]:
+    cfg = load_config(path, [seeds] if seeds else [])
     arms = {k: v for k, v in evaluated_models(cfg).items() if k.startswith("mit_")}
     return cfg, arms
 
@@ -105,3 +115,83 @@ def test_the_block_is_corrected_with_holm() -> None:
     )
     assert mix.p_adjusted is not None and mix.p_adjusted > 0.05  # 0.04 times the family
     assert mix.verdict == "inconclusive"  # significant alone, not after Holm
+
+
+def test_the_setup_check_is_a_precondition_whose_failure_makes_claims_not_applicable() -> None:
+    cfg, arms = _setup(SHIPPED)
+    similar = cfg.pairs[0]
+    p1, p2 = p1_stage(similar.phase1), cft_stage(similar)
+    ev = FakeEvidence({(p2, p1, "EA"): (-0.010, -0.030, 0.010, 0.3)})
+    found = claims(cfg, ev, arms)
+    setup = next(c for c in found if c.statement.startswith("Phase 1 on english teaches"))
+    assert (setup.kind, setup.id, setup.correction) == (
+        "precondition",
+        "tp.setup.p1_teaches.english",
+        "",
+    )  # left out of the correction
+    assert setup.verdict == "holds"
+    ev.diffs[(p1, PRETRAIN, "EA")] = (0.01, -0.02, 0.04, 0.5)  # Phase 1 taught nothing
+    found = claims(cfg, ev, arms)
+    keep = next(c for c in found if "similar set keeps" in c.statement)
+    assert keep.verdict == "not applicable"
+    assert keep.reason.startswith("its premise 'Phase 1 on english teaches the English tasks")
+    assert "is inconclusive here (+0.010 [-0.020, +0.040])" in keep.reason
+    text = claims_markdown(found)
+    assert "Setup checks: preconditions of the claims" in text
+    assert "Setup checks (preconditions, outside the counts and the correction): 0 of 1 pass" in (
+        text
+    )
+
+
+def test_comparisons_the_paper_does_not_make_are_extensions_with_their_own_family() -> None:
+    cfg, arms = _setup(SHIPPED)
+    found = claims(cfg, FakeEvidence({}), arms)
+    kinds = {c.statement: c.kind for c in found}
+    assert kinds["CFT beats the mixture (english -> similar), mean of EA and MA"] == "paper"
+    assert kinds["CFT beats the mixture (english -> dissimilar), mean of EA and MA"] == "extension"
+    assert kinds["LoRA keeps English ability better than plain CFT"] == "extension"
+    assert kinds["LoRA gains less multilingual ability than full CFT"] == "extension"
+    assert kinds["GR_10 keeps English ability better than plain CFT"] == "paper"
+    assert len({c.id for c in found}) == len(found) and all(c.id.startswith("tp.") for c in found)
+    # a strong extension changes no paper claim's adjusted p: the families are apart
+    pair = cfg.pairs[cfg.mitigation.pair]
+    lora = next(k for k, v in arms.items() if v == "LoRA")
+    strong = FakeEvidence({(lora, cft_stage(pair), "MA"): (-0.3, -0.35, -0.25, 0.0)})
+    before = {c.id: c.p_adjusted for c in found if c.kind == "paper"}
+    after = {c.id: c.p_adjusted for c in claims(cfg, strong, arms) if c.kind == "paper"}
+    assert before == after
+
+
+def test_a_one_seed_run_is_judged_with_its_configs_own_seed_noise() -> None:
+    cfg, arms = _setup(SHIPPED, seeds="")
+    band = band_of(cfg)
+    assert band is not None and band.config == "configs/two_phase.yaml"
+    similar = cfg.pairs[0]
+    p2, mix = cft_stage(similar), mix_stage(similar)
+    # clearly above zero on the items alone (p = 0.001), but seeds 1 and 2 moved this effect by
+    # far more than the items do
+    ev = FakeEvidence({(p2, mix, "combined"): (0.03, 0.012, 0.048, 0.001)})
+    c = next(x for x in claims(cfg, ev, arms) if x.id == "tp.cft_gt_mixture.english-similar")
+    assert c.noise is not None and c.noise.seeds == (1, 2) and c.noise.df == 1
+    assert c.verdict == "inconclusive"  # the band turns a "holds" into inconclusive
+    assert "with seed noise [" in c.evidence() and "(2 seeds: 1, 2; df 1)" in c.evidence()
+    # a renamed copy is the same content and gets the same band; another size gets none
+    renamed = load_config(SHIPPED, ["name=my_copy"])
+    assert band_of(renamed) == band
+    other = load_config(SHIPPED, ["base.train.steps=7"])
+    assert band_of(other) is None
+    found = claims(other, ev, arms)
+    paper = [c for c in found if c.kind != "precondition" and not c.not_applicable]
+    assert {c.verdict for c in paper} == {"seed noise not measured"}
+    assert "seeds: [0, 1, 2]" in paper[0].reason
+
+
+def test_every_paper_claim_names_its_table_and_every_claim_its_design() -> None:
+    cfg, arms = _setup(SHIPPED)
+    found = claims(cfg, FakeEvidence({}), arms)
+    for c in found:
+        assert c.test_design in ("superiority", "non-inferiority"), c.statement
+        if c.kind == "paper":
+            assert re.search(r"Table|Figure|Section", c.source), c.statement
+    keep = next(c for c in found if c.id.startswith("tp.p2_keeps_ea."))
+    assert keep.test_design == "non-inferiority" and keep.margin == 0.05

@@ -163,7 +163,7 @@ def test_evidence_pools_each_models_seeds_and_claims_cover_them() -> None:
     similar = [c for c in found if c.statement.startswith("Phase 2 on a similar set")]
     assert len(similar) == 1 and "seeds and items" in similar[0].test
     # with several seeds the intervals cover the seeds: no seed-noise band applies
-    assert all(c.seed_band is None for c in found)
+    assert all(c.noise is None and not c.unmeasured for c in found)  # seeds cover themselves
 
 
 def test_seeds_are_paired_by_document_id_not_by_position() -> None:

@@ -225,7 +225,11 @@ def cmd_run(args: argparse.Namespace) -> int:
 
             skip_memory_checks()  # the training loop's own check before its first step too
     if state.is_main_process:
-        prepare_run_dir(run_dir, cfg, extra={"trust_remote_code": bool(args.trust_remote_code)})
+        from polymnesia.reports.measured import machine_info
+
+        # the machine each run ran on, for its measured-run record (docs/reports.md)
+        extra = {"trust_remote_code": bool(args.trust_remote_code), "machine": machine_info()}
+        prepare_run_dir(run_dir, cfg, extra=extra)
         if args.trust_remote_code:
             print("[polymnesia] trust_remote_code is ON for this run (recorded in run.json)")
         lock = file_lock(run_dir / ".lock", f"run folder {run_dir}")

@@ -38,10 +38,20 @@ class ExperimentConfig(StrictModel):
     )
     seed_noise_band: float | None = Field(
         None,
-        ge=0,
-        description="with one seed, a claim whose effect lies within this band of its boundary is "
-        "'within seed noise', not contradicted (default: the protocol's measured band)",
+        description="no longer read: a one-seed run is judged by the seed noise measured on "
+        "seeds of the same config (docs/reports.md, 'Seed noise'); setting it is an error",
     )
+
+    @field_validator("seed_noise_band")
+    @classmethod
+    def _no_hand_band(cls, v: float | None) -> float | None:
+        if v is not None:
+            raise ValueError(
+                "seed_noise_band is no longer read: a one-seed run is judged by the seed noise "
+                "measured on seeds of the same config; remove it, and measure the band with "
+                "seeds: [0, 1, 2] (docs/reports.md, 'Seed noise')"
+            )
+        return v
 
     @field_validator("seeds")
     @classmethod

@@ -14,29 +14,33 @@ records to each seed). With one seed they return the run's records as they are.
 
 With several seeds, intervals and paired tests cover seeds and test items together (item
 bootstrap variance plus the variance over seeds, Student t; :mod:`polymnesia.metrics.uncertainty`,
-chosen in :mod:`polymnesia.reports.evidence`). With one seed they cover the test items only, and a
-claim whose effect lies within the protocol's *seed-noise band* (:data:`SEED_NOISE_BANDS`,
-measured with 3 seeds at laptop scale; docs/<protocol>.md, "Seed noise") is not called
-contradicted (:func:`with_seed_band`, verdict "within seed noise").
+chosen in :mod:`polymnesia.reports.evidence`). With one seed they cover the test items only, and
+each claim is judged on its item interval widened by the seed noise of the config's own content
+(:func:`with_seed_band`): a :class:`BandRecord` (``seed_bands/*.json``, keyed by experiment and
+:func:`config_fingerprint`, written by ``scripts/measured_run.py --band`` from runs of the
+config's seeds) holds each claim's effect per seed, and the standard deviation comes from the
+seeds other than the one judged. A config without its own band gets none: its claims read "one
+seed, seed noise not measured".
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
-import math
-import re
+import statistics
 from abc import abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
-from polymnesia.errors import ConfigError, DataError
-from polymnesia.experiments.base import Experiment, ExperimentConfig
+from polymnesia.errors import ConfigError, DataError, PolymnesiaError
+from polymnesia.experiments.base import EXPERIMENTS, Experiment, ExperimentConfig
 from polymnesia.items import ItemSet, run_items
 from polymnesia.pipeline.stage import StageSpec
-from polymnesia.reports.claims import Claim
+from polymnesia.reports.claims import MEASURE_HINT, UNMEASURED, Claim, SeedNoise
 from polymnesia.reports.frame import RunTable
+from polymnesia.reports.measured import SET_ASIDE
 from polymnesia.results import Score, read_scores
 
 C = TypeVar("C", bound=ExperimentConfig)
@@ -45,156 +49,190 @@ C = TypeVar("C", bound=ExperimentConfig)
 SEED_TAG = ".seed"
 
 
-@dataclass(frozen=True)
-class SeedBand:
-    """A protocol's seed-noise band: how far a claim's effect moves with the training seed alone.
+#: the measured seed-noise bands: one JSON record per experiment and config content
+#: (:func:`config_fingerprint`), shipped as package data so an installed polymnesia reads them
+BANDS_DIR = Path(__file__).resolve().parent / "seed_bands"
+#: the band record format (bump when fields change meaning)
+BAND_VERSION = 1
 
-    ``per_claim`` is, for each claim tested in every seed, twice the standard deviation of
-    its effect over ``n_seeds`` training seeds (so a one-seed effect within that of the
-    claim's boundary can be seed noise); ``band`` is the largest of them. A claim the
-    measurement did not have gets no band. Measured on ``config`` at ``commit``
-    (``docs/runs/seed_noise_PROTOCOL.json``).
+
+@dataclass(frozen=True)
+class BandRecord:
+    """Per-seed effects of each claim of one config, measured on its own training seeds.
+
+    ``effects`` maps a claim id to ``{seed: effect}`` over the seeds where the claim was
+    tested; :meth:`noise` gives the standard deviation that judges one seed's claim, from the
+    *other* seeds (leave-one-out, so a seed is never judged by a band it helped measure).
+    ``experiment`` and ``fingerprint`` (:func:`config_fingerprint`: the config's content but
+    its seeds and name) say which runs it judges; ``config``, ``commit``, ``date`` and
+    ``source`` (the measured-run record it was taken from) say where it comes from.
     """
 
-    band: float
-    n_seeds: int
+    experiment: str
+    fingerprint: str
     config: str
     commit: str
     date: str
-    per_claim: Mapping[str, float] = field(default_factory=dict)
+    source: str
+    effects: Mapping[str, Mapping[int, float]]
+    statements: Mapping[str, str] = field(default_factory=dict)
 
-    def of(self, statement: str) -> float | None:
-        """The band of the claim ``statement`` (None for one not measured); numbers in it (a
-        LoRA rank, a count) do not matter, so a smoke run's bands serve the default config."""
-        return self.per_claim.get(claim_key(statement))
+    @property
+    def seeds(self) -> list[int]:
+        return sorted({s for per in self.effects.values() for s in per})
 
+    def noise(self, claim_id: str, seed: int) -> SeedNoise | None:
+        """The seed noise of claim ``claim_id`` for a run of training seed ``seed``: the
+        sample standard deviation of its effect over the band's seeds other than ``seed``
+        (None when fewer than two remain or the claim was not measured)."""
+        per = self.effects.get(claim_id, {})
+        others = sorted(s for s in per if s != seed)
+        if len(others) < 2:
+            return None
+        sd = statistics.stdev([per[s] for s in others])
+        return SeedNoise(sd, tuple(others), f"{self.config} at {self.commit[:7]}")
 
-#: measured seed-noise bands (docs/<protocol>.md, "Seed noise"; tests/reports/test_measured_runs.py
-#: checks them against docs/runs/seed_noise_PROTOCOL.json); a protocol missing here has no
-#: measured band, and a config's ``seed_noise_band`` sets one for every claim
-SEED_NOISE_BANDS: dict[str, SeedBand] = {
-    "active_forgetting": SeedBand(
-        band=0.0976,
-        n_seeds=3,
-        config="configs/active_forgetting_smoke.yaml",
-        commit="1c6073acf0fdc109d0b0b8910143392abe176b04",
-        date="2026-11-26",
-        per_claim={
-            "AFA has lower bits_per_byte than Baseline (all languages)": 0.0266,
-            "AFA has lower bits_per_byte than BA (all languages)": 0.008,
-            "BA has higher bits_per_byte than Baseline on the 'other' languages (vocabulary "
-            "expansion hurts languages it did not add)": 0.0342,
-            "AFA has lower self-similarity (more isotropic) than Baseline": 0.0716,
-            "AFA has lower self-similarity (more isotropic) than BA": 0.0976,
-        },
-    ),
-    "lifelong": SeedBand(
-        band=0.4422,
-        n_seeds=3,
-        config="configs/lifelong_baselines.yaml",
-        commit="562c8e45f224b0e267196298a4a0a717f9384125",
-        date="2026-11-26",
-        per_claim={
-            "VANILLA forgets: CBT < #": 0.2416,
-            "L#-SP forgets less than VANILLA (higher CBT)": 0.2688,
-            "EWC forgets less than VANILLA (higher CBT)": 0.133,
-            "LwF forgets less than VANILLA (higher CBT)": 0.4422,
-            "MERGE forgets less than VANILLA (higher CBT)": 0.3532,
-            "REPLAY forgets less than VANILLA (higher CBT)": 0.2078,
-            "non-Latin scripts are more fragile receivers than Latin ones (VANILLA, mean MBT)": (
-                0.1426
-            ),
-            "Latin scripts are stronger donors than non-Latin ones (VANILLA, mean MFT)": 0.065,
-        },
-    ),
-    "two_phase": SeedBand(
-        band=0.0484,
-        n_seeds=3,
-        config="configs/two_phase_smoke.yaml",
-        commit="519d896889e5d470871f7b735e1ace8c34b890ea",
-        date="2026-11-26",
-        per_claim={
-            "Phase # on english teaches the English tasks (EA above the base)": 0.0484,
-            "CFT beats the mixture (english -> similar), mean of EA and MA": 0.0,
-            "Phase # on a similar set keeps English ability, within the margin of #.# "
-            "(english -> similar)": 0.0,
-            "CFT beats the mixture (english -> dissimilar), mean of EA and MA": 0.0,
-            "Phase # on a dissimilar set loses English ability (english -> dissimilar)": 0.0484,
-            "LoRA gains less multilingual ability than full CFT": 0.0484,
-        },
-    ),
-}
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "version": BAND_VERSION,
+            "experiment": self.experiment,
+            "fingerprint": self.fingerprint,
+            "config": self.config,
+            "commit": self.commit,
+            "date": self.date,
+            "source": self.source,
+            "claims": {
+                cid: {
+                    "statement": self.statements.get(cid, ""),
+                    "effects": {str(s): e for s, e in sorted(per.items())},
+                }
+                for cid, per in sorted(self.effects.items())
+            },
+        }
 
-
-#: bands measured on one shipped config at its own size, keyed by protocol and config name: a
-#: run of a config of that name is judged by its own band rather than the protocol's, which
-#: may come from a config of another size (a smoke config's seed noise may be wider or narrower)
-CONFIG_SEED_NOISE_BANDS: dict[tuple[str, str], SeedBand] = {
-    ("active_forgetting", "active_forgetting"): SeedBand(
-        band=0.2092,
-        n_seeds=3,
-        config="configs/active_forgetting.yaml",
-        commit="1c6073acf0fdc109d0b0b8910143392abe176b04",
-        date="2026-11-26",
-        per_claim={
-            "AFA has lower bits_per_byte than Baseline (all languages)": 0.0578,
-            "AFA has lower bits_per_byte than BA (all languages)": 0.0346,
-            "BA has higher bits_per_byte than Baseline on the 'other' languages (vocabulary "
-            "expansion hurts languages it did not add)": 0.2092,
-            "AFA has lower self-similarity (more isotropic) than Baseline": 0.0144,
-            "AFA has lower self-similarity (more isotropic) than BA": 0.011,
-        },
-    ),
-    ("lifelong", "lifelong"): SeedBand(
-        band=0.041,
-        n_seeds=3,
-        config="configs/lifelong.yaml",
-        commit="69014532cb9289305c1b6a9f9321506b338b8148",
-        date="2026-11-26",
-        per_claim={
-            "MULTI has the best final score of all methods": 0.0168,
-            "VANILLA forgets: CBT < #": 0.0186,
-            "non-Latin scripts are more fragile receivers than Latin ones (VANILLA, mean MBT)": (
-                0.0136
-            ),
-            "Latin scripts are stronger donors than non-Latin ones (VANILLA, mean MFT)": 0.041,
-        },
-    ),
-    ("two_phase", "two_phase"): SeedBand(
-        band=0.2132,
-        n_seeds=3,
-        config="configs/two_phase.yaml",
-        commit="69014532cb9289305c1b6a9f9321506b338b8148",
-        date="2026-11-26",
-        per_claim={
-            "Phase # on english teaches the English tasks (EA above the base)": 0.0722,
-            "CFT beats the mixture (english -> similar), mean of EA and MA": 0.0948,
-            "Phase # on a similar set keeps English ability, within the margin of #.# "
-            "(english -> similar)": 0.2118,
-            "CFT beats the mixture (english -> dissimilar), mean of EA and MA": 0.0326,
-            "Phase # on a dissimilar set loses English ability (english -> dissimilar)": 0.0906,
-            "GR_# keeps English ability better than plain CFT": 0.2132,
-            "ER_# keeps English ability better than plain CFT": 0.0062,
-            "LF_H# keeps English ability better than plain CFT": 0.002,
-            "Spectrum keeps English ability better than plain CFT": 0.0128,
-            "LoRA keeps English ability better than plain CFT": 0.1442,
-            "LoRA gains less multilingual ability than full CFT": 0.025,
-        },
-    ),
-}
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any], where: str = "") -> BandRecord:
+        try:
+            if data.get("version") != BAND_VERSION:
+                raise DataError(
+                    f"{where}: band record version {data.get('version')}, expected {BAND_VERSION}"
+                )
+            claims = data["claims"]
+            return cls(
+                experiment=str(data["experiment"]),
+                fingerprint=str(data["fingerprint"]),
+                config=str(data["config"]),
+                commit=str(data["commit"]),
+                date=str(data["date"]),
+                source=str(data.get("source", "")),
+                effects={
+                    cid: {int(s): float(e) for s, e in c["effects"].items()}
+                    for cid, c in claims.items()
+                },
+                statements={cid: str(c.get("statement", "")) for cid, c in claims.items()},
+            )
+        except (KeyError, TypeError, ValueError, AttributeError) as e:
+            raise DataError(
+                f"{where}: not a seed-noise band record ({e!r}); expected experiment, "
+                "fingerprint, config, commit, date and claims {id: {effects: {seed: effect}}}"
+            ) from None
 
 
-def measured_band(cfg: ExperimentConfig) -> SeedBand | None:
-    """The measured seed-noise band that judges ``cfg``'s one-seed claims: the band measured
-    on a config of its name (:data:`CONFIG_SEED_NOISE_BANDS`), else its protocol's."""
-    return CONFIG_SEED_NOISE_BANDS.get((cfg.experiment, cfg.name)) or SEED_NOISE_BANDS.get(
-        cfg.experiment
+def band_path(experiment: str, fingerprint: str, directory: Path | None = None) -> Path:
+    """Where the band record of ``experiment`` at config content ``fingerprint`` lives."""
+    return (directory or BANDS_DIR) / f"{experiment}-{fingerprint[:16]}.json"
+
+
+def read_bands(directory: Path | None = None) -> list[BandRecord]:
+    """Every band record of ``directory`` (default: the shipped ones)."""
+    where = directory or BANDS_DIR
+    out = []
+    for path in sorted(where.glob("*.json")):
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+            raise DataError(f"{path}: not a seed-noise band record ({e})") from None
+        out.append(BandRecord.from_json(data, str(path)))
+    return out
+
+
+def write_band(record: BandRecord, directory: Path | None = None) -> Path:
+    """Write ``record`` where :func:`band_of` finds it; returns its path."""
+    path = band_path(record.experiment, record.fingerprint, directory)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    text = json.dumps(record.to_json(), indent=1, ensure_ascii=False) + "\n"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def config_fingerprint(cfg: ExperimentConfig) -> str:
+    """The fingerprint of a config's content but its seeds and name: the sha256 of the sorted
+    cache fingerprints (:meth:`~polymnesia.pipeline.stage.StageSpec.fingerprint`) of the
+    stages its protocol builds for one training seed, seed 0 (the seed sits in those stages'
+    parameters; nothing else of a seed does). Two configs with the same
+    fingerprint train and evaluate the same models at the same size (a renamed copy has its
+    original's; a change of size, steps or data does not), and what only changes how results
+    are shown is left out, as it is of the stages."""
+    # a protocol that trains its seeds inside one pipeline (lf_mlf) reads seeds: give it [0]
+    one = cfg.model_copy(update={"seed": 0, "seeds": [0] if cfg.seeds else None, "name": "_"})
+    specs = EXPERIMENTS.get(cfg.experiment).build(one)
+    blob = json.dumps(sorted(_fingerprints(list(specs), {})))
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+def band_from_record(record: Mapping[str, Any], cfg: ExperimentConfig) -> BandRecord:
+    """The seed-noise band record of a measured-run record
+    (:func:`polymnesia.reports.measured.record_runs`) of ``cfg``'s one-seed runs: each
+    claim's effect per seed, keyed by its id, over the seeds where it was tested (a
+    precondition, a claim set aside or one without an id is left out; a claim tested in
+    fewer than two seeds too). ``cfg`` is the config the runs ran (its fingerprint keys the
+    band)."""
+    effects: dict[str, dict[int, float]] = {}
+    statements: dict[str, str] = {}
+    for run in record["runs"]:
+        seed = run["seed"]
+        if not isinstance(seed, int):
+            raise DataError(
+                f"run of seeds {seed} trains them inside one pipeline: its claims are already "
+                "judged over them and give no per-seed effects for a band"
+            )
+        for c in run["claims"]:
+            if not c.get("id") or c.get("kind") == "precondition" or c["effect"] is None:
+                continue
+            if c["verdict"] in SET_ASIDE:  # its effect measures nothing
+                continue
+            effects.setdefault(c["id"], {})[seed] = c["effect"]
+            statements[c["id"]] = c["claim"]
+    effects = {k: v for k, v in effects.items() if len(v) >= 2}
+    if not effects:
+        raise DataError(
+            f"{record['name']}: no claim with an id was tested in two or more seeds; record "
+            "runs of seeds: [0, 1, 2] made since claims.csv has an id column"
+        )
+    return BandRecord(
+        experiment=cfg.experiment,
+        fingerprint=config_fingerprint(cfg),
+        config=record["config"],
+        commit=record["commit"],
+        date=record["date"],
+        source=f"docs/runs/{record['name']}.json",
+        effects=effects,
+        statements=statements,
     )
 
 
-def claim_key(statement: str) -> str:
-    """A claim's statement with every number replaced by ``#`` (the key of its band)."""
-    return re.sub(r"\d+", "#", statement)
+def band_of(cfg: ExperimentConfig, directory: Path | None = None) -> BandRecord | None:
+    """The band record measured on seeds of ``cfg``'s own content (same experiment and
+    :func:`config_fingerprint`), or None: a config without its own band gets none (a band of
+    another size or another config never stands in)."""
+    try:
+        fingerprint = config_fingerprint(cfg)
+    except PolymnesiaError:  # its stages cannot be built here (an online task offline, say)
+        return None
+    for record in read_bands(directory):
+        if record.experiment == cfg.experiment and record.fingerprint == fingerprint:
+            return record
+    return None
 
 
 def seed_list(cfg: ExperimentConfig) -> list[int]:
@@ -339,31 +377,37 @@ def _tag_seeds(
     return out
 
 
-def seed_band(cfg: ExperimentConfig) -> float | None:
-    """The seed-noise band of ``cfg``'s claims: the config's ``seed_noise_band``, else the
-    largest of its measured band (:func:`measured_band`; claims measured alone get their
-    own), else None."""
-    if cfg.seed_noise_band is not None:
-        return cfg.seed_noise_band
-    measured = measured_band(cfg)
-    return measured.band if measured else None
-
-
-def with_seed_band(claims: Sequence[Claim], cfg: ExperimentConfig) -> list[Claim]:
-    """The claims carrying the seed-noise band when the run has one seed (with several, the
-    intervals cover the seeds themselves and no band applies)."""
-    if len(seed_list(cfg)) > 1:
+def with_seed_band(
+    claims: Sequence[Claim], cfg: ExperimentConfig, band: BandRecord | None | bool = True
+) -> list[Claim]:
+    """The claims as a one-seed run judges them (with several seeds, the intervals cover the
+    seeds themselves and they are returned as they are): each claim measured in the config's
+    band record (:func:`band_of`, or ``band`` when given; ``False``: none) carries its seed
+    noise from the seeds other than this run's (:meth:`BandRecord.noise`); any other reads
+    "one seed, seed noise not measured". Preconditions are checks of this run's own arms and
+    carry no band."""
+    seeds = seed_list(cfg)
+    if len(seeds) > 1:
         return list(claims)
-    if cfg.seed_noise_band is not None:
-        return [replace(c, seed_band=cfg.seed_noise_band) for c in claims]
-    measured = measured_band(cfg)
-    if measured is None:
-        return list(claims)
-    return [replace(c, seed_band=measured.of(c.statement)) for c in claims]
+    record = band_of(cfg) if band is True else (band or None)
+    out = []
+    for c in claims:
+        if c.kind == "precondition":
+            out.append(c)
+            continue
+        noise = record.noise(c.id, seeds[0]) if record is not None and c.id else None
+        if noise is None:
+            out.append(replace(c, noise=None, unmeasured=f"{UNMEASURED}; {MEASURE_HINT}"))
+        else:
+            out.append(replace(c, noise=noise, unmeasured=""))
+    return out
 
 
-def variance_note(cfg: ExperimentConfig) -> str:
-    """One paragraph: which sources of variance the report's intervals cover."""
+def variance_note(
+    cfg: ExperimentConfig, band: BandRecord | None | bool = True, *, claims: bool = True
+) -> str:
+    """One paragraph: which sources of variance the report's intervals cover, and (``claims``:
+    for a report that judges claims) the seed noise its one-seed claims are judged with."""
     seeds = seed_list(cfg)
     if len(seeds) > 1:
         return (
@@ -378,22 +422,25 @@ def variance_note(cfg: ExperimentConfig) -> str:
         f"Intervals cover test items only: this run has one training seed ({seeds[0]}), so "
         "they leave out how much a result moves with the seed."
     )
-    measured = measured_band(cfg)
-    if cfg.seed_noise_band is not None:
-        band = f"±{_fmt(cfg.seed_noise_band)} for every claim (the config's seed_noise_band)"
-    elif measured is not None:
-        band = (
-            f"each measured claim's own, up to ±{_fmt(measured.band)} (twice the standard "
-            f"deviation of its effect over {measured.n_seeds} seeds of {measured.config} at "
-            f"commit {measured.commit[:7]}, {measured.date}; a claim not measured has none)"
+    if not claims:
+        return text
+    record = band_of(cfg) if band is True else (band or None)
+    if record is None:
+        try:
+            content = f"fingerprint {config_fingerprint(cfg)[:12]}"
+        except PolymnesiaError as e:
+            content = f"not fingerprinted here: {e}"
+        return text + (
+            " No seed noise is measured for this config's content (experiment "
+            f"{cfg.experiment}, {content}), so its claims read "
+            f"'{UNMEASURED}': {MEASURE_HINT}, then record the band (docs/reports.md, \"Seed "
+            'noise").'
         )
-    else:
-        return text + " No seed-noise band is measured for this protocol."
+    measured = ", ".join(str(s) for s in record.seeds)
     return text + (
-        f" Seed-noise band: {band}; a claim contradicted by an effect within its band of the "
-        "boundary is reported as within seed noise."
+        f" Seed noise: measured on seeds {measured} of {record.config} (this config's content) "
+        f"at commit {record.commit[:7]}, {record.date}; each claim is judged on its item interval "
+        "widened by the standard deviation of its effect over the measured seeds other than "
+        f"seed {seeds[0]} (df: those seeds less one, shown beside each band), Student t; a claim "
+        f"missing from the band reads '{UNMEASURED}'."
     )
-
-
-def _fmt(x: float) -> str:
-    return f"{x:.3g}" if math.isfinite(x) else "–"

@@ -76,6 +76,7 @@ class Interval:
     n: int
     level: float = DEFAULT_LEVEL
     method: str = ""
+    df: float | None = None
 
     @property
     def half_width(self) -> float:
@@ -109,6 +110,7 @@ class PairedTest:
     method: str
     level: float = DEFAULT_LEVEL
     n_resamples: int | None = None
+    df: float | None = None
 
     @property
     def interval(self) -> Interval:

@@ -11,8 +11,12 @@ block differs from its record's rendering or quotes a number its record does not
 (:func:`unheld`).
 
 With several seeds the record holds each seed's numbers and, per claim (or table cell), the
-standard deviation over seeds; the *seed-noise band* is twice the largest of them (see
-:mod:`polymnesia.experiments.seeds`). A run that pools the seeds in one report (``seeds:
+standard deviation over seeds; the printed *seed-noise band* is twice the largest of them, a
+summary: one-seed verdicts read the per-claim band records that
+:func:`polymnesia.experiments.seeds.band_from_record` makes from a record
+(:mod:`polymnesia.experiments.seeds`). Each claim keeps its id, kind, raw and adjusted p,
+df, design and the band its verdict used (:data:`CLAIM_FIELDS`), and each run the machine
+it ran on (:func:`run_machine`). A run that pools the seeds in one report (``seeds:
 [..]``, every stage reused from the seeds' runs) can be recorded beside them (``pooled``):
 its claims, judged over seeds and items together, are what a reader takes as the verdicts.
 """
@@ -27,6 +31,7 @@ import platform
 import re
 import statistics
 from collections.abc import Mapping, Sequence
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -56,9 +61,44 @@ def parse_gnu_time(path: Path) -> tuple[float, float]:
     return seconds, int(rss.group(1)) / 1024
 
 
+#: the claims.csv columns a record keeps beside the effect (record key -> column); a column an
+#: older claims.csv lacks is recorded as None
+CLAIM_FIELDS = {
+    "id": "id",
+    "kind": "Kind",
+    "p": "p",
+    "p_adjusted": "p (Holm)",
+    "df": "df",
+    "design": "Design",
+    "band": "Seed noise",
+}
+
+
+def _p_of(text: str | None) -> float | None:
+    """A shown p ("0.041", "< 0.001", "–") as a number (``< 0.001`` as 0.001, an upper bound)."""
+    if text is None:
+        return None
+    text = text.strip().lstrip("<").strip()
+    try:
+        return _float(text)
+    except ValueError:
+        return None
+
+
+def _df_of(text: str | None) -> float | None:
+    """A shown df ("2.2", "∞") as a number (∞ as None: a normal or bootstrap interval)."""
+    if text is None or text.strip() in ("", "∞", "–"):
+        return None
+    try:
+        return _float(text)
+    except ValueError:
+        return None
+
+
 def read_claims(run_dir: Path) -> list[dict[str, Any]]:
     """The claims of a run folder's ``results/claims.csv``: statement, verdict, effect, interval,
-    n.
+    n, and (:data:`CLAIM_FIELDS`) the claim's id, kind (paper, extension, precondition), raw
+    and adjusted p, the df of the interval judged, the design and the seed-noise band used.
     """
     path = run_dir / "results" / "claims.csv"
     if not path.is_file():
@@ -67,16 +107,24 @@ def read_claims(run_dir: Path) -> list[dict[str, Any]]:
     with path.open(encoding="utf-8") as f:
         for row in csv.DictReader(f):
             m = _EFFECT.search(row.get("Effect [95% CI]", ""))
-            out.append(
-                {
-                    "claim": row["Claim (paper)"],
-                    "verdict": row["Verdict"].split(" ", 1)[-1].split(":")[0],
-                    "effect": _float(m.group(1)) if m else None,
-                    "low": _float(m.group(2)) if m else None,
-                    "high": _float(m.group(3)) if m else None,
-                    "n": int(row["n"]) if row.get("n", "").isdigit() else None,
-                }
-            )
+            claim: dict[str, Any] = {
+                "claim": row["Claim (paper)"],
+                "verdict": row["Verdict"].split(" ", 1)[-1].split(":")[0],
+                "effect": _float(m.group(1)) if m else None,
+                "low": _float(m.group(2)) if m else None,
+                "high": _float(m.group(3)) if m else None,
+                "n": int(row["n"]) if row.get("n", "").isdigit() else None,
+            }
+            if "id" in row:  # written since claims had ids: keep what the verdict used
+                for key, column in CLAIM_FIELDS.items():
+                    value = row.get(column)
+                    if key in ("p", "p_adjusted"):
+                        claim[key] = _p_of(value)
+                    elif key == "df":
+                        claim[key] = _df_of(value)
+                    else:
+                        claim[key] = value or None
+            out.append(claim)
     return out
 
 
@@ -120,6 +168,54 @@ def _machine(machine: str | None) -> str:
     return f"{platform.system()} {platform.machine()}, {os.cpu_count()} CPU cores"
 
 
+def _cpu_model() -> str:
+    """The CPU's model name (``/proc/cpuinfo`` on Linux, else what :mod:`platform` knows)."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text(encoding="utf-8").splitlines():
+            if line.lower().startswith(("model name", "hardware", "processor\t: ")):
+                name = line.split(":", 1)[1].strip()
+                if name and not name.isdigit():
+                    return name
+    except OSError:
+        pass
+    return platform.processor() or platform.machine() or "unknown"
+
+
+def _version(package: str) -> str | None:
+    try:
+        return metadata.version(package)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def machine_info() -> dict[str, Any]:
+    """What this machine is, as a run records it: CPU model and cores, system, Python, and
+    the torch, transformers and numpy versions (None when one is not installed)."""
+    return {
+        "cpu": _cpu_model(),
+        "cpu_cores": os.cpu_count(),
+        "system": f"{platform.system()} {platform.release()} {platform.machine()}",
+        "python": platform.python_version(),
+        "torch": _version("torch"),
+        "transformers": _version("transformers"),
+        "numpy": _version("numpy"),
+    }
+
+
+def run_machine(run_dir: Path) -> dict[str, Any]:
+    """The machine a run folder's last ``polymnesia run`` ran on (``run.json``'s ``machine``),
+    else this machine's, marked ``"from": "recorder"`` (the record was made elsewhere than
+    the run, maybe)."""
+    try:
+        data = json.loads((run_dir / "run.json").read_text(encoding="utf-8"))
+        found = data.get("machine") if isinstance(data, dict) else None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        found = None
+    if isinstance(found, dict):
+        return {**found, "from": "run.json"}
+    return {**machine_info(), "from": "recorder"}
+
+
 def record_runs(
     name: str,
     config: str,
@@ -151,6 +247,7 @@ def record_runs(
                 "peak_rss_mb": None if rss is None else round(rss),
                 "claims": read_claims(run_dir),
                 "table": read_table(run_dir, table) if table else [],
+                "machine": run_machine(run_dir),
             }
         )
     record: dict[str, Any] = {
@@ -263,6 +360,14 @@ def render(record: Mapping[str, Any]) -> str:
     for r in runs:
         rss = "not recorded" if r["peak_rss_mb"] is None else f"{r['peak_rss_mb']} MB"
         lines.append(f"| {_seeds_of(r['seed'])} | {_duration(r['wall_s'])} | {rss} |")
+    machines = [(r["seed"], r["machine"]) for r in runs if isinstance(r.get("machine"), dict)]
+    if machines:
+        head = "| seed | CPU | Python | torch | transformers | numpy |"
+        lines += ["", head, "|---|---|---|---|---|---|"]
+        for seed, m in machines:
+            cells = [m.get(k) or "–" for k in ("python", "torch", "transformers", "numpy")]
+            cpu = f"{m.get('cpu') or '–'}, {m.get('cpu_cores') or '–'} cores"
+            lines.append(f"| {_seeds_of(seed)} | {cpu} | {' | '.join(map(str, cells))} |")
     spread = record["spread"]
     if any(r["claims"] for r in runs):
         head = " | ".join(seed_label(r["seed"]) for r in runs)

@@ -64,8 +64,9 @@ table.claims-table { width: 100%; table-layout: fixed; }
 .claims th, .claims td {
   white-space: normal; text-align: left; vertical-align: top; overflow-wrap: anywhere;
 }
-.claims col.c0 { width: 2.8em; } .claims col.c1 { width: 25%; } .claims col.c2 { width: 16%; }
-.claims col.c3 { width: 20%; } .claims col.c4 { width: 6.2em; } .claims col.c5 { width: 4.2em; }
+.claims col.c0 { width: 2.8em; } .claims col.c1 { width: 23%; } .claims col.c2 { width: 15%; }
+.claims col.c3 { width: 20%; } .claims col.c4 { width: 5.6em; } .claims col.c5 { width: 5.6em; }
+.claims col.c6 { width: 4.2em; } .claims p.block { font-weight: 600; margin: 1em 0 0.3em; }
 .claims td:first-child, .claims td.n, .claims td.p, .claims .num,
 .claims .nw { white-space: nowrap; }
 .claims td.effect .label, .claims td.effect .margin, .claims td.verdict .why { display: block; }

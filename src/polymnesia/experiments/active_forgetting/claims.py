@@ -44,9 +44,10 @@ from polymnesia.reports.claims import (
     Claim,
     baseline_table,
     claim_from_test,
-    claims_table,
+    claims_block_table,
     learned_arms_of,
     rests_on,
+    slug,
 )
 from polymnesia.reports.evidence import arm_difference, arm_score, item_baselines
 from polymnesia.reports.table_core import Table
@@ -56,7 +57,7 @@ SOURCE = "Aggarwal et al. 2024"
 #: (metric, task of its items, words for the statement, table in the paper)
 DOWNSTREAM = (
     ("chrf", "translation", "chrF", "Table 3"),
-    ("accuracy", "genre", "genre accuracy", "downstream"),
+    ("accuracy", "genre", "genre accuracy", "Tables 7-11 (downstream; genre stands in)"),
 )
 #: why a downstream claim is not testable, per task: its arm fell short of what the task needs
 SHORT_OF = {
@@ -97,7 +98,15 @@ def paper_claims(
     out: list[Claim] = []
 
     def add(
-        statement: str, sign: int, metric: str, task: str, a: str, b: str, src: str, **w: Any
+        cid: str,
+        statement: str,
+        sign: int,
+        metric: str,
+        task: str,
+        a: str,
+        b: str,
+        src: str,
+        **w: Any,
     ) -> None:
         if not any(s.metric == metric and s.task == task and s.model in (a, b) for s in scores):
             return
@@ -108,12 +117,14 @@ def paper_claims(
             test,
             effect_label=f"{metric}: {a} − {b}",
             source=f"{SOURCE}, {src}",
+            id=f"af.{cid}" + (f".{slug(size)}" if size is not None else ""),
         )
         why = SHORT_OF.get(task)
         out.append(rests_on(c, [a, b], (ok or {}).get(task, {}), why) if why else c)
 
     for other in ("Baseline", "BA"):
         add(
+            f"lm.afa_lt_{slug(other)}",
             f"AFA has lower {headline} than {other} (all languages)",
             -1,
             headline,
@@ -124,6 +135,7 @@ def paper_claims(
         )
     if groups.get("other"):
         add(
+            "lm.ba_gt_baseline_other",
             f"BA has higher {headline} than Baseline on the 'other' languages (vocabulary "
             "expansion hurts languages it did not add)",
             +1,
@@ -136,6 +148,7 @@ def paper_claims(
         )
     for other in ("Baseline", "BA"):
         add(
+            f"isotropy.afa_lt_{slug(other)}",
             f"AFA has lower self-similarity (more isotropic) than {other}",
             -1,
             "self_similarity_adjusted",
@@ -146,7 +159,16 @@ def paper_claims(
         )
     for metric, task, words, src in DOWNSTREAM:
         for other in ("BA", "Baseline"):
-            add(f"AFA has higher {words} than {other}", +1, metric, task, "AFA", other, src)
+            add(
+                f"{slug(metric)}.afa_gt_{slug(other)}",
+                f"AFA has higher {words} than {other}",
+                +1,
+                metric,
+                task,
+                "AFA",
+                other,
+                src,
+            )
     return out
 
 
@@ -269,6 +291,8 @@ def floor_claims(
             +1,
             test,
             effect_label="chrF − floor",
+            id=f"af.floor.{slug(arm)}" + (f".{slug(size)}" if size is not None else ""),
+            kind="precondition",
         )
     return out
 
@@ -279,8 +303,7 @@ def _chrf(s: ItemSet, column: str) -> Any:
 
 def floor_table(claims: Sequence[Claim]) -> Table:
     """The translation-floor checks as a table (``translation_floor.csv``)."""
-    t = claims_table(claims)
-    t.columns[1] = "Check"
+    t = claims_block_table(claims, "Check")
     t.name = "translation_floor"
     t.title = "Did the models translate? chrF against the floor of unrelated references"
     t.caption = (

@@ -29,7 +29,7 @@ def write_report(cfg: LanguageModelingConfig, run_dir: Path) -> Path:
             if len(seeds) == 1
             else ""
         )
-        + variance_note(cfg)
+        + variance_note(cfg, claims=False)
     )
     rep.heading("Results", 2)
     lm_tables(

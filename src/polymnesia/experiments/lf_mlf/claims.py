@@ -35,15 +35,19 @@ from polymnesia.metrics.uncertainty import Interval
 from polymnesia.reports.claims import (
     Baselines,
     Claim,
+    Kind,
     claim_from_test,
     learned_arms_of,
     rests_on,
+    slug,
 )
 from polymnesia.reports.evidence import arm_difference, arm_score, item_baselines
 from polymnesia.results import Score, filter_scores
 from polymnesia.tasks.kinds import secondary_metrics
 
 SOURCE = "Mao et al. 2022"
+#: methods paper 003 does not run: LF-MLF against them is an extension, judged apart
+NOT_IN_PAPER = ("MGDA",)
 
 
 def _has(scores: Sequence[Score], model: str, **where: Any) -> bool:
@@ -60,6 +64,8 @@ def _claim(
     b: str,
     source: str,
     label: str,
+    cid: str,
+    kind: Kind = "paper",
     **where: Any,
 ) -> Claim | None:
     if not (_has(scores, a, metric=metric, **where) and _has(scores, b, metric=metric, **where)):
@@ -68,7 +74,9 @@ def _claim(
         test = arm_difference(scores, items, metric, a, b, **where)
     except DataError:
         return None
-    return claim_from_test(statement, sign, test, effect_label=label, source=source)
+    return claim_from_test(
+        statement, sign, test, effect_label=label, source=source, id=cid, kind=kind
+    )
 
 
 def zero_shot_claims(
@@ -91,8 +99,10 @@ def zero_shot_claims(
             metric,
             REFERENCE,
             other,
-            f"{SOURCE}, Tables 1-3",
+            f"{SOURCE}, Tables 1-3" + (" (no MGDA there)" if other in NOT_IN_PAPER else ""),
             f"{metric}(LF-MLF) − {metric}({other})",
+            f"lfmlf.{slug(task.name)}.zero_shot_gt.{slug(other)}",
+            "extension" if other in NOT_IN_PAPER else "paper",
             **where,
         )
         if c:
@@ -151,8 +161,11 @@ def forgetting_claims(
                     loss,
                     other,
                     REFERENCE,
-                    f"{SOURCE}, Section 3 (the aim; not measured in the paper)",
+                    f"{SOURCE}, Section 3 (the aim; not measured in the paper)"
+                    + ("; no MGDA there" if other in NOT_IN_PAPER else ""),
                     f"F_p({other}) − F_p(LF-MLF)",
+                    f"lfmlf.{slug(task)}.{loss}_lt.{slug(other)}",
+                    "extension" if other in NOT_IN_PAPER else "paper",
                     **where,
                 )
                 if c:
@@ -180,6 +193,7 @@ def _above_uniform(
             "Uniform-MLF",
             f"{SOURCE}, {source}",
             f"{metric}(LF-MLF) − {metric}(Uniform-MLF)",
+            f"lfmlf.{slug(task.name)}.{slug(setting)}.zero_shot_gt.uniform_mlf",
             group="target",
             setting=setting,
             task=task.name,

@@ -30,6 +30,7 @@ from polymnesia.experiments.lf_mlf.claims import (
 )
 from polymnesia.experiments.lf_mlf.config import REFERENCE, LFMLFConfig, TaskSection, label_of
 from polymnesia.experiments.reporting import training_curves
+from polymnesia.experiments.seeds import with_seed_band
 from polymnesia.metrics.lm import forgetting
 from polymnesia.metrics.stats import (
     default_blocks,
@@ -37,7 +38,13 @@ from polymnesia.metrics.stats import (
     significance_marks,
 )
 from polymnesia.reports.cd_diagram import plot_cd_diagram
-from polymnesia.reports.claims import baseline_table, claims_table, p_text, trivial_table
+from polymnesia.reports.claims import (
+    baseline_table,
+    claims_table,
+    correct,
+    p_text,
+    trivial_table,
+)
 from polymnesia.reports.frame import load_run
 from polymnesia.reports.plots import heatmap, line_plot
 from polymnesia.reports.render import Report
@@ -434,7 +441,7 @@ def write_report(cfg: LFMLFConfig, run_dir: Path) -> Path:
     scores, items = forgetting_by_task(cfg, run.scores(), run.items())
     rep = Report(f"{cfg.name}: multi-lingual fine-tuning with per-language gradients (paper 003)")
     rep.paragraph(_setup(cfg))
-    claims = all_claims(cfg, scores, items)
+    claims = correct(with_seed_band(all_claims(cfg, scores, items), cfg))
     if claims:
         rep.claims(claims)
         write_table(run_dir / "results", claims_table(claims))

@@ -10,9 +10,9 @@ from matplotlib.figure import Figure
 from polymnesia.experiments.new_token_init.claims import REFERENCE, Cell, Evidence, claims
 from polymnesia.experiments.new_token_init.config import NewTokenInitConfig
 from polymnesia.experiments.reporting import training_curves
-from polymnesia.experiments.seeds import variance_note
+from polymnesia.experiments.seeds import variance_note, with_seed_band
 from polymnesia.items import ItemSet, run_items
-from polymnesia.reports.claims import claims_table, format_p
+from polymnesia.reports.claims import claims_table, correct, format_p
 from polymnesia.reports.plots import save_figure
 from polymnesia.reports.render import Report
 from polymnesia.reports.table_core import Estimate, Table, write_table
@@ -171,7 +171,7 @@ def write_report(cfg: NewTokenInitConfig, run_dir: Path) -> Path:
     )
     rep.paragraph(variance_note(cfg))
     af, standard = _bases(cfg)
-    found = claims(ev, cfg.groups.adapting, af, standard)
+    found = correct(with_seed_band(claims(ev, cfg.groups.adapting, af, standard), cfg))
     results = run_dir / "results"
     if found:
         rep.claims(found, "Claims at this scale")
