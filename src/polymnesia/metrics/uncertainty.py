@@ -114,7 +114,9 @@ class PairedTest:
 
     @property
     def interval(self) -> Interval:
-        return Interval(self.effect, self.low, self.high, self.n, self.level, self.method)
+        return Interval(
+            self.effect, self.low, self.high, self.n, self.level, self.method, df=self.df
+        )
 
 
 @dataclass(frozen=True, eq=False)
@@ -442,7 +444,7 @@ def seed_interval(values: npt.ArrayLike, level: float = DEFAULT_LEVEL) -> Interv
     if k < 2:
         return Interval(m, math.nan, math.nan, k, level, "one seed: no spread")
     half = float(stats.t.ppf((1 + level) / 2, k - 1) * np.std(x, ddof=1) / math.sqrt(k))
-    return Interval(m, m - half, m + half, k, level, f"t-interval over {k} seeds")
+    return Interval(m, m - half, m + half, k, level, f"t-interval over {k} seeds", df=k - 1)
 
 
 def paired_seed_test(
@@ -462,7 +464,7 @@ def paired_seed_test(
         return PairedTest(iv.estimate, math.nan, math.nan, math.nan, 1, "one seed: no test", level)
     _, p = paired_ttest(x, y)
     method = f"paired t-test over {x.size} seeds"
-    return PairedTest(iv.estimate, iv.low, iv.high, p, x.size, method, level)
+    return PairedTest(iv.estimate, iv.low, iv.high, p, x.size, method, level, df=x.size - 1)
 
 
 def combine_independent(intervals: Sequence[Interval], level: float = DEFAULT_LEVEL) -> Interval:
@@ -749,7 +751,7 @@ def _seed_item_interval(
 ) -> Interval:
     half = se.t(level) * se.se
     method = seed_item_method(se, n, B, shared_items, units)
-    return Interval(est, est - half, est + half, n, level, method)
+    return Interval(est, est - half, est + half, n, level, method, df=se.df)
 
 
 def paired_seed_item_test(
@@ -781,7 +783,15 @@ def paired_seed_item_test(
     B = np.asarray(item_replicates).shape[-1]
     iv = _seed_item_interval(se, est, n, B, level, shared_items, units)
     return PairedTest(
-        iv.estimate, iv.low, iv.high, se.p_value(iv.estimate), n, f"paired {iv.method}", level, B
+        iv.estimate,
+        iv.low,
+        iv.high,
+        se.p_value(iv.estimate),
+        n,
+        f"paired {iv.method}",
+        level,
+        B,
+        df=se.df,
     )
 
 
