@@ -74,7 +74,11 @@ def test_local_executor_gives_the_inline_run(tmp_path: Path) -> None:
     stages = json.loads((local / "run.json").read_text())["stages"]
     built = {n for n, s in stages.items() if s.get("executor") == "local"}
     assert built == set(stages) and all(s["status"] == "run" for s in stages.values())
-    assert all((local / "logs" / f"{n}.log").is_file() for n in stages)
+    assert all(
+        Path(s["log"]).is_file() and Path(s["log"]).parent == local / "logs"
+        for s in stages.values()
+    )
+    assert "start  vanilla_resource_0 > vanilla_resource_1 > vanilla_resource_2" in out
     # the same command again builds nothing and starts no child
     _, again = _run(tmp_path, "local", "--executor", "local", "--jobs", "2")
     assert "[polymnesia] start " not in again and "0 built" in again

@@ -15,31 +15,37 @@ from typing import Any
 import pytest
 
 from polymnesia.errors import ConfigError
-from polymnesia.pipeline.executors import check_executor, run_local, slots, stage_graph
+from polymnesia.pipeline.executors import chain, check_executor, run_local, slots, stage_graph
+from polymnesia.pipeline.integrity import MARKER
 
 
-def _planned(graph: dict[str, list[str]], reuse: tuple[str, ...] = ()) -> list[Any]:
+def _planned(graph: dict[str, list[str]], root: Path, reuse: tuple[str, ...] = ()) -> list[Any]:
     return [
         SimpleNamespace(
             spec=SimpleNamespace(name=n, inputs={f"in{i}": u for i, u in enumerate(ups)}),
             status="reuse" if n in reuse else "run",
+            entry=root / "entries" / n,
         )
         for n, ups in graph.items()
     ]
 
 
-def _command(trace: Path, fail: tuple[str, ...] = (), sleep: float = 0.6) -> Any:
-    """A child that records when it started and ended (and fails for the names in ``fail``)."""
+def _command(trace: Path, root: Path, fail: tuple[str, ...] = (), sleep: float = 0.6) -> Any:
+    """A child that builds its stages one after another: records when each started and ended,
+    marks its entry complete, and fails at the stages named in ``fail``."""
 
-    def command(name: str) -> list[str]:
+    def command(names: list[str]) -> list[str]:
         code = (
-            "import json, sys, time, os\n"
-            f"t0 = time.time(); time.sleep({sleep})\n"
-            f"rec = {{'name': {name!r}, 'start': t0, 'end': time.time(),"
-            " 'threads': os.environ.get('OMP_NUM_THREADS')}\n"
-            f"open({str(trace)!r}, 'a').write(json.dumps(rec) + '\\n')\n"
-            f"print('building {name}')\n"
-            f"sys.exit({1 if name in fail else 0})\n"
+            "import json, os, sys, time, pathlib\n"
+            f"for name in {names!r}:\n"
+            f"    t0 = time.time(); time.sleep({sleep})\n"
+            f"    if name in {list(fail)!r}: sys.exit(1)\n"
+            "    rec = {'name': name, 'start': t0, 'end': time.time(),"
+            " 'threads': os.environ.get('OMP_NUM_THREADS'), 'child': os.getpid()}\n"
+            f"    open({str(trace)!r}, 'a').write(json.dumps(rec) + '\\n')\n"
+            f"    entry = pathlib.Path({str(root / 'entries')!r}) / name\n"
+            f"    entry.mkdir(parents=True); (entry / {MARKER!r}).write_text('{{}}')\n"
+            "    print('building', name)\n"
         )
         return [sys.executable, "-c", code]
 
@@ -57,27 +63,46 @@ def test_independent_stages_run_side_by_side_after_what_they_need(tmp_path: Path
     trace = tmp_path / "trace.jsonl"
     env = {k: v for k, v in os.environ.items() if k != "OMP_NUM_THREADS"}
     res = run_local(
-        _planned(GRAPH), _command(trace), tmp_path / "logs", 2, log=lambda m: None, env=env, cpus=4
+        _planned(GRAPH, tmp_path),
+        _command(trace, tmp_path),
+        tmp_path / "logs",
+        2,
+        log=lambda m: None,
+        env=env,
+        cpus=4,
     )
     assert res.ok and sorted(res.built) == sorted(GRAPH) and not res.held_back
     t = _trace(trace)
     for stage, needs in GRAPH.items():  # a stage starts after every stage it needs ended
         assert all(t[stage]["start"] >= t[up]["end"] for up in needs), stage
-    # the two chains after "base" overlap in time, two at once
+    # the two chains after "base" overlap in time, two at once, each chain in one child
     assert t["a0"]["start"] < t["b0"]["end"] and t["b0"]["start"] < t["a0"]["end"]
+    assert t["a0"]["child"] == t["a1"]["child"] != t["b0"]["child"] == t["b1"]["child"]
+    assert t["data"]["child"] == t["base"]["child"]
     assert {r["threads"] for r in t.values()} == {"2"}  # 4 CPU threads shared by 2 slots
-    assert (tmp_path / "logs" / "a1.log").read_text().strip() == "building a1"
+    assert (tmp_path / "logs" / "a0.log").read_text().split() == [
+        "building",
+        "a0",
+        "building",
+        "a1",
+    ]
+    assert res.logs["a1"] == tmp_path / "logs" / "a0.log"
 
 
 def test_a_failed_stage_holds_back_only_what_needs_it(tmp_path: Path) -> None:
     trace = tmp_path / "trace.jsonl"
     lines: list[str] = []
     res = run_local(
-        _planned(GRAPH), _command(trace, fail=("a0",)), tmp_path / "logs", 2, log=lines.append
+        _planned(GRAPH, tmp_path),
+        _command(trace, tmp_path, fail=("a0",)),
+        tmp_path / "logs",
+        2,
+        log=lines.append,
     )
     assert not res.ok and set(res.failed) == {"a0"} and res.held_back == ["a1"]
     assert res.failed["a0"] == tmp_path / "logs" / "a0.log"
-    assert set(_trace(trace)) == {"data", "base", "a0", "b0", "b1"}  # chain b ran to its end
+    assert set(_trace(trace)) == {"data", "base", "b0", "b1"}  # chain b ran to its end
+    assert sorted(res.built) == ["b0", "b1", "base", "data"]
     (failed,) = [m for m in lines if m.startswith("[polymnesia] failed ")]
     assert "a0 (exit 1); its log: " in failed and "not started: a1" in failed
 
@@ -85,8 +110,8 @@ def test_a_failed_stage_holds_back_only_what_needs_it(tmp_path: Path) -> None:
 def test_reused_stages_are_not_run(tmp_path: Path) -> None:
     trace = tmp_path / "trace.jsonl"
     res = run_local(
-        _planned(GRAPH, reuse=("data", "base", "a0")),
-        _command(trace, sleep=0),
+        _planned(GRAPH, tmp_path, reuse=("data", "base", "a0")),
+        _command(trace, tmp_path, sleep=0),
         tmp_path / "logs",
         3,
         log=lambda m: None,
@@ -103,8 +128,17 @@ def test_slots_give_a_gpu_each_or_a_share_of_the_threads() -> None:
     assert slots(2, gpus=1, cpus=8)[1] == {"OMP_NUM_THREADS": "4", "MKL_NUM_THREADS": "4"}
 
 
-def test_stage_graph_is_the_plans_inputs() -> None:
-    assert stage_graph(_planned(GRAPH))["a1"] == {"a0"}
+def test_stage_graph_is_the_plans_inputs(tmp_path: Path) -> None:
+    assert stage_graph(_planned(GRAPH, tmp_path))["a1"] == {"a0"}
+
+
+def test_a_chain_takes_a_stage_only_its_predecessor_feeds() -> None:
+    graph = {n: set(ups) for n, ups in GRAPH.items()}
+    assert chain("data", graph, list(GRAPH), set()) == ["data", "base"]
+    assert chain("a0", graph, ["a0", "a1", "b0", "b1"], {"data", "base"}) == ["a0", "a1"]
+    # a stage with a second input not done yet does not join
+    graph["a1"].add("b0")
+    assert chain("a0", graph, ["a0", "a1", "b0", "b1"], {"data", "base"}) == ["a0"]
 
 
 @pytest.mark.parametrize(
@@ -130,5 +164,11 @@ def test_ctrl_c_stops_the_children(tmp_path: Path) -> None:
             raise KeyboardInterrupt
 
     with pytest.raises(KeyboardInterrupt):
-        run_local(_planned(GRAPH), _command(trace, sleep=30), tmp_path / "logs", 2, log=log)
+        run_local(
+            _planned(GRAPH, tmp_path),
+            _command(trace, tmp_path, sleep=30),
+            tmp_path / "logs",
+            2,
+            log=log,
+        )
     assert time.monotonic() - started < 20 and not trace.exists()  # killed before writing

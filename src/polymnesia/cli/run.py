@@ -93,23 +93,27 @@ def _child_command(args: argparse.Namespace) -> Any:
     """The command line of a ``--executor local`` child that builds one stage."""
     import sys
 
-    def command(stage: str) -> list[str]:
+    def command(stages: list[str]) -> list[str]:
         argv = [sys.executable, "-m", "polymnesia", "run", args.config, *args.overrides]
-        argv += ["--stage", stage, "--lock-timeout", repr(float(args.lock_timeout))]
+        argv += ["--stage", ",".join(stages), "--lock-timeout", repr(float(args.lock_timeout))]
         argv += ["--no-memory-check"] if args.no_memory_check else []
         return argv + (["--trust-remote-code"] if args.trust_remote_code else [])
 
     return command
 
 
-def _one_stage(specs: list[Any], name: str) -> list[Any]:
-    """Stage ``name`` and every stage it needs, in pipeline order (same fingerprints)."""
+def _one_stage(specs: list[Any], names: str) -> list[Any]:
+    """The stages ``names`` (comma-separated) and every stage they need, in pipeline order
+    (so with the pipeline's fingerprints)."""
     from polymnesia.errors import ConfigError
 
     by_name = {s.name: s for s in specs}
-    if name not in by_name:
-        raise ConfigError(f"--stage {name!r} is not a stage of this config")
-    keep, todo = set(), [name]
+    wanted = names.split(",")
+    unknown = [n for n in wanted if n not in by_name]
+    if unknown:
+        raise ConfigError(f"--stage {unknown[0]!r} is not a stage of this config")
+    keep: set[str] = set()
+    todo = list(wanted)
     while todo:
         n = todo.pop()
         if n not in keep:
@@ -135,6 +139,7 @@ def _record_children(run_dir: Path, planned: list[Any], done: Any) -> None:
                     "entry": str(p.entry),
                     "executor": "local",
                     "seconds": done.seconds[p.spec.name],
+                    "log": str(done.logs[p.spec.name]),
                 },
             )
 

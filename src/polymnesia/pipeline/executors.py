@@ -3,13 +3,15 @@
 ``inline`` (the default) runs every stage in this process, one after another
 (:func:`polymnesia.pipeline.runner.run_pipeline`). ``local`` runs the stages whose inputs
 are complete side by side, as child processes on this machine, at most ``jobs`` at a time
-(:func:`run_local`). The stage cache is the only hand-off: a child builds one stage into its
-cache entry (under the entry's lock, as any run does) and exits; the stages that need it start
-once its entry is complete. Each child gets its own slot: one GPU of ``CUDA_VISIBLE_DEVICES``
+(:func:`run_local`). The stage cache is the only hand-off: a child builds its stages into their
+cache entries (under each entry's lock, as any run does) and exits; the stages that need them
+start once their entries are complete. Each child gets its own slot: one GPU of ``CUDA_VISIBLE_DEVICES``
 where the machine has at least ``jobs`` of them, else an equal share of the CPU threads
-(``OMP_NUM_THREADS``, unless the caller set it). A child's output goes to
-``RUN_DIR/logs/STAGE.log``. A stage that fails stops only the stages that need it: the others
-run to the end, and the result names the failed stage, its log and what it held back.
+(``OMP_NUM_THREADS``, unless the caller set it). When exactly one stage uses a stage's output,
+the same child builds that stage next (:func:`chain`), so a chain of short stages pays one
+process start-up. A child's output goes to ``RUN_DIR/logs/FIRST_STAGE.log``. A stage that
+fails stops only the stages that need it: the others run to the end, and the result names
+the failed stage, its log and what it held back.
 
 The graph here is the plan's own (:func:`stage_graph`): a stage waits for the stages named in
 its inputs. The run folder and the report are then written by an inline pass over the same
@@ -67,6 +69,7 @@ class LocalResult:
 
     built: list[str] = field(default_factory=list)
     failed: dict[str, Path] = field(default_factory=dict)
+    logs: dict[str, Path] = field(default_factory=dict)
     held_back: list[str] = field(default_factory=list)
     seconds: dict[str, float] = field(default_factory=dict)
 
@@ -87,9 +90,27 @@ def _dependants(graph: dict[str, set[str]], failed: str) -> set[str]:
     return out
 
 
+def chain(
+    first: str, graph: dict[str, set[str]], pending: Sequence[str], done: set[str]
+) -> list[str]:
+    """``first`` and the stages after it that nothing else waits for: while the last stage
+    of the chain is needed by exactly one stage, which needs nothing that is not done or in
+    the chain, that stage joins it. One child then builds the whole chain (a sequence of
+    lifelong steps, a tokenizer and its pretraining), paying its start-up once; no stage of
+    the chain could have started earlier in a child of its own."""
+    out = [first]
+    while True:
+        users = [n for n, needs in graph.items() if out[-1] in needs]
+        if len(users) != 1 or users[0] not in pending or users[0] in out:
+            return out
+        if not graph[users[0]] <= done | set(out):
+            return out
+        out.append(users[0])
+
+
 def run_local(
     planned: Sequence[PlannedStage],
-    command: Callable[[str], list[str]],
+    command: Callable[[list[str]], list[str]],
     logs: Path,
     jobs: int,
     *,
@@ -98,58 +119,74 @@ def run_local(
     gpus: int = 0,
     cpus: int | None = None,
 ) -> LocalResult:
-    """Build every stage of ``planned`` that is not reused, at most ``jobs`` at a time, each as
-    the child process ``command(stage_name)``, once the stages it needs are complete.
+    """Build every stage of ``planned`` that is not reused, at most ``jobs`` children at a
+    time, once the stages it needs are complete: each child is ``command(stages)`` for a
+    :func:`chain` of stages, its output in ``logs/FIRST_STAGE.log``.
 
     Children inherit ``env`` (default: this process's environment) with their slot's settings
-    (:func:`slots`); ``OMP_NUM_THREADS`` set in ``env`` is kept. Ctrl-C stops the children
-    and is raised again."""
+    (:func:`slots`); ``OMP_NUM_THREADS`` set in ``env`` is kept. A child that fails has built
+    the stages of its chain whose entries are complete; the first that is not failed. Ctrl-C
+    stops the children and is raised again."""
+    from polymnesia.pipeline.integrity import MARKER
+
     base = dict(os.environ if env is None else env)
     pool = slots(jobs, gpus, cpus if cpus is not None else (os.cpu_count() or 1))
     if "OMP_NUM_THREADS" in base:
         pool = [{k: v for k, v in s.items() if not k.endswith("_NUM_THREADS")} for s in pool]
     graph = stage_graph(planned)
+    entries = {p.spec.name: p.entry for p in planned}
     done = {p.spec.name for p in planned if p.status == "reuse"}
     waiting = [p.spec.name for p in planned if p.status != "reuse"]
     result = LocalResult()
-    running: dict[str, tuple[subprocess.Popen[bytes], int, float, IO[bytes]]] = {}
+    running: dict[str, tuple[subprocess.Popen[bytes], int, float, IO[bytes], list[str]]] = {}
     free = list(range(len(pool)))
     logs.mkdir(parents=True, exist_ok=True)
     try:
         while waiting or running:
             for name in [n for n in waiting if graph[n] <= done]:
-                if not free:
-                    break
-                slot = free.pop(0)
-                out = open(logs / f"{name}.log", "wb")  # noqa: SIM115 (closed when it ends)
+                if not free or name not in waiting:
+                    continue
+                stages = chain(name, graph, waiting, done)
+                slot, path = free.pop(0), logs / f"{name}.log"
+                out = open(path, "wb")  # noqa: SIM115 (closed when the child ends)
                 child = subprocess.Popen(
-                    command(name),
+                    command(stages),
                     env={**base, **pool[slot]},
                     stdout=out,
                     stderr=subprocess.STDOUT,
                     stdin=subprocess.DEVNULL,
                 )
-                running[name] = (child, slot, time.monotonic(), out)
-                waiting.remove(name)
-                log(f"[polymnesia] start  {name} (slot {slot}, log {logs / f'{name}.log'})")
+                running[name] = (child, slot, time.monotonic(), out, stages)
+                waiting = [n for n in waiting if n not in stages]
+                log(f"[polymnesia] start  {' > '.join(stages)} (slot {slot}, log {path})")
             finished = [n for n, (c, *_rest) in running.items() if c.poll() is not None]
             for name in finished:
-                child, slot, started, stream = running.pop(name)
+                child, slot, started, stream, stages = running.pop(name)
                 stream.close()
                 free.append(slot)
                 free.sort()
-                result.seconds[name] = round(time.monotonic() - started, 1)
+                took = round(time.monotonic() - started, 1)
+                ok = stages if child.returncode == 0 else []
+                if child.returncode:
+                    ok = [s for s in stages if (entries[s] / MARKER).is_file()]
+                    ok = stages[: next((i for i, s in enumerate(stages) if s not in ok), 0)]
+                for s in stages:
+                    result.logs[s] = logs / f"{name}.log"
+                    result.seconds[s] = took
+                done.update(ok)
+                result.built.extend(ok)
                 if child.returncode == 0:
-                    done.add(name)
-                    result.built.append(name)
-                    log(f"[polymnesia] done   {name} ({result.seconds[name]:.1f} s)")
+                    log(f"[polymnesia] done   {' > '.join(stages)} ({took:.1f} s)")
                     continue
-                result.failed[name] = logs / f"{name}.log"
-                held = _dependants(graph, name) & set(waiting)
+                bad = stages[len(ok)]
+                result.failed[bad] = logs / f"{name}.log"
+                held = (_dependants(graph, bad) | set(stages[len(ok) + 1 :])) & (
+                    set(waiting) | set(stages)
+                )
                 waiting = [n for n in waiting if n not in held]
                 result.held_back.extend(sorted(held))
                 log(
-                    f"[polymnesia] failed {name} (exit {child.returncode}); its log: "
+                    f"[polymnesia] failed {bad} (exit {child.returncode}); its log: "
                     f"{logs / f'{name}.log'}"
                     + (f"; not started: {', '.join(sorted(held))}" if held else "")
                 )
