@@ -4,7 +4,8 @@ Run as ``python fsdp_cases.py OUT ENGINE CASE...`` in one process (engine ``auto
 ``torch.distributed.run --nproc_per_node 2`` (engine ``fsdp2``). With
 ``FSDP_CASES_KILL_AT=N`` every process is SIGKILLed as it is about to write checkpoint N
 (case ``killed``: the plain case, killed, then launched again to resume; ``killed_eval``: the
-same with the loop's evaluation every 2 steps, so every checkpoint follows an evaluation).
+same with the loop's evaluation every 2 steps, so every checkpoint follows an evaluation;
+``killed_early_stopping``: with early stopping scoring the model before its checkpoints).
 Each case trains from the same seed on the same data and global batch and leaves, in
 ``OUT/CASE/``, the trained weights (``weights.safetensors``, written by the first process)
 and the loop's ``metrics.jsonl``. Case ``resume`` is interrupted after a checkpoint at a
@@ -247,6 +248,7 @@ def kill_at_checkpoint(step: int) -> None:
 def run_case(name: str, out: Path, engine: str) -> None:
     torch.manual_seed(0)
     base = {"resume": "plain", "killed": "plain", "killed_eval": "eval_during_training"}
+    base["killed_early_stopping"] = "early_stopping"
     spec = CASES[base.get(name, name)]()
     model = spec.get("model") or tiny_model()
     data = spec.get("data") or random_data()
@@ -290,7 +292,7 @@ if __name__ == "__main__":
     out, engine, names = Path(sys.argv[1]), sys.argv[2], sys.argv[3:]
     if os.environ.get("FSDP_CASES_KILL_AT"):  # case "killed": a real kill, then a relaunch
         kill_at_checkpoint(int(os.environ["FSDP_CASES_KILL_AT"]))
-    for name in names or [*CASES, "resume"]:  # "killed", "killed_eval" only when named
+    for name in names or [*CASES, "resume"]:  # the "killed" cases only when named
         run_case(name, out, engine)
     from polymnesia.runtime import shutdown
 

@@ -297,14 +297,20 @@ def test_fsdp2_run_killed_at_a_random_checkpoint_resumes_bit_identically(
 
 
 @pytest.mark.integration
+@pytest.mark.parametrize(
+    ("case", "uninterrupted"),
+    [("killed_eval", "eval_during_training"), ("killed_early_stopping", "early_stopping")],
+)
 def test_fsdp2_run_killed_after_an_evaluation_step_resumes_bit_identically(
-    runs: dict[str, Path], tmp_path: Path
+    runs: dict[str, Path], tmp_path: Path, case: str, uninterrupted: str
 ) -> None:
-    """The loop evaluates every 2 steps and checkpoints every 2 steps, so each checkpoint is
-    written right after an evaluation's forward pass (which leaves FSDP2's root gathered, no
-    backward pass resharding it). Both processes are SIGKILLed as checkpoint N is about to be
-    written; the relaunch resumes from checkpoint N - 2 and ends where the run that was never
-    killed ends, weights and losses and validation scores bit for bit."""
+    """The loop's evaluation (or early stopping's score) runs every 2 steps and the loop
+    checkpoints every 2 steps, so each checkpoint is written right after a forward pass with
+    no backward pass (which leaves FSDP2's root gathered). Both processes are SIGKILLed as
+    checkpoint N is about to be written; the relaunch resumes from checkpoint N - 2 and ends
+    where the run that was never killed ends, weights and losses and scores bit for bit.
+    The other forward passes outside training (the Fisher, drift, similarity and replay
+    stages) run on unsharded models outside the loop."""
     import random
 
     from polymnesia.training import checkpoint
@@ -313,22 +319,22 @@ def test_fsdp2_run_killed_after_an_evaluation_step_resumes_bit_identically(
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     env.pop("POLYMNESIA_ENGINE", None)
     cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2"]
-    cmd += [SCRIPT, str(tmp_path), "fsdp2", "killed_eval"]
+    cmd += [SCRIPT, str(tmp_path), "fsdp2", case]
     killed = subprocess.run(
         cmd, env={**env, "FSDP_CASES_KILL_AT": str(at)}, capture_output=True, text=True, timeout=600
     )
     assert killed.returncode != 0
-    folder = tmp_path / "killed_eval"
+    folder = tmp_path / case
     (ckpt,) = (folder / "checkpoints").iterdir()
     assert ckpt.name == f"step_{at - 2:07d}" and checkpoint.problem(ckpt) == ""
     resumed = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     assert "skipped" not in resumed.stderr  # the newest checkpoint was good: nothing fell back
-    want, got = _load(runs["fsdp2"] / "eval_during_training"), _load(folder)
+    want, got = _load(runs["fsdp2"] / uninterrupted), _load(folder)
     for k in want:
         assert torch.equal(want[k], got[k]), k
     lines = (folder / "metrics.jsonl").read_text().splitlines()
-    ref = (runs["fsdp2"] / "eval_during_training" / "metrics.jsonl").read_text().splitlines()
+    ref = (runs["fsdp2"] / uninterrupted / "metrics.jsonl").read_text().splitlines()
     strip = [{k: v for k, v in json.loads(x).items() if k != "tokens_per_s"} for x in lines]
     ref_strip = [{k: v for k, v in json.loads(x).items() if k != "tokens_per_s"} for x in ref]
     assert strip == ref_strip

@@ -5,13 +5,13 @@
 are complete side by side, as child processes on this machine, at most ``jobs`` at a time
 (:func:`run_local`). The stage cache is the only hand-off: a child builds its stages into their
 cache entries (under each entry's lock, as any run does) and exits; the stages that need them
-start once their entries are complete. Each child gets its own slot: one GPU of ``CUDA_VISIBLE_DEVICES``
-where the machine has at least ``jobs`` of them, else an equal share of the CPU threads
-(``OMP_NUM_THREADS``, unless the caller set it). When exactly one stage uses a stage's output,
-the same child builds that stage next (:func:`chain`), so a chain of short stages pays one
-process start-up. A child's output goes to ``RUN_DIR/logs/FIRST_STAGE.log``. A stage that
-fails stops only the stages that need it: the others run to the end, and the result names
-the failed stage, its log and what it held back.
+start once their entries are complete. Each child gets its own slot: one GPU of
+``CUDA_VISIBLE_DEVICES`` where the machine has at least ``jobs`` of them, else an equal share of
+the CPU threads (``OMP_NUM_THREADS``, unless the caller set it). When exactly one stage uses
+a stage's output, the same child builds that stage next (:func:`chain`), so a chain of short
+stages pays one process start-up. A child's output goes to ``RUN_DIR/logs/FIRST_STAGE.log``.
+A stage that fails stops only the stages that need it: the others run to the end, and the
+result names the failed stage, its log and what it held back.
 
 The graph here is the plan's own (:func:`stage_graph`): a stage waits for the stages named in
 its inputs. The run folder and the report are then written by an inline pass over the same
