@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import IO
 
 from polymnesia.errors import ConfigError
+from polymnesia.pipeline.integrity import MARKER
 from polymnesia.pipeline.runner import PlannedStage
 
 EXECUTORS = ("inline", "local")
@@ -127,8 +128,6 @@ def run_local(
     (:func:`slots`); ``OMP_NUM_THREADS`` set in ``env`` is kept. A child that fails has built
     the stages of its chain whose entries are complete; the first that is not failed. Ctrl-C
     stops the children and is raised again."""
-    from polymnesia.pipeline.integrity import MARKER
-
     base = dict(os.environ if env is None else env)
     pool = slots(jobs, gpus, cpus if cpus is not None else (os.cpu_count() or 1))
     if "OMP_NUM_THREADS" in base:

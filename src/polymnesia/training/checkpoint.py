@@ -42,7 +42,7 @@ import torch
 
 from polymnesia.errors import PolymnesiaError
 from polymnesia.io import atomic_write_json, sha256_file
-from polymnesia.training.fsdp import local
+from polymnesia.training.fsdp import local, shard_rows
 from polymnesia.training.state_io import load_tree, save_tree
 
 FORMAT = 1
@@ -205,8 +205,6 @@ def _shard_problem(path: Path, world: int, layout: dict[str, Any]) -> str:
     its placement implies (dimension 0 split as FSDP2 splits it, or whole), else the first
     shard that does not (e.g. a full tensor saved while the module was gathered)."""
     from safetensors import safe_open
-
-    from polymnesia.training.fsdp import shard_rows
 
     for rank in range(world):
         stem = f"model_rank{rank}"
