@@ -129,8 +129,8 @@ def test_an_unknown_hub_task_stops_the_run_before_anything_is_written(  # type: 
     monkeypatch.delenv("HF_DATASETS_OFFLINE", raising=False)
     config = Path(__file__).resolve().parents[2] / "configs" / "two_phase_smoke.yaml"
     argv = ["run", str(config), "evaluate.harness.english=[hellaswagg]"]
-    assert main([*argv, "--dry-run"]) == 0  # reading the config lets an online name through
-    capsys.readouterr()
+    assert main([*argv, "--dry-run"]) == 2  # the dry run checks the names, as validate does
+    assert "unknown lm-eval task(s) hellaswagg" in capsys.readouterr().err
     assert main(["validate", str(config), "--set", "evaluate.harness.english=[hellaswagg]"]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "unknown lm-eval task(s) hellaswagg" in err, err
