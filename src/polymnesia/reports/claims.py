@@ -71,7 +71,7 @@ import math
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Literal
+from typing import Literal, get_args
 
 import numpy as np
 import numpy.typing as npt
@@ -91,14 +91,7 @@ Verdict = Literal[
     "not applicable",
     "not testable",
 ]
-VERDICTS: tuple[Verdict, ...] = (
-    "holds",
-    "contradicted",
-    "inconclusive",
-    "seed noise not measured",
-    "not applicable",
-    "not testable",
-)
+VERDICTS: tuple[Verdict, ...] = get_args(Verdict)
 #: verdicts of a claim that was tested
 TESTED: tuple[Verdict, ...] = ("holds", "contradicted", "inconclusive")
 Kind = Literal["paper", "extension", "precondition"]
