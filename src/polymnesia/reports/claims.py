@@ -827,8 +827,8 @@ def claims_html(claims: Sequence[Claim], fmt: str = ".3f") -> str:
             why = f'<span class="why">{_arrows(html.escape(c.reason))}</span>' if c.reason else ""
             rows.append(
                 f'<tr class="claim {c.verdict.replace(" ", "-")}"><td>{i}</td>'
-                f"<td>{_arrows(html.escape(c.statement))}</td>"
-                f'<td class="verdict"><span class="badge">{badge}</span>{why}</td>'
+                f"<td>{_arrows(html.escape(c.statement))}{why}</td>"
+                f'<td class="verdict"><span class="badge">{badge}</span></td>'
                 f'<td class="effect">{effect}</td><td class="p">{html.escape(c.shown_p())}</td>'
                 f'<td class="p">{html.escape(c.shown_p_adjusted())}</td>'
                 f'<td class="n">{c.n}</td><td class="test">{test}</td></tr>'

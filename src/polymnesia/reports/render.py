@@ -64,14 +64,14 @@ table.claims-table { width: 100%; table-layout: fixed; }
 .claims th, .claims td {
   white-space: normal; text-align: left; vertical-align: top; overflow-wrap: anywhere;
 }
-.claims col.c0 { width: 2.8em; } .claims col.c1 { width: 23%; } .claims col.c2 { width: 15%; }
-.claims col.c3 { width: 20%; } .claims col.c4 { width: 5.6em; } .claims col.c5 { width: 5.6em; }
+.claims col.c0 { width: 2.8em; } .claims col.c1 { width: 20%; } .claims col.c2 { width: 12%; }
+.claims col.c3 { width: 19.5%; } .claims col.c4 { width: 5.2em; } .claims col.c5 { width: 5.2em; }
 .claims col.c6 { width: 4.2em; } .claims p.block { font-weight: 600; margin: 1em 0 0.3em; }
 .claims td:first-child, .claims td.n, .claims td.p, .claims .num,
 .claims .nw { white-space: nowrap; }
-.claims td.effect .label, .claims td.effect .margin, .claims td.verdict .why { display: block; }
+.claims td.effect .label, .claims td.effect .margin, .claims td .why { display: block; }
 .claims td.effect .label, .claims td.effect .margin { color: #555; font-size: 0.92em; }
-.claims td.verdict .why { font-weight: normal; color: #555; font-size: 0.92em; }
+.claims td .why { color: #57606a; font-size: 0.92em; margin-top: 0.2em; }
 .claims td.test { font-size: 0.92em; color: #333; }
 .claims td.test .source { display: block; color: #555; }
 tr.claim .verdict { font-weight: 600; } tr.claim.holds .verdict { color: #116329; }
