@@ -51,3 +51,24 @@ def test_a_column_per_metric_whose_mean_is_lm_evals_score() -> None:
 
 def test_no_samples_no_items() -> None:
     assert samples_to_items({"results": {"t": {"acc,none": 1.0}}}, "P1") == []
+
+
+def test_multiple_choice_documents_keep_their_chance_accuracy() -> None:
+    """One request per choice in ``arguments``: chance 1/4 and 1/2; a single loglikelihood
+    request (one argument) is not a choice, and such a task gets no chance column."""
+    results = {
+        "results": {"belebele_x": {"acc,none": 0.5}, "lambada_x": {"acc,none": 1.0}},
+        "samples": {
+            "belebele_x": [
+                {
+                    **_row(0, acc=1.0),
+                    "arguments": [["q", " a"], ["q", " b"], ["q", " c"], ["q", " d"]],
+                },
+                {**_row(1, acc=0.0), "arguments": [["q", " yes"], ["q", " no"]]},
+            ],
+            "lambada_x": [{**_row(0, acc=1.0), "arguments": [["ctx", " word"]]}],
+        },
+    }
+    mc, single = samples_to_items(results, "P1")
+    assert mc.columns["chance"] == [0.25, 0.5]
+    assert "chance" not in single.columns and single.columns == {"acc": [1.0]}

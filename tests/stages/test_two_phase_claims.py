@@ -9,13 +9,14 @@ verdicts are those of the fake evidence alone."""
 
 from __future__ import annotations
 
+import math
 import re
 from pathlib import Path
 
 from polymnesia.experiments.loading import load_config
 from polymnesia.experiments.seeds import band_of
 from polymnesia.experiments.shared import PRETRAIN
-from polymnesia.experiments.two_phase.report import claims
+from polymnesia.experiments.two_phase.report import claims, correlation_claim
 from polymnesia.experiments.two_phase.roles import (
     cft_stage,
     evaluated_models,
@@ -35,6 +36,7 @@ class FakeEvidence:
 
     def __init__(self, diffs: dict[tuple[str, str, str], tuple[float, float, float, float]]):
         self.diffs = diffs
+        self.chance: dict[str, tuple[bool | None, float | None]] = {}
 
     def has(self, stage: str) -> bool:
         return True
@@ -44,6 +46,10 @@ class FakeEvidence:
         taught = (0.2, 0.15, 0.25, 0.0) if b == PRETRAIN and which == "EA" else None
         e, lo, hi, p = self.diffs.get((a, b, which), taught or (0.0, -0.05, 0.05, 1.0))
         return PairedTest(e, lo, hi, p, 300, "paired bootstrap over documents (1000 resamples)")
+
+    def ma_chance(self, stage: str) -> tuple[bool | None, float | None]:
+        """Chance unknown (generative MA tasks) unless a test says otherwise."""
+        return self.chance.get(stage, (None, None))
 
 
 def _setup(path: Path, seeds: str = "seeds=[0,1,2]") -> tuple[object, dict[str, str]]:
@@ -195,3 +201,47 @@ def test_every_paper_claim_names_its_table_and_every_claim_its_design() -> None:
             assert re.search(r"Table|Figure|Section", c.source), c.statement
     keep = next(c for c in found if c.id.startswith("tp.p2_keeps_ea."))
     assert keep.test_design == "non-inferiority" and keep.margin == 0.05
+
+
+def test_claims_about_ma_between_models_at_chance_are_not_testable() -> None:
+    """MA at chance in both models (issue 44: 0.24-0.26 against 0.25): "CFT beats the mixture"
+    (half MA) and "Phase 2 improves MA" are not testable; one model above chance makes them
+    testable again."""
+    cfg, arms = _setup(SHIPPED)
+    similar = cfg.pairs[0]
+    p1, p2, mix = p1_stage(similar.phase1), cft_stage(similar), mix_stage(similar)
+    ev = FakeEvidence({(p2, p1, "MA"): (0.01, -0.02, 0.04, 0.5)})
+    ev.chance = {s: (False, 0.25) for s in evaluated_models(cfg)}
+    found = {c.id: c for c in claims(cfg, ev, arms)}
+    pid = f"{similar.phase1}-{similar.phase2}"
+    gains, beats = found[f"tp.p2_gains_ma.{pid}"], found[f"tp.cft_gt_mixture.{pid}"]
+    assert gains.kind == "paper" and "Table 2" in gains.source
+    assert gains.verdict == "not testable" and beats.verdict == "not testable"
+    assert gains.reason == (
+        f"arms CFT {similar.phase1} -> {similar.phase2} and P1 {similar.phase1} have MA at "
+        "chance (not above 0.250)"
+    )
+    assert f"Mix {similar.phase1} + {similar.phase2}" in beats.reason
+    ev.chance[p2] = (True, 0.25)
+    found = {c.id: c for c in claims(cfg, ev, arms)}
+    assert found[f"tp.p2_gains_ma.{pid}"].testable
+    assert found[f"tp.cft_gt_mixture.{pid}"].testable
+    assert mix in ev.chance
+
+
+def test_the_ea_change_correlates_with_des_only_over_enough_pairs() -> None:
+    """Section 4.3: Spearman over pairs, Fisher z interval with the p of the same z; fewer than
+    five pairs cannot reach p < 0.05 and are not testable."""
+    two = correlation_claim("DES", +1, {"a": -0.2, "b": 0.1}, {"a": 0.3, "b": 0.8})
+    assert two.verdict == "not testable" and two.test_design == "correlation"
+    assert two.reason == "2 pairs: a rank correlation needs at least 5 to reach p < 0.05"
+    change = {k: v for k, v in zip("abcdef", [-0.3, -0.2, -0.1, 0.0, 0.1, 0.2], strict=True)}
+    des = {k: v for k, v in zip("abcdef", [0.1, 0.2, 0.3, 0.4, 0.6, 0.5], strict=True)}
+    c = correlation_claim("DES", +1, change, des)
+    # hand-checked: rho = 1 - 6 * 2 / (6 * 35) = 0.942857; z = atanh(rho) = 0.5 ln(34) = 1.7632;
+    # se = sqrt(1.06 / 3) = 0.59442; p = 2 * (1 - Phi(2.966)) = 0.00302
+    assert abs(c.effect - 0.942857) < 1e-5 and c.n == 6
+    assert abs(c.low - math.tanh(1.7632 - 1.959964 * 0.59442)) < 1e-4 and c.high < 1
+    assert abs(c.p_value - 0.00302) < 1e-4 and c.verdict == "holds"
+    falls = correlation_claim("MPD", -1, change, des)
+    assert falls.verdict == "contradicted" and falls.id == "tp.ea_change_vs.mpd"

@@ -12,7 +12,9 @@ Documents are identified by lm-eval's ``doc_hash`` (their content), else ``doc_i
 lm-eval keeps a translation task's ``chrf`` per document as a (reference, prediction) pair
 and aggregates it over the corpus, so it gets no ``chrf`` column; the documents' sentence
 chrF on a 0-1 scale is kept as :data:`SENTENCE_CHRF` instead, the per-document value of a
-translation task in paper 002's abilities.
+translation task in paper 002's abilities. A multiple-choice task's documents also keep
+their chance accuracy (:data:`CHANCE`, one over the number of choices lm-eval scored), so a
+report can tell a model at chance from one that answers.
 """
 
 from __future__ import annotations
@@ -30,6 +32,8 @@ from polymnesia.items import ItemSet
 TOLERANCE = 1e-9
 #: the column of each document's sentence chrF / 100 (a translation task's documents)
 SENTENCE_CHRF = "chrf_sentence"
+#: the column of each multiple-choice document's chance accuracy (1 / its number of choices)
+CHANCE = "chance"
 _CHRF = CHRF()
 
 
@@ -83,7 +87,21 @@ def _columns(
                 continue  # lm-eval's score is not the mean over documents
             columns[metric if flt == "none" else f"{metric}/{flt}"] = kept
             ids = these
+        if flt == "none" and "acc" in columns and ids == these:
+            chance = _chance(mine)
+            if chance is not None:
+                columns[CHANCE] = chance
     return columns, ids or []
+
+
+def _chance(rows: list[Mapping[str, Any]]) -> list[float] | None:
+    """Each multiple-choice document's uniform-guess accuracy, one over its number of choices
+    (lm-eval logs one request per choice in ``arguments``); None where a document has fewer
+    than two (a single loglikelihood request is not a choice among answers)."""
+    counts = [r.get("arguments") for r in rows]
+    if not all(isinstance(c, (list, tuple, dict)) and len(c) >= 2 for c in counts):
+        return None
+    return [1.0 / len(c) for c in counts if c is not None]
 
 
 def _value(x: Any) -> float | None:

@@ -231,6 +231,13 @@ class LFMLFConfig(ExperimentConfig):
         "default: the shared data",
     )
     friedman: FriedmanSection = Field(default_factory=FriedmanSection)
+    fine_tuning_margin: float = Field(
+        0.01,
+        ge=0,
+        le=1,
+        description="non-inferiority margin of 'LF-MLF's fine-tuning performance is comparable "
+        "to each baseline's' (score 0-1; paper 003's largest deficit in Tables 4-6: 0.0077)",
+    )
     sweep: SweepSection | None = None
     branches: BranchSection | None = None
     parts: list[Part] = Field(

@@ -26,6 +26,7 @@ from polymnesia.experiments.lf_mlf.claims import (
     all_claims,
     baseline_rows,
     forgetting_by_task,
+    transfer_checks,
     trivial_rows,
 )
 from polymnesia.experiments.lf_mlf.config import REFERENCE, LFMLFConfig, TaskSection, label_of
@@ -40,6 +41,7 @@ from polymnesia.metrics.stats import (
 from polymnesia.reports.cd_diagram import plot_cd_diagram
 from polymnesia.reports.claims import (
     baseline_table,
+    claims_block_table,
     claims_table,
     correct,
     p_text,
@@ -175,6 +177,18 @@ def baselines(
                 "tag's accuracy."
             )
         rep.paragraph(text)
+    checks = list(transfer_checks(cfg, task, scores, items).values())
+    if checks:
+        table = claims_block_table(checks, "Check")
+        table.name = f"transfer{_suffix(cfg, task)}"
+        table.title = "Did the models transfer? Zero-shot score against the trivial score"
+        _show(rep, run_dir, table)
+        up = sum(c.verdict == "holds" for c in checks)
+        rep.paragraph(
+            f"{up} of {len(checks)} arms score above the trivial score on the targets with an "
+            "interval above it; a zero-shot claim between two arms that both do not is not "
+            "testable."
+        )
     rows = baseline_rows(cfg, task, scores, items)
     if not rows:
         return

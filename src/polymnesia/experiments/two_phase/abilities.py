@@ -34,7 +34,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from polymnesia.errors import DataError
-from polymnesia.harness.items import SENTENCE_CHRF
+from polymnesia.harness.items import CHANCE, SENTENCE_CHRF
 from polymnesia.items import ItemSet, across_seeds, aligned
 from polymnesia.metrics.uncertainty import (
     DEFAULT_RESAMPLES,
@@ -98,6 +98,19 @@ class Ability:
     @property
     def n(self) -> int:
         return sum(s.n for s in self.items.values())
+
+    def chance(self) -> float | None:
+        """The score of uniform guessing: the weighted mean over tasks of each document's
+        chance accuracy (:data:`~polymnesia.harness.items.CHANCE`), where every task is
+        multiple choice scored by accuracy; None otherwise (a generative task has no chance
+        score of its own)."""
+        w = self._w()
+        total = 0.0
+        for t, s in self.items.items():
+            if CHANCE not in s.columns or primary_column(s) != "acc":
+                return None
+            total += w[t] * float(np.mean(s.columns[CHANCE]))
+        return total
 
 
 def _scaled(stat: ItemStatistic, factor: float) -> ItemStatistic:

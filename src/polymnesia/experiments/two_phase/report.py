@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from scipy.stats import spearmanr
+from scipy.stats import norm, spearmanr
 
 from polymnesia.experiments.reporting import training_curves
 from polymnesia.experiments.seeds import (
@@ -54,6 +54,7 @@ from polymnesia.reports.claims import (
     claims_table,
     correct,
     not_applicable,
+    not_testable,
     p_text,
     slug,
 )
@@ -122,6 +123,16 @@ class Evidence:
         return pooled_difference(
             self.per_seed(a, which), self.per_seed(b, which), seed=self.cfg.seed
         )
+
+    def ma_chance(self, stage: str) -> tuple[bool | None, float | None]:
+        """Whether ``stage``'s MA lies above uniform guessing (its interval over seeds and
+        documents above the chance score, :meth:`Ability.chance`), and that score; ``(None,
+        None)`` where chance is unknown (a generative MA task)."""
+        per = self.per_seed(stage, "MA")
+        chance = per[0].chance()
+        if chance is None:
+            return None, None
+        return pooled_interval(per, seed=self.cfg.seed).low > chance, chance
 
 
 def seed_cell(values: Sequence[float], n: int | None = None) -> Estimate:
@@ -350,7 +361,88 @@ def _pair_id(pair: PairConfig) -> str:
     return f"{slug(pair.phase1)}-{slug(pair.phase2)}"
 
 
-def claims(cfg: TwoPhaseConfig, ev: Evidence, arms: dict[str, str]) -> list[Claim]:
+def _rests_on_ma(
+    claim: Claim, ev: Evidence, stages: Sequence[str], labels: dict[str, str]
+) -> Claim:
+    """``claim`` (about MA, or Combined, half MA) as not testable where every model it
+    compares has MA at chance: a difference between two models that guess says nothing about
+    multilingual ability. Models whose chance score is unknown are not checked."""
+    got = {s: ev.ma_chance(s) for s in stages}
+    if not claim.testable or not got or any(above is not False for above, _ in got.values()):
+        return claim
+    chance = max(c for _, c in got.values() if c is not None)
+    why = f"{'have' if len(stages) > 1 else 'has'} MA at chance (not above {chance:.3f})"
+    return not_testable(claim, [labels.get(s, s) for s in stages], why)
+
+
+#: the fewest pairs over which a two-sided rank correlation can reach p < 0.05 (exact test: the
+#: smallest p over n pairs is 2 / n!, 0.083 at 4 pairs, 0.017 at 5)
+MIN_CORRELATION_PAIRS = 5
+#: Fieller, Hartley and Pearson (1957): the variance of Fisher's z of a Spearman coefficient
+FIELLER = 1.06
+
+
+def correlation_claim(
+    name: str, sign: int, change: dict[str, float], other: dict[str, float], level: float = 0.95
+) -> Claim:
+    """ "The EA change after Phase 2 correlates with ``name``" (paper 002, Section 4.3, Tables
+    3-4) over the pairs: Spearman's rho with Fisher's z interval, ``atanh(rho) ± q
+    sqrt(1.06 / (n - 3))`` mapped back, and the p of the same z (so p < 1 - level exactly
+    where the interval excludes 0). Not testable over fewer than
+    :data:`MIN_CORRELATION_PAIRS` pairs, where no rank correlation can be significant."""
+    keys = [k for k in change if k in other]
+    n = len(keys)
+    statement = (
+        f"The EA change after Phase 2 {'rises' if sign > 0 else 'falls'} with {name} across "
+        "the pairs (rank correlation)"
+    )
+    rho = (
+        float(spearmanr([change[k] for k in keys], [other[k] for k in keys])[0])
+        if n >= 3
+        else math.nan
+    )
+    label, source = f"Spearman rho (EA change, {name})", f"{SOURCE}, Section 4.3, Tables 3-4"
+    cid = f"tp.ea_change_vs.{slug(name)}"
+    if n < MIN_CORRELATION_PAIRS or not math.isfinite(rho):
+        few = f"{n} pair{'s' if n != 1 else ''}: a rank correlation needs at least "
+        return Claim(
+            statement,
+            sign,
+            rho,
+            math.nan,
+            math.nan,
+            n,
+            "Spearman rank correlation over pairs",
+            effect_label=label,
+            source=source,
+            level=level,
+            not_testable=few + f"{MIN_CORRELATION_PAIRS} to reach p < 0.05",
+            id=cid,
+            design="correlation",
+        )
+    z = math.atanh(max(-1 + 1e-9, min(1 - 1e-9, rho)))
+    se = math.sqrt(FIELLER / (n - 3))
+    q = float(norm.ppf(0.5 + level / 2))
+    return Claim(
+        statement,
+        sign,
+        rho,
+        math.tanh(z - q * se),
+        math.tanh(z + q * se),
+        n,
+        "Spearman rank correlation over pairs, Fisher z interval (Fieller variance 1.06/(n-3))",
+        float(2 * norm.sf(abs(z) / se)),
+        label,
+        source,
+        level,
+        id=cid,
+        design="correlation",
+    )
+
+
+def claims(
+    cfg: TwoPhaseConfig, ev: Evidence, arms: dict[str, str], scores: Sequence[Score] = ()
+) -> list[Claim]:
     """Paper 002's claims on this run, corrected: superiority tests, a non-inferiority test
     with ``evaluate.ea_margin`` for "a similar Phase 2 keeps English ability", and the
     mitigations judged only where plain CFT loses EA.
@@ -360,10 +452,16 @@ def claims(cfg: TwoPhaseConfig, ev: Evidence, arms: dict[str, str]) -> list[Clai
     (the paper compares with the mixture on similar pairs only, Tables 1-2), the forgetting
     baselines' and LoRA's "keeps EA better than CFT" and "LoRA gains less MA" (Table 5 lists
     LoRA as a baseline and states neither direction; the forgetting baselines are not in the
-    paper)."""
+    paper).
+
+    Paper claims added by issue 44: "Phase 2 improves MA" per pair (Table 2 and the abstract)
+    and the EA change's rank correlation with DES and MPD over the pairs (Section 4.3; from
+    ``scores``, not testable over fewer than five pairs). A claim about MA or Combined is not
+    testable where every model it compares has MA at chance (:func:`_rests_on_ma`)."""
     out: list[Claim] = []
     seen_p1: set[str] = set()
     margin = cfg.evaluate.ea_margin
+    labels = evaluated_models(cfg)
     for pair in cfg.pairs:
         p1, p2, mix = p1_stage(pair.phase1), cft_stage(pair), mix_stage(pair)
         premise = f"tp.setup.p1_teaches.{slug(pair.phase1)}"
@@ -385,20 +483,29 @@ def claims(cfg: TwoPhaseConfig, ev: Evidence, arms: dict[str, str]) -> list[Clai
         if ev.has(p2) and ev.has(mix):
             t = ev.difference(p2, mix, "combined")
             similar = kind == "phase2_similar"
-            out.append(
-                claim_from_test(
-                    f"CFT beats the mixture ({pair.phase1} -> {pair.phase2}), mean of EA and MA",
-                    1,
-                    t,
-                    effect_label="Combined(CFT) - Combined(mixture)",
-                    source=f"{SOURCE}, Tables 1-2"
-                    + ("" if similar else " (compared on similar pairs only)"),
-                    id=f"tp.cft_gt_mixture.{_pair_id(pair)}",
-                    kind="paper" if similar else "extension",
-                    premise=premise,
-                )
+            beats = claim_from_test(
+                f"CFT beats the mixture ({pair.phase1} -> {pair.phase2}), mean of EA and MA",
+                1,
+                t,
+                effect_label="Combined(CFT) - Combined(mixture)",
+                source=f"{SOURCE}, Tables 1-2"
+                + ("" if similar else " (compared on similar pairs only)"),
+                id=f"tp.cft_gt_mixture.{_pair_id(pair)}",
+                kind="paper" if similar else "extension",
+                premise=premise,
             )
+            out.append(_rests_on_ma(beats, ev, [p2, mix], labels))
         if ev.has(p1) and ev.has(p2):
+            gains = claim_from_test(
+                f"Phase 2 improves multilingual ability ({pair.phase1} -> {pair.phase2})",
+                1,
+                ev.difference(p2, p1, "MA"),
+                effect_label="MA(P2) - MA(P1)",
+                source=f"{SOURCE}, Table 2 and abstract ('while also improving its "
+                "Multilingual ability')",
+                id=f"tp.p2_gains_ma.{_pair_id(pair)}",
+            )
+            out.append(_rests_on_ma(gains, ev, [p2, p1], labels))
             t = ev.difference(p2, p1, "EA")
             if kind == "phase2_similar":
                 out.append(
@@ -462,23 +569,31 @@ def claims(cfg: TwoPhaseConfig, ev: Evidence, arms: dict[str, str]) -> list[Clai
             out.append(not_applicable(keeps, premise) if premise else keeps)
             if name == "LoRA":
                 t = ev.difference(stage, plain, "MA")
-                out.append(
-                    claim_from_test(
-                        "LoRA gains less multilingual ability than full CFT",
-                        -1,
-                        t,
-                        effect_label="MA(LoRA) - MA(CFT)",
-                        source=f"{SOURCE}, Table 5 (a baseline there; no direction stated)",
-                        id="tp.mitigation.lora.less_ma",
-                        kind="extension",
-                    )
+                less = claim_from_test(
+                    "LoRA gains less multilingual ability than full CFT",
+                    -1,
+                    t,
+                    effect_label="MA(LoRA) - MA(CFT)",
+                    source=f"{SOURCE}, Table 5 (a baseline there; no direction stated)",
+                    id="tp.mitigation.lora.less_ma",
+                    kind="extension",
                 )
+                out.append(_rests_on_ma(less, ev, [stage, plain], labels))
+    if scores:
+        change, des, mpd = similarity_series(cfg, ev, scores)
+        for name, sign, other in (("DES", +1, des), ("MPD", -1, mpd)):
+            if other:  # the config measures it
+                out.append(correlation_claim(name, sign, change, other))
     return correct(with_seed_band(out, cfg))
 
 
-def correlation_lines(cfg: TwoPhaseConfig, ev: Evidence, scores: list[Score]) -> list[str]:
-    """Spearman of the EA change after Phase 2 with DES and with MPD, over the pairs."""
-    change, des, mpd = {}, {}, {}
+def similarity_series(
+    cfg: TwoPhaseConfig, ev: Evidence, scores: Sequence[Score]
+) -> tuple[dict[str, float], dict[str, float], dict[str, float]]:
+    """Per pair ("P1 -> P2"): the EA change after Phase 2, DES and MPD (means over seeds)."""
+    change: dict[str, float] = {}
+    des: dict[str, float] = {}
+    mpd: dict[str, float] = {}
     des_by, mpd_by = by_model(scores, "des"), by_model(scores, "mpd")
     for pair in cfg.pairs:
         label = f"{pair.phase1} -> {pair.phase2}"
@@ -488,6 +603,12 @@ def correlation_lines(cfg: TwoPhaseConfig, ev: Evidence, scores: list[Score]) ->
             des[label] = _mean(des_by[label])
         if f"{pair.phase2} vs {pair.phase1}" in mpd_by:
             mpd[label] = _mean(mpd_by[f"{pair.phase2} vs {pair.phase1}"])
+    return change, des, mpd
+
+
+def correlation_lines(cfg: TwoPhaseConfig, ev: Evidence, scores: list[Score]) -> list[str]:
+    """Spearman of the EA change after Phase 2 with DES and with MPD, over the pairs."""
+    change, des, mpd = similarity_series(cfg, ev, scores)
     out = []
     means = " (means over training seeds)" if len(seed_list(cfg)) > 1 else ""
     for name, other, sign in (("DES", des, "+"), ("MPD", mpd, "-")):
@@ -528,7 +649,7 @@ def write_report(cfg: TwoPhaseConfig, run_dir: Path) -> Path:
         "task). Instruction sets and their data cards are in stages/set_*/ while the cache holds "
         "them. " + variance_note(cfg)
     )
-    found = claims(cfg, ev, arms)
+    found = claims(cfg, ev, arms, scores)
     if found:
         rep.claims(found)
         write_table(results, claims_table(found))
