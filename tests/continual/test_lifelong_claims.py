@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
+from scipy import stats
 
+from polymnesia.continual.analysis import hop_average
 from polymnesia.continual.resample import Replicates
 from polymnesia.experiments.lifelong.claims import learned_arms, method_claims, script_claims
 from polymnesia.experiments.lifelong.evidence import Evidence
-from polymnesia.experiments.lifelong.results import Arm
+from polymnesia.experiments.lifelong.results import Arm, multi_hop
 from polymnesia.reports.claims import claims_table, label_baselines
 
 RNG = np.random.default_rng(0)
@@ -83,6 +86,34 @@ def test_script_claims_rest_on_their_arm() -> None:
     arm = Arm("VANILLA", "vanilla", None, 1, 1, Rs={"o1": R})
     order = {"o1": ["en", "ru", "fr", "ar"]}  # Latin and non-Latin scripts
     plain = script_claims(arm, order, 1, None)
-    assert plain and all(c.testable for c in plain)
+    # MBT of 3 of the 4 languages: no test over languages reaches p < 0.05 (issue 44)
+    assert len(plain) == 2 and all(c.verdict == "not testable" for c in plain)
+    assert plain[0].reason == (
+        "2 non-Latin vs 1 Latin language: no test over languages can reach p < 0.05 "
+        "(smallest exact permutation p 0.667)"
+    )
     aside = script_claims(arm, order, 1, None, {"VANILLA": False})
-    assert [c.verdict for c in aside] == ["not testable"] * len(plain)
+    assert [c.reason for c in aside] == ["arm VANILLA did not learn"] * 2
+
+
+def test_script_claims_are_tested_over_languages() -> None:
+    """Five Latin and five non-Latin languages: the language is the unit (Welch over the
+    hop-averaged values), so the interval is about scripts, and p matches the t test."""
+    langs = ["en", "fr", "de", "es", "it", "ru", "ar", "el", "hi", "ja"]
+    n = len(langs)
+    rng = np.random.default_rng(4)
+    R = np.tril(rng.uniform(0.4, 0.6, (n, n)))
+    for j in range(5, n):  # non-Latin columns lose more after they are learned
+        R[j + 1 :, j] -= 0.2
+    arm = Arm("VANILLA", "vanilla", None, 1, 1, Rs={"o1": R})
+    found = {c.id: c for c in script_claims(arm, {"o1": langs}, 1, None)}
+    mbt = found["ll.scripts.vanilla.non_latin_receive_less"]
+    # one language has no MBT at one hop: 5 non-Latin against 4 Latin (smallest exact p 0.016)
+    assert mbt.testable and mbt.n == 9 and mbt.test.startswith("Welch t-test over units (5 vs 4)")
+    values = hop_average(multi_hop({"o1": R}, {"o1": langs}, 1, "mbt"))
+    other = [values[x] for x in langs[5:] if np.isfinite(values[x])]
+    latin = [values[x] for x in langs[:5] if np.isfinite(values[x])]
+    ref = stats.ttest_ind(other, latin, equal_var=False)
+    assert mbt.effect == pytest.approx(np.mean(other) - np.mean(latin))
+    assert mbt.p_value == pytest.approx(ref.pvalue)
+    assert (mbt.low, mbt.high) == pytest.approx(tuple(ref.confidence_interval()))

@@ -467,6 +467,39 @@ def paired_seed_test(
     return PairedTest(iv.estimate, iv.low, iv.high, p, x.size, method, level, df=x.size - 1)
 
 
+def smallest_permutation_p(n_a: int, n_b: int) -> float:
+    """The smallest two-sided p an exact permutation test of two groups of ``n_a`` and ``n_b``
+    units can give: ``2 / C(n_a + n_b, n_a)`` (capped at 1). With 3 and 3 units it is 0.1, so
+    no test over those units, whatever its statistic, is distribution-free significant at
+    0.05."""
+    if n_a < 1 or n_b < 1:
+        return 1.0
+    return min(1.0, 2.0 / math.comb(n_a + n_b, n_a))
+
+
+def group_test(a: npt.ArrayLike, b: npt.ArrayLike, level: float = DEFAULT_LEVEL) -> PairedTest:
+    """``mean(a) - mean(b)`` over two independent groups of units (languages, say), with the
+    Welch t-interval and the p of the same t at the Welch-Satterthwaite df: the unit is the
+    sample, so the inference is about the population the units stand for, not these units.
+    Fewer than two units in a group: no interval (NaN)."""
+    x, y = _column(a, "group a units"), _column(b, "group b units")
+    effect = float(np.mean(x) - np.mean(y)) if x.size and y.size else math.nan
+    method = f"Welch t-test over units ({x.size} vs {y.size})"
+    if x.size < 2 or y.size < 2:
+        return PairedTest(effect, math.nan, math.nan, math.nan, x.size + y.size, method, level)
+    va, vb = float(np.var(x, ddof=1)) / x.size, float(np.var(y, ddof=1)) / y.size
+    se = math.sqrt(va + vb)
+    if se == 0:
+        p = 1.0 if effect == 0 else 0.0
+        return PairedTest(effect, effect, effect, p, x.size + y.size, method, level)
+    df = (va + vb) ** 2 / (va**2 / (x.size - 1) + vb**2 / (y.size - 1))
+    half = float(stats.t.ppf((1 + level) / 2, df)) * se
+    p = float(2 * stats.t.sf(abs(effect) / se, df))
+    return PairedTest(
+        effect, effect - half, effect + half, p, x.size + y.size, method, level, df=df
+    )
+
+
 def combine_independent(intervals: Sequence[Interval], level: float = DEFAULT_LEVEL) -> Interval:
     """Normal-approximation interval of the mean of independent estimates (e.g. languages).
 

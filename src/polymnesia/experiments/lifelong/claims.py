@@ -17,12 +17,13 @@ language on a frozen base), and its final-score claim is stated as such.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
-from polymnesia.continual.analysis import group_means, hop_average
+from polymnesia.continual.analysis import group_of, hop_average
 from polymnesia.continual.methods import get_method
 from polymnesia.continual.resample import Replicates
 from polymnesia.experiments.lifelong.evidence import (
@@ -34,7 +35,9 @@ from polymnesia.experiments.lifelong.evidence import (
 )
 from polymnesia.experiments.lifelong.results import Arm, learned_score, multi_hop
 from polymnesia.metrics.continual import Kind
+from polymnesia.metrics.uncertainty import group_test, smallest_permutation_p
 from polymnesia.reports.claims import (
+    ALPHA,
     Claim,
     baseline_table,
     claim_from_test,
@@ -210,6 +213,34 @@ def baseline_claims(
     return out
 
 
+def hop_means(hops: int, kind: Kind) -> Callable[..., dict[str, float]]:
+    """``(matrices, orders) -> {language: mean over hops of its MFT_h or MBT_h}``."""
+
+    def fn(rs: Mapping[str, np.ndarray], orders: Mapping[str, list[str]]) -> dict[str, float]:
+        return hop_average(multi_hop(rs, orders, hops, kind))
+
+    return fn
+
+
+#: Section 5.2's two script claims: (kind, id part, statement, effect label, figure)
+SCRIPT_CLAIMS: tuple[tuple[Kind, str, str, str, str], ...] = (
+    (
+        "mbt",
+        "non_latin_receive_less",
+        "non-Latin scripts are more fragile receivers than Latin ones",
+        "MBT(non-Latin) − MBT(Latin)",
+        "Figure 5",
+    ),
+    (
+        "mft",
+        "latin_donate_more",
+        "Latin scripts are stronger donors than non-Latin ones",
+        "MFT(non-Latin) − MFT(Latin)",
+        "Figure 6",
+    ),
+)
+
+
 def script_claims(
     arm: Arm,
     orders: Mapping[str, list[str]],
@@ -218,38 +249,43 @@ def script_claims(
     ok: Mapping[str, bool] | None = None,
 ) -> list[Claim]:
     """Section 5.2 for one sequential arm: non-Latin scripts receive (MBT) and donate (MFT)
-    worse (``ev`` a :class:`Pool`: over its seeds, each with its own orders).
+    worse. The language is the unit: each language's hop-averaged MBT or MFT (mean over
+    orders and, with ``ev`` a :class:`Pool`, over its seeds) and a Welch test of the two
+    script groups over languages (:func:`~polymnesia.metrics.uncertainty.group_test`), so the
+    verdict is about scripts, not about these languages. Where the groups are too small for
+    any test over languages to reach p < 0.05 (an exact permutation test's smallest p,
+    :func:`~polymnesia.metrics.uncertainty.smallest_permutation_p`), the claim is not
+    testable and says so.
     """
     pool = as_pool([arm], dict(orders), ev)
-
-    def gap(kind: Kind) -> Replicates:
-        def fn(rs: Mapping[str, np.ndarray], o: Mapping[str, list[str]]) -> float:
-            g = group_means(hop_average(multi_hop(rs, o, hops, kind)), "script")
-            return g.get("non-Latin", np.nan) - g.get("Latin", np.nan)
-
-        return pool.quantity(arm, fn)
-
-    mbt, mft = gap("mbt"), gap("mft")
-    if not np.isfinite(mbt.point):
-        return []
-    found = [
-        _claim(
-            f"scripts.{slug(arm.label)}.non_latin_receive_less",
-            f"non-Latin scripts are more fragile receivers than Latin ones ({arm.label}, mean MBT)",
+    found = []
+    for kind, part, statement, label, figure in SCRIPT_CLAIMS:
+        values = pool.lang_values(arm, hop_means(hops, kind))
+        groups: dict[str, list[float]] = {"Latin": [], "non-Latin": []}
+        for lang, v in sorted(values.items()):
+            if np.isfinite(v):
+                groups[group_of(lang, "script")].append(float(v))
+        latin, other = groups["Latin"], groups["non-Latin"]
+        if not latin or not other:
+            continue
+        c = claim_from_test(
+            f"{statement} ({arm.label}, mean {kind.upper()})",
             -1,
-            mbt,
-            "MBT(non-Latin) − MBT(Latin)",
-            f"{SOURCE} section 5.2, Figure 5",
-        ),
-        _claim(
-            f"scripts.{slug(arm.label)}.latin_donate_more",
-            f"Latin scripts are stronger donors than non-Latin ones ({arm.label}, mean MFT)",
-            -1,
-            mft,
-            "MFT(non-Latin) − MFT(Latin)",
-            f"{SOURCE} section 5.2, Figure 6",
-        ),
-    ]
+            group_test(other, latin),
+            effect_label=label,
+            source=f"{SOURCE} section 5.2, {figure}",
+            id=f"ll.scripts.{slug(arm.label)}.{part}",
+        )
+        floor = smallest_permutation_p(len(other), len(latin))
+        if floor >= ALPHA:
+            c = replace(
+                c,
+                not_testable=f"{len(other)} non-Latin vs {len(latin)} Latin "
+                f"language{'s' if len(latin) != 1 else ''}: no test "
+                f"over languages can reach p < {ALPHA:g} (smallest exact permutation p "
+                f"{floor:.3f})",
+            )
+        found.append(c)
     return [rests_on(c, [arm.label], ok or {}) for c in found]
 
 

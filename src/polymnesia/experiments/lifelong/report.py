@@ -15,7 +15,7 @@ Student t).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -33,6 +33,7 @@ from polymnesia.continual.resample import Replicates
 from polymnesia.experiments.lifelong.claims import (
     baseline_claims,
     baselines,
+    hop_means,
     learned_arms,
     method_claims,
     script_claims,
@@ -229,13 +230,6 @@ def _script_cells(arm: Arm, pool: Pool, hops: int) -> list[Any]:
     return out
 
 
-def _hop_means(hops: int, kind: Kind) -> Callable[..., dict[str, float]]:
-    def fn(rs: Mapping[str, np.ndarray], orders: Mapping[str, list[str]]) -> dict[str, float]:
-        return hop_average(multi_hop(rs, orders, hops, kind))
-
-    return fn
-
-
 def donor_table(
     arm: Arm, orders: dict[str, list[str]], hops: int, pool: Pool | None = None
 ) -> Table:
@@ -244,8 +238,8 @@ def donor_table(
         mft, mbt = hop_average(pl["mft"]), hop_average(pl["mbt"])
     else:
         mft, mbt = (
-            pool.lang_values(arm, _hop_means(hops, "mft")),
-            pool.lang_values(arm, _hop_means(hops, "mbt")),
+            pool.lang_values(arm, hop_means(hops, "mft")),
+            pool.lang_values(arm, hop_means(hops, "mbt")),
         )
     donors, receivers = ranking(mft), ranking(mbt)
     rows = [
