@@ -339,3 +339,20 @@ def test_equivalence_lies_within_its_margins() -> None:
     with pytest.raises(PolymnesiaError, match="unknown claim kind"):
         Claim("x", +1, 0.0, -0.1, 0.1, 1, "t", kind="paperish")  # type: ignore[arg-type]
     assert slug("SHARED LoRA r=11") == "shared_lora_r_11"
+
+
+def test_an_effect_is_shown_beside_the_papers_number_and_its_headroom_share() -> None:
+    """Issue 44: "paper: -0.08 (Table 2)" and the effect as a share of the room above chance
+    (-0.06 of a 0.75 headroom: -8%) in the Markdown, HTML and CSV views."""
+    c = Claim("VANILLA forgets", -1, -0.06, -0.09, -0.03, 300, "paired bootstrap", 0.001,
+              "CBT(VANILLA)", "paper 004", paper="-0.08 (Table 2)", headroom=0.75)  # fmt: skip
+    assert c.headroom_share() == pytest.approx(-0.08)
+    assert c.context() == "paper: -0.08 (Table 2); -8% of the headroom above chance"
+    assert "; paper: -0.08 (Table 2); -8% of the headroom above chance" in claims_markdown([c])
+    assert "paper: -0.08 (Table 2); -8% of the headroom above chance" in claims_html([c])
+    table = claims_table([c])
+    row = dict(zip(table.columns, table.rows[0], strict=True))
+    assert (row["Paper"], row["Headroom share"]) == ("-0.08 (Table 2)", "-8%")
+    bare = Claim("A beats B", 1, 0.1, 0.05, 0.15, 100, "paired bootstrap", 0.01)
+    assert bare.context() == "" and bare.headroom_share() is None
+    assert Claim("x", 1, 0.1, 0.0, 0.2, 10, "t", headroom=0.0).headroom_share() is None

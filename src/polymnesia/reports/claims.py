@@ -277,6 +277,8 @@ class Claim:
     noise: SeedNoise | None = None
     unmeasured: str = ""
     premise: str = ""
+    paper: str = ""
+    headroom: float | None = None
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -410,6 +412,22 @@ class Claim:
             else:
                 eff += f"; margin {format(-self.expected_sign * self.margin, '+' + fmt)}"
         return eff
+
+    def headroom_share(self) -> float | None:
+        """The effect as a share of the room above chance on its scale (``effect /
+        headroom``; None without a headroom)."""
+        if self.headroom is None or not self.headroom > 0 or not math.isfinite(self.effect):
+            return None
+        return self.effect / self.headroom
+
+    def context(self) -> str:
+        """The effect beside the paper's: "paper: -0.08 (Table 2); -12% of the headroom above
+        chance" ("" when neither is known)."""
+        parts = [f"paper: {self.paper}"] if self.paper else []
+        share = self.headroom_share()
+        if share is not None:
+            parts.append(f"{100 * share:+.0f}% of the headroom above chance")
+        return "; ".join(parts)
 
     def shown_p(self) -> str:
         """The raw p-value of the claim's own test ("–" for a claim set aside)."""
@@ -689,6 +707,8 @@ def claims_table(claims: Sequence[Claim], fmt: str = ".3f") -> Table:
             c.statement,
             c.verdict_text(),
             (c.effect_label + ": " if c.effect_label else "") + c.evidence(fmt),
+            c.paper,
+            "" if c.headroom_share() is None else f"{100 * (c.headroom_share() or 0):+.0f}%",
             c.shown_p(),
             c.shown_p_adjusted(),
             format_df(c.judged()[2]),
@@ -711,6 +731,8 @@ def claims_table(claims: Sequence[Claim], fmt: str = ".3f") -> Table:
             "Claim (paper)",
             "Verdict",
             f"Effect [{level} CI]",
+            "Paper",
+            "Headroom share",
             "p",
             f"p ({_label(method)})",
             "df",
@@ -731,7 +753,9 @@ def _display_table(
             i,
             c.statement,
             c.verdict_text(),
-            (c.effect_label + ": " if c.effect_label else "") + c.evidence(fmt),
+            (c.effect_label + ": " if c.effect_label else "")
+            + c.evidence(fmt)
+            + (f"; {c.context()}" if c.context() else ""),
             c.shown_p(),
             c.shown_p_adjusted(),
             c.n,
@@ -820,6 +844,8 @@ def claims_html(claims: Sequence[Claim], fmt: str = ".3f") -> str:
                     else format(-c.expected_sign * c.margin, "+" + fmt)
                 )
                 effect += f' <span class="margin">{c.test_design} margin {bound}</span>'
+            if c.context():
+                effect += f' <span class="margin">{html.escape(c.context())}</span>'
             test = html.escape(f"{c.test_design}; {c.test}") + (
                 f'<span class="source">{html.escape(c.source)}</span>' if c.source else ""
             )

@@ -71,6 +71,8 @@ CLAIM_FIELDS = {
     "df": "df",
     "design": "Design",
     "band": "Seed noise",
+    "paper": "Paper",
+    "headroom_share": "Headroom share",
 }
 
 
@@ -91,6 +93,16 @@ def _df_of(text: str | None) -> float | None:
         return None
     try:
         return _float(text)
+    except ValueError:
+        return None
+
+
+def _share_of(text: str | None) -> float | None:
+    """A shown share of the headroom ("+12%") as a fraction (0.12); None when not shown."""
+    if not text or not text.strip().endswith("%"):
+        return None
+    try:
+        return _float(text.strip().rstrip("%")) / 100
     except ValueError:
         return None
 
@@ -122,6 +134,8 @@ def read_claims(run_dir: Path) -> list[dict[str, Any]]:
                         claim[key] = _p_of(value)
                     elif key == "df":
                         claim[key] = _df_of(value)
+                    elif key == "headroom_share":
+                        claim[key] = _share_of(value)
                     else:
                         claim[key] = value or None
             out.append(claim)

@@ -33,10 +33,12 @@ from polymnesia.continual.resample import Replicates
 from polymnesia.experiments.lifelong.claims import (
     baseline_claims,
     baselines,
+    headroom_of,
     hop_means,
     learned_arms,
     method_claims,
     script_claims,
+    with_headroom,
 )
 from polymnesia.experiments.lifelong.config import LifelongConfig
 from polymnesia.experiments.lifelong.evidence import (
@@ -400,6 +402,7 @@ def build_report(cfg: LifelongConfig, run_dir: Path) -> Path:
     claims = method_claims(arms, m, ok) + baseline_claims(arms, m, ok)
     for arm in (a for a in arms if a.method == "vanilla"):
         claims += script_claims(arm, orders, hops, pool, ok)
+    claims = with_headroom(claims, headroom_of(pool, cfg.task.metric))
     claims = correct(with_seed_band(claims, cfg))
     rep.claims(claims)
     write_table(run_dir / "results", claims_table(claims))
