@@ -355,6 +355,14 @@ def seed_label(seed: int | Sequence[int]) -> str:
     return f"{'seed' if isinstance(seed, int) else 'seeds'} {_seeds_of(seed)}"
 
 
+#: said beside every one-seed verdict a page quotes
+ONE_MACHINE = (
+    "A one-seed verdict is also a one-machine verdict: the same stages rerun on another CPU or "
+    "with other library versions can move an effect by a few thousandths, enough to change a "
+    "verdict near its boundary. Quote the verdict over seeds."
+)
+
+
 def render(record: Mapping[str, Any]) -> str:
     """The Markdown of a measured-run section (what sits between the markers)."""
     runs = record["runs"]
@@ -385,6 +393,8 @@ def render(record: Mapping[str, Any]) -> str:
     spread = record["spread"]
     if any(r["claims"] for r in runs):
         head = " | ".join(seed_label(r["seed"]) for r in runs)
+        if any(isinstance(r["seed"], int) for r in runs):
+            lines += ["", ONE_MACHINE]
         lines += ["", f"| claim | {head} | sd over seeds |", "|---|" + "---|" * (len(runs) + 1)]
         for i, c in enumerate(runs[0]["claims"]):
             cells = []
