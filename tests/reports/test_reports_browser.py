@@ -23,7 +23,7 @@ import numpy as np
 import pytest
 
 from polymnesia.metrics.uncertainty import Interval
-from polymnesia.reports.claims import Claim, baseline_table, label_baselines
+from polymnesia.reports.claims import Claim, SeedNoise, baseline_table, label_baselines
 from polymnesia.reports.plots import bar_by_language, heatmap
 from polymnesia.reports.render import Report
 from polymnesia.reports.tables import group_table, language_table, matrix_table
@@ -289,8 +289,9 @@ window.addEventListener("load", () => {
 
 
 def _realistic_claims() -> list[Claim]:
-    """paper 002's eleven claims as a laptop run prints them: long labels and test names, a
-    non-inferiority margin, claims set aside with their reasons, a p-value of 0."""
+    """paper 002's eleven claims as a laptop run prints them (long labels and test names, a
+    non-inferiority margin, claims set aside with their reasons, a p-value of 0) and a
+    one-seed claim judged with its seed-noise band, the paper's number and its headroom."""
     test = "paired bootstrap over documents, stratified by task (1000 resamples)"
     src = "paper 002, Table 5"
     return [
@@ -314,6 +315,10 @@ def _realistic_claims() -> list[Claim]:
               1500, test, 0.041, "EA(LoRA) - EA(CFT)", src,
               not_applicable="plain CFT on english -> similar lost no English ability "
               "(-0.010 [-0.057, +0.037])"),
+        Claim("VANILLA forgets: CBT < 0", -1, -0.061, -0.075, -0.047, 660,
+              "paired bootstrap over test items (1000 resamples)", 0.001, "CBT(VANILLA)",
+              "paper 004 Table 2: -0.08", df=812.4, noise=SeedNoise(0.0093, (1, 2)),
+              paper="-0.08 (Table 2)", headroom=0.75),
         Claim("SHARED LoRA r=11 forgets more than VANILLA (lower CBT)", -1, -0.02, -0.04, -0.001,
               660, "paired bootstrap over test items (1000 resamples)", 0.03,
               "CBT(SHARED LoRA r=11) − CBT(VANILLA)", "paper 004 Table 2: -0.12 to -0.14 vs -0.08",
@@ -349,6 +354,6 @@ def test_claims_table_fits_a_1280_px_window(tmp_path: Path) -> None:
     ]
     assert got["wrapScroll"] <= 1 and got["tableRight"] <= 1280, got  # nothing to scroll to
     assert got["clipped"] == [], got  # every column, n and Test included, whole
-    assert got["rows"] == 11 and got["tallest"] < 140, got  # no row of blank space
+    assert got["rows"] == 12 and got["tallest"] < 160, got  # no row of blank space
     text = page.read_text(encoding="utf-8")
     assert "&lt; 0.001" in text and "p = 0" not in text

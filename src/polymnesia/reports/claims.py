@@ -835,8 +835,16 @@ def claims_html(claims: Sequence[Claim], fmt: str = ".3f") -> str:
                 if c.effect_label
                 else ""
             )
-            shown = html.escape(replace(c, margin=None).evidence(fmt))
+            shown = html.escape(replace(c, margin=None, noise=None).evidence(fmt))
             effect = label + f'<span class="num">{shown}</span>'
+            if c.noise is not None:  # the interval with seed noise, then the band: own lines
+                low, high, df = c.judged()
+                if math.isfinite(low) and math.isfinite(high):
+                    wide = f"[{format(low, '+' + fmt)}, {format(high, '+' + fmt)}]"
+                    effect += (
+                        f' <span class="margin">with seed noise <span class="nw">{wide}</span>, '
+                        f"df {format_df(df)}</span>"
+                    )
             if c.margin is not None:
                 bound = (
                     f"±{format(c.margin, fmt)}"
@@ -851,10 +859,15 @@ def claims_html(claims: Sequence[Claim], fmt: str = ".3f") -> str:
             )
             badge = html.escape(_BADGE[c.verdict])
             why = f'<span class="why">{_arrows(html.escape(c.reason))}</span>' if c.reason else ""
+            band = (  # what the verdict was judged with, under it
+                f'<span class="why">{html.escape(c.noise.text(fmt))}</span>'
+                if c.noise is not None
+                else ""
+            )
             rows.append(
                 f'<tr class="claim {c.verdict.replace(" ", "-")}"><td>{i}</td>'
                 f"<td>{_arrows(html.escape(c.statement))}{why}</td>"
-                f'<td class="verdict"><span class="badge">{badge}</span></td>'
+                f'<td class="verdict"><span class="badge">{badge}</span>{band}</td>'
                 f'<td class="effect">{effect}</td><td class="p">{html.escape(c.shown_p())}</td>'
                 f'<td class="p">{html.escape(c.shown_p_adjusted())}</td>'
                 f'<td class="n">{c.n}</td><td class="test">{test}</td></tr>'

@@ -71,7 +71,7 @@ table.claims-table { width: 100%; table-layout: fixed; }
 .claims .nw { white-space: nowrap; }
 .claims td.effect .label, .claims td.effect .margin, .claims td .why { display: block; }
 .claims td.effect .label, .claims td.effect .margin { color: #555; font-size: 0.92em; }
-.claims td .why { color: #57606a; font-size: 0.92em; margin-top: 0.2em; }
+.claims td .why { font-weight: normal; color: #57606a; font-size: 0.92em; margin-top: 0.2em; }
 .claims td.test { font-size: 0.92em; color: #333; }
 .claims td.test .source { display: block; color: #555; }
 tr.claim .verdict { font-weight: 600; } tr.claim.holds .verdict { color: #116329; }
