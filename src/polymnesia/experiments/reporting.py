@@ -12,7 +12,7 @@ from polymnesia.data.languages import get_language
 from polymnesia.io import read_jsonl_strict
 from polymnesia.items import BootstrapConfig, ItemSet, group_intervals
 from polymnesia.pipeline.stage import CATEGORIES, STAGES
-from polymnesia.reports.plots import bar_by_language, line_plot
+from polymnesia.reports.plots import bar_by_language, panel_lines
 from polymnesia.reports.render import Report
 from polymnesia.reports.table_core import Table
 from polymnesia.reports.tables import group_table, language_table, write_table
@@ -258,24 +258,48 @@ def compute_table(report: Report, run_dir: Path) -> None:
     )
 
 
+def stage_family(stage: str) -> str:
+    """The family of a stage name, what a training-loss panel groups: the part before the
+    first ``_`` or ``.`` (``pretrain``, ``cft``, ``mit``, ``seq``), the seed tag left out."""
+    for sep in ("_", "."):
+        stage = stage.split(sep, 1)[0]
+    return stage
+
+
 def training_curves(report: Report, run_dir: Path) -> None:
     """Loss against step for every training stage of the run (from metrics.jsonl), the run's
     health notes (:func:`run_health`) and where the compute went (:func:`compute_table`)."""
     run_health(report, run_dir)
     compute_table(report, run_dir)
-    series: dict[str, tuple[list[float], list[float]]] = {}
+    panels: dict[str, dict[str, tuple[list[float], list[float]]]] = {}
+    validation: dict[str, dict[str, tuple[list[float], list[float]]]] = {}
     for rec in read_jsonl_strict(run_dir / "metrics.jsonl", missing_ok=True):
-        if "loss" in rec and "step" in rec:
-            xs, ys = series.setdefault(rec["stage"], ([], []))
-            xs.append(rec["step"])
-            ys.append(rec["loss"])
-    if series:
+        if "step" not in rec or "stage" not in rec:
+            continue
+        family = stage_family(rec["stage"])
+        for key, into in (("loss", panels), ("val_loss", validation)):
+            if key in rec:
+                xs, ys = into.setdefault(family, {}).setdefault(rec["stage"], ([], []))
+                xs.append(rec["step"])
+                ys.append(rec[key])
+    if panels:
         rel = "plots/training_loss.png"
-        line_plot(
-            series,
+        panel_lines(
+            panels,
             run_dir / rel,
+            dashed=validation,
             xlabel="optimizer step",
-            ylabel="training loss (nats/token)",
-            title="Training loss",
+            ylabel="loss (nats/token)",
+            title="Training loss by stage family",
         )
-        report.image(rel, "Training loss of each training stage.")
+        has_val = any(validation.values())
+        report.image(
+            rel,
+            "Training loss of each training stage, one panel per stage family"
+            + (
+                "; dashed: the validation loss where the stage measured it (eval_every)"
+                if has_val
+                else ""
+            )
+            + ".",
+        )

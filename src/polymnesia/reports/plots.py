@@ -26,18 +26,27 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from matplotlib.colors import TwoSlopeNorm
+from matplotlib.colors import Normalize, TwoSlopeNorm
 from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
 
 from polymnesia.errors import ConfigError, DataError
 from polymnesia.io import atomic_write_bytes
 from polymnesia.reports.cells import language_cell
+from polymnesia.reports.style import (
+    LINESTYLES,
+    MARKERS,
+    PALETTE,
+    SeriesStyle,
+    legend_columns,
+    series_style,
+)
 from polymnesia.reports.table_core import Estimate
 from polymnesia.reports.tables import language_order
 from polymnesia.results import Score, filter_scores, group_scores, mean, ordered, unique
 
 DPI = 120
-GROUP_COLORS = ("#4C72B0", "#DD8452", "#55A868", "#C44E52", "#8172B3", "#937860", "#DA8BC3")
+GROUP_COLORS = PALETTE
 
 
 def save_figure(fig: Figure, path: str | os.PathLike[str]) -> Path:
@@ -58,8 +67,15 @@ def series_colours(names: Iterable[str]) -> dict[str, str]:
     return {name: _colour(i) for i, name in enumerate(dict.fromkeys(names))}
 
 
-def _series_colour(colours: Mapping[str, str] | None, label: str, i: int) -> str:
-    return colours[label] if colours is not None and label in colours else _colour(i)
+def _style(colours: Mapping[str, str] | None, label: str, i: int) -> SeriesStyle:
+    """Series ``label``'s style: its colour from ``colours`` (a report's fixed colours) with
+    the line style and marker of its place there, else the style of position ``i``."""
+    if colours is not None and label in colours:
+        turn = list(colours).index(label) // len(PALETTE)
+        return SeriesStyle(
+            colours[label], LINESTYLES[turn % len(LINESTYLES)], MARKERS[turn % len(MARKERS)]
+        )
+    return series_style(i)
 
 
 def _width(n_items: float, per_item: float = 0.32, lo: float = 6.0, hi: float = 26.0) -> float:
@@ -177,28 +193,26 @@ def line_plot(
     logx: bool = False,
     xticklabels: Sequence[str] | None = None,
     colours: Mapping[str, str] | None = None,
+    errors: Mapping[str, tuple[Sequence[float], Sequence[float]]] | None = None,
+    integer_x: bool = False,
 ) -> Path:
     """One line with markers per series name, e.g. average score against parameter count per arm.
 
     ``xticklabels`` (one per distinct x of the first series) replaces the x
     tick labels, e.g. "400M", "1.6B" or the language trained at each step. ``colours``
     (series name -> colour, :func:`series_colours`) fixes a series' colour; others take the
-    palette by position.
+    palette by position (:func:`~polymnesia.reports.style.series_style`: past twelve series,
+    another line style and marker). ``errors`` (series name -> lower and upper bounds, one
+    per point) shades each series' interval; ``integer_x`` keeps x ticks on whole numbers
+    (steps). The legend sits outside the axes.
     """
     if not series:
         raise DataError("line_plot: no series to draw")
     fig = Figure(figsize=(6.4, 4.2))
     ax = fig.add_subplot()
-    for i, (label, (xs, ys)) in enumerate(series.items()):
-        if len(xs) == 0:
-            raise DataError(f"line_plot: series '{label}' has no points")
-        if len(xs) != len(ys):
-            raise DataError(
-                f"line_plot: series '{label}' has {len(xs)} x values but {len(ys)} y values"
-            )
-        ax.plot(
-            list(xs), list(ys), marker="o", label=label, color=_series_colour(colours, label, i)
-        )
+    _draw_lines(ax, series, colours, errors)
+    if integer_x:
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     if logx:
         ax.set_xscale("log")
     if xticklabels is not None:
@@ -207,6 +221,91 @@ def line_plot(
         ax.set_xticklabels(list(xticklabels), rotation=45 if len(first_xs) > 8 else 0, fontsize=8)
         ax.minorticks_off()
     return _finish_series(fig, ax, path, xlabel, ylabel, title)
+
+
+def _draw_lines(
+    ax: Any,
+    series: Mapping[str, tuple[Sequence[float], Sequence[float]]],
+    colours: Mapping[str, str] | None,
+    errors: Mapping[str, tuple[Sequence[float], Sequence[float]]] | None = None,
+    offset: int = 0,
+    linestyle: str | None = None,
+) -> None:
+    """Each series as a line with markers in its style, its interval shaded where given."""
+    for i, (label, (xs, ys)) in enumerate(series.items()):
+        if len(xs) == 0:
+            raise DataError(f"line_plot: series '{label}' has no points")
+        if len(xs) != len(ys):
+            raise DataError(
+                f"line_plot: series '{label}' has {len(xs)} x values but {len(ys)} y values"
+            )
+        st = _style(colours, label, offset + i)
+        ax.plot(
+            list(xs),
+            list(ys),
+            marker=st.marker,
+            markersize=4,
+            linestyle=linestyle or st.linestyle,
+            label=label,
+            color=st.colour,
+        )
+        if errors is not None and label in errors:
+            lo, hi = errors[label]
+            if len(lo) != len(xs) or len(hi) != len(xs):
+                raise DataError(f"line_plot: series '{label}' needs one interval per point")
+            ax.fill_between(list(xs), list(lo), list(hi), color=st.colour, alpha=0.18, lw=0)
+
+
+def panel_lines(
+    panels: Mapping[str, Mapping[str, tuple[Sequence[float], Sequence[float]]]],
+    path: str | os.PathLike[str],
+    *,
+    dashed: Mapping[str, Mapping[str, tuple[Sequence[float], Sequence[float]]]] | None = None,
+    xlabel: str = "",
+    ylabel: str = "",
+    title: str = "",
+    integer_x: bool = True,
+) -> Path:
+    """One panel per key of ``panels`` (e.g. a stage family), each a :func:`line_plot` of its
+    series with its own legend outside it; ``dashed[panel][series]`` adds a dashed line in
+    the series' colour (e.g. its validation curve, labelled as such)."""
+    if not panels:
+        raise DataError("panel_lines: no panel to draw")
+    n = len(panels)
+    cols = 1 if n == 1 else 2
+    rows = -(-n // cols)
+    fig = Figure(figsize=(6.4 * cols + 1.5 * cols, 3.6 * rows))
+    axes = fig.subplots(rows, cols, squeeze=False)
+    for k, (name, series) in enumerate(panels.items()):
+        ax = axes[k // cols][k % cols]
+        if not series:
+            raise DataError(f"panel_lines: panel '{name}' has no series")
+        colours = {label: series_style(i).colour for i, label in enumerate(series)}
+        _draw_lines(ax, series, colours)
+        extra = (dashed or {}).get(name, {})
+        for label, (xs, ys) in extra.items():
+            ax.plot(
+                list(xs),
+                list(ys),
+                linestyle="--",
+                marker="x",
+                markersize=4,
+                color=colours.get(label, "0.3"),
+                label=f"{label} (validation)",
+            )
+        if integer_x:
+            ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.set_title(name, fontsize=10)
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel(ylabel)
+        ax.grid(alpha=0.3)
+        outside_legend(ax, fontsize=7)
+    for k in range(n, rows * cols):
+        axes[k // cols][k % cols].set_visible(False)
+    if title:
+        fig.suptitle(title)
+    fig.tight_layout()
+    return save_figure(fig, path)
 
 
 def scatter_plot(
@@ -228,7 +327,8 @@ def scatter_plot(
     for i, (label, (xs, ys)) in enumerate(series.items()):
         if len(xs) != len(ys) or len(xs) == 0:
             raise DataError(f"scatter_plot: series '{label}' needs as many x as y values (>= 1)")
-        ax.scatter(list(xs), list(ys), label=label, color=_series_colour(colours, label, i), s=36)
+        st = _style(colours, label, i)
+        ax.scatter(list(xs), list(ys), label=label, color=st.colour, marker=st.marker, s=36)
     if zero_lines:
         ax.axhline(0, color="0.6", lw=0.8)
         ax.axvline(0, color="0.6", lw=0.8)
@@ -243,8 +343,24 @@ def _finish_series(
     ax.set_ylabel(ylabel)
     ax.set_title(title)
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
+    outside_legend(ax)
     return save_figure(fig, path)
+
+
+def outside_legend(ax: Any, fontsize: float = 8) -> None:
+    """The series legend to the right of the axes (never over the data), in as many columns
+    as its entries need; nothing when no series has a label."""
+    handles, labels = ax.get_legend_handles_labels()
+    if handles:
+        ax.legend(
+            handles,
+            labels,
+            fontsize=fontsize,
+            loc="upper left",
+            bbox_to_anchor=(1.02, 1.0),
+            borderaxespad=0.0,
+            ncol=legend_columns(len(labels)),
+        )
 
 
 def heatmap(
@@ -261,8 +377,10 @@ def heatmap(
     xlabel: str = "",
     ylabel: str = "",
     colorbar_label: str = "",
+    limits: tuple[float, float] | None = None,
 ) -> Path:
-    """A labelled heatmap; NaN cells stay blank.
+    """A labelled heatmap; NaN cells stay blank. ``limits`` fixes the colour scale (figures
+    that are compared, such as R of each arm, share one: :func:`shared_limits`).
 
     ``center`` (e.g. 0 for transfer scores) uses a diverging map with that
     value white (default cmap "coolwarm_r": positive transfer cool, as in
@@ -281,9 +399,12 @@ def heatmap(
     )
     ax = fig.add_subplot()
     masked = np.ma.masked_invalid(data)
-    norm = _center_norm(data, center)
+    norm: Normalize | None = _center_norm(data, center, limits)
+    diverging = center is not None
+    if norm is None and limits is not None:
+        norm = Normalize(vmin=limits[0], vmax=limits[1])
     image = ax.imshow(
-        masked, aspect="auto", cmap=cmap or ("coolwarm_r" if norm else "viridis"), norm=norm
+        masked, aspect="auto", cmap=cmap or ("coolwarm_r" if diverging else "viridis"), norm=norm
     )
     ax.set_xticks(np.arange(n_cols))
     ax.set_xticklabels(list(col_labels), rotation=90 if n_cols > 10 else 0, fontsize=8)
@@ -298,13 +419,31 @@ def heatmap(
     return save_figure(fig, path)
 
 
-def _center_norm(data: np.ndarray, center: float | None) -> TwoSlopeNorm | None:
+def _center_norm(
+    data: np.ndarray, center: float | None, limits: tuple[float, float] | None = None
+) -> TwoSlopeNorm | None:
     if center is None:
         return None
-    finite = data[np.isfinite(data)]
-    span = float(np.max(np.abs(finite - center))) if finite.size else 1.0
-    span = span or 1.0
+    if limits is not None:
+        span = max(abs(limits[0] - center), abs(limits[1] - center)) or 1.0
+    else:
+        finite = data[np.isfinite(data)]
+        span = float(np.max(np.abs(finite - center))) if finite.size else 1.0
+        span = span or 1.0
     return TwoSlopeNorm(vcenter=center, vmin=center - span, vmax=center + span)
+
+
+def shared_limits(matrices: Iterable[Any]) -> tuple[float, float] | None:
+    """The smallest and largest finite value over ``matrices``: one colour scale for
+    heatmaps that are read side by side (None when none has a finite value)."""
+    values = [np.asarray(m, dtype=float) for m in matrices]
+    finite: np.ndarray = (
+        np.concatenate([v[np.isfinite(v)].ravel() for v in values]) if values else np.empty(0)
+    )
+    if finite.size == 0:
+        return None
+    lo, hi = float(np.min(finite)), float(np.max(finite))
+    return (lo, hi) if hi > lo else (lo - 0.5, hi + 0.5)
 
 
 def _annotate(ax: Any, data: np.ndarray, fmt: str, image: Any) -> None:

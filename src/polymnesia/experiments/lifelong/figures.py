@@ -39,68 +39,90 @@ def figures(
         xlabel="step",
         ylabel="average score over learned languages (%)",
         title="Figure 2: average score after each step (mean over orders)",
+        integer_x=True,
     )
     rep.image(
         "figures/fig2_average_over_steps.png",
         f"Figure 2: average over learned languages after each step{over}",
     )
-    for arm in arms:
-        if arm.method not in ("vanilla", "shared_lora"):
-            continue
-        stem = f"{arm.method}_r{arm.rank}" if arm.rank else arm.method
-        pl = _per_language(arm, orders, hops, shift, pool)
-        change = {k: -v for k, v in pl["shift"].items() if not math.isnan(v)}
-        if change:
-            plots.bar_plot(
-                change,
-                fig_dir / f"fig3_change_{stem}.png",
-                signed_colors=True,
-                sort=True,
-                fmt=".3f",
-                ylabel="performance change (-P_avg)",
-                title=f"Figure 3: change caused by each language, {arm.label}",
-            )
-            rep.image(
-                f"figures/fig3_change_{stem}.png",
-                f"Figure 3 ({arm.label}): performance change after training each language (-P_avg, "
-                f"eq. 9 read '{shift}'){over}",
-            )
-        for kind, fig in (("mbt", 5), ("mft", 6)):
-            avg = hop_average(pl[kind])
-            langs = [lang for lang, _ in ranking(avg)]
+    drawn = [a for a in arms if a.method in ("vanilla", "shared_lora")]
+    per_lang = {a.label: _per_language(a, orders, hops, shift, pool) for a in drawn}
+    hop_maps: dict[tuple[str, str], tuple[np.ndarray, list[str]]] = {}
+    for arm in drawn:
+        for kind in ("mbt", "mft"):
+            pl = per_lang[arm.label]
+            langs = [lang for lang, _ in ranking(hop_average(pl[kind]))]
             mat = np.array([[pl[kind][lang][h] for lang in langs] for h in range(hops + 1)])
-            plots.heatmap(
-                mat,
-                [str(h) for h in range(hops + 1)],
-                langs,
-                fig_dir / f"fig{fig}_{kind}_{stem}.png",
-                center=0.0,
-                xlabel="language (sorted by average)",
-                ylabel="hop",
-                title=f"Figure {fig}: {kind.upper()}, {arm.label}",
-            )
-            rep.image(
-                f"figures/fig{fig}_{kind}_{stem}.png",
-                f"Figure {fig}: {kind.upper()} by language and hop, {arm.label}{over}",
-            )
+            hop_maps[(arm.label, kind)] = (mat, langs)
+    r_maps: dict[tuple[str, str], tuple[Any, str]] = {}
+    for arm in arms:
         for name, R in arm.Rs.items():
-            order = orders[name]
             what = ""
             if pool is not None and several:
                 R, note = pool.matrix(arm.label, name)
                 what = f" ({note})"
+            r_maps[(arm.label, name)] = (R, what)
+    # figures read side by side share one colour scale: MBT of every arm, MFT, and every R
+    limits = {
+        kind: plots.shared_limits(m for (_, k), (m, _) in hop_maps.items() if k == kind)
+        for kind in ("mbt", "mft")
+    }
+    r_limits = plots.shared_limits(R for R, _ in r_maps.values())
+    for arm in arms:
+        stem = f"{arm.method}_r{arm.rank}" if arm.rank else arm.method
+        if arm.method in ("vanilla", "shared_lora"):
+            pl = per_lang[arm.label]
+            change = {k: -v for k, v in pl["shift"].items() if not math.isnan(v)}
+            if change:
+                plots.bar_plot(
+                    change,
+                    fig_dir / f"fig3_change_{stem}.png",
+                    signed_colors=True,
+                    sort=True,
+                    fmt=".3f",
+                    ylabel="performance change (-P_avg)",
+                    title=f"Figure 3: change caused by each language, {arm.label}",
+                )
+                rep.image(
+                    f"figures/fig3_change_{stem}.png",
+                    f"Figure 3 ({arm.label}): performance change after training each language "
+                    f"(-P_avg, eq. 9 read '{shift}'){over}",
+                )
+            for kind, fig in (("mbt", 5), ("mft", 6)):
+                mat, langs = hop_maps[(arm.label, kind)]
+                plots.heatmap(
+                    mat,
+                    [str(h) for h in range(hops + 1)],
+                    langs,
+                    fig_dir / f"fig{fig}_{kind}_{stem}.png",
+                    center=0.0,
+                    limits=limits[kind],
+                    xlabel="language (sorted by average)",
+                    ylabel="hop",
+                    title=f"Figure {fig}: {kind.upper()}, {arm.label}",
+                )
+                rep.image(
+                    f"figures/fig{fig}_{kind}_{stem}.png",
+                    f"Figure {fig}: {kind.upper()} by language and hop, {arm.label}{over} (one "
+                    "colour scale for every arm)",
+                )
+        for name in arm.Rs:
+            R, what = r_maps[(arm.label, name)]
+            order = orders[name]
             plots.heatmap(
                 R,
                 [f"{i}:{lang}" for i, lang in enumerate(order)],
                 order,
                 fig_dir / f"fig7_R_{stem}_{name}.png",
+                limits=r_limits,
                 xlabel="evaluated language",
                 ylabel="after step",
                 title=f"Figure 7: R, {arm.label}, order {name}",
             )
             rep.image(
                 f"figures/fig7_R_{stem}_{name}.png",
-                f"Figure 7: R for {arm.label}, order {name}{what}",
+                f"Figure 7: R for {arm.label}, order {name}{what} (one colour scale for every "
+                "arm and order)",
             )
 
 

@@ -1,0 +1,107 @@
+"""The figure style (issue 42, item 1), checked on the drawn artists, not on pixels: every
+series looks different, legends sit outside the data, steps get whole-number ticks, figures
+read side by side share a colour scale, training loss gets a panel per stage family."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.collections import PolyCollection
+from matplotlib.figure import Figure
+
+from polymnesia.reports import plots
+from polymnesia.reports.style import PALETTE, series_style
+
+
+@pytest.fixture
+def drawn(monkeypatch: pytest.MonkeyPatch) -> list[Figure]:
+    """The figures the plot functions save, kept for inspection (the PNG is still written)."""
+    figures: list[Figure] = []
+    real = plots.save_figure
+
+    def keep(fig: Figure, path: Any) -> Path:
+        figures.append(fig)
+        return real(fig, path)
+
+    monkeypatch.setattr(plots, "save_figure", keep)
+    return figures
+
+
+def _legend_outside(fig: Figure, ax: Any) -> bool:
+    FigureCanvasAgg(fig)  # a canvas that renders (the plots draw on a bare Figure)
+    renderer = fig.canvas.get_renderer()  # type: ignore[attr-defined]
+    fig.draw(renderer)
+    legend = ax.get_legend()
+    return legend is not None and legend.get_window_extent(renderer).x0 >= ax.bbox.x1
+
+
+def test_forty_eight_series_all_look_different() -> None:
+    styles = {(s.colour, s.linestyle, s.marker) for s in map(series_style, range(48))}
+    assert len(styles) == 48 and len(set(PALETTE)) == 12
+    assert series_style(0).linestyle == "-" and series_style(12).linestyle == "--"
+    assert series_style(13).colour == series_style(1).colour
+
+
+def test_a_line_plot_of_25_series_has_distinct_lines_and_an_outside_legend(
+    drawn: list[Figure], tmp_path: Path
+) -> None:
+    series = {f"arm {i}": ([1, 2, 3], [i, i + 1, i + 0.5]) for i in range(25)}
+    plots.line_plot(series, tmp_path / "p.png", xlabel="step", ylabel="loss", integer_x=True)
+    (fig,) = drawn
+    ax = fig.axes[0]
+    looks = {(ln.get_color(), ln.get_linestyle(), ln.get_marker()) for ln in ax.get_lines()}
+    assert len(looks) == 25
+    assert _legend_outside(fig, ax)
+    assert len(ax.get_legend().get_texts()) == 25 and ax.get_xlabel() == "step"
+    assert all(float(t).is_integer() for t in ax.get_xticks())
+
+
+def test_a_line_plot_shades_each_interval(drawn: list[Figure], tmp_path: Path) -> None:
+    series = {"a": ([1, 2], [0.5, 0.6]), "b": ([1, 2], [0.4, 0.3])}
+    errors = {"a": ([0.4, 0.5], [0.6, 0.7])}
+    plots.line_plot(series, tmp_path / "p.png", errors=errors)
+    shaded = [c for c in drawn[0].axes[0].collections if isinstance(c, PolyCollection)]
+    assert len(shaded) == 1
+    with pytest.raises(Exception, match="one interval per point"):
+        plots.line_plot(series, tmp_path / "q.png", errors={"a": ([0.4], [0.6])})
+
+
+def test_heatmaps_read_side_by_side_share_one_colour_scale(
+    drawn: list[Figure], tmp_path: Path
+) -> None:
+    a, b = np.array([[0.035, 0.036]]), np.array([[0.039, 0.5]])
+    limits = plots.shared_limits([a, b])
+    assert limits == (0.035, 0.5)
+    for i, m in enumerate((a, b)):
+        plots.heatmap(m, ["r"], ["x", "y"], tmp_path / f"{i}.png", limits=limits)
+    norms = [f.axes[0].images[0].norm for f in drawn]
+    assert all((n.vmin, n.vmax) == limits for n in norms)
+    # centred maps keep 0 white and span the larger side of the shared limits
+    plots.heatmap(a - 0.1, ["r"], ["x", "y"], tmp_path / "c.png", center=0.0, limits=(-0.2, 0.05))
+    norm = drawn[-1].axes[0].images[0].norm
+    assert (norm.vmin, norm.vcenter, norm.vmax) == (-0.2, 0.0, 0.2)
+    assert plots.shared_limits([np.array([np.nan])]) is None
+
+
+def test_training_loss_gets_a_panel_per_family_with_its_validation_curve(
+    drawn: list[Figure], tmp_path: Path
+) -> None:
+    panels = {
+        "pretrain": {"pretrain": ([10, 20, 30], [5.0, 4.0, 3.5])},
+        "cft": {"cft_a": ([5, 10], [2.0, 1.8]), "cft_b": ([5, 10], [2.2, 2.1])},
+        "mit": {"mit_GR_10": ([5, 10], [2.1, 1.9])},
+    }
+    dashed = {"pretrain": {"pretrain": ([10, 30], [5.2, 3.9])}}
+    plots.panel_lines(panels, tmp_path / "t.png", dashed=dashed, xlabel="optimizer step")
+    fig = drawn[0]
+    visible = [ax for ax in fig.axes if ax.get_visible()]
+    assert [ax.get_title() for ax in visible] == ["pretrain", "cft", "mit"]
+    assert all(_legend_outside(fig, ax) for ax in visible)
+    labels = [t.get_text() for t in visible[0].get_legend().get_texts()]
+    assert labels == ["pretrain", "pretrain (validation)"]
+    val = visible[0].get_lines()[1]
+    assert val.get_linestyle() == "--" and val.get_color() == visible[0].get_lines()[0].get_color()
