@@ -15,6 +15,7 @@ from matplotlib.figure import Figure
 
 from polymnesia.reports import plots
 from polymnesia.reports.style import PALETTE, series_style
+from polymnesia.results import Score
 
 
 @pytest.fixture
@@ -105,3 +106,26 @@ def test_training_loss_gets_a_panel_per_family_with_its_validation_curve(
     assert labels == ["pretrain", "pretrain (validation)"]
     val = visible[0].get_lines()[1]
     assert val.get_linestyle() == "--" and val.get_color() == visible[0].get_lines()[0].get_color()
+
+
+def test_models_and_language_groups_get_separate_encodings(
+    drawn: list[Figure], tmp_path: Path
+) -> None:
+    """Several models: bars coloured by model, groups as shaded, named bands (issue 42: models
+    and groups shared three colours in active_forgetting's bar plot)."""
+    groups = {"pretraining": ["en", "fr"], "adapting": ["de"], "other": ["ru"]}
+    scores = [
+        Score(model, lang, "bits_per_byte", 1.0 + i + 0.1 * j)
+        for i, model in enumerate(("Baseline", "BA", "AFA"))
+        for j, lang in enumerate(("en", "fr", "de", "ru"))
+    ]
+    plots.bar_by_language(scores, "bits_per_byte", groups, tmp_path / "b.png")
+    ax = drawn[0].axes[0]
+    colours = [c.patches[0].get_facecolor() for c in ax.containers]
+    assert len(set(colours)) == 3  # one per model
+    assert all(len({p.get_facecolor() for p in c.patches}) == 1 for c in ax.containers)
+    names = {t.get_text() for t in ax.texts}
+    assert {"pretraining", "adapting", "other"} <= names
+    assert all(t.get_color() == "black" for t in ax.get_xticklabels())
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["Baseline", "BA", "AFA"]
+    assert _legend_outside(drawn[0], ax)

@@ -98,7 +98,13 @@ def lm_bar_plot(
         title=f"{METRIC_TITLES.get(metric, metric)} per language (lower is better)",
         ylabel=METRIC_TITLES.get(metric, metric),
     )
-    report.image(rel, f"{METRIC_TITLES.get(metric, metric)} per language, coloured by group.")
+    several = len({s.model for s in scores if s.metric == metric}) > 1
+    how = (
+        "bars coloured by model, language groups shaded and named"
+        if several
+        else "coloured by group"
+    )
+    report.image(rel, f"{METRIC_TITLES.get(metric, metric)} per language, {how}.")
 
 
 def run_health(report: Report, run_dir: Path) -> None:

@@ -96,8 +96,9 @@ def bar_by_language(
     """Bars per language, languages ordered by group.
 
     One model: bars coloured by group with a group legend. Several models:
-    grouped bars coloured by model, tick labels coloured by group and thin
-    separators between groups. Repeated records (seeds) are averaged. Error
+    grouped bars coloured by model, and the groups in another encoding (shaded bands
+    named above the bars), so a model never shares a colour with a group. Repeated records
+    (seeds) are averaged. Error
     bars show each bar's interval (t over seeds, else the record's bootstrap
     interval; :func:`polymnesia.reports.cells.language_cell`) where it has one.
     """
@@ -164,15 +165,25 @@ def _language_axis(
     ax.grid(axis="y", alpha=0.3)
     group_handles = [Patch(color=c, label=g) for g, c in colour.items()]
     if grouped:
-        first = ax.legend(title="model", fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
-        ax.add_artist(first)
-        ax.legend(
-            handles=group_handles,
-            title="group (labels)",
-            fontsize=8,
-            loc="lower left",
-            bbox_to_anchor=(1.0, 0.0),
-        )
+        for tick in ax.get_xticklabels():
+            tick.set_color("black")
+        start = 0
+        for k, i in enumerate([*range(1, len(langs)), len(langs)]):
+            if i == len(langs) or langs[i][1] != langs[start][1]:
+                ax.axvspan(start - 0.5, i - 0.5, color="0.92" if k % 2 else "0.97", zorder=0)
+                ax.text(
+                    (start + i - 1) / 2,
+                    1.01,
+                    langs[start][1],
+                    transform=ax.get_xaxis_transform(),
+                    ha="center",
+                    va="bottom",
+                    fontsize=8,
+                    style="italic",
+                )
+                start = i
+        outside_legend(ax)
+        ax.get_legend().set_title("model")
     else:
         ax.legend(
             handles=group_handles,
