@@ -129,3 +129,26 @@ def test_models_and_language_groups_get_separate_encodings(
     assert all(t.get_color() == "black" for t in ax.get_xticklabels())
     assert [t.get_text() for t in ax.get_legend().get_texts()] == ["Baseline", "BA", "AFA"]
     assert _legend_outside(drawn[0], ax)
+
+
+def test_scatter_points_can_carry_labels_intervals_and_their_order(
+    drawn: list[Figure], tmp_path: Path
+) -> None:
+    """two_phase's t-SNE marks each point's layer and joins a model's layers; the EA/MA
+    trade-off names each arm and draws both intervals."""
+    tsne = {"P1": ([0.0, 1.0, 2.0], [0.0, 0.5, 0.2]), "P2": ([0.1, 1.2, 2.5], [1.0, 1.1, 0.9])}
+    layers = {k: [f"L{j}" for j in range(3)] for k in tsne}
+    plots.scatter_plot(tsne, tmp_path / "t.png", point_labels=layers, connect=True)
+    ax = drawn[0].axes[0]
+    assert sorted(t.get_text() for t in ax.texts) == sorted(["L0", "L1", "L2"] * 2)
+    assert len(ax.get_lines()) >= 2  # each model's layers joined in order (plus zero lines)
+    arms = {"CFT": ([0.1], [-0.2]), "GR_10": ([0.08], [-0.05])}
+    bounds = {"CFT": ((0.05, 0.15), (-0.3, -0.1)), "GR_10": ((0.02, 0.14), (-0.1, 0.0))}
+    plots.scatter_plot(
+        arms, tmp_path / "e.png", point_labels={k: [k] for k in arms}, intervals=bounds
+    )
+    ax = drawn[1].axes[0]
+    assert {t.get_text() for t in ax.texts} == {"CFT", "GR_10"}
+    assert len(ax.containers) == 2  # an error bar per arm
+    with pytest.raises(Exception, match="one label per point"):
+        plots.scatter_plot(arms, tmp_path / "x.png", point_labels={"CFT": ["a", "b"]})

@@ -328,9 +328,15 @@ def scatter_plot(
     title: str = "",
     zero_lines: bool = True,
     colours: Mapping[str, str] | None = None,
+    point_labels: Mapping[str, Sequence[str]] | None = None,
+    intervals: Mapping[str, tuple[tuple[float, float], tuple[float, float]]] | None = None,
+    connect: bool = False,
 ) -> Path:
     """Points per series name (e.g. each model's layers in a t-SNE, or each arm's EA/MA change);
-    ``colours`` as in :func:`line_plot`."""
+    ``colours`` as in :func:`line_plot`. ``point_labels`` (series -> one text per point)
+    writes beside each point (a t-SNE point's layer, an arm's name); ``intervals`` (series of
+    one point -> its x and y bounds) draws error bars; ``connect`` joins a series' points in
+    order with a thin line (layer 0 to the last)."""
     if not series:
         raise DataError("scatter_plot: no series to draw")
     fig = Figure(figsize=(6.4, 4.8))
@@ -340,6 +346,34 @@ def scatter_plot(
             raise DataError(f"scatter_plot: series '{label}' needs as many x as y values (>= 1)")
         st = _style(colours, label, i)
         ax.scatter(list(xs), list(ys), label=label, color=st.colour, marker=st.marker, s=36)
+        if connect and len(xs) > 1:
+            ax.plot(list(xs), list(ys), color=st.colour, lw=0.7, alpha=0.6)
+        if intervals is not None and label in intervals:
+            (x_lo, x_hi), (y_lo, y_hi) = intervals[label]
+            x, y = float(xs[0]), float(ys[0])
+            ax.errorbar(
+                [x],
+                [y],
+                xerr=[[max(0.0, x - x_lo)], [max(0.0, x_hi - x)]],
+                yerr=[[max(0.0, y - y_lo)], [max(0.0, y_hi - y)]],
+                color=st.colour,
+                lw=0.9,
+                capsize=2,
+                fmt="none",
+            )
+        texts = (point_labels or {}).get(label)
+        if texts is not None:
+            if len(texts) != len(xs):
+                raise DataError(f"scatter_plot: series '{label}' needs one label per point")
+            for x, y, text in zip(xs, ys, texts, strict=True):
+                ax.annotate(
+                    text,
+                    (x, y),
+                    xytext=(3, 3),
+                    textcoords="offset points",
+                    fontsize=6,
+                    color=st.colour,
+                )
     if zero_lines:
         ax.axhline(0, color="0.6", lw=0.8)
         ax.axvline(0, color="0.6", lw=0.8)

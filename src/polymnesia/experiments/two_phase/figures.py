@@ -103,6 +103,8 @@ def figures(
             ylabel="t-SNE 2",
             zero_lines=False,
             colours=colour,
+            point_labels={k: [f"L{j}" for j in range(len(xs))] for k, (xs, _) in series.items()},
+            connect=True,
         )
         per = (
             f"; training seed {seed}: one figure per seed, as the t-SNE coordinates of two "
@@ -113,7 +115,8 @@ def figures(
         rep.image(
             str(path.relative_to(run_dir)),
             f"Figure 1: t-SNE of the mean hidden activations per layer ({pair.phase1} -> "
-            f"{pair.phase2}{per})",
+            f"{pair.phase2}{per}); each point is marked with its layer (L0 the first) and a "
+            "model's layers are joined in order",
         )
     curves = layer_curves(layer)
     ticks = sorted({x for xs, _ in curves.values() for x in xs})
@@ -128,7 +131,9 @@ def figures(
             xlabel="layer",
             ylabel="||Σ_i(P1) - Σ_i(model)||_F",
             title="Per-layer change of English representations",
-            colours={_curve_key(s): colour[s.model] for s in layer},
+            # one style per curve: the curves of one model against two references (P2 after a
+            # similar and after a dissimilar Phase 1) are the comparison the figure exists for
+            colours=series_colours(curves),
         )
         mean = f", mean over {len(seeds)} training seeds" if several else ""
         rep.image(
@@ -138,11 +143,12 @@ def figures(
     base = PRETRAIN if ev.has(PRETRAIN) else None
     if base is not None:
         pts2: dict[str, tuple[list[float], list[float]]] = {}  # arm -> (MA change, EA change)
-        ea0, ma0 = ev.score(base, "EA"), ev.score(base, "MA")
+        bounds: dict[str, tuple[tuple[float, float], tuple[float, float]]] = {}
         for stage, label in labels.items():
             if stage != base and ev.has(stage):
-                ea, ma = ev.score(stage, "EA"), ev.score(stage, "MA")
-                pts2[label] = ([ma - ma0], [ea - ea0])
+                ma, ea = ev.difference(stage, base, "MA"), ev.difference(stage, base, "EA")
+                pts2[label] = ([ma.effect], [ea.effect])
+                bounds[label] = ((ma.low, ma.high), (ea.low, ea.high))
         if pts2:
             path = figs / "ea_ma_tradeoff.png"
             scatter_plot(
@@ -152,9 +158,12 @@ def figures(
                 xlabel="MA - MA(base)",
                 ylabel="EA - EA(base)",
                 colours=colour,
+                point_labels={k: [k] for k in pts2},
+                intervals=bounds,
             )
             mean = f" (means over {len(seeds)} training seeds)" if several else ""
             rep.image(
                 str(path.relative_to(run_dir)),
-                f"EA/MA trade-off: every arm against the base model{mean}",
+                f"EA/MA trade-off: every arm against the base model{mean}, each point named, "
+                "with the paired 95% intervals of both changes",
             )
