@@ -12,7 +12,7 @@ import numpy as np
 from polymnesia.continual.analysis import hop_average, ranking
 from polymnesia.experiments.lifelong.evidence import Pool
 from polymnesia.experiments.lifelong.results import Arm, average_curve, per_language
-from polymnesia.metrics.continual import Shift
+from polymnesia.metrics.continual import Shift, average_learned
 from polymnesia.reports import plots
 from polymnesia.reports.render import Report
 
@@ -33,6 +33,7 @@ def figures(
     over = f" (mean over {len(pool.runs)} seeds)" if pool is not None and several else ""
     T = len(next(iter(orders.values())))
     series = {a.label: (list(range(1, T + 1)), list(100 * _curve(a, pool))) for a in arms}
+    bands = {a.label: b for a in arms if (b := _curve_band(a, pool, T)) is not None}
     plots.line_plot(
         series,
         fig_dir / "fig2_average_over_steps.png",
@@ -40,10 +41,13 @@ def figures(
         ylabel="average score over learned languages (%)",
         title="Figure 2: average score after each step (mean over orders)",
         integer_x=True,
+        errors=bands,
     )
     rep.image(
         "figures/fig2_average_over_steps.png",
-        f"Figure 2: average over learned languages after each step{over}",
+        f"Figure 2: average over learned languages after each step{over}"
+        + ("; shaded: the 95% interval over test items" if bands else "")
+        + (" and seeds" if bands and several else ""),
     )
     drawn = [a for a in arms if a.method in ("vanilla", "shared_lora")]
     per_lang = {a.label: _per_language(a, orders, hops, shift, pool) for a in drawn}
@@ -124,6 +128,25 @@ def figures(
                 f"Figure 7: R for {arm.label}, order {name}{what} (one colour scale for every "
                 "arm and order)",
             )
+
+
+def _curve_band(arm: Arm, pool: Pool | None, steps: int) -> tuple[list[float], list[float]] | None:
+    """Figure 2's 95% interval after each step (in %), from the item replicates (and seeds)
+    of ``pool``; None without item evidence."""
+    if pool is None:
+        return None
+    lo, hi = [], []
+    for t in range(steps):
+
+        def at(rs: Any, _orders: Any, t: int = t) -> float:
+            return float(np.mean([average_learned(R)[t] for R in rs.values()]))
+
+        iv = pool.quantity(arm, at).interval()
+        if not (math.isfinite(iv.low) and math.isfinite(iv.high)):
+            return None
+        lo.append(100 * iv.low)
+        hi.append(100 * iv.high)
+    return lo, hi
 
 
 def _curve(arm: Arm, pool: Pool | None) -> np.ndarray:
