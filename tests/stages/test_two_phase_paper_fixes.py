@@ -165,3 +165,28 @@ def test_a_model_keeps_its_colour_across_figures_1_and_2(
     assert set(by_model) == {"base", "P1 english", "P2"}
     assert all(len(c) == 1 for c in by_model.values()), by_model
     assert len({next(iter(c)) for c in by_model.values()}) == 3  # and the models differ
+
+
+def test_a_models_curves_against_two_references_differ_by_line_style(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Figure 2: P2 against a similar and against a dissimilar Phase 1 keep P2's colour and
+    differ by line style (issue 42: they were drawn alike)."""
+    import polymnesia.experiments.two_phase.figures as fig_mod
+
+    seen: dict[str, object] = {}
+
+    def spy(series: dict, path: Path, **kw: object) -> None:
+        seen.update(kw)
+
+    monkeypatch.setattr(fig_mod, "line_plot", spy)
+    drift = _drift(3) + [
+        Score("P2", "en", "layer_covariance_drift", 0.5 + 0.1 * i, task="drift", step=i,
+              extra={"reference": "P1 dissimilar"})
+        for i in range(3)
+    ]  # fmt: skip
+    figures(load_config(SMOKE), Report("t"), tmp_path, _NoEvidence(), drift, {}, {})
+    colours, styles = seen["colours"], seen["linestyles"]
+    assert isinstance(colours, dict) and isinstance(styles, dict)
+    assert colours["P2 vs P1 english"] == colours["P2 vs P1 dissimilar"]
+    assert styles["P2 vs P1 english"] != styles["P2 vs P1 dissimilar"]

@@ -206,6 +206,7 @@ def line_plot(
     colours: Mapping[str, str] | None = None,
     errors: Mapping[str, tuple[Sequence[float], Sequence[float]]] | None = None,
     integer_x: bool = False,
+    linestyles: Mapping[str, str] | None = None,
 ) -> Path:
     """One line with markers per series name, e.g. average score against parameter count per arm.
 
@@ -213,15 +214,16 @@ def line_plot(
     tick labels, e.g. "400M", "1.6B" or the language trained at each step. ``colours``
     (series name -> colour, :func:`series_colours`) fixes a series' colour; others take the
     palette by position (:func:`~polymnesia.reports.style.series_style`: past twelve series,
-    another line style and marker). ``errors`` (series name -> lower and upper bounds, one
-    per point) shades each series' interval; ``integer_x`` keeps x ticks on whole numbers
-    (steps). The legend sits outside the axes.
+    another line style and marker; ``linestyles`` fixes a series' line style, e.g. to tell
+    apart two curves of one model in its colour). ``errors`` (series name -> lower and upper
+    bounds, one per point) shades each series' interval; ``integer_x`` keeps x ticks on whole
+    numbers (steps). The legend sits outside the axes.
     """
     if not series:
         raise DataError("line_plot: no series to draw")
     fig = Figure(figsize=(6.4, 4.2))
     ax = fig.add_subplot()
-    _draw_lines(ax, series, colours, errors)
+    _draw_lines(ax, series, colours, errors, linestyles=linestyles)
     if integer_x:
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     if logx:
@@ -240,7 +242,7 @@ def _draw_lines(
     colours: Mapping[str, str] | None,
     errors: Mapping[str, tuple[Sequence[float], Sequence[float]]] | None = None,
     offset: int = 0,
-    linestyle: str | None = None,
+    linestyles: Mapping[str, str] | None = None,
 ) -> None:
     """Each series as a line with markers in its style, its interval shaded where given."""
     for i, (label, (xs, ys)) in enumerate(series.items()):
@@ -256,7 +258,7 @@ def _draw_lines(
             list(ys),
             marker=st.marker,
             markersize=4,
-            linestyle=linestyle or st.linestyle,
+            linestyle=(linestyles or {}).get(label, st.linestyle),
             label=label,
             color=st.colour,
         )

@@ -16,6 +16,7 @@ from polymnesia.experiments.active_forgetting.claims import (
     paper_claims,
     translated,
 )
+from polymnesia.experiments.papers import cite
 from polymnesia.experiments.reporting import (
     describe_language,
     lm_bar_plot,
@@ -182,7 +183,7 @@ def _captions(cfg: Any, scores: Sequence[Score]) -> dict[str, str]:
     sig = sorted({str(s.extra.get("bleu_signature")) for s in scores if s.metric == "bleu"})
     by_lang = ", ".join(f"{k}: {v}" for k, v in d.bleu_tokenize_by_lang.items())
     bleu = (
-        f"sacrebleu BLEU on the 0-100 scale (paper 000's Table 3 prints 0-1: divide by 100), "
+        f"sacrebleu BLEU on the 0-100 scale ({cite('000')}, Table 3, prints 0-1: divide by 100), "
         f"tokenizer {d.bleu_tokenize}{f' ({by_lang})' if by_lang else ''}; "
         f"signature{'s' if len(sig) > 1 else ''}: {'; '.join(sig) or 'N/A'}."
     )
@@ -258,7 +259,7 @@ def write_report(cfg: Any, run_dir: Path) -> Path:
     groups = cfg.groups.as_dict()
     results = run_dir / "results"
     rep = Report(
-        f"{cfg.name}: active forgetting, vocabulary expansion, English-only SFT (paper 000)"
+        f"{cfg.name}: active forgetting, vocabulary expansion, English-only SFT ({cite('000')})"
     )
     sizes = ", ".join(cfg.sizes) if cfg.sizes else cfg.model.describe()
     rep.paragraph(

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from polymnesia.experiments.language_modeling.config import LanguageModelingConfig
+from polymnesia.experiments.papers import cite
 from polymnesia.experiments.reporting import lm_bar_plot, lm_tables, training_curves
 from polymnesia.experiments.seeds import seed_list, seeded_run, variance_note
 from polymnesia.reports.frame import load_run
@@ -22,7 +23,9 @@ def write_report(cfg: LanguageModelingConfig, run_dir: Path) -> Path:
         f"{', '.join(cfg.groups.pretraining)} (data source '{cfg.data.source}'), evaluated on the "
         f"{cfg.evaluate.split} split of {len(cfg.groups.all())} languages. Bits per byte does not "
         "depend on "
-        "the tokenizer; token perplexity does. Groups follow paper 000 (Table 6). "
+        "the tokenizer; token perplexity does. Groups follow "
+        + cite("000")
+        + " (Table 6). "
         + (
             "Intervals: 95% percentile bootstrap over the test texts of each language; a group "
             "mean's interval resamples the texts within each of its languages. "

@@ -30,6 +30,7 @@ from polymnesia.experiments.lf_mlf.claims import (
     trivial_rows,
 )
 from polymnesia.experiments.lf_mlf.config import REFERENCE, LFMLFConfig, TaskSection, label_of
+from polymnesia.experiments.papers import cite
 from polymnesia.experiments.reporting import training_curves
 from polymnesia.experiments.seeds import with_seed_band
 from polymnesia.metrics.lm import forgetting
@@ -55,8 +56,8 @@ from polymnesia.reports.tables import seed_table, write_table
 from polymnesia.results import Score, filter_scores
 
 LEGEND = (
-    "● LF-MLF is statistically superior (paired t-test over seeds at 0.05), as paper 003 Tables "
-    "1-3."
+    "● LF-MLF is statistically superior (paired t-test over seeds at 0.05), as "
+    f"{cite('003')}, Tables 1-3, mark it."
 )
 
 
@@ -383,7 +384,8 @@ def sweep_figures(
         )
         rep.image(
             f"plots/sweep_relative{_suffix(cfg, task)}.png",
-            "R_T = 1/T sum_t S_t^m / S_t^s (paper 003 Section 5.3), mean over seeds. The paper "
+            f"R_T = 1/T sum_t S_t^m / S_t^s ({cite('003')}, Section 5.3), mean over seeds. "
+            "The paper "
             "finds R_T similar for LF-MLF and Uniform-MLF and not evidently above SLF (Figure 4): "
             "a finding of no difference, shown here and not judged as a claim.",
         )
@@ -453,7 +455,9 @@ def _setup(cfg: LFMLFConfig) -> str:
 def write_report(cfg: LFMLFConfig, run_dir: Path) -> Path:
     run = load_run(run_dir)  # the run folder's records and items, read once
     scores, items = forgetting_by_task(cfg, run.scores(), run.items())
-    rep = Report(f"{cfg.name}: multi-lingual fine-tuning with per-language gradients (paper 003)")
+    rep = Report(
+        f"{cfg.name}: multi-lingual fine-tuning with per-language gradients ({cite('003')})"
+    )
     rep.paragraph(_setup(cfg))
     claims = correct(with_seed_band(all_claims(cfg, scores, items), cfg))
     if claims:

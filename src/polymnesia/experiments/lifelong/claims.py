@@ -34,6 +34,7 @@ from polymnesia.experiments.lifelong.evidence import (
     mean_baselines,
 )
 from polymnesia.experiments.lifelong.results import Arm, learned_score, multi_hop
+from polymnesia.experiments.papers import cite
 from polymnesia.metrics.continual import Kind
 from polymnesia.metrics.uncertainty import group_test, smallest_permutation_p
 from polymnesia.reports.claims import (
@@ -49,7 +50,7 @@ from polymnesia.reports.claims import (
 from polymnesia.reports.claims import Kind as ClaimKind
 from polymnesia.reports.table_core import Table
 
-SOURCE = "paper 004"
+SOURCE = cite("004")
 
 
 def _claim(

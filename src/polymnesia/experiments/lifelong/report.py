@@ -62,6 +62,7 @@ from polymnesia.experiments.lifelong.results import (
     save_matrices,
     untrained_scores,
 )
+from polymnesia.experiments.papers import cite
 from polymnesia.experiments.reporting import compute_table, run_health
 from polymnesia.experiments.seeds import seed_list, seeded_run, variance_note, with_seed_band
 from polymnesia.metrics.continual import Kind
@@ -396,7 +397,9 @@ def build_report(cfg: LifelongConfig, run_dir: Path) -> Path:
         suffix = f"_seed{r.seed}" if i else ""
         save_matrices(r.arms, r.orders, run_dir / "results" / "R", suffix)
     m = pool.metrics()
-    rep = Report(f"{cfg.name}: sequential learning over {len(cfg.languages)} languages (paper 004)")
+    rep = Report(
+        f"{cfg.name}: sequential learning over {len(cfg.languages)} languages ({cite('004')})"
+    )
     rep.paragraph(_intro(cfg, arms, pool) + " " + seed_variance_note(cfg))
     ok = learned_arms(arms, pool, cfg.task.metric)
     claims = method_claims(arms, m, ok) + baseline_claims(arms, m, ok)

@@ -22,6 +22,7 @@ from polymnesia.experiments.shared import PRETRAIN
 from polymnesia.experiments.two_phase.config import TwoPhaseConfig
 from polymnesia.reports.plots import line_plot, scatter_plot, series_colours
 from polymnesia.reports.render import Report
+from polymnesia.reports.style import LINESTYLES
 from polymnesia.results import Score, StageRecord
 
 #: layers (rows of mean activations) below which Figures 1 and 2 carry no information
@@ -46,6 +47,18 @@ def layer_curves(layer: list[Score]) -> dict[str, tuple[list[int], list[float]]]
 
 def _mean(values: Sequence[float]) -> float:
     return values[0] if len(values) == 1 else float(sum(values) / len(values))
+
+
+def _reference_styles(curves: Mapping[str, Any]) -> dict[str, str]:
+    """Per curve ("MODEL vs REFERENCE"): solid for a model's first reference, then dashed,
+    dotted, dash-dotted."""
+    seen: dict[str, int] = {}
+    out = {}
+    for key in curves:
+        model = key.split(" vs ")[0]
+        out[key] = LINESTYLES[seen.get(model, 0) % len(LINESTYLES)]
+        seen[model] = seen.get(model, 0) + 1
+    return out
 
 
 def too_few_layers(n: int) -> str:
@@ -131,9 +144,11 @@ def figures(
             xlabel="layer",
             ylabel="||Σ_i(P1) - Σ_i(model)||_F",
             title="Per-layer change of English representations",
-            # one style per curve: the curves of one model against two references (P2 after a
-            # similar and after a dissimilar Phase 1) are the comparison the figure exists for
-            colours=series_colours(curves),
+            # a model keeps its colour; its curves against two references (P2 after a similar
+            # and after a dissimilar Phase 1, the comparison the figure exists for) differ by
+            # line style
+            colours={_curve_key(s): colour[s.model] for s in layer},
+            linestyles=_reference_styles(curves),
         )
         mean = f", mean over {len(seeds)} training seeds" if several else ""
         rep.image(

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from scipy.stats import norm, spearmanr
 
+from polymnesia.experiments.papers import cite
 from polymnesia.experiments.reporting import training_curves
 from polymnesia.experiments.seeds import (
     SEED_TAG,
@@ -63,7 +64,7 @@ from polymnesia.reports.render import Report
 from polymnesia.reports.table_core import Estimate, Table, write_table
 from polymnesia.results import Score
 
-SOURCE = "paper 002"
+SOURCE = cite("002")
 #: the paper's effects on the 0-1 scale (Mistral-7B and Llama-3-8B averages, Tables 1-2; the
 #: similar pair is Alpaca -> MultiAlpaca, the dissimilar one Instruct -> MultiAlpaca), per
 #: claim kind and pair kind
@@ -658,7 +659,7 @@ def write_report(cfg: TwoPhaseConfig, run_dir: Path) -> Path:
     labels = evaluated_models(cfg)
     arms = mitigation_arms(cfg)
     ev = Evidence(cfg, run)
-    rep = Report(f"{cfg.name}: two-phase continual instruction fine-tuning (paper 002)")
+    rep = Report(f"{cfg.name}: two-phase continual instruction fine-tuning ({cite('002')})")
     pairs = "; ".join(f"{p.phase1} -> {p.phase2}" for p in cfg.pairs)
     rep.paragraph(
         f"Base: {cfg.base.describe()}. Phase-wise pairs: {pairs}. Every model is scored through "
