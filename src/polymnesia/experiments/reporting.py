@@ -65,6 +65,14 @@ def lm_tables(
         )
         write_table(results, t)
         report.table(t)
+    above = sorted({s.lang for s in scores if s.metric == "bits_per_byte" and s.value > 8})
+    if above:
+        report.paragraph(
+            f"Bits per byte above 8 ({', '.join(above)}): 8 bits is the cost of guessing each "
+            "byte uniformly among 256, so these languages are predicted worse than by chance. "
+            "This is typical of a script absent from the training data: its text reaches the "
+            "model as byte-fallback tokens, which training taught it to rule out."
+        )
     for metric in [headline, *others]:
         if any(s.metric == metric for s in scores):
             t = language_table(
