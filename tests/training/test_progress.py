@@ -65,3 +65,29 @@ def test_duration() -> None:
         "1 h 00 min",
         "2 h 05 min",
     ]
+
+
+def test_a_terminal_bar_leaves_its_final_line_and_says_where_it_resumed() -> None:
+    """Issue 42: the erased bar left nothing on screen; now the stage's last line stays (with
+    the validation bits per byte where the stage measured it), and a resume says so."""
+    out = Terminal()
+    bar = open_progress(100, 40, "pretrain", out)
+    for _ in range(60):
+        bar.update(1)
+    bar.show(3.25, 900.0, 1.234)
+    bar.close()
+    lines = [x for x in out.getvalue().replace("\r", "\n").splitlines() if "[polymnesia]" in x]
+    assert lines[0] == "[polymnesia] pretrain: resumed at step 40/100"
+    assert lines[-1].startswith(
+        "[polymnesia] pretrain: step 100/100 (100%), loss 3.250, 900 tokens/s, "
+        "validation 1.234 bits/byte, "
+    )
+
+
+def test_file_lines_carry_the_validation_bits_per_byte() -> None:
+    out, clock = io.StringIO(), Clock()
+    p = ProgressLines(10, 0, "pretrain", out, clock=clock)
+    p.update(10)
+    p.show(2.0, 100.0, val_bpb=1.5)
+    p.close()
+    assert "validation 1.500 bits/byte" in out.getvalue().splitlines()[-1]

@@ -561,8 +561,6 @@ def train(
         if do_eval or counters.step % cfg.log_every == 0 or counters.step == cfg.steps:
             losses.read(acc, counters, ckpt_dir)
             tokens_per_s = (counters.tokens - tok0) / max(1e-9, time.time() - t0)
-            if bar is not None:
-                bar.show(counters.loss, tokens_per_s)
             rec = {
                 "step": counters.step,
                 "loss": round(counters.loss, 6),
@@ -578,6 +576,9 @@ def train(
                 model.train()
                 if engine == "fsdp2":  # the evaluation gathered the root and no backward freed it
                     fsdp.reshard(model)
+            if bar is not None:
+                val = rec.get("val_bits_per_byte")
+                bar.show(counters.loss, tokens_per_s, val if isinstance(val, float) else None)
             if acc.is_main_process:
                 append_jsonl(metrics_path, rec)
             if cfg.trackers:
