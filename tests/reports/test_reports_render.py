@@ -75,3 +75,16 @@ def test_inline_html_and_bold_cells() -> None:
     assert inline_html("a *b* **c** `d<e`") == "a <em>b</em> <strong>c</strong> <code>d&lt;e</code>"
     t = Table("t", "", ["M", "x"], [["A", 1.0]], bold=[(0, 1)])
     assert "<td>A</td><td><strong>1.000</strong></td>" in table_html(t)
+
+
+def test_a_banner_opens_the_report_under_its_title(tmp_path: Path) -> None:
+    """A smoke config's report says at once that it tests the code, not the paper (issue 42)."""
+    rep = Report("two_phase_smoke: two-phase CFT", banner="Smoke test: checks the pipeline.")
+    rep.heading("Tables", 2).paragraph("x")
+    md, page = rep.write(tmp_path)
+    lines = md.read_text(encoding="utf-8").splitlines()
+    assert lines[0] == "# two_phase_smoke: two-phase CFT"
+    assert lines[2] == "> **Smoke test: checks the pipeline.**"
+    html_text = page.read_text(encoding="utf-8")
+    assert html_text.index('<p class="banner">Smoke test') < html_text.index("Tables")
+    assert "banner" not in Report("t").to_markdown()

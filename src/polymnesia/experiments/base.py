@@ -30,6 +30,11 @@ class ExperimentConfig(StrictModel):
     experiment: str = Field(description="the protocol (polymnesia ls experiments)")
     name: str = Field(description="a short name; the default run folder is runs/NAME-HASH")
     description: str = ""
+    smoke: bool = Field(
+        False,
+        description="a pipeline test at toy size: its report opens with a banner saying that "
+        "its verdicts test the code, not the paper",
+    )
     seed: int = Field(0, description="seed for model initialisation, data order and sampling")
     seeds: list[int] | None = Field(
         None,
@@ -97,3 +102,15 @@ class Experiment(ABC):
 EXPERIMENTS: Registry[type[Experiment]] = Registry(
     "experiment", "experiments", "polymnesia.experiments"
 )
+
+
+#: the banner of a smoke config's report
+SMOKE_BANNER = (
+    "Smoke test: a toy-size run that checks the pipeline end to end. Its numbers and verdicts "
+    "test the code, not the paper's findings."
+)
+
+
+def banner_of(cfg: ExperimentConfig) -> str:
+    """The line a report of ``cfg`` opens with ("" for a study config)."""
+    return SMOKE_BANNER if cfg.smoke else ""

@@ -58,6 +58,8 @@ pre { background: #f6f6f6; padding: 0.7em; overflow-x: auto; max-width: 100%; }
 nav.toc { background: #f7f7f9; border: 1px solid #e3e3e8; padding: 0.5em 1em; margin: 1em 0; }
 nav.toc ul { margin: 0.2em 0; padding-left: 1.2em; }
 nav.toc li.l3 { margin-left: 1.2em; font-size: 0.95em; }
+p.banner { background: #fff8c5; border: 1px solid #d4a72c; border-radius: 6px; padding: 0.5em 1em;
+  font-weight: 600; }
 .claims { border: 1px solid #d0d7de; border-radius: 6px; padding: 0.3em 1em 0.8em; margin: 1em 0; }
 .claims .table-wrap { overflow-x: visible; }
 table.claims-table { width: 100%; table-layout: fixed; }
@@ -93,9 +95,12 @@ class Section:
 class Report:
     """Collects sections in order; :meth:`write` renders them into a run folder."""
 
-    def __init__(self, title: str, floatfmt: str = ".3f") -> None:
+    def __init__(self, title: str, floatfmt: str = ".3f", banner: str = "") -> None:
+        """``banner``: a line shown under the title, before everything else (a smoke config's
+        "this tests the code, not the paper")."""
         self.title = title
         self.floatfmt = floatfmt
+        self.banner = banner
         self.sections: list[Section] = []
 
     def heading(self, text: str, level: int = 2) -> Report:
@@ -136,7 +141,8 @@ class Report:
     # ------------------------------------------------------------- Markdown
 
     def to_markdown(self) -> str:
-        parts = [f"# {self.title}\n"] + [
+        top = [f"# {self.title}\n"] + ([f"> **{self.banner}**\n"] if self.banner else [])
+        parts = top + [
             _md_section(sec, self.floatfmt, above) for sec, above in _laid_out(self.sections)
         ]
         return "\n".join(parts)
@@ -159,7 +165,10 @@ class Report:
             f'<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
             f'<meta name="viewport" content="width=device-width, initial-scale=1">\n'
             f"<title>{title}</title>\n<style>{_STYLE}</style>\n</head>\n<body>\n"
-            f"<h1>{title}</h1>\n" + "\n".join(b for b in body if b) + "\n</body>\n</html>\n"
+            f"<h1>{title}</h1>\n"
+            + (f'<p class="banner">{html.escape(self.banner)}</p>\n' if self.banner else "")
+            + "\n".join(b for b in body if b)
+            + "\n</body>\n</html>\n"
         )
 
     def write(self, run_dir: str | os.PathLike[str]) -> tuple[Path, Path]:

@@ -16,6 +16,7 @@ from polymnesia.experiments.active_forgetting.claims import (
     paper_claims,
     translated,
 )
+from polymnesia.experiments.base import banner_of
 from polymnesia.experiments.papers import cite
 from polymnesia.experiments.reporting import (
     describe_language,
@@ -259,7 +260,8 @@ def write_report(cfg: Any, run_dir: Path) -> Path:
     groups = cfg.groups.as_dict()
     results = run_dir / "results"
     rep = Report(
-        f"{cfg.name}: active forgetting, vocabulary expansion, English-only SFT ({cite('000')})"
+        f"{cfg.name}: active forgetting, vocabulary expansion, English-only SFT ({cite('000')})",
+        banner=banner_of(cfg),
     )
     sizes = ", ".join(cfg.sizes) if cfg.sizes else cfg.model.describe()
     rep.paragraph(

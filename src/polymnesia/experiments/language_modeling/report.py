@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from polymnesia.experiments.base import banner_of
 from polymnesia.experiments.language_modeling.config import LanguageModelingConfig
 from polymnesia.experiments.papers import cite
 from polymnesia.experiments.reporting import lm_bar_plot, lm_tables, training_curves
@@ -17,7 +18,7 @@ def write_report(cfg: LanguageModelingConfig, run_dir: Path) -> Path:
     run = seeded_run(load_run(run_dir), seeds)  # every record of the run, read once
     scores = run.scores()
     groups = cfg.groups.as_dict()
-    rep = Report(f"{cfg.name}: language modelling by language group")
+    rep = Report(f"{cfg.name}: language modelling by language group", banner=banner_of(cfg))
     rep.paragraph(
         f"A decoder ({cfg.model.describe()}) trained for {cfg.train.steps} steps on "
         f"{', '.join(cfg.groups.pretraining)} (data source '{cfg.data.source}'), evaluated on the "

@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from polymnesia.errors import PolymnesiaError
+from polymnesia.experiments.base import banner_of
 from polymnesia.experiments.lf_mlf.claims import (
     BASE,
     all_claims,
@@ -456,7 +457,8 @@ def write_report(cfg: LFMLFConfig, run_dir: Path) -> Path:
     run = load_run(run_dir)  # the run folder's records and items, read once
     scores, items = forgetting_by_task(cfg, run.scores(), run.items())
     rep = Report(
-        f"{cfg.name}: multi-lingual fine-tuning with per-language gradients ({cite('003')})"
+        f"{cfg.name}: multi-lingual fine-tuning with per-language gradients ({cite('003')})",
+        banner=banner_of(cfg),
     )
     rep.paragraph(_setup(cfg))
     claims = correct(with_seed_band(all_claims(cfg, scores, items), cfg))

@@ -30,6 +30,7 @@ from polymnesia.continual.analysis import (
     ranking,
 )
 from polymnesia.continual.resample import Replicates
+from polymnesia.experiments.base import banner_of
 from polymnesia.experiments.lifelong.claims import (
     baseline_claims,
     baselines,
@@ -398,7 +399,8 @@ def build_report(cfg: LifelongConfig, run_dir: Path) -> Path:
         save_matrices(r.arms, r.orders, run_dir / "results" / "R", suffix)
     m = pool.metrics()
     rep = Report(
-        f"{cfg.name}: sequential learning over {len(cfg.languages)} languages ({cite('004')})"
+        f"{cfg.name}: sequential learning over {len(cfg.languages)} languages ({cite('004')})",
+        banner=banner_of(cfg),
     )
     rep.paragraph(_intro(cfg, arms, pool) + " " + seed_variance_note(cfg))
     ok = learned_arms(arms, pool, cfg.task.metric)

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from matplotlib.figure import Figure
 
+from polymnesia.experiments.base import banner_of
 from polymnesia.experiments.new_token_init.claims import REFERENCE, Cell, Evidence, claims
 from polymnesia.experiments.new_token_init.config import NewTokenInitConfig
 from polymnesia.experiments.reporting import training_curves
@@ -148,7 +149,7 @@ def write_report(cfg: NewTokenInitConfig, run_dir: Path) -> Path:
         _relearn_items(run_dir), n_resamples=cfg.bootstrap.n_resamples, seed=cfg.bootstrap.seed
     )
     r = cfg.relearn
-    rep = Report(f"{cfg.name}: new-token initialisations and relearning")
+    rep = Report(f"{cfg.name}: new-token initialisations and relearning", banner=banner_of(cfg))
     rep.paragraph(
         f"Base models ({cfg.model.describe()}, {cfg.pretrain.steps} pretraining steps on "
         f"{', '.join(cfg.groups.pretraining)}): "

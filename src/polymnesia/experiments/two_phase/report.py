@@ -19,6 +19,7 @@ from pathlib import Path
 
 from scipy.stats import norm, spearmanr
 
+from polymnesia.experiments.base import banner_of
 from polymnesia.experiments.papers import cite
 from polymnesia.experiments.reporting import training_curves
 from polymnesia.experiments.seeds import (
@@ -659,7 +660,10 @@ def write_report(cfg: TwoPhaseConfig, run_dir: Path) -> Path:
     labels = evaluated_models(cfg)
     arms = mitigation_arms(cfg)
     ev = Evidence(cfg, run)
-    rep = Report(f"{cfg.name}: two-phase continual instruction fine-tuning ({cite('002')})")
+    rep = Report(
+        f"{cfg.name}: two-phase continual instruction fine-tuning ({cite('002')})",
+        banner=banner_of(cfg),
+    )
     pairs = "; ".join(f"{p.phase1} -> {p.phase2}" for p in cfg.pairs)
     rep.paragraph(
         f"Base: {cfg.base.describe()}. Phase-wise pairs: {pairs}. Every model is scored through "
