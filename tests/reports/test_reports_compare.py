@@ -238,3 +238,23 @@ def test_scores_without_intervals_are_counted_as_untestable_not_lost(tmp_path: P
     assert (
         "No score could be paired" not in text
     )  # nothing with evidence to pair in the first place
+
+
+def test_a_comparison_opens_with_how_the_configs_differ(tmp_path: Path) -> None:
+    """Two hash-named runs: the report says which keys differ (issue 42), not just that they do."""
+    a, b = make_run(tmp_path, "run-1a2b", 0.0), make_run(tmp_path, "run-3c4d", 0.1)
+    (a / "config.yaml").write_text(
+        "name: x\nexperiment: lf_mlf\nfinetune:\n  steps: 300\n  lr: 0.001\nseeds: [0, 1]\n"
+    )
+    (b / "config.yaml").write_text(
+        "name: y\nexperiment: lf_mlf\nfinetune:\n  steps: 600\n  lr: 0.001\nslf: false\n"
+        "seeds: [0, 1]\n"
+    )
+    md = compare_runs([a, b]).to_markdown()
+    assert "## How the configs differ" in md
+    assert "- `finetune.steps`: 300 (run-1a2b) / 600 (run-3c4d)" in md
+    assert "- `slf`: (unset) (run-1a2b) / False (run-3c4d)" in md
+    assert "finetune.lr" not in md and "`name`" not in md
+    assert md.index("How the configs differ") < md.index("Table 1: zero-shot")
+    (b / "config.yaml").write_text((a / "config.yaml").read_text().replace("name: x", "name: z"))
+    assert "the same but for their names" in compare_runs([a, b]).to_markdown()

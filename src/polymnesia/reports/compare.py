@@ -46,6 +46,43 @@ def run_protocol(run_dir: Path) -> str:
     return str((yaml.safe_load(config.read_text(encoding="utf-8")) or {}).get("experiment", ""))
 
 
+def flat(data: Any, prefix: str = "") -> dict[str, Any]:
+    """A nested config as ``{"a.b.c": value}`` (lists are values)."""
+    if not isinstance(data, dict):
+        return {prefix: data} if prefix else {}
+    out: dict[str, Any] = {}
+    for key, value in data.items():
+        out.update(flat(value, f"{prefix}.{key}" if prefix else str(key)))
+    return out
+
+
+def config_differences(configs: Sequence[Any], labels: Sequence[str], limit: int = 40) -> list[str]:
+    """One line per key whose value differs between the configs (each against the first):
+    ``train.steps: 300 (run-a) / 600 (run-b)``; ``name`` and ``description`` are left out.
+    At most ``limit`` lines, then how many more."""
+    flats = [flat(c or {}) for c in configs]
+    keys = sorted({k for f in flats for k in f} - {"name", "description"})
+    lines = []
+    for key in keys:
+        values = [f.get(key, "(unset)") for f in flats]
+        if any(v != values[0] for v in values[1:]):
+            shown = " / ".join(f"{v} ({lab})" for v, lab in zip(values, labels, strict=True))
+            lines.append(f"`{key}`: {shown}")
+    if len(lines) > limit:
+        lines = [*lines[:limit], f"... and {len(lines) - limit} more keys"]
+    return lines
+
+
+def _configs(dirs: Sequence[Path]) -> list[Any]:
+    import yaml
+
+    out = []
+    for d in dirs:
+        path = d / "config.yaml"
+        out.append(yaml.safe_load(path.read_text(encoding="utf-8")) if path.is_file() else {})
+    return out
+
+
 def run_labels(run_dirs: Sequence[Path]) -> list[str]:
     """Folder names, or ``parent/name`` where two runs share a name."""
     names = [p.resolve().name for p in run_dirs]
@@ -166,6 +203,12 @@ def compare_runs(
     names = _common_tables(dirs, tables)
     rep = Report(f"Comparison of {len(dirs)} {protocols[0]} runs")
     rep.bullets([f"**{lab}**: `{d}`" for lab, d in zip(labels, dirs, strict=True)])
+    diffs = config_differences(_configs(dirs), labels)
+    rep.heading("How the configs differ", 2)
+    if diffs:
+        rep.bullets(diffs)
+    else:
+        rep.paragraph("The runs' resolved configs are the same but for their names.")
     rep.paragraph(
         "Each table puts the runs' columns side by side; ± is half the width of each run's "
         "interval as its report computed it (see that report's captions); – marks a row a run "
