@@ -6,7 +6,7 @@ float32) to a temporary directory, then, in alternating rounds, times
 * ``io``: reading every tensor of the input folders into memory and writing one folder of
   the result's size (``safetensors`` load and save, nothing computed): the least any merge
   must do;
-* ``average``: :func:`polymnesia.methods.merging.merge_folders` averaging the two models;
+* ``average``: :func:`polymnesia.merging.folders.merge_folders` averaging the two models;
 * ``task_arithmetic`` and ``ties``: the same against the base (three folders read).
 
 Each merge is compared with the ``io`` time of the same inputs (two folders for ``average``,
@@ -33,7 +33,7 @@ from _common import tiny_model
 from safetensors import safe_open
 from safetensors.torch import save_file
 
-from polymnesia.methods.merging import merge_folders
+from polymnesia.merging.folders import merge_folders
 
 MERGES = ("average", "task_arithmetic", "ties")
 

@@ -6,7 +6,8 @@ Layers, top to bottom (docs/architecture.md); a module may import its own layer 
     experiments
     stages, testing
     methods, continual, tasks, evaluation, harness, training, reports
-    models, tokenizers, gradients, layers, metrics, items, data, instructions, pipeline
+    models, tokenizers, gradients, merging, layers, metrics, items, data, instructions,
+    pipeline
     results, config, io, registry, registry_imports, paths, errors, runtime, trust
 """
 
@@ -27,6 +28,7 @@ TIERS = [
         "models",
         "tokenizers",
         "gradients",
+        "merging",
         "layers",
         "metrics",
         "items",
@@ -176,3 +178,22 @@ def test_no_import_cycles() -> None:
 @pytest.mark.parametrize("path", FILES, ids=lambda p: str(p.relative_to(SRC)))
 def test_every_module_has_a_layer(path: Path) -> None:
     tier(module_name(path))
+
+
+def test_methods_hold_training_plugins() -> None:
+    """Every module of ``methods/`` defines a training plugin (a class deriving
+    ``TrainingPlugin``, directly or through another plugin class of the module): maths and
+    file I/O that plugins use live in their own packages (``merging/``, issue 38)."""
+    lacking = []
+    for path in sorted((SRC / "polymnesia" / "methods").glob("*.py")):
+        if path.name == "__init__.py":
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        plugins = {"TrainingPlugin"}
+        for node in (n for n in tree.body if isinstance(n, ast.ClassDef)):
+            bases = {b.id for b in node.bases if isinstance(b, ast.Name)}
+            if bases & plugins:
+                plugins.add(node.name)
+        if plugins == {"TrainingPlugin"}:
+            lacking.append(path.name)
+    assert not lacking, f"modules of methods/ without a training plugin: {lacking}"

@@ -14,7 +14,7 @@ from polymnesia.continual.methods import arm_label, get_method, with_baseline
 from polymnesia.errors import ConfigError
 from polymnesia.experiments import load_config
 from polymnesia.experiments.lifelong.protocol import Lifelong
-from polymnesia.methods.merging import average, merge_step
+from polymnesia.merging.maths import average, merge_step
 from polymnesia.methods.step_merge import (
     STEP_MERGE_PLUGINS,
     MergeAverage,

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from polymnesia.errors import ConfigError
-from polymnesia.methods.merging import average, ties
+from polymnesia.merging.maths import average, ties
 from polymnesia.pipeline.stage import StageContext, StageSpec
 from polymnesia.stages.merge import MergeModels, MergeParams
 

@@ -10,10 +10,10 @@ one at a time and each is written back into the model, so the merge holds one CP
 the model (the start), plus one of the base for a rule that merges against it.
 
 * ``merge_average`` (weight averaging): ``(1 - w) theta_{t-1} + w theta_t``, with
-  :func:`polymnesia.methods.merging.average` on each tensor; ``weight = 1/2`` by default.
+  :func:`polymnesia.merging.maths.average` on each tensor; ``weight = 1/2`` by default.
 * ``merge_ta`` (Ilharco et al. 2023): ``theta_0 + lam (tau_prev + tau_new)`` against the base
   ``theta_0`` (the pretrained body and the head initialised from the step's seed: the model
-  the arm's first step started from), by :func:`polymnesia.methods.merging.iter_merge_step`;
+  the arm's first step started from), by :func:`polymnesia.merging.maths.iter_merge_step`;
   ``lam = 1/2`` is the average, so the default is 0.4.
 * ``merge_ties`` (Yadav et al. 2023): trim each task vector to ``density``, elect the sign,
   disjoint mean, ``theta_0 + lam tau_m``; defaults ``density = 0.2``, ``lam = 1``.
@@ -37,7 +37,7 @@ from pydantic import Field
 
 from polymnesia.config.base import StrictModel
 from polymnesia.errors import ConfigError
-from polymnesia.methods.merging import average, check_compatible, check_step_merge, iter_merge_step
+from polymnesia.merging.maths import average, check_compatible, check_step_merge, iter_merge_step
 from polymnesia.training.config import EpochTrainConfig
 from polymnesia.training.plugins import PLUGINS, TrainingPlugin
 

@@ -3,7 +3,7 @@
 Inputs: ``model_0``, ``model_1``, ... (the models to merge, stage folders holding
 ``model/``) and, for task arithmetic and TIES, ``base`` (the models' common origin). The
 merged Hugging Face folder is written to ``model/`` one tensor at a time
-(:func:`polymnesia.methods.merging.merge_folders`), so 7B models merge in bounded memory.
+(:func:`polymnesia.merging.folders.merge_folders`), so 7B models merge in bounded memory.
 Models of other architectures or tokenizers are refused in one line before anything is
 written.
 """
@@ -17,7 +17,7 @@ from pydantic import Field, model_validator
 
 from polymnesia.config.base import StrictModel
 from polymnesia.errors import ConfigError
-from polymnesia.methods.merging import merge_folders
+from polymnesia.merging.folders import merge_folders
 from polymnesia.models.io import model_dir
 from polymnesia.pipeline.stage import STAGES, Artifact, Role, Stage, StageContext
 from polymnesia.results import Score

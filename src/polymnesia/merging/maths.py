@@ -21,8 +21,7 @@ can stream tensors from safetensors files in bounded memory).
   :func:`disjoint_mean` on whole tensors. Task vectors with NaN or infinite entries are
   refused in one line (they have no largest magnitudes).
 
-:func:`merge_folders` merges Hugging Face model folders (safetensors) one tensor at a time,
-so the memory it needs is one tensor per model plus one merged tensor, whatever the model's size.
+Merging model folders on disk is :mod:`polymnesia.merging.folders`.
 
 :func:`iter_merge_step` (and :func:`merge_step`) merges one sequential step, the previous
 step's model and the step's trained one, against a base by task arithmetic or TIES, one
@@ -37,19 +36,14 @@ result has each tensor's original dtype.
 
 from __future__ import annotations
 
-import json
 import math
-import shutil
-import struct
 from collections.abc import Iterator, Mapping, Sequence
-from pathlib import Path
 from typing import NamedTuple
 
 import numpy as np
 import torch
 
 from polymnesia.errors import ConfigError
-from polymnesia.io import atomic_dir
 
 State = Mapping[str, torch.Tensor]
 
@@ -80,7 +74,7 @@ def _work(t: torch.Tensor) -> torch.Tensor:
     return t.detach().to(torch.float64 if t.dtype == torch.float64 else torch.float32)
 
 
-def _weights(weights: Sequence[float] | None, n: int) -> list[float]:
+def merge_weights(weights: Sequence[float] | None, n: int) -> list[float]:
     if weights is None:
         return [1.0 / n] * n
     if len(weights) != n:
@@ -91,7 +85,7 @@ def _weights(weights: Sequence[float] | None, n: int) -> list[float]:
     return [float(w) / total for w in weights]
 
 
-def _same(tensors: Sequence[torch.Tensor], name: str) -> torch.Tensor:
+def same_tensor(tensors: Sequence[torch.Tensor], name: str) -> torch.Tensor:
     """A non-float tensor, which every model must hold equal."""
     for t in tensors[1:]:
         if not torch.equal(t, tensors[0]):
@@ -358,11 +352,11 @@ def average(
 ) -> dict[str, torch.Tensor]:
     """Weighted average of the models (uniform without ``weights``; weights are normalised)."""
     names = check_compatible(states, "average")
-    w = _weights(weights, len(states))
+    w = merge_weights(weights, len(states))
     out = {}
     for k in names:
         ts = [s[k] for s in states]
-        out[k] = average_tensor(ts, w) if ts[0].is_floating_point() else _same(ts, k)
+        out[k] = average_tensor(ts, w) if ts[0].is_floating_point() else same_tensor(ts, k)
     return out
 
 
@@ -385,7 +379,7 @@ def task_arithmetic(
         if base[k].is_floating_point():
             out[k] = task_arithmetic_tensor(base[k], ts, lam)
         else:
-            out[k] = _same([base[k], *ts], k)
+            out[k] = same_tensor([base[k], *ts], k)
     return out
 
 
@@ -402,205 +396,12 @@ def ties(
         if base[k].is_floating_point():
             out[k] = ties_tensor(base[k], ts, density, lam)
         else:
-            out[k] = _same([base[k], *ts], k)
+            out[k] = same_tensor([base[k], *ts], k)
     return out
 
 
 # --- model folders, streamed ------------------------------------------------------------
 
-#: the files of a model folder that are not weights, copied from the base (or first) model
-WEIGHT_SUFFIXES = (".safetensors", ".safetensors.index.json", ".bin", ".bin.index.json")
-#: files whose bytes must agree between merged models (same tokenizer)
-TOKENIZER_FILES = ("tokenizer.json", "vocab.json", "merges.txt", "tokenizer.model", "vocab.txt")
-
-
-def _weight_index(folder: Path) -> dict[str, Path]:
-    """Tensor name -> the safetensors file holding it (one file or a sharded index)."""
-    index = folder / "model.safetensors.index.json"
-    if index.is_file():
-        mapping = json.loads(index.read_text(encoding="utf-8"))["weight_map"]
-        return {k: folder / v for k, v in mapping.items()}
-    single = folder / "model.safetensors"
-    if not single.is_file():
-        raise ConfigError(f"merge: {folder} holds no model.safetensors (or its index)")
-    from safetensors import safe_open
-
-    with safe_open(str(single), "pt") as f:
-        return dict.fromkeys(f.keys(), single)
-
-
-def _check_tokenizers(folders: Sequence[Path]) -> None:
-    for name in TOKENIZER_FILES:
-        present = [f / name for f in folders if (f / name).is_file()]
-        if 0 < len(present) < len(folders) or len({p.read_bytes() for p in present}) > 1:
-            raise ConfigError(
-                f"merge: {name} differs between {folders[0]} and the other models: "
-                "models with one tokenizer only"
-            )
-
-
-class _Reader:
-    """Opens each safetensors file of a folder once; reads one tensor at a time."""
-
-    def __init__(self, folder: Path) -> None:
-        from safetensors import safe_open
-
-        self.index = _weight_index(folder)
-        self.handles = {p: safe_open(str(p), "pt") for p in set(self.index.values())}
-
-    def shape(self, name: str) -> tuple[int, ...]:
-        return tuple(self.handles[self.index[name]].get_slice(name).get_shape())
-
-    def dtype(self, name: str) -> str:
-        """The tensor's safetensors dtype name (``F32``, ``BF16``, ``I64``, ...)."""
-        return str(self.handles[self.index[name]].get_slice(name).get_dtype())
-
-    def get(self, name: str) -> torch.Tensor:
-        return self.handles[self.index[name]].get_tensor(name)
-
-
-#: safetensors' dtype names of the torch dtypes a merge writes
-ST_DTYPES = {
-    torch.float64: "F64",
-    torch.float32: "F32",
-    torch.float16: "F16",
-    torch.bfloat16: "BF16",
-    torch.int64: "I64",
-    torch.int32: "I32",
-    torch.int16: "I16",
-    torch.int8: "I8",
-    torch.uint8: "U8",
-    torch.bool: "BOOL",
-}
-_ST_TORCH = {v: k for k, v in ST_DTYPES.items()}
-
-
-def _shard_plan(
-    names: Sequence[str], reader: _Reader, shard_bytes: int
-) -> list[list[tuple[str, torch.dtype, tuple[int, ...]]]]:
-    """The output tensors (name, dtype, shape: the first model's) grouped into shards of at
-    most ``shard_bytes`` (a larger tensor alone), in ``names``' order."""
-    shards: list[list[tuple[str, torch.dtype, tuple[int, ...]]]] = [[]]
-    size = 0
-    for k in names:
-        code = reader.dtype(k)
-        if code not in _ST_TORCH:
-            raise ConfigError(
-                f"merge: {k} has dtype {code}; accepted: {', '.join(sorted(_ST_TORCH))}"
-            )
-        dtype, shape = _ST_TORCH[code], reader.shape(k)
-        nbytes = math.prod(shape) * dtype.itemsize
-        if shards[-1] and size + nbytes > shard_bytes:
-            shards.append([])
-            size = 0
-        shards[-1].append((k, dtype, shape))
-        size += nbytes
-    return shards
-
-
-def _write_shard(
-    path: Path,
-    tensors: Sequence[tuple[str, torch.dtype, tuple[int, ...]]],
-    merged: Iterator[torch.Tensor],
-) -> None:
-    """A safetensors file of ``tensors``, their bytes taken one at a time from ``merged``
-    (the header is written first, from the planned dtypes and shapes)."""
-    header: dict[str, object] = {"__metadata__": {"format": "pt"}}
-    offset = 0
-    for k, dtype, shape in tensors:
-        end = offset + math.prod(shape) * dtype.itemsize
-        header[k] = {"dtype": ST_DTYPES[dtype], "shape": list(shape), "data_offsets": [offset, end]}
-        offset = end
-    head = json.dumps(header, separators=(",", ":")).encode("utf-8")
-    head += b" " * (-len(head) % 8)
-    with path.open("wb") as f:
-        f.write(struct.pack("<Q", len(head)))
-        f.write(head)
-        for (k, dtype, shape), t in zip(tensors, merged, strict=True):
-            if t.dtype != dtype or tuple(t.shape) != shape:
-                raise RuntimeError(f"merge: {k} came out {t.dtype} {tuple(t.shape)}")
-            f.write(t.contiguous().reshape(-1).view(torch.uint8).numpy().data)
-
-
-def merge_folders(
-    out: Path,
-    tuned: Sequence[Path],
-    method: str,
-    *,
-    base: Path | None = None,
-    weights: Sequence[float] | None = None,
-    lam: float = 1.0,
-    density: float = 0.2,
-    shard_bytes: int = 2**30,
-) -> Path:
-    """Merge the model folders ``tuned`` (against ``base`` for ``task_arithmetic`` and
-    ``ties``) into the HF folder ``out``, one tensor at a time: memory holds one tensor per
-    model and one merged tensor, which is written to its file (safetensors files of at most
-    ``shard_bytes``, with an index where there are several) before the next is made. Config
-    and tokenizer files are copied from ``base`` (else the first model); other architectures
-    or tokenizers are one line before anything is read."""
-    if method not in MERGES:
-        raise ConfigError(f"merge: unknown method {method!r}; accepted: {', '.join(MERGES)}")
-    if method == "average" and base is not None:
-        raise ConfigError("merge: average takes no base model")
-    if method != "average" and base is None:
-        raise ConfigError(f"merge: {method} needs a base model (the task vectors' origin)")
-    folders = [*([base] if base is not None else []), *tuned]
-    if len(tuned) < (2 if method == "average" else 1):
-        raise ConfigError(f"merge: {method} needs more models, got {len(tuned)}")
-    _check_tokenizers(folders)
-    readers = [_Reader(f) for f in folders]
-    names = list(readers[0].index)
-    for i, r in enumerate(readers[1:], start=1):
-        if set(r.index) != set(names):
-            extra = sorted(set(r.index) ^ set(names))[:3]
-            raise ConfigError(
-                f"merge: {folders[i]} has other tensors than {folders[0]} ({', '.join(extra)}): "
-                "models of one architecture only"
-            )
-        for k in names:
-            if r.shape(k) != readers[0].shape(k):
-                raise ConfigError(
-                    f"merge: {k} has shape {r.shape(k)} in {folders[i]} and "
-                    f"{readers[0].shape(k)} in {folders[0]} (another architecture or vocabulary)"
-                )
-    w = _weights(weights, len(tuned)) if method == "average" else []
-    plan = _shard_plan(names, readers[0], shard_bytes)
-    # TIES writes each merged tensor into one reused buffer (the largest tensor's size)
-    room = max(math.prod(shape) * dtype.itemsize for shard in plan for _, dtype, shape in shard)
-    buffer = torch.empty(room if method == "ties" else 0, dtype=torch.uint8)
-
-    def merge(k: str, dtype: torch.dtype, shape: tuple[int, ...]) -> torch.Tensor:
-        ts = [r.get(k) for r in readers]
-        if not ts[0].is_floating_point():
-            return _same(ts, k)
-        if method == "average":
-            return average_tensor(ts, w)
-        if method == "task_arithmetic":
-            return task_arithmetic_tensor(ts[0], ts[1:], lam)
-        into = buffer[: math.prod(shape) * dtype.itemsize].view(dtype).view(shape)
-        try:
-            return ties_tensor(ts[0], ts[1:], density, lam, out=into)
-        except ConfigError as e:  # name the tensor
-            raise ConfigError(f"merge: {k}: {e}") from None
-
-    with atomic_dir(out) as tmp:
-        files = ["model.safetensors"] if len(plan) == 1 else []
-        files = files or [f"model-{i + 1:05d}.safetensors" for i in range(len(plan))]
-        for name, shard in zip(files, plan, strict=True):
-            _write_shard(tmp / name, shard, (merge(*item) for item in shard))
-        if len(plan) > 1:
-            index = {k: name for name, shard in zip(files, plan, strict=True) for k, _, _ in shard}
-            (tmp / "model.safetensors.index.json").write_text(
-                json.dumps({"metadata": {}, "weight_map": index}, indent=1), encoding="utf-8"
-            )
-        for f in folders[0].iterdir():
-            if f.is_file() and not f.name.endswith(WEIGHT_SUFFIXES):
-                shutil.copy2(f, tmp / f.name)
-    return out
-
-
-# --- a sequential step merged with the previous one (lifelong's MERGE-TA, MERGE-TIES) ------
 
 #: how a lifelong step's trained model is merged with the previous step's model
 STEP_MERGES = ("task_arithmetic", "ties")
@@ -638,7 +439,7 @@ def iter_merge_step(
         b = base[k]
         ts = [previous[k].to(b.device), trained[k].to(b.device)]
         if not b.is_floating_point():
-            yield k, _same([b, *ts], k)
+            yield k, same_tensor([b, *ts], k)
         elif rule == "task_arithmetic":
             yield k, task_arithmetic_tensor(b, ts, lam)
         else:
@@ -659,6 +460,3 @@ def merge_step(
 ) -> dict[str, torch.Tensor]:
     """:func:`iter_merge_step` as one state dict."""
     return dict(iter_merge_step(base, previous, trained, rule, lam, density))
-
-
-MERGES = ("average", "task_arithmetic", "ties")

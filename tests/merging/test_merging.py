@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from polymnesia.errors import ConfigError
-from polymnesia.methods.merging import (
+from polymnesia.merging.maths import (
     average,
     disjoint_mean,
     elect_sign,
@@ -145,7 +145,7 @@ def _folder(tmp_path, name: str, seed: int, **kw):  # type: ignore[no-untyped-de
 def test_merge_folders_streams_the_same_merge(tmp_path, shard_bytes: int) -> None:  # type: ignore[no-untyped-def]
     from transformers import AutoModelForCausalLM
 
-    from polymnesia.methods.merging import merge_folders
+    from polymnesia.merging.folders import merge_folders
 
     (a, sa), (b, sb), (c, sc) = (_folder(tmp_path, n, s) for n, s in (("a", 0), ("b", 1), ("c", 2)))
     cases = [
@@ -169,7 +169,7 @@ def test_merge_folders_writes_the_merged_tensors_bit_for_bit(tmp_path, shard_byt
     # bfloat16 weights and an integer buffer, written tensor by tensor to safetensors files
     from safetensors.torch import load_file, save_file
 
-    from polymnesia.methods.merging import merge_folders
+    from polymnesia.merging.folders import merge_folders
 
     g = torch.Generator().manual_seed(3)
     base = {
@@ -212,7 +212,7 @@ def test_merge_folders_writes_the_merged_tensors_bit_for_bit(tmp_path, shard_byt
 
 
 def test_merge_folders_refuses_other_architectures_and_tokenizers(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    from polymnesia.methods.merging import merge_folders
+    from polymnesia.merging.folders import merge_folders
 
     a, _ = _folder(tmp_path, "a", 0)
     wide, _ = _folder(tmp_path, "wide", 1, intermediate_size=24)
@@ -276,7 +276,7 @@ def _cases(seed: int, sizes: tuple[int, ...]):  # type: ignore[no-untyped-def]
 
 
 def test_fused_ties_equals_the_plain_one_bit_for_bit(monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    import polymnesia.methods.merging as merging
+    import polymnesia.merging.maths as merging
 
     monkeypatch.setattr(merging, "TIES_CHUNK", 1000)  # many chunks, ties across their edges
     sizes = (1, 2, 5, 999, 1000, 1001, 4096, 20_000, 40_001, 70_000, 3, 17, 257, 30_000)
@@ -288,7 +288,7 @@ def test_fused_ties_equals_the_plain_one_bit_for_bit(monkeypatch) -> None:  # ty
 
 
 def test_fused_ties_keeps_shapes_and_the_reference_path(monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    import polymnesia.methods.merging as merging
+    import polymnesia.merging.maths as merging
 
     g = torch.Generator().manual_seed(1)
     base = torch.randn(64, 48, generator=g)
@@ -314,7 +314,7 @@ def test_fused_ties_keeps_shapes_and_the_reference_path(monkeypatch) -> None:  #
 def test_fused_ties_when_the_sample_misses_the_threshold(monkeypatch) -> None:  # type: ignore[no-untyped-def]
     # the sampled bracket is a guess; where it misses, a selection over all magnitudes
     # finds the threshold: the same result
-    import polymnesia.methods.merging as merging
+    import polymnesia.merging.maths as merging
 
     cases = list(_cases(2, (30_000, 50_001, 40_000, 20_000)))
     bracket = merging._bracket
