@@ -59,7 +59,7 @@ def figures(
             mat = np.array([[pl[kind][lang][h] for lang in langs] for h in range(hops + 1)])
             hop_maps[(arm.label, kind)] = (mat, langs)
     r_maps: dict[tuple[str, str], tuple[Any, str]] = {}
-    for arm in arms:
+    for arm in drawn:
         for name, R in arm.Rs.items():
             what = ""
             if pool is not None and several:
@@ -72,44 +72,43 @@ def figures(
         for kind in ("mbt", "mft")
     }
     r_limits = plots.shared_limits(R for R, _ in r_maps.values())
-    for arm in arms:
+    for arm in drawn:
         stem = f"{arm.method}_r{arm.rank}" if arm.rank else arm.method
-        if arm.method in ("vanilla", "shared_lora"):
-            pl = per_lang[arm.label]
-            change = {k: -v for k, v in pl["shift"].items() if not math.isnan(v)}
-            if change:
-                plots.bar_plot(
-                    change,
-                    fig_dir / f"fig3_change_{stem}.png",
-                    signed_colors=True,
-                    sort=True,
-                    fmt=".3f",
-                    ylabel="performance change (-P_avg)",
-                    title=f"Figure 3: change caused by each language, {arm.label}",
-                )
-                rep.image(
-                    f"figures/fig3_change_{stem}.png",
-                    f"Figure 3 ({arm.label}): performance change after training each language "
-                    f"(-P_avg, eq. 9 read '{shift}'){over}",
-                )
-            for kind, fig in (("mbt", 5), ("mft", 6)):
-                mat, langs = hop_maps[(arm.label, kind)]
-                plots.heatmap(
-                    mat,
-                    [str(h) for h in range(hops + 1)],
-                    langs,
-                    fig_dir / f"fig{fig}_{kind}_{stem}.png",
-                    center=0.0,
-                    limits=limits[kind],
-                    xlabel="language (sorted by average)",
-                    ylabel="hop",
-                    title=f"Figure {fig}: {kind.upper()}, {arm.label}",
-                )
-                rep.image(
-                    f"figures/fig{fig}_{kind}_{stem}.png",
-                    f"Figure {fig}: {kind.upper()} by language and hop, {arm.label}{over} (one "
-                    "colour scale for every arm)",
-                )
+        pl = per_lang[arm.label]
+        change = {k: -v for k, v in pl["shift"].items() if not math.isnan(v)}
+        if change:
+            plots.bar_plot(
+                change,
+                fig_dir / f"fig3_change_{stem}.png",
+                signed_colors=True,
+                sort=True,
+                fmt=".3f",
+                ylabel="performance change (-P_avg)",
+                title=f"Figure 3: change caused by each language, {arm.label}",
+            )
+            rep.image(
+                f"figures/fig3_change_{stem}.png",
+                f"Figure 3 ({arm.label}): performance change after training each language "
+                f"(-P_avg, eq. 9 read '{shift}'){over}",
+            )
+        for kind, fig in (("mbt", 5), ("mft", 6)):
+            mat, langs = hop_maps[(arm.label, kind)]
+            plots.heatmap(
+                mat,
+                [str(h) for h in range(hops + 1)],
+                langs,
+                fig_dir / f"fig{fig}_{kind}_{stem}.png",
+                center=0.0,
+                limits=limits[kind],
+                xlabel="language (sorted by average)",
+                ylabel="hop",
+                title=f"Figure {fig}: {kind.upper()}, {arm.label}",
+            )
+            rep.image(
+                f"figures/fig{fig}_{kind}_{stem}.png",
+                f"Figure {fig}: {kind.upper()} by language and hop, {arm.label}{over} (one "
+                "colour scale for every arm)",
+            )
         for name in arm.Rs:
             R, what = r_maps[(arm.label, name)]
             order = orders[name]
