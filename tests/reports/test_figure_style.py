@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import pytest
 from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.collections import PolyCollection
+from matplotlib.container import ErrorbarContainer
 from matplotlib.figure import Figure
 
 from polymnesia.reports import plots
@@ -61,12 +61,16 @@ def test_a_line_plot_of_25_series_has_distinct_lines_and_an_outside_legend(
     assert all(float(t).is_integer() for t in ax.get_xticks())
 
 
-def test_a_line_plot_shades_each_interval(drawn: list[Figure], tmp_path: Path) -> None:
-    series = {"a": ([1, 2], [0.5, 0.6]), "b": ([1, 2], [0.4, 0.3])}
-    errors = {"a": ([0.4, 0.5], [0.6, 0.7])}
+def test_a_line_plot_draws_each_interval_as_error_bars(drawn: list[Figure], tmp_path: Path) -> None:
+    series = {"a": ([1, 2], [0.5, 0.6]), "b": ([1, 2], [0.4, 0.3]), "c": ([1, 2], [0.2, 0.2])}
+    errors = {"a": ([0.4, 0.5], [0.6, 0.7]), "c": ([0.1, 0.1], [0.3, 0.3])}
     plots.line_plot(series, tmp_path / "p.png", errors=errors)
-    shaded = [c for c in drawn[0].axes[0].collections if isinstance(c, PolyCollection)]
-    assert len(shaded) == 1
+    ax = drawn[0].axes[0]
+    bars = [c for c in ax.containers if isinstance(c, ErrorbarContainer)]
+    assert len(bars) == 2
+    # each series' bars sit a little apart from the others' (no single grey area)
+    xs = [seg[0][0] for bar in bars for seg in bar.lines[2][0].get_segments()]
+    assert len(set(xs)) == 4
     with pytest.raises(Exception, match="one interval per point"):
         plots.line_plot(series, tmp_path / "q.png", errors={"a": ([0.4], [0.6])})
 

@@ -216,8 +216,8 @@ def line_plot(
     palette by position (:func:`~polymnesia.reports.style.series_style`: past twelve series,
     another line style and marker; ``linestyles`` fixes a series' line style, e.g. to tell
     apart two curves of one model in its colour). ``errors`` (series name -> lower and upper
-    bounds, one per point) shades each series' interval; ``integer_x`` keeps x ticks on whole
-    numbers (steps). The legend sits outside the axes.
+    bounds, one per point) draws each series' interval as error bars; ``integer_x`` keeps x
+    ticks on whole numbers (steps). The legend sits outside the axes.
     """
     if not series:
         raise DataError("line_plot: no series to draw")
@@ -244,7 +244,13 @@ def _draw_lines(
     offset: int = 0,
     linestyles: Mapping[str, str] | None = None,
 ) -> None:
-    """Each series as a line with markers in its style, its interval shaded where given."""
+    """Each series as a line with markers in its style, and its interval as error bars where
+    given, each series' bars set a little apart (overlapping shaded bands of several series
+    turn into one grey area)."""
+    all_x = [float(x) for xs, _ in series.values() for x in xs]
+    span = (max(all_x) - min(all_x)) if all_x else 0.0
+    dodge = 0.012 * span if span > 0 else 0.0
+    n = len(series)
     for i, (label, (xs, ys)) in enumerate(series.items()):
         if len(xs) == 0:
             raise DataError(f"line_plot: series '{label}' has no points")
@@ -266,7 +272,19 @@ def _draw_lines(
             lo, hi = errors[label]
             if len(lo) != len(xs) or len(hi) != len(xs):
                 raise DataError(f"line_plot: series '{label}' needs one interval per point")
-            ax.fill_between(list(xs), list(lo), list(hi), color=st.colour, alpha=0.18, lw=0)
+            shift = (i - (n - 1) / 2) * dodge
+            ax.errorbar(
+                [float(x) + shift for x in xs],
+                list(ys),
+                yerr=[
+                    [max(0.0, y - a) for y, a in zip(ys, lo, strict=True)],
+                    [max(0.0, b - y) for y, b in zip(ys, hi, strict=True)],
+                ],
+                fmt="none",
+                ecolor=st.colour,
+                elinewidth=0.9,
+                capsize=2.5,
+            )
 
 
 def panel_lines(
