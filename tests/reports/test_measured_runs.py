@@ -288,3 +288,35 @@ def test_a_table_row_is_labelled_by_all_its_leading_text_cells(tmp_path: Path) -
     rows = read_table(tmp_path, "t")
     assert [r["row"] for r in rows] == ["tiny / Baseline", "tiny / BA", "1.93M"]
     assert rows[1] == {"row": "tiny / BA", "bpb": 3.25, "bpb_ci_low": 3.2, "bpb_ci_high": 3.3}
+
+
+def test_a_pooled_run_of_a_protocol_without_claims_records_its_table(tmp_path: Path) -> None:
+    """language_modeling makes no claims: its pooled run's Table 1 is recorded and shown, so a
+    docs page needs no hand-typed pooled table (issue 44, item 5)."""
+
+    def run(name: str, value: float, half: float) -> Path:
+        folder = tmp_path / name / "results"
+        folder.mkdir(parents=True)
+        (folder / "t.csv").write_text(
+            "Model,mu_other,mu_other_ci_low,mu_other_ci_high\n"
+            f"tiny,{value},{value - half},{value + half}\n",
+            encoding="utf-8",
+        )
+        return folder.parent
+
+    seeds = [run("s0", 6.15, 0.02), run("s1", 6.30, 0.02)]
+    pooled = run("pooled", 6.2, 0.21)
+    record = record_runs(
+        "x", "c.yaml", seeds, seeds=[0, 1], commit="abc1234", date="d", table="t", pooled=pooled
+    )
+    assert record["pooled"]["claims"] == []
+    assert record["pooled"]["table"] == [
+        {"row": "tiny", "mu_other": 6.2, "mu_other_ci_low": 5.99, "mu_other_ci_high": 6.41}
+    ]
+    text = render(record)
+    assert "Table `t` pooled (95% interval over seeds and texts):" in text
+    assert "| tiny / mu_other | 6.2000 [5.9900, 6.4100] |" in text
+    assert "| claim | pooled effect" not in text
+    with pytest.raises(DataError, match="no table .*nothing/results/t.csv"):
+        record_runs("x", "c.yaml", seeds, seeds=[0, 1], commit="a", date="d", table="t",
+                    pooled=tmp_path / "s0" / "nothing")  # fmt: skip

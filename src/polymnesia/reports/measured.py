@@ -277,9 +277,13 @@ def record_runs(
     }
     if pooled is not None:
         claims = read_claims(pooled)
-        if not claims:
-            raise DataError(f"the pooled run {pooled} has no results/claims.csv")
-        record["pooled"] = {"seeds": list(seeds), "claims": claims}
+        pooled_table = read_table(pooled, table) if table else []
+        if not claims and not pooled_table:
+            raise DataError(
+                f"the pooled run {pooled} has no results/claims.csv"
+                + (f" and no table {table}" if table else "")
+            )
+        record["pooled"] = {"seeds": list(seeds), "claims": claims, "table": pooled_table}
     record["spread"] = seed_spread(record)
     return record
 
@@ -439,14 +443,28 @@ def render(record: Mapping[str, Any]) -> str:
             f"(`'seeds=[{listed}]'`, every stage reused; intervals over seeds and items, "
             "docs/metrics.md):",
             "",
-            "| claim | pooled effect [95% CI] | n | verdict |",
-            "|---|---|---|---|",
         ]
+        if pooled["claims"]:
+            lines += ["| claim | pooled effect [95% CI] | n | verdict |", "|---|---|---|---|"]
         for c in pooled["claims"]:
             effect = "–" if c["effect"] is None else f"{_num(c['effect'])} "
             interval = "" if c["effect"] is None else f"[{_num(c['low'])}, {_num(c['high'])}]"
             n = "–" if c["n"] is None else str(c["n"])
             lines.append(f"| {c['claim']} | {effect}{interval} | {n} | {c['verdict']} |")
+        rows = pooled.get("table") or []
+        if rows:
+            if pooled["claims"]:
+                lines.append("")
+            lines += [
+                f"Table `{record['table_name']}` pooled (95% interval over seeds and texts):",
+                "",
+                "| row / column | pooled |",
+                "|---|---|",
+            ]
+            for key in _series({"runs": [{"claims": [], "table": rows}]}):
+                row_name, column = key.rsplit(" / ", 1)
+                row = next((x for x in rows if x["row"] == row_name), {})
+                lines.append(f"| {key} | {_cell(row, column)} |")
     if record.get("note"):
         lines += ["", record["note"]]
     return "\n".join(lines)
