@@ -133,6 +133,10 @@ class Evidence:
         )
 
 
+#: where the claims that are this project's own questions (not a paper's) come from
+QUESTION = "polymnesia's question (new-token initialisation; no paper states it)"
+
+
 def difference(a: ItemStatistic, b: ItemStatistic) -> ItemStatistic:
     """``a - b`` as one statistic of the same items (both resampled with the same indices)."""
     if a.n != b.n:
@@ -168,7 +172,7 @@ def claims(
                     -1,
                     ev.versus(a, b, adapting),
                     effect_label=f"bpb({init}) - bpb(mean)",
-                    source="issue 26",
+                    source=QUESTION,
                     id=f"nti.{slug(init)}_beats_mean.step0.{slug(base)}",
                     kind="extension",
                 )
@@ -196,7 +200,7 @@ def claims(
                 1,
                 ev.gap_change(init, af, standard, last, adapting),
                 effect_label=f"gain of {init} on {af} minus gain on {standard}",
-                source="issue 26",
+                source=QUESTION,
                 id=f"nti.af_narrows_gap.{slug(init)}",
                 kind="extension",
             )

@@ -96,7 +96,7 @@ def seed_stages(cfg: NewTokenInitConfig) -> list[StageSpec]:
 
 @EXPERIMENTS.register(
     "new_token_init",
-    "issue 26: new-token initialisations x base models (active forgetting), relearning curves",
+    "new-token initialisations x base models (active forgetting), relearning curves",
 )
 class NewTokenInit(SeededExperiment):
     Config = NewTokenInitConfig

@@ -466,7 +466,7 @@ def claims(
     LoRA as a baseline and states neither direction; the forgetting baselines are not in the
     paper).
 
-    Paper claims added by issue 44: "Phase 2 improves MA" per pair (Table 2 and the abstract)
+    Paper claims judged since 2026-12-02: "Phase 2 improves MA" per pair (Table 2 and the abstract)
     and the EA change's rank correlation with DES and MPD over the pairs (Section 4.3; from
     ``scores``, not testable over fewer than five pairs). A claim about MA or Combined is not
     testable where every model it compares has MA at chance (:func:`_rests_on_ma`)."""
