@@ -131,7 +131,8 @@ def bar_by_language(
     _language_axis(ax, langs, colour, grouped=len(models) > 1)
     ax.set_ylabel(ylabel or metric)
     ax.set_title(
-        title or (f"{metric} by language" + (f" ({models[0]})" if len(models) == 1 else ""))
+        title or (f"{metric} by language" + (f" ({models[0]})" if len(models) == 1 else "")),
+        pad=16 if len(models) > 1 else 6,  # room for the group names above the bars
     )
     return save_figure(fig, path)
 
