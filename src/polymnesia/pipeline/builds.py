@@ -123,6 +123,14 @@ def publish(build: Path, entry: Path) -> bool:
         try:
             os.rename(build, entry)
             return True
+        except FileNotFoundError:
+            if integrity.check_entry(entry).usable:
+                return False
+            raise PolymnesiaError(
+                f"cache entry {entry}: this process's build folder {build.name} was adopted by "
+                "another process that took its lock as stale; raise POLYMNESIA_LOCK_STALE "
+                "above the longest pause of a builder's heartbeat and run again"
+            ) from None
         except OSError as e:
             if e.errno not in (errno.EEXIST, errno.ENOTEMPTY):
                 raise
