@@ -12,15 +12,20 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import time
 from collections import Counter
+from dataclasses import asdict
 from pathlib import Path
 
 import pytest
-from cache_race import STEPS, race_specs
+from cache_race import STEPS, Value, race_specs
 
+from polymnesia.io import atomic_write_text
 from polymnesia.pipeline import builds, entry_lock, integrity
 from polymnesia.pipeline.runner import plan, run_pipeline
+from polymnesia.pipeline.stage import STAGES, Stage, StageContext, StageSpec
+from polymnesia.results import Score
 
 SCRIPT = str(Path(__file__).with_name("cache_race.py"))
 SRC = str(Path(__file__).resolve().parents[2] / "src")
@@ -120,3 +125,45 @@ def test_a_builder_killed_mid_stage_leaves_a_lock_the_next_run_takes_over(
 
 def _scores(entry: Path) -> list[dict[str, object]]:
     return [json.loads(line) for line in (entry / "scores.jsonl").read_text().splitlines()]
+
+
+@STAGES.register("race_overtaken", "loses its lock while it runs (tests only)")
+class Overtaken(Stage[Value]):
+    """While this stage runs, a builder on another node judges its process dead, takes its lock
+    over, publishes its own build of the entry after a while and releases the lock."""
+
+    def run(self, ctx: StageContext) -> list[Score]:
+        entry = ctx.out_dir.parent / builds.build_fingerprint(ctx.out_dir.name)
+        folder = entry_lock.lock_dir(entry)
+        gen, me = entry_lock.current_holder(entry)
+        assert me is not None
+        other = {**asdict(me), "host": "node-b", "pid": 1, "token": "b", "beat_time": time.time()}
+        taken = folder / f"g{gen + 1:012d}.json"
+        taken.write_text(json.dumps(other))
+
+        def publish_theirs() -> None:
+            time.sleep(0.6)
+            theirs = entry.parent / ".theirs"
+            theirs.mkdir()
+            (theirs / "value.txt").write_text("theirs")
+            (theirs / "scores.jsonl").write_text("")
+            integrity.write_marker(theirs, {"fingerprint": "by node-b"})
+            os.rename(theirs, entry)
+            taken.write_text(json.dumps({**other, "released": True}))
+
+        threading.Thread(target=publish_theirs).start()
+        atomic_write_text(ctx.out_dir / "value.txt", "mine")
+        return []
+
+
+def test_a_builder_that_lost_its_lock_publishes_nothing_and_reuses_the_other_build(
+    isolated_cache: Path,
+):  # type: ignore[no-untyped-def]
+    lines: list[str] = []
+    spec = StageSpec("x", "race_overtaken", Value(value=0))
+    entry = run_pipeline([spec], None, log=lines.append, lock_timeout=30)["x"]
+    assert (entry / "value.txt").read_text() == "theirs" and builds.builds_of(entry) == []
+    lost = [line for line in lines if "its copy is discarded" in line]
+    assert len(lost) == 1 and "process 1 on node-b took over the lock of" in lost[0], lines
+    assert any("waiting for another polymnesia process" in line for line in lines), lines
+    assert lines[-1] == "[polymnesia] reuse  x (race_overtaken): built by another run"

@@ -453,6 +453,13 @@ class EntryLock:
             with contextlib.suppress(OSError):
                 self._write(beat=self._record.beat + 1, beat_time=time.time())
 
+    def held(self) -> bool:
+        """Whether this process still holds the lock (False once another process took it over,
+        judging this one dead: then ``lost`` says who)."""
+        with contextlib.suppress(OSError):
+            self._write(beat_time=time.time())
+        return not self.lost
+
     def set_build(self, name: str) -> None:
         """Record the private folder this holder builds in."""
         self._write(build=name, beat_time=time.time())

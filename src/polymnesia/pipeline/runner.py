@@ -4,10 +4,14 @@ Cache entries live in ``$POLYMNESIA_CACHE/stages/KIND/FINGERPRINT``. An entry
 is complete when its ``_complete.json`` marker exists (written last, atomically,
 with a manifest of every file: :mod:`polymnesia.pipeline.integrity`); a complete
 entry whose files no longer match the manifest is reported in one line and
-rebuilt. An entry without the marker is a stage that was interrupted: resumable
-stages (training) continue from their last checkpoint in it, the others start
-again. A process that needs an entry another process is building waits for its
-lock (``lock_timeout`` seconds), then reuses what the other built.
+rebuilt. An entry is built in a private folder beside it and appears under its
+name only complete, by one rename (:mod:`polymnesia.pipeline.builds`); a build
+that was interrupted stays in its folder, and the next builder adopts it:
+resumable stages (training) continue from their last checkpoint in it, the
+others start again. Builders take the entry's lock first
+(:mod:`polymnesia.pipeline.entry_lock`: no flock needed; a dead holder's lock is
+taken over); a process that needs an entry a live process is building waits
+(``lock_timeout`` seconds), then reuses what the other built.
 Under ``accelerate launch`` every process walks the same plan; non-distributed
 stages run on the main process while the others wait.
 """
@@ -37,7 +41,7 @@ from polymnesia.io import (
 )
 from polymnesia.paths import cache_dir
 from polymnesia.pipeline.cache import record_run_usage
-from polymnesia.pipeline.entry_lock import EntryLock
+from polymnesia.pipeline.entry_lock import STALE_ENV, EntryLock
 from polymnesia.pipeline.integrity import MARKER
 from polymnesia.pipeline.stage import CATEGORIES, STAGES, StageContext, StageSpec, check_spec
 from polymnesia.results import Score
@@ -323,8 +327,23 @@ def _build(
         state.wait_for_everyone()  # every process is done writing before the folder moves
         if not is_main:
             return status
-        if lock is not None and lock.lost:
-            log(f"[polymnesia] {name}: {lock.lost} while this run built it")
+        if lock is not None and not lock.held():
+            # judged dead while it built (frozen longer than the staleness): the new holder
+            # may have adopted its folder, so this copy is not published; wait for theirs
+            log(
+                f"[polymnesia] {name}: {lock.lost} while this run built it (this process "
+                f"stood still longer than {STALE_ENV}); its copy is discarded and the other "
+                "build waited for"
+            )
+            lock.release()
+            lock = None
+            builds.discard(build)
+            if int(getattr(state, "num_processes", 1)) > 1:
+                raise PolymnesiaError(
+                    f"stage {name}: the lock of {p.entry} was taken over while this run built "
+                    "it; run the same command again to reuse the other build"
+                )
+            return _build(p, inputs, run_dir, state, log, lock_timeout)
         _complete(p, build, scores, time.time() - start)
         if not builds.publish(build, p.entry):
             log(
