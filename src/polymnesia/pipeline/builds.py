@@ -56,7 +56,10 @@ def builds_of(entry: Path) -> list[Path]:
         names = os.listdir(entry.parent)
     except FileNotFoundError:
         return []
+    prefix = f".{entry.name}.build-g"
     for name in names:
+        if not name.startswith(prefix):
+            continue
         m = _BUILD.match(name)
         path = entry.parent / name
         if m and m.group("fp") == entry.name and path.is_dir() and not path.is_symlink():

@@ -37,7 +37,6 @@ from pathlib import Path
 from typing import IO, Any
 
 from polymnesia.errors import PolymnesiaError
-from polymnesia.io import atomic_write_json
 
 #: seconds after which the heartbeat of a holder on another host counts as stopped
 DEFAULT_STALE_AFTER = 600.0
@@ -437,14 +436,14 @@ class EntryLock:
             if self._record is None:
                 return
             if not self._still_mine():
-                if not self.lost:
-                    _, holder = current_holder(self.entry)
-                    who = holder.describe() if holder is not None else "another process"
-                    self.lost = f"{who} took over the lock of {self.entry}"
+                self._note_lost()
                 return
             for k, v in changes.items():
                 setattr(self._record, k, v)
-            atomic_write_json(_gen_path(self.folder, self.generation), asdict(self._record))
+            # replaced whole, but not synced: a record that a crash loses is a dead holder's
+            tmp = self.folder / f".write-{self._record.token}.tmp"
+            tmp.write_text(json.dumps(asdict(self._record), sort_keys=True), encoding="utf-8")
+            os.replace(tmp, _gen_path(self.folder, self.generation))
 
     def _beat(self) -> None:
         while not self._stop.wait(self.heartbeat):
@@ -456,9 +455,16 @@ class EntryLock:
     def held(self) -> bool:
         """Whether this process still holds the lock (False once another process took it over,
         judging this one dead: then ``lost`` says who)."""
-        with contextlib.suppress(OSError):
-            self._write(beat_time=time.time())
+        with self._mutex:
+            if self._record is not None and not self._still_mine():
+                self._note_lost()
         return not self.lost
+
+    def _note_lost(self) -> None:
+        if not self.lost:
+            _, holder = current_holder(self.entry)
+            who = holder.describe() if holder is not None else "another process"
+            self.lost = f"{who} took over the lock of {self.entry}"
 
     def set_build(self, name: str) -> None:
         """Record the private folder this holder builds in."""
