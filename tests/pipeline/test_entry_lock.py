@@ -261,3 +261,23 @@ def test_threads_of_one_process_take_turns(tmp_path: Path) -> None:
     for t in threads:
         t.join(30)
     assert order in (["a in", "a out", "b in", "b out"], ["b in", "b out", "a in", "a out"])
+
+
+def test_cache_ls_lists_build_folders_and_prune_keeps_them_while_their_lock_is_held(
+    isolated_cache: Path,
+) -> None:
+    from polymnesia.pipeline import cache
+
+    entry = isolated_cache / "stages" / "kind" / "0123abcd"
+    lock = _lock(entry, use_flock=True)
+    lock.acquire()
+    build, _ = builds.prepare(entry, lock.generation, resumable=True)
+    (build / "half.txt").write_text("x")
+    [info] = cache.list_entries()
+    assert info.path == build and info.state == "partial" and info.locked
+    assert info.detail == "private build folder of 0123abcd"
+    assert cache.prune(partial=True) == [] and build.exists()  # a live builder's
+    lock.release()
+    [removed] = cache.prune(partial=True)
+    assert removed.path == build and not build.exists()
+    assert sorted(p.name for p in entry.parent.iterdir()) == []  # its lock files went too
