@@ -76,17 +76,14 @@ class RaceSteps(Stage[Value]):
         return [Score("m", "en", "value", float(total))]
 
 
-def race_specs(pause: float = 0.2, *, resumable: bool = True) -> list[StageSpec]:
-    """a -> b, a -> c (resumable, in steps), b + c -> d; without c when not ``resumable``."""
-    specs = [
+def race_specs(pause: float = 0.2) -> list[StageSpec]:
+    """a -> b, a -> c (resumable, in steps), b + c -> d."""
+    return [
         StageSpec("a", "race_value", Value(value=1, pause=pause)),
         StageSpec("b", "race_value", Value(value=2, pause=pause), {"x": "a"}),
         StageSpec("c", "race_steps", Value(value=3, pause=pause), {"src": "a"}),
         StageSpec("d", "race_value", Value(value=4, pause=pause), {"x": "b", "y": "c"}),
     ]
-    if not resumable:  # without a lock, two builders would adopt each other's folders
-        specs[2:] = [StageSpec("d", "race_value", Value(value=4, pause=pause), {"x": "b"})]
-    return specs
 
 
 def summary(entries: dict[str, Path]) -> dict[str, object]:
@@ -117,8 +114,7 @@ def main(argv: list[str]) -> int:
     Path(f"{log}.ready.{os.getpid()}").touch()
     while not go.exists() and "RACE_KILL_AT" not in os.environ:  # start together
         time.sleep(0.01)
-    specs = race_specs(resumable=mode != "nolock")
-    entries = run_pipeline(specs, None, log=lambda m: print(m, file=sys.stderr))
+    entries = run_pipeline(race_specs(), None, log=lambda m: print(m, file=sys.stderr))
     print(json.dumps(summary(entries)))
     return 0
 

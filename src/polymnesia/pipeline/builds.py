@@ -8,10 +8,12 @@ published when it is about to publish (another process built it, its lock having
 discards its own copy and uses the published one.
 
 A build that was interrupted (killed, preempted) stays in its folder. The next holder of the
-entry's lock, in this process or another, on this host or another, adopts the newest such
-folder by renaming it to its own name, and a resumable stage (training) continues from its
-last checkpoint there; a stage that is not resumable starts from an empty folder. An entry
-left partial at its final name by an older polymnesia is adopted the same way.
+entry's lock, in this process or another, on this host or another, adopts the newest folder
+that an earlier holder left (made under an older lock generation, and not by a process of
+this host that still runs) by renaming it to its own name, and a resumable stage (training)
+continues from its last checkpoint there; a stage that is not resumable starts from an empty
+folder. An entry left partial at its final name by an older polymnesia is adopted the same
+way.
 """
 
 from __future__ import annotations
@@ -34,9 +36,32 @@ _SAFE = re.compile(r"[^A-Za-z0-9_-]+")
 TRASH_PREFIX = ".trash-"
 
 
+def _host() -> str:
+    return _SAFE.sub("_", socket.gethostname())[:40] or "host"
+
+
 def build_name(entry: Path, generation: int) -> str:
-    host = _SAFE.sub("_", socket.gethostname())[:40] or "host"
-    return f".{entry.name}.build-g{generation}-{host}-{os.getpid()}"
+    return f".{entry.name}.build-g{generation}-{_host()}-{os.getpid()}"
+
+
+def _abandoned(path: Path, generation: int) -> bool:
+    """Whether the holder of lock ``generation`` may take the build folder ``path``: it was
+    made under an older generation (whose holder released the lock or was judged dead), and
+    not by a process of this host that is still running (one that lost its lock keeps its
+    folder; it publishes nothing)."""
+    m = _BUILD.match(path.name)
+    if m is None or int(m.group("gen")) >= generation:
+        return False
+    host, _, pid = path.name[m.end() :].rpartition("-")
+    if host != _host() or not pid.isdigit() or int(pid) == os.getpid():
+        return True
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False
+    return False
 
 
 def is_build(name: str) -> bool:
@@ -88,7 +113,7 @@ def prepare(entry: Path, generation: int, *, resumable: bool) -> tuple[Path, boo
     """The private folder to build ``entry`` in, for the holder of lock ``generation``, and
     whether it holds an interrupted build to resume. Call while holding the entry's lock."""
     mine = entry.parent / build_name(entry, generation)
-    candidates = builds_of(entry)
+    candidates = [b for b in builds_of(entry) if b == mine or _abandoned(b, generation)]
     if entry.exists() and not integrity.check_entry(entry).usable:
         if resumable and integrity.check_entry(entry).state == "partial":
             candidates.insert(0, entry)  # older than any build folder: an older polymnesia's
