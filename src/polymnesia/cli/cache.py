@@ -94,7 +94,7 @@ def _not_an_entry(name: str, path: Path, action: str) -> PolymnesiaError:
         return PolymnesiaError(f"cache {action}: {name} is a run folder, not a cache entry; {how}")
     inside = _stages_parts(path)
     if inside is not None and len(inside) == 1:
-        ids = sorted(e.name for e in path.iterdir() if e.is_dir())
+        ids = sorted(e.name for e in path.iterdir() if e.is_dir() and e.name[:1] != ".")
         example = f"{inside[0]}/{ids[0]}" if ids else f"{inside[0]}/FINGERPRINT"
         return PolymnesiaError(
             f"cache {action}: {name} holds all {inside[0]} entries, it is not one; "

@@ -18,9 +18,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from polymnesia.io import atomic_write_json, lock_is_held
+from polymnesia.io import atomic_write_json
 from polymnesia.paths import cache_dir
-from polymnesia.pipeline import integrity
+from polymnesia.pipeline import builds, integrity
+from polymnesia.pipeline.entry_lock import entry_in_use, flock_path, lock_dir
 
 
 @dataclass
@@ -95,22 +96,37 @@ def _stage_name(entry: Path) -> str:
 
 
 def entry_paths() -> list[Path]:
+    """Every entry folder, and every private build folder (an entry being built, or one whose
+    build was interrupted: :mod:`polymnesia.pipeline.builds`)."""
     root = cache_dir() / "stages"
     if not root.is_dir():
         return []
     return sorted(
-        e for kind in root.iterdir() if kind.is_dir() for e in kind.iterdir() if e.is_dir()
+        e
+        for kind in root.iterdir()
+        if kind.is_dir()
+        for e in kind.iterdir()
+        if e.is_dir() and (not e.name.startswith(".") or builds.is_build(e.name))
     )
+
+
+def _final(entry: Path) -> Path:
+    """The entry a folder is or is built for."""
+    fp = builds.build_fingerprint(entry.name)
+    return entry.parent / fp if fp else entry
 
 
 def describe(
     entry: Path, *, full: bool = False, users: dict[str, list[str]] | None = None
 ) -> EntryInfo:
     check = integrity.check_entry(entry, full=full)
+    final = _final(entry)
+    if final != entry:
+        check = integrity.EntryCheck("partial", "private build folder of " + final.name)
     newest = max((p.stat().st_mtime for p in entry.rglob("*")), default=entry.stat().st_mtime)
     return EntryInfo(
         kind=entry.parent.name,
-        fingerprint=entry.name,
+        fingerprint=final.name if final == entry else entry.name,
         path=entry,
         state=check.state,
         detail=check.detail,
@@ -118,7 +134,7 @@ def describe(
         age_s=max(0.0, time.time() - newest),
         stage=_stage_name(entry),
         runs=sorted((users or {}).get(str(entry.resolve()), [])),
-        locked=lock_is_held(entry.with_suffix(".lock")),
+        locked=entry_in_use(final),
     )
 
 
@@ -151,13 +167,27 @@ def prune(
         removed.append(info)
         if not dry_run:
             shutil.rmtree(info.path, ignore_errors=True)
-            info.path.with_suffix(".lock").unlink(missing_ok=True)
+            final = _final(info.path)
+            if not final.exists() and not builds.builds_of(final):
+                flock_path(final).unlink(missing_ok=True)
+                shutil.rmtree(lock_dir(final), ignore_errors=True)
     if not dry_run:
+        _remove_trash(older_than_s)
         live = {path for path, _ in run_records()}
         for path, _ in run_records(live_only=False):
             if path not in live:
                 path.unlink(missing_ok=True)  # the run folder was deleted
     return removed
+
+
+def _remove_trash(older_than_s: float) -> None:
+    """Folders a kill interrupted while they were being deleted (``builds.discard``)."""
+    root = cache_dir() / "stages"
+    for kind in root.iterdir() if root.is_dir() else ():
+        for path in kind.glob(f"{builds.TRASH_PREFIX}*") if kind.is_dir() else ():
+            with contextlib.suppress(OSError):
+                if time.time() - path.stat().st_mtime >= max(older_than_s, 3600.0):
+                    shutil.rmtree(path, ignore_errors=True)
 
 
 def human_size(n: float) -> str:

@@ -4,10 +4,14 @@ Cache entries live in ``$POLYMNESIA_CACHE/stages/KIND/FINGERPRINT``. An entry
 is complete when its ``_complete.json`` marker exists (written last, atomically,
 with a manifest of every file: :mod:`polymnesia.pipeline.integrity`); a complete
 entry whose files no longer match the manifest is reported in one line and
-rebuilt. An entry without the marker is a stage that was interrupted: resumable
-stages (training) continue from their last checkpoint in it, the others start
-again. A process that needs an entry another process is building waits for its
-lock (``lock_timeout`` seconds), then reuses what the other built.
+rebuilt. An entry is built in a private folder beside it and appears under its
+name only complete, by one rename (:mod:`polymnesia.pipeline.builds`); a build
+that was interrupted stays in its folder, and the next builder adopts it:
+resumable stages (training) continue from their last checkpoint in it, the
+others start again. Builders take the entry's lock first
+(:mod:`polymnesia.pipeline.entry_lock`: no flock needed; a dead holder's lock is
+taken over); a process that needs an entry a live process is building waits
+(``lock_timeout`` seconds), then reuses what the other built.
 Under ``accelerate launch`` every process walks the same plan; non-distributed
 stages run on the main process while the others wait.
 """
@@ -23,20 +27,24 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import torch.distributed as dist
+
+import polymnesia.pipeline.builds as builds
 import polymnesia.pipeline.integrity as integrity
 import polymnesia.pipeline.run_dir as rd
 from polymnesia.errors import PolymnesiaError
 from polymnesia.io import (
     DEFAULT_LOCK_TIMEOUT,
     atomic_write_json,
-    file_lock,
     waiting_for_locks,
     write_jsonl_atomic,
 )
 from polymnesia.paths import cache_dir
 from polymnesia.pipeline.cache import record_run_usage
+from polymnesia.pipeline.entry_lock import STALE_ENV, EntryLock
 from polymnesia.pipeline.integrity import MARKER
 from polymnesia.pipeline.stage import CATEGORIES, STAGES, StageContext, StageSpec, check_spec
+from polymnesia.results import Score
 from polymnesia.runtime import partial_state
 
 if TYPE_CHECKING:
@@ -88,7 +96,7 @@ def _status(spec: StageSpec, entry: Path) -> tuple[str, str]:
         return "reuse", "no manifest: hashed on reuse"
     if check.state == "damaged":
         return "run", f"damaged: {check.detail}"
-    if check.state == "partial" and STAGES.get(spec.kind).resumable:
+    if STAGES.get(spec.kind).resumable and builds.has_partial(entry):
         return "resume", ""
     return "run", ""
 
@@ -184,12 +192,12 @@ def describe_plan(planned: list[PlannedStage]) -> str:
     return "\n".join(lines)
 
 
-def _write_spec(p: PlannedStage) -> None:
+def _write_spec(p: PlannedStage, folder: Path) -> None:
     cls = STAGES.get(p.spec.kind)
     params = p.spec.params
     dumped = params.model_dump(mode="json") if hasattr(params, "model_dump") else params
     atomic_write_json(
-        p.entry / "spec.json",
+        folder / "spec.json",
         {
             "name": p.spec.name,
             "kind": p.spec.kind,
@@ -200,34 +208,36 @@ def _write_spec(p: PlannedStage) -> None:
     )
 
 
-def _run_one(p: PlannedStage, inputs: dict[str, Path], run_dir: Path | None, is_main: bool) -> None:
+def _run_one(
+    p: PlannedStage, build: Path, inputs: dict[str, Path], run_dir: Path | None, is_main: bool
+) -> list[Score]:
+    """Run the stage with ``build`` (its private build folder) as its output folder."""
     cls = STAGES.get(p.spec.kind)
-    if p.status == "run" and is_main and p.entry.exists():
-        shutil.rmtree(p.entry)  # a non-resumable or damaged stage restarts clean
     if is_main:
-        p.entry.mkdir(parents=True, exist_ok=True)
-        _write_spec(p)
+        _write_spec(p, build)
     ctx: StageContext[Any] = StageContext(
-        spec=p.spec, out_dir=p.entry, inputs=inputs, run_dir=run_dir, is_main_process=is_main
+        spec=p.spec, out_dir=build, inputs=inputs, run_dir=run_dir, is_main_process=is_main
     )
-    start = time.time()
-    scores = cls().run(ctx)
-    if is_main:
-        write_jsonl_atomic(p.entry / "scores.jsonl", [asdict(s) for s in scores])
-        # a complete entry is reused as a whole: its resume checkpoints (optimizer
-        # states, often several times the model's size) are no longer needed
-        shutil.rmtree(p.entry / "checkpoints", ignore_errors=True)
-        # a kill during an atomic write (the final model save) leaves its temporary folder
-        # behind; the resumed stage wrote the artifact again, so the debris goes
-        integrity.remove_debris(p.entry)
-        integrity.write_marker(
-            p.entry,
-            {
-                "fingerprint": p.fingerprint,
-                "seconds": round(time.time() - start, 3),
-                "finished": time.strftime("%Y-%m-%dT%H:%M:%S"),
-            },
-        )
+    return cls().run(ctx)
+
+
+def _complete(p: PlannedStage, build: Path, scores: list[Score], seconds: float) -> None:
+    """Finish the build folder: scores, no resume checkpoints, no debris, the marker last."""
+    write_jsonl_atomic(build / "scores.jsonl", [asdict(s) for s in scores])
+    # a complete entry is reused as a whole: its resume checkpoints (optimizer
+    # states, often several times the model's size) are no longer needed
+    shutil.rmtree(build / "checkpoints", ignore_errors=True)
+    # a kill during an atomic write (the final model save) leaves its temporary folder
+    # behind; the resumed stage wrote the artifact again, so the debris goes
+    integrity.remove_debris(build)
+    integrity.write_marker(
+        build,
+        {
+            "fingerprint": p.fingerprint,
+            "seconds": round(seconds, 3),
+            "finished": time.strftime("%Y-%m-%dT%H:%M:%S"),
+        },
+    )
 
 
 def _prepare_reuse(p: PlannedStage, log: Callable[[str], None]) -> None:
@@ -253,6 +263,16 @@ def _prepare_reuse(p: PlannedStage, log: Callable[[str], None]) -> None:
         )
 
 
+def _from_main(state: PartialState, value: tuple[str, str]) -> tuple[str, str]:
+    """``value`` as the main process has it, on every process (one under most launches)."""
+    if int(getattr(state, "num_processes", 1)) <= 1 or not dist.is_initialized():
+        return value
+    box: list[Any] = [value]
+    dist.broadcast_object_list(box, src=0)
+    status, where = box[0]
+    return str(status), str(where)
+
+
 def _build(
     p: PlannedStage,
     inputs: dict[str, Path],
@@ -261,38 +281,80 @@ def _build(
     log: Callable[[str], None],
     lock_timeout: float,
 ) -> str:
-    """Run (or resume) one stage under its entry lock; return the status it ended with."""
+    """Run (or resume) one stage in a private folder under its entry lock, publish it by a
+    rename; return the status it ended with."""
     is_main = bool(getattr(state, "is_main_process", True))
     cls = STAGES.get(p.spec.kind)
+    name = p.spec.name
     lock = (
-        file_lock(
-            p.entry.with_suffix(".lock"),
+        EntryLock(
+            p.entry,
             f"stage cache entry {p.entry}",
             timeout=lock_timeout,
-            on_wait=lambda m: log(f"[polymnesia] {p.spec.name}: {m}"),
+            on_wait=lambda m: log(f"[polymnesia] {name}: {m}"),
         )
         if is_main
         else None
     )
+    decision = ("", "")
     if lock is not None:
-        lock.__enter__()
+        lock.acquire()
     try:
-        state.wait_for_everyone()
-        # another process may have completed the entry while this one waited
-        if integrity.check_entry(p.entry).usable:
+        if lock is not None:
+            if lock.taken_over:
+                log(f"[polymnesia] {name}: took over the lock of {p.entry}: {lock.taken_over}")
+            # another process may have completed the entry while this one waited
+            if integrity.check_entry(p.entry).usable:
+                decision = ("reuse", "")
+            else:
+                build, resumed = builds.prepare(p.entry, lock.generation, resumable=cls.resumable)
+                lock.set_build(build.name)
+                decision = ("resume" if resumed else "run", str(build))
+        status, where = _from_main(state, decision)
+        if status == "reuse":
             if is_main:
-                log(f"[polymnesia] reuse  {p.spec.name} ({p.spec.kind}): built by another run")
+                log(f"[polymnesia] reuse  {name} ({p.spec.kind}): built by another run")
             return "reuse"
         if is_main:
             if p.note:
-                log(f"[polymnesia] {p.spec.name}: cache entry {p.entry} is {p.note}; rebuilding")
-            log(f"[polymnesia] {p.status:6s} {p.spec.name} ({p.spec.kind})")
+                log(f"[polymnesia] {name}: cache entry {p.entry} is {p.note}; rebuilding")
+            log(f"[polymnesia] {status:6s} {name} ({p.spec.kind})")
+        build = Path(where)
+        start = time.time()
+        scores: list[Score] = []
         if cls.distributed or is_main:
-            _run_one(p, inputs, run_dir, is_main)
-        return p.status
+            scores = _run_one(p, build, inputs, run_dir, is_main)
+        state.wait_for_everyone()  # every process is done writing before the folder moves
+        if not is_main:
+            return status
+        if lock is not None and not lock.held():
+            # judged dead while it built (frozen longer than the staleness): the new holder
+            # may have adopted its folder, so this copy is not published; wait for theirs
+            log(
+                f"[polymnesia] {name}: {lock.lost} while this run built it (this process "
+                f"stood still longer than {STALE_ENV}); its copy is discarded and the other "
+                "build waited for"
+            )
+            lock.release()
+            lock = None
+            builds.discard(build)
+            if int(getattr(state, "num_processes", 1)) > 1:
+                raise PolymnesiaError(
+                    f"stage {name}: the lock of {p.entry} was taken over while this run built "
+                    "it; run the same command again to reuse the other build"
+                )
+            return _build(p, inputs, run_dir, state, log, lock_timeout)
+        _complete(p, build, scores, time.time() - start)
+        if not builds.publish(build, p.entry):
+            log(
+                f"[polymnesia] {name}: another run published {p.entry} first; its entry is "
+                "used and this run's copy discarded"
+            )
+            return "reuse"
+        return status
     finally:
         if lock is not None:
-            lock.__exit__(None, None, None)
+            lock.release()
 
 
 def run_pipeline(

@@ -36,9 +36,9 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from polymnesia.errors import PolymnesiaError
-from polymnesia.io import lock_is_held
 from polymnesia.paths import cache_dir
 from polymnesia.pipeline import integrity
+from polymnesia.pipeline.entry_lock import entry_in_use
 
 _PART = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.+=-]*$")
 
@@ -305,7 +305,7 @@ def import_entries(archive: Path) -> list[Imported]:
                 if integrity.check_entry(target).usable:
                     out.append(Imported(kind, fp, target, "kept"))
                     continue
-                if lock_is_held(target.with_suffix(".lock")):
+                if entry_in_use(target):
                     raise PolymnesiaError(
                         f"cache import: entry {kind}/{fp} is being built by a running pipeline; "
                         "import again when it has finished"
