@@ -53,11 +53,15 @@ def cli(*argv: str) -> str:
         """
 
 
-def test_loading_the_quickstart_config_imports_no_model_library() -> None:
-    body = """
+@pytest.mark.parametrize(
+    ("config", "experiment"),
+    [("quickstart", "language_modeling"), ("lifelong_smoke", "lifelong"), ("lifelong", "lifelong")],
+)
+def test_loading_a_config_imports_no_model_library(config: str, experiment: str) -> None:
+    body = f"""
         from polymnesia.experiments.loading import load_config
-        cfg = load_config("configs/quickstart.yaml", ["train.steps=3"])
-        assert cfg.experiment == "language_modeling"
+        cfg = load_config("configs/{config}.yaml", ["seed=1"])
+        assert cfg.experiment == "{experiment}"
         """
     assert heavy_modules(body) == []
 

@@ -9,15 +9,14 @@ import torch
 from tasks_helpers import record  # type: ignore[import-not-found]
 
 from polymnesia.errors import DataError, PolymnesiaError
-from polymnesia.tasks import (
+from polymnesia.tasks.classification import (
     ClassificationData,
-    TaskConfig,
     build_sequence_examples,
     evaluate_by_language,
-    infer_num_labels,
     load_classifier,
     predict,
 )
+from polymnesia.tasks.config import TaskConfig, infer_num_labels
 from polymnesia.tasks.load_report import head_report
 from polymnesia.testing import ARCHITECTURES
 

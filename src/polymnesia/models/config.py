@@ -1,5 +1,6 @@
-"""Which model a config asks for (:class:`ModelConfig`): a section read without torch or
-transformers (building and loading it is :mod:`polymnesia.models.build`'s)."""
+"""Which model a config asks for (:class:`ModelConfig`) and its adapters
+(:class:`LoraConfig`): sections read without torch or transformers (building, loading and
+adapting models is :mod:`polymnesia.models.build`'s and :mod:`polymnesia.models.lora`'s)."""
 
 from __future__ import annotations
 
@@ -84,3 +85,15 @@ class ModelConfig(StrictModel):
                 "model.num_attention_heads must be a multiple of num_key_value_heads"
             )
         return dims
+
+
+class LoraConfig(StrictModel):
+    """Rank, scale, dropout and target layers of the adapters."""
+
+    alpha: int | None = Field(None, gt=0, description="scale numerator; null = the rank (paper)")
+    dropout: float = Field(0.1, ge=0, lt=1, description="LoRA dropout (paper: 0.1)")
+    target_modules: list[str] = Field(
+        default_factory=lambda: ["q_proj", "k_proj", "v_proj", "o_proj"],
+        description="module names (or name suffixes) that get adapters; the Llama names q_proj, "
+        "k_proj, v_proj, o_proj mean the attention projections of any architecture",
+    )

@@ -78,6 +78,10 @@ class TrainingPlugin:
     #: why the sharded engines refuse this plugin, where the generic reason (it edits
     #: parameters or gradients directly) is not the one
     sharded_refusal: ClassVar[str | None] = None
+    #: whether the plugin needs a previous model (a teacher, a model to merge with): a
+    #: lifelong method's first step trains without it
+    #: (:func:`~polymnesia.continual.methods.with_baseline`)
+    needs_previous: ClassVar[bool] = False
     #: whether :meth:`loss_term` adds to the training loss (an instance may turn it off)
     adds_loss: bool = False
     #: whether :meth:`logit_term` makes the same term from chunks of the logits (an instance

@@ -40,7 +40,7 @@ from polymnesia.experiments.sections import (
 from polymnesia.gradients import COMBINERS, get_combiner
 from polymnesia.metrics.stats import Blocks
 from polymnesia.stages.finetune import FinetuneEvalConfig
-from polymnesia.tasks import TaskConfig
+from polymnesia.tasks.config import TaskConfig
 
 LABELS = {
     "uniform": "Uniform-MLF",

@@ -23,7 +23,7 @@ from polymnesia.evaluation.config import TextEvaluation
 from polymnesia.experiments.base import EXPERIMENT_CONFIGS, ExperimentConfig
 from polymnesia.experiments.sections import BaseModelSection, DataConfig
 from polymnesia.items import BootstrapConfig
-from polymnesia.models.lora import LoraConfig
+from polymnesia.models.config import LoraConfig
 from polymnesia.tasks.config import TaskConfig
 from polymnesia.training.config import EpochTrainConfig, train_preset
 
