@@ -16,7 +16,6 @@ import pytest
 
 from polymnesia.cli.ls import REGISTRY_MODULES
 from polymnesia.experiments.base import EXPERIMENT_CONFIGS, EXPERIMENTS
-from polymnesia.registry import all_registries
 
 ROOT = Path(__file__).resolve().parents[2]
 HEAVY = ("torch", "transformers", "matplotlib", "sklearn", "peft", "accelerate", "datasets")
@@ -97,5 +96,17 @@ def test_every_protocol_has_its_config_registered_by_the_same_name() -> None:
 
 
 def test_ls_knows_the_module_of_every_registry() -> None:
-    EXPERIMENTS.names()  # every protocol, and with it every layer below, is imported
-    assert set(REGISTRY_MODULES) == set(all_registries())
+    """In a fresh interpreter (tests make registries of their own): every protocol, and with
+    it every layer below, imported, each registry's module is in ``REGISTRY_MODULES``."""
+    code = (
+        "from polymnesia.experiments.base import EXPERIMENTS\n"
+        "from polymnesia.registry import all_registries\n"
+        "EXPERIMENTS.names()\n"
+        "print(','.join(all_registries()))\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert set(REGISTRY_MODULES) == set(out.stdout.strip().splitlines()[-1].split(","))
