@@ -152,7 +152,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     finally:
         warnings.showwarning = previous
-        warnings.filters[:] = previous_filters
+        warnings.filters[:] = previous_filters  # type: ignore[index]  # a list at run time
         logging.getLogger("polymnesia").removeHandler(log_lines)
         shutdown()
 
