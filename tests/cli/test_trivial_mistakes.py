@@ -66,6 +66,8 @@ def test_a_key_one_level_too_high_suggests_its_section(
         ("train.steps=1.5", "expected a whole number, not a fraction"),
         ("model.dtype=float8", "accepted: 'float32', 'bfloat16' or 'float16'"),
         ("model.preset={a: 1}", "'model.preset': a section of keys: expected a text"),
+        ("train.eval_every=0", "bad value for 'train.eval_every': 0: must be greater than 0"),
+        ("model.dropout=1", "bad value for 'model.dropout': 1: must be less than 1.0"),
     ],
 )
 def test_type_errors_are_in_polymnesias_words(

@@ -315,6 +315,11 @@ TYPE_WORDS = {
 def _type_words(first: Any) -> str | None:
     """polymnesia's words for pydantic's error ``first``, where they differ from its own."""
     kind = first["type"]
+    ctx = first.get("ctx") or {}
+    bound = {"greater_than": ("gt", "greater than"), "greater_than_equal": ("ge", "at least")}
+    bound |= {"less_than": ("lt", "less than"), "less_than_equal": ("le", "at most")}
+    if kind in bound and bound[kind][0] in ctx:
+        return f"must be {bound[kind][1]} {ctx[bound[kind][0]]}"
     if kind in ("literal_error", "enum"):
         expected = str((first.get("ctx") or {}).get("expected", ""))
         return f"accepted: {expected}" if expected else None
