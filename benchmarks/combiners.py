@@ -175,7 +175,7 @@ def loop_step_ms(name: str, t: int, steps: int, batch: int, seq: int) -> float:
     import tempfile
     from pathlib import Path
 
-    from polymnesia.tasks import ClassificationData
+    from polymnesia.tasks.classification import ClassificationData
     from polymnesia.training.config import TrainConfig
     from polymnesia.training.loop import train
     from polymnesia.training.multilingual_step import MultilingualData, MultilingualStep

@@ -16,7 +16,9 @@ import argparse
 import random
 import time
 
-from polymnesia.tokenizers import fertility_table, merge_tokenizers, train_bpe
+from polymnesia.tokenizers.bpe import train_bpe
+from polymnesia.tokenizers.fertility import fertility_table
+from polymnesia.tokenizers.merge import merge_tokenizers
 
 BLOCKS = {  # first code point and size of a range of letters
     "latin": (0x61, 26),

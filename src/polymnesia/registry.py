@@ -20,6 +20,8 @@ True
 from __future__ import annotations
 
 import importlib
+import importlib.util
+import pkgutil
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
@@ -42,17 +44,26 @@ class Registry(Generic[T]):
     """A named table of objects with descriptions and helpful lookup errors.
 
     ``kind`` names one entry in messages ("stage"); ``category`` names the list
-    in ``polymnesia ls`` ("stages"); ``package`` is the package whose modules
-    register the entries (imported on first lookup).
+    in ``polymnesia ls`` ("stages"); ``package`` is the package (or module) whose import
+    registers the entries (imported on first lookup). ``listed=False`` keeps a registry out of
+    ``polymnesia ls`` (one that mirrors another: each protocol's config class).
     """
 
-    def __init__(self, kind: str, category: str | None = None, package: str | None = None) -> None:
+    def __init__(
+        self,
+        kind: str,
+        category: str | None = None,
+        package: str | None = None,
+        *,
+        listed: bool = True,
+    ) -> None:
         self.kind = kind
         self.category = category or f"{kind}s"
         self.package = package
         self._entries: dict[str, Entry[T]] = {}
         self._loaded = package is None
-        _ALL[self.category] = self
+        if listed:
+            _ALL[self.category] = self
 
     def _load(self) -> None:
         if not self._loaded:
@@ -95,6 +106,43 @@ class Registry(Generic[T]):
     def names(self) -> list[str]:
         self._load()
         return sorted(self._entries)
+
+
+class ModuleRegistry(Registry[T]):
+    """A registry with one module per entry: entry ``NAME`` is registered by the module
+    ``template.format(name=NAME)``, imported on the first lookup of that name alone. The
+    names are the subpackages of ``package`` that have such a module, found without
+    importing them (each protocol's config: reading a quickstart config imports the
+    language-modelling config module, not the other protocols' sections)."""
+
+    def __init__(
+        self, kind: str, category: str, package: str, template: str, *, listed: bool = False
+    ) -> None:
+        super().__init__(kind, category, None, listed=listed)
+        self.package, self.template = package, template
+
+    def names(self) -> list[str]:
+        pkg = importlib.import_module(str(self.package))
+        return sorted(
+            info.name
+            for info in pkgutil.iter_modules(pkg.__path__)
+            if info.ispkg
+            and not info.name.startswith("_")
+            and importlib.util.find_spec(self.template.format(name=info.name)) is not None
+        )
+
+    def get(self, name: str) -> T:
+        if name not in self._entries and name in self.names():
+            importlib.import_module(self.template.format(name=name))
+        return super().get(name)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._entries or name in self.names()
+
+    def __iter__(self) -> Iterator[Entry[T]]:
+        for name in self.names():
+            self.get(name)
+        return super().__iter__()
 
 
 def all_registries() -> dict[str, Registry[Any]]:

@@ -13,6 +13,10 @@ model there for inference (cast to bf16/fp16 when asked, ``eval()``);
 ``shard`` and ``gather`` split a list of items over the processes and put
 the per-item results back in input order, so 1 and N processes give the same
 scores. Tests and benchmarks substitute a runtime with :func:`using`.
+
+This module is read by config sections (``Precision``) and by the command line before any
+model is needed, so it imports torch only inside the functions that use it: a config is read
+without loading torch.
 """
 
 from __future__ import annotations
@@ -21,19 +25,28 @@ import contextlib
 import sys
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
-import torch
+if TYPE_CHECKING:
+    import torch
 
 Precision = Literal["no", "fp16", "bf16"]
 PRECISIONS: tuple[str, ...] = ("no", "fp16", "bf16")
-DTYPES = {"no": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
 
 T = TypeVar("T")
-M = TypeVar("M", bound=torch.nn.Module)
+M = TypeVar("M", bound="torch.nn.Module")
+
+
+def dtype_of(precision: Precision) -> torch.dtype:
+    """The torch dtype of ``precision`` (``no``: float32)."""
+    import torch
+
+    return {"no": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}[precision]
 
 
 def use_cpu() -> bool:
+    import torch
+
     return not torch.cuda.is_available()
 
 
@@ -48,9 +61,8 @@ def shutdown() -> None:
     NCCL threads still running when the interpreter exits can abort the process (SIGABRT,
     "terminate called without an active exception") after it has finished, and the launcher
     then reports the whole run as failed."""
-    import torch.distributed as dist
-
-    if dist.is_available() and dist.is_initialized():
+    dist = sys.modules.get("torch.distributed")  # not imported: no group was joined
+    if dist is not None and dist.is_available() and dist.is_initialized():
         dist.destroy_process_group()
 
 
@@ -87,6 +99,8 @@ MIN_LOGIT_CHUNK_ROWS = 256
 
 def logit_chunk_rows(vocab: int, device: torch.device | str) -> int:
     """Positions per chunk of logits for a ``vocab``-wide head on ``device``."""
+    import torch
+
     kind = torch.device(device).type
     budget = LOGIT_CHUNK_BYTES.get(kind, LOGIT_CHUNK_BYTES_ACCELERATOR)
     return max(MIN_LOGIT_CHUNK_ROWS, budget // (4 * max(1, vocab)))
@@ -115,7 +129,7 @@ class Runtime:
 
     @property
     def dtype(self) -> torch.dtype:
-        return DTYPES[self.precision]
+        return dtype_of(self.precision)
 
     @property
     def is_main(self) -> bool:
@@ -150,6 +164,8 @@ class Runtime:
         note = slow_precision_note(self.device, self.precision)
         if note:
             say(f"inference: {note}")
+        import torch
+
         return torch.autocast(device_type=self.device.type, dtype=self.dtype)
 
     def shard(self, items: Sequence[T]) -> list[T]:
@@ -173,6 +189,7 @@ class Runtime:
         """Element-wise sums over processes (float64, so 1 and N processes agree)."""
         if self.world == 1:
             return [float(v) for v in values]
+        import torch
         import torch.distributed as dist
 
         t = torch.tensor([float(v) for v in values], dtype=torch.float64)
@@ -193,6 +210,8 @@ def precision_slowdown(dtype: torch.dtype, n: int = 256) -> float:
     float32 (best of 3 each; measured once per process and dtype, about 0.1 s where bf16
     has no matrix instructions and far less where it has)."""
     import time
+
+    import torch
 
     if dtype not in _SLOWDOWN:
 
@@ -217,7 +236,7 @@ def slow_precision_note(device: torch.device, precision: Precision) -> str | Non
     said once per process and precision; None elsewhere."""
     if device.type != "cpu" or precision == "no" or precision in _NOTED:
         return None
-    ratio = precision_slowdown(DTYPES[precision])
+    ratio = precision_slowdown(dtype_of(precision))
     if ratio < SLOW_PRECISION_RATIO:
         return None
     _NOTED.add(precision)
@@ -237,6 +256,8 @@ def current(precision: Precision = "no", *, sharded: bool = True) -> Runtime:
     if _OVERRIDE:
         rt = _OVERRIDE[-1].with_precision(precision)
     else:
+        import torch
+
         state = partial_state()
         rt = Runtime(
             device=torch.device(state.device),
@@ -250,6 +271,8 @@ def current(precision: Precision = "no", *, sharded: bool = True) -> Runtime:
 def on_cpu(stage: str, why: str, precision: Precision = "no") -> Runtime:
     """A single-process CPU runtime for a stage that must run there; says why in one line."""
     say(f"{stage}: runs on the CPU: {why}")
+    import torch
+
     return Runtime(device=torch.device("cpu"), precision=precision)
 
 

@@ -29,7 +29,7 @@ import torch
 from polymnesia.data.sources.udhr import load_declaration
 from polymnesia.errors import ConfigError
 from polymnesia.models.io import save_model_and_tokenizer
-from polymnesia.tokenizers import train_bpe
+from polymnesia.tokenizers.bpe import train_bpe
 from polymnesia.tokenizers.spm import fast_from_proto, train_sentencepiece
 
 Head = Literal["causal_lm", "masked_lm", "sequence", "token"]

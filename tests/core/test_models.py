@@ -5,7 +5,8 @@ import torch
 
 from polymnesia.config.loader import validate
 from polymnesia.errors import ConfigError, PolymnesiaError
-from polymnesia.models import ModelConfig, build_model, count_parameters, load_model
+from polymnesia.models import ModelConfig
+from polymnesia.models.build import build_model, count_parameters, load_model
 
 
 class Tok:

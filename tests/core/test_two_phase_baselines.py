@@ -149,7 +149,7 @@ def test_an_ewc_arm_without_phase_1_data_is_one_line(tmp_path: Path, capsys) -> 
 @pytest.mark.parametrize(
     ("arms", "needle"),
     [
-        ("[{name: X, method: lwf}]", "Input should be 'l2sp', 'ewc', 'distill' or 'merge'"),
+        ("[{name: X, method: lwf}]", "accepted: 'l2sp', 'ewc', 'distill' or 'merge'"),
         ("[{name: X, method: ewc, options: {fisher: p1}}]", "ewc's fisher is the Phase 1"),
         ("[{name: X, method: ewc, options: {gamma: 0.5}}]", "two_phase has one previous task"),
         ("[{name: X, method: ewc, options: {lam: -1}}]", "plugin ewc: lam"),

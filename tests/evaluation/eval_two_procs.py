@@ -18,7 +18,8 @@ from polymnesia.stages.evaluate_isotropy import EvaluateIsotropy, EvaluateIsotro
 from polymnesia.stages.evaluate_lm import EvaluateLM, EvaluateLMParams
 from polymnesia.stages.evaluate_translation import EvaluateTranslation, EvaluateTranslationParams
 from polymnesia.stages.evaluate_zero_shot import EvaluateZeroShot, EvaluateZeroShotParams
-from polymnesia.tasks import TaskConfig, load_classifier
+from polymnesia.tasks.classification import load_classifier
+from polymnesia.tasks.config import TaskConfig
 from polymnesia.tasks.kinds import build_examples, evaluate_task, task_records
 
 LANGS = {"en": "g", "fr": "g"}

@@ -311,7 +311,8 @@ def test_a_tokenizer_whose_ids_do_not_fit_the_embeddings_is_refused(  # type: ig
 
 def test_the_stages_refuse_a_tokenizer_that_does_not_fit_a_loaded_model(folder: Path) -> None:
     """A Hub model is only known when its stage loads it: the loader checks the pairing."""
-    from polymnesia.models import ModelConfig, build_model
+    from polymnesia.models import ModelConfig
+    from polymnesia.models.build import build_model
     from polymnesia.testing import tiny_bpe
 
     with pytest.raises(PolymnesiaError, match="has ids up to 399, but model .* has 300 embedding"):
@@ -352,7 +353,8 @@ def test_a_folder_under_the_home_directory_loads_as_it_validates(  # type: ignor
 ) -> None:
     """``~/model`` passed validation (the model section expands ``~``) but the loader took it
     for a Hub id."""
-    from polymnesia.models import ModelConfig, build_model
+    from polymnesia.models import ModelConfig
+    from polymnesia.models.build import build_model
 
     monkeypatch.setenv("HOME", str(folder.parent))
     home = f"~/{folder.name}"

@@ -21,8 +21,9 @@ from polymnesia.stages.adapt_vocabulary import (
     source_side_data,
 )
 from polymnesia.testing import tiny_model
-from polymnesia.tokenizers import merge_tokenizers, train_bpe
+from polymnesia.tokenizers.bpe import train_bpe
 from polymnesia.tokenizers.encode import token_ids
+from polymnesia.tokenizers.merge import merge_tokenizers
 
 
 @pytest.fixture(scope="module")

@@ -15,7 +15,8 @@ from polymnesia.errors import PolymnesiaError
 from polymnesia.methods.frozen_rows import FrozenRows
 from polymnesia.stages.adapt_vocabulary import new_ids, padding_multiple, resize_and_init
 from polymnesia.testing import tiny_model
-from polymnesia.tokenizers import merge_tokenizers, train_bpe
+from polymnesia.tokenizers.bpe import train_bpe
+from polymnesia.tokenizers.merge import merge_tokenizers
 
 BASE = ["the cat sat on the mat", "a dog and a cat", "the sun is hot today"] * 20
 NEW = ["le chat est sur le tapis", "un chien et un chat", "bonjour le soleil chaud"] * 20

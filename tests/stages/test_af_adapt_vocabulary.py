@@ -12,7 +12,8 @@ from polymnesia.stages.adapt_vocabulary import (
     check_resizable,
     resize_and_init,
 )
-from polymnesia.tokenizers import merge_tokenizers, train_bpe
+from polymnesia.tokenizers.bpe import train_bpe
+from polymnesia.tokenizers.merge import merge_tokenizers
 from polymnesia.training.config import TrainConfig
 
 BASE = ["the cat sat on the mat", "a dog and a cat", "the sun is hot today"] * 20

@@ -19,8 +19,7 @@ from polymnesia.stages.static_embeddings import (
     load_side_data,
     needs_of,
 )
-from polymnesia.tokenizers import train_bpe
-from polymnesia.tokenizers.bpe import save_tokenizer
+from polymnesia.tokenizers.bpe import save_tokenizer, train_bpe
 from polymnesia.training.config import TrainConfig
 
 

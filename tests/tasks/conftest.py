@@ -18,14 +18,15 @@ TEXTS = [
 
 @pytest.fixture(scope="session")
 def tiny_tok():  # type: ignore[no-untyped-def]
-    from polymnesia.tokenizers import train_bpe
+    from polymnesia.tokenizers.bpe import train_bpe
 
     return train_bpe(TEXTS, 400)
 
 
 @pytest.fixture(scope="session")
 def lm_folder(tiny_tok, tmp_path_factory: pytest.TempPathFactory) -> Path:  # type: ignore[no-untyped-def]
-    from polymnesia.models import ModelConfig, build_model
+    from polymnesia.models import ModelConfig
+    from polymnesia.models.build import build_model
     from polymnesia.models.io import save_model_and_tokenizer
 
     entry = tmp_path_factory.mktemp("pretrain_entry")

@@ -9,15 +9,14 @@ import torch
 from tasks_helpers import record  # type: ignore[import-not-found]
 
 from polymnesia.errors import DataError, PolymnesiaError
-from polymnesia.tasks import (
+from polymnesia.tasks.classification import (
     ClassificationData,
-    TaskConfig,
     build_sequence_examples,
     evaluate_by_language,
-    infer_num_labels,
     load_classifier,
     predict,
 )
+from polymnesia.tasks.config import TaskConfig, infer_num_labels
 from polymnesia.tasks.load_report import head_report
 from polymnesia.testing import ARCHITECTURES
 
@@ -85,7 +84,7 @@ def test_load_classifier_head_seed_and_pad(lm_folder, tiny_tok) -> None:  # type
     assert m1.score.weight.shape[0] == 9 and float(m1.score.weight.detach().std()) > 0
     m3, _ = load_classifier(lm_folder, num_labels=9, seed=7)
     assert not torch.equal(m1.score.weight, m3.score.weight)
-    from polymnesia.models import load_model
+    from polymnesia.models.build import load_model
 
     lm = load_model(lm_folder / "model")
     assert torch.equal(lm.model.embed_tokens.weight, m1.model.embed_tokens.weight)  # body kept

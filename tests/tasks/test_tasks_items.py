@@ -6,9 +6,13 @@ import pytest
 from tasks_helpers import record  # type: ignore[import-not-found]
 
 from polymnesia.items import ItemSet
-from polymnesia.tasks import build_sequence_examples, build_token_examples, load_classifier
-from polymnesia.tasks.classification import evaluate_by_language, evaluate_items_by_language
-from polymnesia.tasks.tagging import language_id_tagging
+from polymnesia.tasks.classification import (
+    build_sequence_examples,
+    evaluate_by_language,
+    evaluate_items_by_language,
+    load_classifier,
+)
+from polymnesia.tasks.tagging import build_token_examples, language_id_tagging
 
 
 def _items(lang, r):  # type: ignore[no-untyped-def]

@@ -12,7 +12,11 @@ from tasks_helpers import record  # type: ignore[import-not-found]
 from polymnesia.errors import DataError, PolymnesiaError
 from polymnesia.gradients import InfeasibleQP, get_combiner
 from polymnesia.gradients.uniform import Uniform  # type: ignore[attr-defined]
-from polymnesia.tasks import ClassificationData, build_sequence_examples, load_classifier
+from polymnesia.tasks.classification import (
+    ClassificationData,
+    build_sequence_examples,
+    load_classifier,
+)
 from polymnesia.training.config import TrainConfig
 from polymnesia.training.loop import train
 from polymnesia.training.multilingual_step import MultilingualData, MultilingualStep, split_params

@@ -80,7 +80,7 @@ def test_echo_answers_in_the_second_copy_of_the_passage(tiny_tok) -> None:  # ty
 
 @pytest.mark.parametrize("echo", [False, True])
 def test_span_model_trains_and_scores(lm_folder, tiny_tok, echo: bool) -> None:  # type: ignore[no-untyped-def]
-    from polymnesia.tasks import load_classifier
+    from polymnesia.tasks.classification import load_classifier
 
     model, tok = load_classifier(lm_folder, 2, "span", seed=0)
     ctx = "In the beginning God created the heavens and the earth."

@@ -7,12 +7,8 @@ import torch
 from tasks_helpers import record  # type: ignore[import-not-found]
 
 from polymnesia.errors import DataError, PolymnesiaError
-from polymnesia.tasks import (
-    build_token_examples,
-    evaluate_by_language,
-    language_id_tagging,
-    load_classifier,
-)
+from polymnesia.tasks.classification import evaluate_by_language, load_classifier
+from polymnesia.tasks.tagging import build_token_examples, language_id_tagging
 
 
 def test_first_subtoken_gets_the_tag(tiny_tok) -> None:  # type: ignore[no-untyped-def]

@@ -13,7 +13,7 @@ def corpus() -> dict[str, list[str]]:
 
 @pytest.fixture(scope="session")
 def base_tok(corpus):  # type: ignore[no-untyped-def]
-    from polymnesia.tokenizers import train_bpe
+    from polymnesia.tokenizers.bpe import train_bpe
 
     texts = [t for lang in BASE_LANGS for t in corpus[lang]]
     return train_bpe(texts, 600, model_max_length=256)
@@ -21,7 +21,7 @@ def base_tok(corpus):  # type: ignore[no-untyped-def]
 
 @pytest.fixture(scope="session")
 def new_tok(corpus):  # type: ignore[no-untyped-def]
-    from polymnesia.tokenizers import train_bpe
+    from polymnesia.tokenizers.bpe import train_bpe
 
     texts = [t for lang in NEW_LANGS for t in corpus[lang]]
     return train_bpe(texts, 500)
@@ -29,6 +29,6 @@ def new_tok(corpus):  # type: ignore[no-untyped-def]
 
 @pytest.fixture(scope="session")
 def merged(base_tok, new_tok):  # type: ignore[no-untyped-def]
-    from polymnesia.tokenizers import merge_tokenizers
+    from polymnesia.tokenizers.merge import merge_tokenizers
 
     return merge_tokenizers(base_tok, new_tok)

@@ -8,7 +8,8 @@ import pytest
 from tokenizers_corpus import BASE_LANGS, HELD_OUT, sentences
 
 from polymnesia.errors import ConfigError, PolymnesiaError
-from polymnesia.tokenizers import (
+from polymnesia.tokenizers import bpe as bpe_module
+from polymnesia.tokenizers.bpe import (
     SPECIAL_TOKENS,
     encode_document,
     load_tokenizer,
@@ -16,7 +17,6 @@ from polymnesia.tokenizers import (
     train_bpe,
     train_bpe_mixture,
 )
-from polymnesia.tokenizers import bpe as bpe_module
 
 
 def test_special_tokens_have_fixed_ids(base_tok):

@@ -5,8 +5,13 @@ from __future__ import annotations
 import pytest
 
 from polymnesia.errors import DataError
-from polymnesia.tokenizers import IGNORE_INDEX, SYSTEM_PROMPT, build_sft_example, render_chatml
-from polymnesia.tokenizers.chat import sft_messages
+from polymnesia.tokenizers.chat import (
+    IGNORE_INDEX,
+    SYSTEM_PROMPT,
+    build_sft_example,
+    render_chatml,
+    sft_messages,
+)
 
 
 def test_system_prompt_is_paper_appendix_c():

@@ -147,7 +147,7 @@ def test_unsupported_tokenizer_is_one_line() -> None:
 
 
 def test_loaded_tokenizer_without_pad_pads_with_eos(tmp_path: Path) -> None:
-    from polymnesia.tokenizers import load_tokenizer
+    from polymnesia.tokenizers.bpe import load_tokenizer
 
     tok, _ = testing.tiny_sentencepiece(BASE, 400, "bpe")
     assert tok.pad_token is None  # Llama-2 layout

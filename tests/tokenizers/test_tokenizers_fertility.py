@@ -8,7 +8,7 @@ import pytest
 from tokenizers_corpus import sentences
 
 from polymnesia.errors import DataError
-from polymnesia.tokenizers import count_words, fertility, fertility_table
+from polymnesia.tokenizers.fertility import count_words, fertility, fertility_table
 
 
 class WhitespaceTokenizer:

@@ -10,8 +10,8 @@ from tokenizers_corpus import BASE_LANGS, HELD_OUT, NEW_LANGS, sentences
 from transformers import PreTrainedTokenizerFast
 
 from polymnesia.errors import ConfigError, PolymnesiaError
-from polymnesia.tokenizers import load_tokenizer, merge_tokenizers, new_token_ids, save_tokenizer
-from polymnesia.tokenizers.merge import merge_tokenizer_json
+from polymnesia.tokenizers.bpe import load_tokenizer, save_tokenizer
+from polymnesia.tokenizers.merge import merge_tokenizer_json, merge_tokenizers, new_token_ids
 
 
 def _ids(tok, text):  # type: ignore[no-untyped-def]

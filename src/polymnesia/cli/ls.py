@@ -36,12 +36,37 @@ def add_parser(sub: Any) -> None:
     ls.set_defaults(fn=cmd_ls)
 
 
-def registries() -> dict[str, Any]:
-    """Every registry, by category. Importing the protocols imports every layer below them,
-    so every registry exists (and each loads its own entries on first use)."""
-    import polymnesia.experiments  # noqa: F401  (start-up cost: imported when needed)
+#: the module that creates each category's registry: ``ls CATEGORY`` imports that module alone
+#: (``ls sources``, ``languages``, ``presets`` and ``lm-eval-tasks`` load no torch); the
+#: registry then imports the modules that register its entries
+REGISTRY_MODULES = {
+    "continual-methods": "polymnesia.continual.methods",
+    "experiments": "polymnesia.experiments.base",
+    "gradient-combiners": "polymnesia.gradients.base",
+    "inits": "polymnesia.models.new_tokens",
+    "languages": "polymnesia.data.languages",
+    "lm-eval-tasks": "polymnesia.harness.tasks",
+    "metrics": "polymnesia.metrics.base",
+    "presets": "polymnesia.models.presets",
+    "sources": "polymnesia.data.sources.base",
+    "stages": "polymnesia.pipeline.stage",
+    "training-plugins": "polymnesia.training.plugins",
+}
+
+
+def registries(category: str | None = None) -> dict[str, Any]:
+    """Every registry, by category; with ``category``, the registry of that category alone
+    (importing only the module that creates it, where :data:`REGISTRY_MODULES` names one).
+    Importing the protocols imports every layer below them, so every registry exists (and
+    each loads its own entries on first use)."""
+    import importlib
+
     from polymnesia.registry import all_registries
 
+    if category in REGISTRY_MODULES:
+        importlib.import_module(REGISTRY_MODULES[category])
+        return {category: all_registries()[category]}
+    importlib.import_module("polymnesia.experiments.protocols")  # start-up cost: when needed
     return all_registries()
 
 
@@ -56,8 +81,9 @@ def category_name(what: str) -> str:
 def cmd_ls(args: argparse.Namespace) -> int:
     from polymnesia.errors import unknown
 
-    regs = registries()
-    categories = [category_name(args.what)] if args.what else list(regs)
+    what = category_name(args.what) if args.what else None
+    regs = registries(what)
+    categories = [what] if what else list(regs)
     for cat in categories:
         if cat not in regs:
             raise unknown("category", cat, regs)

@@ -43,15 +43,35 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _one_line_config_warnings(show: Any) -> Any:
-    """``show`` (a ``warnings.showwarning``) with polymnesia's config warnings on one line."""
+    """``show`` (a ``warnings.showwarning``) with polymnesia's config warnings on one line,
+    and each warning shown once per command: the same text from another place in the code
+    (a note per model, per stage, per language) is not repeated."""
+    seen: set[tuple[str, str]] = set()
 
     def shown(message: Any, category: Any, *args: Any, **kwargs: Any) -> None:
+        key = (getattr(category, "__name__", str(category)), str(message))
+        if key in seen:
+            return
+        seen.add(key)
         if issubclass(category, ConfigWarning):
             print(f"polymnesia: warning: {message}", file=sys.stderr)
         else:
             show(message, category, *args, **kwargs)
 
     return shown
+
+
+#: the libraries whose own deprecation notes (FutureWarning, DeprecationWarning) are not shown:
+#: they point into site-packages, at code a polymnesia user cannot change
+QUIET_LIBRARIES = r"(transformers|accelerate|peft|datasets|huggingface_hub|lm_eval)(\..*)?$"
+
+
+def quiet_library_deprecations() -> None:
+    """Filter the model libraries' FutureWarnings and DeprecationWarnings (polymnesia's own
+    :class:`~polymnesia.errors.ConfigWarning`, a FutureWarning raised from polymnesia's
+    modules, is still shown)."""
+    for category in (FutureWarning, DeprecationWarning):
+        warnings.filterwarnings("ignore", category=category, module=QUIET_LIBRARIES)
 
 
 #: each command's list of positional arguments that may also come after its options
@@ -113,7 +133,9 @@ def main(argv: list[str] | None = None) -> int:
     log_lines = PolymnesiaLogLines(logging.WARNING)
     logging.getLogger("polymnesia").addHandler(log_lines)
     previous = warnings.showwarning
+    previous_filters = list(warnings.filters)
     warnings.showwarning = _one_line_config_warnings(previous)
+    quiet_library_deprecations()
     try:
         return int(args.fn(args))
     except PolymnesiaError as e:
@@ -130,6 +152,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     finally:
         warnings.showwarning = previous
+        warnings.filters[:] = previous_filters  # type: ignore[index]  # a list at run time
         logging.getLogger("polymnesia").removeHandler(log_lines)
         shutdown()
 

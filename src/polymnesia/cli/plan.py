@@ -55,13 +55,19 @@ MAX_DEVICES = 1_000_000
 
 
 def memory_size(text: str) -> int:
-    """An argparse type: ``80GB``, ``80GiB``, ``80G``, ``512MB`` or bytes. GB and GiB both mean
-    2^30 bytes (as GPU makers count an "80 GB" card); 1 MiB to 1 PiB."""
+    """An argparse type: ``80GB``, ``80GiB``, ``80G``, ``512MB`` or bytes (``B``). GB and GiB
+    both mean 2^30 bytes (as GPU makers count an "80 GB" card); 1 MiB to 1 PiB. A number
+    without a unit (``80``) is refused: 80 bytes was never what was meant."""
     m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([KMGTP]?)(I?B)?\s*", text.upper())
     shown = text if len(text) <= 40 else f"{text[:20]}...({len(text):,} characters)"
     if not m:
         raise argparse.ArgumentTypeError(
             f"'{shown}' is not a memory size; e.g. 80GB or 512MB (1MB to 1PB)"
+        )
+    if not m.group(2) and not m.group(3):
+        raise argparse.ArgumentTypeError(
+            f"'{shown}' has no unit; give GB or MB, e.g. --memory {m.group(1)}GB (GB = GiB = "
+            "2^30 bytes; B for bytes)"
         )
     scale = {"": 1, "K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40, "P": 2**50}[m.group(2)]
     value = float(m.group(1)) * scale  # a float of 400 digits is inf: out of range below

@@ -256,8 +256,8 @@ def apply_overrides(data: dict[str, Any], overrides: list[str]) -> dict[str, Any
     return out
 
 
-def _fields_at(model: type[BaseModel], loc: tuple[Any, ...]) -> list[str]:
-    """Field names of the (sub)model that ``loc`` points into, for suggestions."""
+def _section_at(model: type[BaseModel], loc: tuple[Any, ...]) -> Any:
+    """The (sub)model class that ``loc`` points into (its last part a key of it), or None."""
     current: Any = model
     for part in loc[:-1]:
         fields = getattr(current, "model_fields", None)
@@ -269,8 +269,61 @@ def _fields_at(model: type[BaseModel], loc: tuple[Any, ...]) -> list[str]:
             (c for c in candidates if isinstance(c, type) and issubclass(c, BaseModel)), None
         )
         if current is None:
-            return []
-    return list(getattr(current, "model_fields", {}))
+            return None
+    return current
+
+
+def _fields_at(model: type[BaseModel], loc: tuple[Any, ...]) -> list[str]:
+    """Field names of the (sub)model that ``loc`` points into, for suggestions."""
+    return list(getattr(_section_at(model, loc), "model_fields", {}))
+
+
+def _section_keys(section: Any, name: str, depth: int = 2, prefix: str = "") -> list[str]:
+    """The dotted keys below ``section`` (its sections, ``depth`` levels down) whose last part
+    is ``name``: ``preset`` at the top of a config is ``model.preset``."""
+    found: list[str] = []
+    for field, info in getattr(section, "model_fields", {}).items():
+        for sub in _options(info.annotation):
+            if isinstance(sub, type) and issubclass(sub, BaseModel):
+                if name in sub.model_fields:
+                    found.append(f"{prefix}{field}.{name}")
+                elif depth > 1:
+                    found.extend(_section_keys(sub, name, depth - 1, f"{prefix}{field}."))
+                break
+    return found
+
+
+#: pydantic's wording of a value of the wrong type, by error type, in polymnesia's words
+TYPE_WORDS = {
+    "dict_type": "expected a section of keys (key: value lines)",
+    "model_type": "expected a section of keys (key: value lines)",
+    "model_attributes_type": "expected a section of keys (key: value lines)",
+    "list_type": "expected a list, e.g. [a, b]",
+    "tuple_type": "expected a list, e.g. [a, b]",
+    "set_type": "expected a list, e.g. [a, b]",
+    "int_type": "expected a whole number",
+    "int_parsing": "expected a whole number",
+    "int_from_float": "expected a whole number, not a fraction",
+    "float_type": "expected a number",
+    "float_parsing": "expected a number",
+    "string_type": "expected a text (quote a value that YAML reads as a number or a date)",
+    "bool_type": "expected true or false",
+    "bool_parsing": "expected true or false",
+}
+
+
+def _type_words(first: Any) -> str | None:
+    """polymnesia's words for pydantic's error ``first``, where they differ from its own."""
+    kind = first["type"]
+    ctx = first.get("ctx") or {}
+    bound = {"greater_than": ("gt", "greater than"), "greater_than_equal": ("ge", "at least")}
+    bound |= {"less_than": ("lt", "less than"), "less_than_equal": ("le", "at most")}
+    if kind in bound and bound[kind][0] in ctx:
+        return f"must be {bound[kind][1]} {ctx[bound[kind][0]]}"
+    if kind in ("literal_error", "enum"):
+        expected = str((first.get("ctx") or {}).get("expected", ""))
+        return f"accepted: {expected}" if expected else None
+    return TYPE_WORDS.get(kind)
 
 
 def _options(ann: Any) -> list[Any]:
@@ -344,9 +397,13 @@ def format_validation_error(err: ValidationError, model: type[BaseModel], source
     if first["type"] == "extra_forbidden":
         fields = _fields_at(model, loc)
         accepted = f"; accepted: {', '.join(fields)}" if fields else ""
-        return f"{where}unknown key '{key}'{suggest(str(loc[-1]), fields)}{accepted}"
+        hint = suggest(str(loc[-1]), fields)
+        if not hint and (deeper := _section_keys(_section_at(model, loc), str(loc[-1]))):
+            above = ".".join(str(p) for p in loc[:-1])
+            hint = f" (did you mean '{above + '.' if above else ''}{deeper[0]}'?)"
+        return f"{where}unknown key '{key}'{hint}{accepted}"
     value = first.get("input")
-    shown = repr(value) if not isinstance(value, dict) else "a mapping"
+    shown = repr(value) if not isinstance(value, dict) else "a section of keys"
     if first["type"] == "missing":
         return f"{where}missing required key '{key}'"
     msg = first["msg"]
@@ -354,6 +411,8 @@ def format_validation_error(err: ValidationError, model: type[BaseModel], source
         msg = msg[len("Value error, ") :]
     if first["type"] in BOUND_ERRORS and (bounds := accepted_range(field_at(model, loc))):
         msg = f"out of range; accepted: {bounds}"
+    elif words := _type_words(first):
+        msg = words
     return f"{where}bad value for '{key}': {shown}: {msg}"
 
 

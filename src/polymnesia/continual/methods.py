@@ -44,10 +44,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from polymnesia.methods.step_merge import STEP_MERGE_PLUGINS
 from polymnesia.registry import Registry
 from polymnesia.training.config import EpochTrainConfig
-from polymnesia.training.plugins import validate_plugin_spec
+from polymnesia.training.plugins import PLUGINS, validate_plugin_spec
 
 Schedule = Literal["joint", "independent", "sequential"]
 
@@ -182,10 +181,6 @@ def get_method(name: str) -> Method:
     return METHODS.get(name)
 
 
-#: baseline plugins that need a previous model: a first step trains without them, as VANILLA's
-NEEDS_PREVIOUS = ("distill", *STEP_MERGE_PLUGINS)
-
-
 def with_baseline(method: str, hyper: EpochTrainConfig, has_prev: bool) -> EpochTrainConfig:
     """``hyper`` of one step of ``method`` with its baseline's plugin entry (for the stage's
     fingerprint): the arm's own entry of that plugin if it lists one, else the defaults.
@@ -199,7 +194,7 @@ def with_baseline(method: str, hyper: EpochTrainConfig, has_prev: bool) -> Epoch
     own = next((dict(s) for s in hyper.plugins if s["name"] == name), None)
     others = [s for s in hyper.plugins if s["name"] != name]
     spec: dict[str, Any] = own if own is not None else {"name": name}
-    if name in NEEDS_PREVIOUS and not has_prev:
+    if PLUGINS.get(name).needs_previous and not has_prev:  # distill, the step merges
         return hyper.model_copy(update={"plugins": others})
     if name == "ewc":
         spec["fisher"] = "prev" if has_prev else None

@@ -10,6 +10,7 @@ of each split in that order (no random subsampling).
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Mapping
 from typing import Any
 
@@ -21,8 +22,31 @@ from polymnesia.errors import DataError
 
 def build_source(source_name: str, options: Mapping[str, Any]) -> Source:
     """Build a registered source; unlike ``get_source`` it allows an option called ``name``
-    (the ``hf`` source's dataset name)."""
-    return SOURCES.get(source_name)(**options)
+    (the ``hf`` source's dataset name). An option the source needs and lacks, or one it
+    does not take, is one :class:`DataError` line naming the options it takes."""
+    cls = SOURCES.get(source_name)
+    params = [
+        p
+        for p in list(inspect.signature(cls.__init__).parameters.values())[1:]
+        if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+    ]
+    takes_any = any(
+        p.kind is p.VAR_KEYWORD for p in inspect.signature(cls.__init__).parameters.values()
+    )
+    names = [p.name for p in params]
+    accepted = ", ".join(names) or "none"
+    unknown = [k for k in options if k not in names]
+    if unknown and not takes_any:
+        raise DataError(
+            f"data source '{source_name}' has no option '{unknown[0]}'; accepted: {accepted}"
+        )
+    missing = [p.name for p in params if p.default is p.empty and p.name not in options]
+    if missing:
+        raise DataError(
+            f"data source '{source_name}' needs option {missing[0]}= (e.g. polymnesia data info "
+            f"{source_name} {missing[0]}=...); accepted: {accepted}"
+        )
+    return cls(**options)
 
 
 def fetch_source(name: str, /, **options: Any) -> str:

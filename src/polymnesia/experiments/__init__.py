@@ -1,19 +1,24 @@
 """Experiment protocols, one package each (``config``, ``protocol``, ``report``), registered by
-name when this package is imported; ``shared`` builds the stages every protocol shares.
+name on the first lookup (:data:`EXPERIMENTS` imports every ``protocol`` module,
+:data:`EXPERIMENT_CONFIGS` every ``config`` module only: reading a config loads no torch);
+``shared`` builds the stages every protocol shares.
 
 >>> from polymnesia.experiments import load_config, EXPERIMENTS
 >>> cfg = load_config("configs/quickstart.yaml", ["train.steps=10"])     # doctest: +SKIP
 >>> specs = EXPERIMENTS.get(cfg.experiment).build(cfg)                   # doctest: +SKIP
 """
 
-from polymnesia.experiments.base import EXPERIMENTS, Experiment, ExperimentConfig
+from polymnesia.experiments.base import (
+    EXPERIMENT_CONFIGS,
+    EXPERIMENTS,
+    Experiment,
+    ExperimentConfig,
+)
 from polymnesia.experiments.loading import load_config, load_run_config, resolve_config
-from polymnesia.registry_imports import import_submodules
-
-import_submodules(__name__)
 
 __all__ = [
     "EXPERIMENTS",
+    "EXPERIMENT_CONFIGS",
     "Experiment",
     "ExperimentConfig",
     "load_config",

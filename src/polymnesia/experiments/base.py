@@ -1,7 +1,9 @@
 """What an experiment protocol is: a typed config, a pipeline builder and a report.
 
-One module per protocol from the papers lives next to this file and registers
-itself in :data:`EXPERIMENTS`; a YAML file picks it with ``experiment: NAME``.
+One package per protocol from the papers lives next to this file: its ``protocol`` module
+registers the protocol in :data:`EXPERIMENTS`, its ``config`` module the config class in
+:data:`EXPERIMENT_CONFIGS` (read without the protocol's stages); a YAML file picks it with
+``experiment: NAME``.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from pydantic import Field, field_validator, model_validator
 
 from polymnesia.config.base import StrictModel
 from polymnesia.pipeline.stage import StageSpec
-from polymnesia.registry import Registry
+from polymnesia.registry import ModuleRegistry, Registry
 
 
 class ExperimentConfig(StrictModel):
@@ -100,7 +102,15 @@ class Experiment(ABC):
 
 
 EXPERIMENTS: Registry[type[Experiment]] = Registry(
-    "experiment", "experiments", "polymnesia.experiments"
+    "experiment", "experiments", "polymnesia.experiments.protocols"
+)
+#: each protocol's ``Config``, by the same names: what reading a config needs (the config
+#: modules import no stage, so no torch or transformers), registered by its config module
+EXPERIMENT_CONFIGS: Registry[type[ExperimentConfig]] = ModuleRegistry(
+    "experiment",
+    "experiment-configs",
+    "polymnesia.experiments",
+    "polymnesia.experiments.{name}.config",
 )
 
 

@@ -12,7 +12,7 @@ from polymnesia.config.loader import apply_overrides, check_finite, load_yaml, v
 from polymnesia.data.config import DataConfig
 from polymnesia.data.sources.checks import check_data_section
 from polymnesia.errors import ConfigError, PolymnesiaError, unknown
-from polymnesia.experiments.base import EXPERIMENTS
+from polymnesia.experiments.base import EXPERIMENT_CONFIGS
 
 
 def resolve_config(data: dict[str, Any], source: str = "") -> Any:
@@ -22,11 +22,11 @@ def resolve_config(data: dict[str, Any], source: str = "") -> Any:
     if name is None:
         raise ConfigError(
             f"{source + ': ' if source else ''}missing required key 'experiment'; accepted: "
-            f"{', '.join(EXPERIMENTS.names())}"
+            f"{', '.join(EXPERIMENT_CONFIGS.names())}"
         )
-    if not isinstance(name, str) or name not in EXPERIMENTS:
-        raise ConfigError(str(unknown("experiment", str(name), EXPERIMENTS.names())))
-    cfg = validate(EXPERIMENTS.get(name).Config, data, source)
+    if not isinstance(name, str) or name not in EXPERIMENT_CONFIGS:
+        raise ConfigError(str(unknown("experiment", str(name), EXPERIMENT_CONFIGS.names())))
+    cfg = validate(EXPERIMENT_CONFIGS.get(name), data, source)
     check_sections(cfg, source)
     return cfg
 

@@ -4,7 +4,7 @@ in one place: the command line calls these, and tests call them directly.
 - :func:`build_specs`: a protocol's stages from its config, a validation error raised while
   building them as one line, and data languages the source lacks refused;
 - :func:`check_config`: what ``validate`` does for one config file (load, build, check the
-  settings and lm-eval task names, plan the stages);
+  settings and lm-eval task names, plan the stages); :func:`check_loaded` all but the load;
 - :func:`check_settings`: settings that a stage would refuse only when it runs (after the
   stages before it trained), checked against what is known without data or downloads:
   ``instruct.fields`` and instruction-set ``fields`` name known roles; the poly_* lm-eval
@@ -468,11 +468,18 @@ def check_config(path: str, overrides: list[str] | None = None) -> tuple[Any, li
     """``validate`` for one config file: its config and stages, after every check that needs
     no data, no download and no model (one line for the first problem)."""
     cfg = load_config(path, overrides or [])
+    return cfg, check_loaded(cfg, path)
+
+
+def check_loaded(cfg: Any, path: str) -> list[StageSpec]:
+    """The rest of :func:`check_config` for a config already read (``validate`` reads it with
+    :func:`~polymnesia.experiments.loading.load_config` first, which loads no torch: a key
+    typo or a missing file is answered before the stages are imported)."""
     specs = build_specs(EXPERIMENTS.get(cfg.experiment), cfg, path)
     check_settings(cfg, specs, path)
     check_harness_names(specs)
     plan(specs)
-    return cfg, specs
+    return specs
 
 
 def check_remote_code(cfg: Any, allowed: bool) -> None:

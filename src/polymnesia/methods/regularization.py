@@ -516,6 +516,7 @@ class Distill(TrainingPlugin):
 
     name = "distill"
     Options = DistillOptions
+    needs_previous = True  # its teacher
     sharded_refusal = (
         "its teacher is a whole, unsharded copy of the model in every process, which would "
         "undo the sharding's memory saving"

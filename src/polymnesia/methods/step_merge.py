@@ -78,6 +78,7 @@ class StepMerge(TrainingPlugin):
     rule ``needs_base``)."""
 
     rule: ClassVar[str] = ""
+    needs_previous = True  # the model it merges with
     #: whether the rule merges against the lifelong base ``theta_0`` (task vectors)
     needs_base: ClassVar[bool] = False
     sharded_refusal = (

@@ -45,7 +45,7 @@ class MetricInfo:
     items: Mapping[str, ItemRule] = field(default_factory=dict)
 
 
-METRICS: Registry[MetricInfo] = Registry("metric", "metrics", "polymnesia.metrics")
+METRICS: Registry[MetricInfo] = Registry("metric", "metrics", "polymnesia.metrics.registered")
 
 
 def register_metric(

@@ -22,23 +22,10 @@ from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 import torch
-from pydantic import Field
 
-from polymnesia.config.base import StrictModel
 from polymnesia.errors import ConfigError
 from polymnesia.models.anatomy import matrix_width, not_applicable, translate_targets
-
-
-class LoraConfig(StrictModel):
-    """Rank, scale, dropout and target layers of the adapters."""
-
-    alpha: int | None = Field(None, gt=0, description="scale numerator; null = the rank (paper)")
-    dropout: float = Field(0.1, ge=0, lt=1, description="LoRA dropout (paper: 0.1)")
-    target_modules: list[str] = Field(
-        default_factory=lambda: ["q_proj", "k_proj", "v_proj", "o_proj"],
-        description="module names (or name suffixes) that get adapters; the Llama names q_proj, "
-        "k_proj, v_proj, o_proj mean the attention projections of any architecture",
-    )
+from polymnesia.models.config import LoraConfig
 
 
 def target_modules(model: torch.nn.Module, cfg: LoraConfig) -> list[str]:

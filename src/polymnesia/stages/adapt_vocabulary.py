@@ -51,8 +51,7 @@ from polymnesia.data.prepared import read_split, read_texts
 from polymnesia.data.sampling import sample_mixture
 from polymnesia.errors import ConfigError, PolymnesiaError
 from polymnesia.methods.frozen_rows import FrozenRows
-from polymnesia.models import count_parameters
-from polymnesia.models.build import Resizable
+from polymnesia.models.build import Resizable, count_parameters
 from polymnesia.models.io import load_model_and_tokenizer, save_model_and_tokenizer
 from polymnesia.models.new_tokens import (
     INITS,

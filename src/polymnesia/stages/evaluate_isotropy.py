@@ -31,7 +31,7 @@ from polymnesia.data.prepared import read_texts
 from polymnesia.evaluation.representations import TokenVectors, contextual_vectors
 from polymnesia.items import ITEMS_FILE, ItemSet, interval_of, write_items
 from polymnesia.metrics.isotropy import isotropy_report, self_similarity_by_word
-from polymnesia.models import count_parameters
+from polymnesia.models.build import count_parameters
 from polymnesia.pipeline.stage import STAGES, Artifact, Stage, StageContext
 from polymnesia.results import Score, with_interval
 from polymnesia.stages.common import DATA, MODEL, ModelEvalParams, load_evaluated

@@ -30,8 +30,7 @@ from polymnesia.items import (
     interval_of,
     write_items,
 )
-from polymnesia.models import count_parameters
-from polymnesia.models.build import load_pretrained
+from polymnesia.models.build import count_parameters, load_pretrained
 from polymnesia.pipeline.stage import STAGES, Artifact, Stage, StageContext
 from polymnesia.results import Score, with_interval, write_scores
 from polymnesia.runtime import Runtime

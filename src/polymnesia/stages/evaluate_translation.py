@@ -43,7 +43,7 @@ from polymnesia.metrics.translation import (
     resolve_bleu_tokenizer,
     translation_statistics,
 )
-from polymnesia.models import count_parameters
+from polymnesia.models.build import count_parameters
 from polymnesia.pipeline.stage import STAGES, Artifact, Stage, StageContext
 from polymnesia.results import Score
 from polymnesia.stages.common import DATA, MODEL, ModelEvalParams, load_evaluated

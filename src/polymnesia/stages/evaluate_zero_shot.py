@@ -36,7 +36,7 @@ from polymnesia.items import (
     scores_with_intervals,
     write_items,
 )
-from polymnesia.models import count_parameters
+from polymnesia.models.build import count_parameters
 from polymnesia.pipeline.stage import STAGES, Artifact, Stage, StageContext
 from polymnesia.results import Score
 from polymnesia.stages.common import DATA, MODEL, ModelEvalParams, load_evaluated

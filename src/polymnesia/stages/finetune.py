@@ -58,8 +58,8 @@ from polymnesia.pipeline.stage import STAGES, Artifact, Role, Stage, StageContex
 from polymnesia.results import Score
 from polymnesia.runtime import current
 from polymnesia.stages.common import DATA, MODEL, plugin_inputs, train_in_stage, train_summary
-from polymnesia.tasks import TaskConfig, load_classifier
-from polymnesia.tasks.classification import resolve_model_folder, tag_names_of
+from polymnesia.tasks.classification import load_classifier, resolve_model_folder, tag_names_of
+from polymnesia.tasks.config import TaskConfig
 from polymnesia.tasks.kinds import (
     TRIVIAL,
     build_examples,

@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from polymnesia.config.base import StrictModel
-from polymnesia.models import ModelConfig, build_model, count_parameters
+from polymnesia.models import ModelConfig
+from polymnesia.models.build import build_model, count_parameters
 from polymnesia.models.io import save_model_and_tokenizer
 from polymnesia.pipeline.stage import STAGES, Artifact, Stage, StageContext
 from polymnesia.results import Score

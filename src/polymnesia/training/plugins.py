@@ -21,16 +21,19 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias
 
-import torch
 from pydantic import ValidationError
 
 from polymnesia.config.base import StrictModel
 from polymnesia.errors import PolymnesiaError
-from polymnesia.models.io import model_dir
+from polymnesia.pipeline.stage import Artifact
 from polymnesia.registry import Registry
-from polymnesia.training.loss import LogitTerm
+
+if TYPE_CHECKING:  # annotations only: a config's plugins are checked without torch
+    import torch
+
+    from polymnesia.training.loss import LogitTerm
 
 
 @dataclass
@@ -75,6 +78,10 @@ class TrainingPlugin:
     #: why the sharded engines refuse this plugin, where the generic reason (it edits
     #: parameters or gradients directly) is not the one
     sharded_refusal: ClassVar[str | None] = None
+    #: whether the plugin needs a previous model (a teacher, a model to merge with): a
+    #: lifelong method's first step trains without it
+    #: (:func:`~polymnesia.continual.methods.with_baseline`)
+    needs_previous: ClassVar[bool] = False
     #: whether :meth:`loss_term` adds to the training loss (an instance may turn it off)
     adds_loss: bool = False
     #: whether :meth:`logit_term` makes the same term from chunks of the logits (an instance
@@ -124,7 +131,7 @@ class TrainingPlugin:
 
 
 #: computes gradients for one optimizer step from its micro-batches; returns the mean loss
-StepFn = Callable[[LoopState, list[dict[str, torch.Tensor]]], torch.Tensor]
+StepFn: TypeAlias = "Callable[[LoopState, list[dict[str, torch.Tensor]]], torch.Tensor]"
 
 
 #: methods that plug into the loop, chosen by name in a stage's ``plugins`` list
@@ -193,6 +200,6 @@ def build_plugins(
                         f"plugin {name}: {key} names stage input '{role}', which this stage "
                         f"does not have; inputs: {', '.join(sorted(inputs or {}))}"
                     )
-                options[key] = str(model_dir(inputs[role]))
+                options[key] = str(inputs[role] / Artifact.MODEL)
         out.append(cls(**options))
     return out

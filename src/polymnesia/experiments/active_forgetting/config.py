@@ -9,7 +9,7 @@ from pydantic import Field, field_validator, model_validator
 
 from polymnesia.config.base import StrictModel, renamed
 from polymnesia.errors import suggest
-from polymnesia.experiments.base import ExperimentConfig
+from polymnesia.experiments.base import EXPERIMENT_CONFIGS, ExperimentConfig
 from polymnesia.experiments.sections import (
     BaseModelSection,
     DataConfig,
@@ -107,6 +107,7 @@ class AFEvaluation(EvalConfig):
         return EvalConfig.model_validate(self.model_dump(exclude={"harness"}))
 
 
+@EXPERIMENT_CONFIGS.register("active_forgetting")
 class ActiveForgettingConfig(ExperimentConfig):
     experiment: Literal["active_forgetting"] = "active_forgetting"
     max_seeds: ClassVar[int | None] = None  # seeds: [..] runs once per seed

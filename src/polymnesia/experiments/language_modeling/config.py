@@ -6,7 +6,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import Field, model_validator
 
-from polymnesia.experiments.base import ExperimentConfig
+from polymnesia.experiments.base import EXPERIMENT_CONFIGS, ExperimentConfig
 from polymnesia.experiments.sections import (
     BaseModelSection,
     DataConfig,
@@ -20,6 +20,7 @@ from polymnesia.experiments.sections import (
 )
 
 
+@EXPERIMENT_CONFIGS.register("language_modeling")
 class LanguageModelingConfig(ExperimentConfig):
     experiment: Literal["language_modeling"] = "language_modeling"
     max_seeds: ClassVar[int | None] = None  # seeds: [..] runs once per seed

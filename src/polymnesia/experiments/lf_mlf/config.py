@@ -30,7 +30,7 @@ from pydantic import (
 from polymnesia.config.base import StrictModel, renamed
 from polymnesia.data.sources.checks import check_data_section
 from polymnesia.errors import PolymnesiaError, unknown
-from polymnesia.experiments.base import ExperimentConfig
+from polymnesia.experiments.base import EXPERIMENT_CONFIGS, ExperimentConfig
 from polymnesia.experiments.sections import (
     BaseModelSection,
     DataConfig,
@@ -40,7 +40,7 @@ from polymnesia.experiments.sections import (
 from polymnesia.gradients import COMBINERS, get_combiner
 from polymnesia.metrics.stats import Blocks
 from polymnesia.stages.finetune import FinetuneEvalConfig
-from polymnesia.tasks import TaskConfig
+from polymnesia.tasks.config import TaskConfig
 
 LABELS = {
     "uniform": "Uniform-MLF",
@@ -195,6 +195,7 @@ class TaskSection(TaskConfig):
         return TaskConfig.model_validate(self.model_dump(exclude={"data", "sources", "targets"}))
 
 
+@EXPERIMENT_CONFIGS.register("lf_mlf")
 class LFMLFConfig(ExperimentConfig):
     experiment: Literal["lf_mlf"] = "lf_mlf"
     max_seeds: ClassVar[int | None] = None  # its seeds: fine-tuning seeds

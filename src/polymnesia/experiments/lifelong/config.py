@@ -20,10 +20,10 @@ from polymnesia.continual.orders import validate_order
 from polymnesia.continual.replay import ReplayBufferConfig
 from polymnesia.errors import ConfigError
 from polymnesia.evaluation.config import TextEvaluation
-from polymnesia.experiments.base import ExperimentConfig
+from polymnesia.experiments.base import EXPERIMENT_CONFIGS, ExperimentConfig
 from polymnesia.experiments.sections import BaseModelSection, DataConfig
 from polymnesia.items import BootstrapConfig
-from polymnesia.models.lora import LoraConfig
+from polymnesia.models.config import LoraConfig
 from polymnesia.tasks.config import TaskConfig
 from polymnesia.training.config import EpochTrainConfig, train_preset
 
@@ -84,6 +84,7 @@ RENAMED = {
 }
 
 
+@EXPERIMENT_CONFIGS.register("lifelong")
 class LifelongConfig(ExperimentConfig):
     experiment: Literal["lifelong"] = "lifelong"
     max_seeds: ClassVar[int | None] = None  # the report pools seeds (Pool)

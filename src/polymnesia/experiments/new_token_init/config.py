@@ -10,7 +10,7 @@ from pydantic import Field, field_validator, model_validator
 
 from polymnesia.config.base import StrictModel
 from polymnesia.experiments.active_forgetting.config import ForgettingSection
-from polymnesia.experiments.base import ExperimentConfig
+from polymnesia.experiments.base import EXPERIMENT_CONFIGS, ExperimentConfig
 from polymnesia.experiments.sections import (
     BaseModelSection,
     DataConfig,
@@ -123,6 +123,7 @@ class RelearnSection(StrictModel):
         return sorted({0, *self.eval_steps(), self.train.steps})
 
 
+@EXPERIMENT_CONFIGS.register("new_token_init")
 class NewTokenInitConfig(ExperimentConfig):
     #: any number of training seeds: the report pairs arms seed by seed (seeds and texts)
     max_seeds: ClassVar[int | None] = None

@@ -12,7 +12,7 @@ from pydantic import Field, field_validator, model_validator
 from polymnesia.config.base import StrictModel
 from polymnesia.errors import ConfigWarning
 from polymnesia.evaluation.config import EvaluationSection
-from polymnesia.experiments.base import ExperimentConfig
+from polymnesia.experiments.base import EXPERIMENT_CONFIGS, ExperimentConfig
 from polymnesia.experiments.sections import BaseModelSection, DataConfig, TrainConfig
 from polymnesia.harness.config import HarnessOptions
 from polymnesia.harness.suites import expand_suites, is_suite, parse_suite
@@ -249,6 +249,7 @@ def old_evaluation(data: Any) -> Any:
     return data
 
 
+@EXPERIMENT_CONFIGS.register("two_phase")
 class TwoPhaseConfig(ExperimentConfig):
     experiment: Literal["two_phase"] = "two_phase"
     max_seeds: ClassVar[int | None] = None  # seeds: [..] runs once per seed, pooled
