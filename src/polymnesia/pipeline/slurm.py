@@ -264,8 +264,15 @@ class SlurmLauncher:
             job = s.handle
             result = _result(submitit, Path(job.paths.result_pickle))
             state = states.get(job.job_id, "")
-            if result is not None:
-                out[name] = ("ended", 0 if result == "success" else 1)
+            if result == "success":
+                out[name] = ("ended", 0)
+            elif result is not None:  # failed: say how once SLURM has the job's end
+                seen = self.gone.setdefault(job.job_id, time.monotonic())
+                if state in RUNNING and time.monotonic() - seen < GRACE:
+                    out[name] = ("running", None)
+                else:
+                    s.note = state if state and state not in RUNNING else "FAILED"
+                    out[name] = ("ended", 1)
             elif state in QUEUED:
                 out[name] = ("queued", None)
             elif state in RUNNING:
