@@ -7,6 +7,7 @@ cancelled job submitted again."""
 from __future__ import annotations
 
 import json
+import socket
 import subprocess
 import sys
 import threading
@@ -17,8 +18,10 @@ from typing import Any
 
 import pytest
 
+from polymnesia.cli import main as cli
 from polymnesia.errors import ConfigError
 from polymnesia.experiments import load_config
+from polymnesia.pipeline.executors import describe_status
 from polymnesia.pipeline.integrity import MARKER
 from polymnesia.pipeline.run_dir import config_hash
 from polymnesia.pipeline.slurm import ClusterConfig, batches, check_slurm, run_slurm
@@ -191,6 +194,21 @@ def test_stages_run_as_jobs_once_what_they_need_is_complete(
     assert {s["state"] for s in board.values()} == {"done"}
     assert board["a1"]["where"] == res.where["a1"] and board["a1"]["attempts"] == 1
     assert any(m.startswith("[polymnesia] submit a0 > a1 > eval_a (job ") for m in lines)
+    # polymnesia status: one row per stage in plan order, its job, node, attempts and log
+    table = describe_status(status).splitlines()
+    assert [r.split()[0] for r in table[1:-1]] == list(GRAPH)
+    row = table[1 + list(GRAPH).index("a1")].split()
+    assert row[1:4] == ["done", "job", res.where["a1"].split()[1]]
+    assert row[4] == socket.gethostname() and row[5] == "1" and row[-1] == str(res.logs["a1"])
+    assert table[-1].startswith(f"{len(GRAPH)} stages: {len(GRAPH)} done; status written ")
+
+
+def test_status_of_a_run_without_an_executor_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert cli.main(["status", str(tmp_path)]) != 0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "has no logs/executor.json: it was run inline" in err[0], err
 
 
 def test_a_failed_job_is_one_line_naming_its_log(slurm_cluster: Any, tmp_path: Path) -> None:

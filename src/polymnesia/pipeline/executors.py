@@ -20,7 +20,9 @@ plan, which reuses every entry, so they are those of an inline run.
 
 from __future__ import annotations
 
+import json
 import os
+import socket
 import subprocess
 import time
 from collections.abc import Callable, Sequence
@@ -124,6 +126,8 @@ class Started:
     where: str
     #: why it ended, when the launcher knows (a SLURM state: ``TIMEOUT``, ``CANCELLED``)
     note: str = ""
+    #: the machine it runs on, once the launcher knows
+    node: str = ""
 
 
 class Launcher(Protocol):
@@ -172,7 +176,7 @@ class LocalLauncher:
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
         )
-        return Started((child, out), path, f"slot {slot}")
+        return Started((child, out), path, f"slot {slot}", node=socket.gethostname())
 
     def poll(self, running: dict[str, Started]) -> dict[str, tuple[str, int | None]]:
         out: dict[str, tuple[str, int | None]] = {}
@@ -263,7 +267,9 @@ def run_graph(
         if status is not None:
             text = repr(board)
             if not written or written[-1] != text:
-                atomic_write_json(status, {"stages": board, "updated": time.time()})
+                atomic_write_json(
+                    status, {"stages": board, "order": list(board), "updated": time.time()}
+                )
                 written[:] = [text]
 
     running: dict[str, tuple[Started, int, float, list[str]]] = {}
@@ -296,7 +302,10 @@ def run_graph(
             publish()
             states = launcher.poll({n: r[0] for n, r in running.items()})
             for name, (state, _code) in states.items():
+                node = running[name][0].node
                 for s in running[name][3]:
+                    if node:
+                        board[s]["node"] = node
                     if state == "running" and board[s]["state"] == "queued":
                         board[s].update(state="running", started=time.time())
             finished = [n for n, (state, _code) in states.items() if state == "ended"]
@@ -361,3 +370,52 @@ def run_graph(
         publish()
         raise
     return result
+
+
+#: the order of states in ``polymnesia status``'s summary
+STATES = ("running", "queued", "waiting", "done", "reused", "failed", "held back", "stopped")
+
+
+def describe_status(path: Path, now: float | None = None) -> str:
+    """``polymnesia status``: one row per stage of a run's status file (:func:`run_graph`):
+    its state, where it runs (slot or job, and node), attempts, time and log, then a count of
+    each state."""
+    try:
+        board: dict[str, dict[str, Any]] = json.loads(path.read_text(encoding="utf-8"))["stages"]
+        updated = float(json.loads(path.read_text(encoding="utf-8"))["updated"])
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise ConfigError(
+            f"{path}: no readable executor status ({type(e).__name__}); it is written by "
+            "`polymnesia run --executor local` or `--executor slurm`"
+        ) from None
+    now = time.time() if now is None else now
+    rows = [("stage", "state", "where", "node", "attempts", "time", "log")]
+    order = json.loads(path.read_text(encoding="utf-8")).get("order") or list(board)
+    for name in order:
+        b = board[name]
+        if "ended" in b:
+            took = f"{b.get('seconds', b['ended'] - b.get('submitted', b['ended'])):.1f} s"
+        elif "submitted" in b and b["state"] in ("queued", "running"):
+            since = b.get("started", b["submitted"])
+            took = f"{now - since:.0f} s {'running' if 'started' in b else 'queued'}"
+        else:
+            took = ""
+        rows.append(
+            (
+                name,
+                str(b.get("state", "?")),
+                str(b.get("where", "")),
+                str(b.get("node", "")),
+                str(b.get("attempts", 0) or ""),
+                took,
+                str(b.get("log", "")),
+            )
+        )
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
+    lines = [
+        "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=False)) + "  " + r[-1] for r in rows
+    ]
+    counts = {s: sum(1 for b in board.values() if b.get("state") == s) for s in STATES}
+    summary = ", ".join(f"{n} {s}" for s, n in counts.items() if n)
+    lines.append(f"{len(board)} stages: {summary}; status written {now - updated:.0f} s ago")
+    return "\n".join(line.rstrip() for line in lines)

@@ -243,16 +243,17 @@ class SlurmLauncher:
             ) from None
         return Started(job, Path(job.paths.stdout), f"job {job.job_id}")
 
-    def _states(self, ids: list[str]) -> dict[str, str]:
-        """``squeue``'s state of each job it still knows (finished ones for a while)."""
-        out = _ask(["squeue", "-h", "-t", "all", "-j", ",".join(ids), "-o", "%i|%T"])
+    def _states(self, ids: list[str]) -> dict[str, tuple[str, str]]:
+        """``squeue``'s state and node list of each job it still knows (finished ones for a
+        while)."""
+        out = _ask(["squeue", "-h", "-t", "all", "-j", ",".join(ids), "-o", "%i|%T|%N"])
         if out.returncode and len(ids) > 1:  # a job it forgot makes the whole call fail
-            found: dict[str, str] = {}
+            found: dict[str, tuple[str, str]] = {}
             for i in ids:
                 found.update(self._states([i]))
             return found
-        pairs = (line.split("|", 1) for line in out.stdout.splitlines() if "|" in line)
-        return {i.strip(): s.strip() for i, s in pairs}
+        rows = (line.split("|") for line in out.stdout.splitlines() if line.count("|") == 2)
+        return {i.strip(): (s.strip(), n.strip()) for i, s, n in rows}
 
     def poll(self, running: dict[str, Started]) -> dict[str, tuple[str, int | None]]:
         if not running:
@@ -263,7 +264,8 @@ class SlurmLauncher:
         for name, s in running.items():
             job = s.handle
             result = _result(submitit, Path(job.paths.result_pickle))
-            state = states.get(job.job_id, "")
+            state, node = states.get(job.job_id, ("", ""))
+            s.node = node or s.node
             if result == "success":
                 out[name] = ("ended", 0)
             elif result is not None:  # failed: say how once SLURM has the job's end
