@@ -6,7 +6,8 @@ walks the stage graph as the local executor does (:func:`~polymnesia.pipeline.ex
 a stage is submitted when every stage it takes inputs from is complete, a chain of stages that
 nothing else waits for is one job, and up to ``cluster.batch`` ready evaluation and analysis
 stages share one job, so that many short evaluations pay one queue wait. A job runs
-``polymnesia run CONFIG --stage a,b`` (the child of the local executor) with the driver's
+``polymnesia run CONFIG --stage a,b`` (the child of the local executor) in submitit's job
+process (:func:`polymnesia.jobs.run_stage_job`: one Python start-up), with the driver's
 environment (``sbatch`` exports it), so the stage cache (``$POLYMNESIA_CACHE``) and the run
 folder must be on a file system that every node sees. Its output goes to
 ``RUN_DIR/logs/slurm/FIRST_STAGE/JOBID_0_log.out``.
@@ -24,11 +25,9 @@ run on SLURM has the run folder of the inline run.
 
 from __future__ import annotations
 
-import os
 import re
 import shlex
 import shutil
-import socket
 import subprocess
 import time
 from collections.abc import Callable, Sequence
@@ -39,6 +38,7 @@ from pydantic import Field, field_validator
 
 from polymnesia.config.base import StrictModel
 from polymnesia.errors import ConfigError, PolymnesiaError
+from polymnesia.jobs import run_stage_job
 from polymnesia.pipeline.executors import Group, LocalResult, Started, chain, run_graph
 from polymnesia.pipeline.runner import PlannedStage
 from polymnesia.pipeline.stage import STAGES
@@ -180,21 +180,6 @@ def _first(out: subprocess.CompletedProcess[str]) -> str:
     return lines[-1] if lines else f"exit status {out.returncode}"
 
 
-def run_command(argv: list[str]) -> None:
-    """What a job runs: ``argv`` (``polymnesia run ... --stage ...``) as a child process, its
-    output in the job's log, with ``OMP_NUM_THREADS`` set to the job's CPUs unless the
-    driver's environment set it. A non-zero exit fails the job (submitit records it)."""
-    env = dict(os.environ)
-    cpus = env.get("SLURM_CPUS_PER_TASK")
-    if cpus and "OMP_NUM_THREADS" not in env:
-        env["OMP_NUM_THREADS"] = env["MKL_NUM_THREADS"] = cpus
-    job = env.get("SLURM_JOB_ID", "?")
-    print(f"[polymnesia] job {job} on {socket.gethostname()}: {shlex.join(argv)}", flush=True)
-    code = subprocess.call(argv, env=env, stdin=subprocess.DEVNULL)
-    if code:
-        raise PolymnesiaError(f"job {job}: {shlex.join(argv[1:])} exited with status {code}")
-
-
 def _parameters(cluster: ClusterConfig, name: str) -> dict[str, Any]:
     """submitit's ``SlurmExecutor`` parameters for a job named ``name``."""
     extra = {k: (True if v == "" else v) for k, v in cluster.sbatch.items()}
@@ -235,7 +220,7 @@ class SlurmLauncher:
         executor = submitit.SlurmExecutor(folder=self.folder / stages[0], max_num_timeout=0)
         executor.update_parameters(**_parameters(self.cluster, stages[0]))
         try:
-            job = executor.submit(run_command, self.command(stages))
+            job = executor.submit(run_stage_job, self.command(stages))
         except Exception as e:  # submitit raises its own error with sbatch's output
             message = str(e).strip().splitlines()
             raise PolymnesiaError(
@@ -362,6 +347,5 @@ __all__ = [
     "SlurmLauncher",
     "batches",
     "check_slurm",
-    "run_command",
     "run_slurm",
 ]
