@@ -9,8 +9,10 @@ every stage that takes inputs it measures the gap from "its inputs are complete"
 ``spec.json`` is written, just before the stage runs), in each run. On the slurm side the
 stages that start a job pay the driver's poll, ``sbatch``, the queue, the job's start and two
 Python start-ups (submitit's and ``polymnesia run --stage``); the queue wait (submitted to
-running, as the driver saw it, so to ``poll_s``) is printed apart. Stages chained into a job
-pay what they pay inline. Default config: lifelong's smoke config, shrunk as the executors'
+running, as the driver saw it, so to ``poll_s``) is printed apart. Each job start is split
+at submitit's first log line: submission to the job's Python running, then the job's Python
+(imports, config, plan, checks of the inputs) to the work. Stages chained into a job pay what
+they pay inline. Default config: lifelong's smoke config, shrunk as the executors'
 tests shrink it (7 jobs).
 """
 
@@ -23,6 +25,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from datetime import datetime
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -59,6 +62,13 @@ def _gaps(run: Path, inputs: dict[str, list[str]]) -> dict[str, float]:
     return out
 
 
+def _job_started(log: Path) -> float:
+    """When the job's Python started its work: submitit's first log line's time."""
+    first = log.read_text().splitlines()[0]  # submitit INFO (2026-12-02 16:25:58,738) - ...
+    stamp = first.split("(", 1)[1].split(")", 1)[0]
+    return datetime.strptime(stamp, "%Y-%m-%d %H:%M:%S,%f").timestamp()
+
+
 def main() -> None:
     config = str(ROOT / "configs" / "lifelong_smoke.yaml")
     args = sys.argv[1:]
@@ -91,6 +101,18 @@ def main() -> None:
         firsts = [n for n in slurm if Path(board[n]["log"]).parent.name == n]
         chained = [n for n in slurm if n not in firsts]
         queue = {n: board[n]["started"] - board[n]["submitted"] for n in firsts}
+        # from submission to submitit's process running in the job, and from there to work
+        to_job = {n: _job_started(Path(board[n]["log"])) - board[n]["submitted"] for n in firsts}
+        in_job = {
+            n: (
+                Path(json.loads((tmp / "slurm" / "run.json").read_text())["stages"][n]["entry"])
+                / "spec.json"
+            )
+            .stat()
+            .st_mtime
+            - _job_started(Path(board[n]["log"]))
+            for n in firsts
+        }
         print(f"config {config} {' '.join(overrides)}, {os.cpu_count()} CPU cores")
         print(f"wall: inline {wall['inline']:.1f} s, slurm {wall['slurm']:.1f} s")
         print(
@@ -100,7 +122,8 @@ def main() -> None:
         for n in firsts:
             print(
                 f"  job start {n:24s} gap {slurm[n]:6.2f} s  queue wait {queue[n]:5.1f} s  "
-                f"other {slurm[n] - queue[n]:6.2f} s   (inline {inline[n]:.2f} s)"
+                f"other {slurm[n] - queue[n]:6.2f} s  (submit -> job's Python {to_job[n]:5.1f} s, "
+                f"job's Python -> work {in_job[n]:5.1f} s; inline {inline[n]:.2f} s)"
             )
         for n in chained:
             print(f"  chained   {n:24s} gap {slurm[n]:6.2f} s   (inline {inline[n]:.2f} s)")
@@ -109,7 +132,8 @@ def main() -> None:
             f"slurm job starts: median gap {statistics.median(slurm[n] for n in firsts):.2f} s,"
             f" median without the queue wait {statistics.median(other):.2f} s "
             f"(max {max(other):.2f} s); chained stages median "
-            f"{statistics.median(slurm[n] for n in chained) if chained else float('nan'):.2f} s"
+            f"{statistics.median(slurm[n] for n in chained) if chained else float('nan'):.2f} s; "
+            f"median job's Python -> work {statistics.median(in_job.values()):.2f} s"
         )
 
 
