@@ -155,10 +155,23 @@ PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP
 
 
 def _stop_slurm(root: Path) -> None:
-    """Stop the daemons :func:`_start_slurm` started (by their pid files)."""
+    """Cancel the cluster's jobs, stop the daemons :func:`_start_slurm` started (by their pid
+    files), then end what is left of its jobs: the processes whose environment names this
+    cluster's ``slurm.conf`` (a job step whose daemon is gone never ends by itself)."""
     import signal
+    import subprocess
     import time
 
+    conf = root / "slurm.conf"
+    env = {**os.environ, "SLURM_CONF": str(conf)}
+    if (root / "slurmctld.pid").is_file():
+        subprocess.run(["scancel", "--partition", "debug"], env=env, capture_output=True)
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline:
+            queue = subprocess.run(["squeue", "-h"], env=env, capture_output=True, text=True)
+            if queue.returncode or not queue.stdout.strip():
+                break
+            time.sleep(0.2)
     pids = []
     for name in ("slurmd", "slurmctld", "munged"):
         pid_file = root / f"{name}.pid"
@@ -177,6 +190,15 @@ def _stop_slurm(root: Path) -> None:
             except ProcessLookupError:
                 break
             time.sleep(0.1)
+    mine = f"SLURM_CONF={conf}".encode()
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit() or int(proc.name) in (os.getpid(), os.getppid()):
+            continue
+        try:
+            if mine in (proc / "environ").read_bytes().split(b"\0"):
+                os.kill(int(proc.name), signal.SIGKILL)
+        except (OSError, ProcessLookupError):
+            pass
 
 
 @pytest.fixture(scope="session")
