@@ -8,7 +8,7 @@ Layers, top to bottom (docs/architecture.md); a module may import its own layer 
     methods, continual, tasks, evaluation, harness, training, reports
     models, tokenizers, gradients, merging, layers, metrics, items, data, instructions,
     pipeline
-    results, config, io, registry, registry_imports, paths, errors, runtime, trust
+    results, config, io, registry, registry_imports, paths, errors, runtime, trust, jobs
 """
 
 from __future__ import annotations
@@ -46,6 +46,7 @@ TIERS = [
         "errors",
         "runtime",
         "trust",
+        "jobs",
         "__init__",
     },
 ]

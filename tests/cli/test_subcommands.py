@@ -27,7 +27,18 @@ def _subcommands() -> list[str]:
 
 def test_each_subcommand_has_its_own_module() -> None:
     names = _subcommands()
-    expected = ["cache", "compare", "data", "env", "ls", "plan", "report", "run", "validate"]
+    expected = [
+        "cache",
+        "compare",
+        "data",
+        "env",
+        "ls",
+        "plan",
+        "report",
+        "run",
+        "status",
+        "validate",
+    ]
     assert names == expected
     for name in names:
         assert (CLI / f"{name}.py").is_file(), name

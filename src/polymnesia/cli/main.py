@@ -24,6 +24,7 @@ from polymnesia.cli import ls as ls_cli
 from polymnesia.cli import plan as plan_cli
 from polymnesia.cli import report as report_cli
 from polymnesia.cli import run as run_cli
+from polymnesia.cli import status as status_cli
 from polymnesia.cli import validate as validate_cli
 from polymnesia.cli.output import PolymnesiaLogLines, plain_library_output
 from polymnesia.errors import ConfigWarning, PolymnesiaError
@@ -34,7 +35,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="polymnesia", description="Multilingual continual learning of language models."
     )
     sub = p.add_subparsers(dest="command", required=True)
-    for module in (run_cli, validate_cli, ls_cli, data_cli, report_cli, compare_cli):
+    for module in (run_cli, validate_cli, ls_cli, data_cli, report_cli, compare_cli, status_cli):
         module.add_parser(sub)
     cache_cli.add_parser(sub)
     env_cli.add_parser(sub)

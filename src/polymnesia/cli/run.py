@@ -74,15 +74,17 @@ def add_parser(sub: Any) -> None:
         "--executor",
         default="inline",
         metavar="NAME",
-        help="who runs the stages: inline (default: this process, one after another) or "
+        help="who runs the stages: inline (default: this process, one after another), "
         "local (independent stages side by side as child processes on this machine, "
-        "--jobs at a time; docs/scale.md)",
+        "--jobs at a time) or slurm (each group of ready stages a SLURM job, with the "
+        "config's cluster: settings, e.g. cluster.partition=gpu; docs/scale.md)",
     )
     r.add_argument(
         "--jobs",
         type=int,
         metavar="N",
-        help="with --executor local: at most N stages at once (default: the GPU count, else 2)",
+        help="with --executor local: at most N stages at once (default: the GPU count, else "
+        "2); with --executor slurm: at most N jobs submitted at once (default 256)",
     )
     # a child of --executor local: build this stage (and reuse what it needs), nothing else
     r.add_argument("--stage", help=argparse.SUPPRESS)
@@ -122,26 +124,27 @@ def _one_stage(specs: list[Any], names: str) -> list[Any]:
     return [s for s in specs if s.name in keep]
 
 
-def _record_children(run_dir: Path, planned: list[Any], done: Any) -> None:
-    """In ``run.json``, the stages that ``--executor local`` children built, as built (the
-    inline pass that wrote the run folder found them complete)."""
+def _record_children(run_dir: Path, planned: list[Any], done: Any, executor: str) -> None:
+    """In ``run.json``, the stages that ``--executor local`` children or ``slurm`` jobs built,
+    as built (the inline pass that wrote the run folder found them complete)."""
     from polymnesia.pipeline.run_dir import update_run_record
 
     for p in planned:
-        if p.spec.name in done.built:
-            update_run_record(
-                run_dir,
-                p.spec.name,
-                {
-                    "kind": p.spec.kind,
-                    "fingerprint": p.fingerprint,
-                    "status": p.status,
-                    "entry": str(p.entry),
-                    "executor": "local",
-                    "seconds": done.seconds[p.spec.name],
-                    "log": str(done.logs[p.spec.name]),
-                },
-            )
+        name = p.spec.name
+        if name in done.built:
+            record = {
+                "kind": p.spec.kind,
+                "fingerprint": p.fingerprint,
+                "status": p.status,
+                "entry": str(p.entry),
+                "executor": executor,
+                "seconds": done.seconds[name],
+                "log": str(done.logs[name]),
+            }
+            if executor == "slurm":
+                record["job"] = done.where[name].removeprefix("job ")
+                record["attempts"] = done.attempts[name]
+            update_run_record(run_dir, name, record)
 
 
 def _gpu_count() -> int:
@@ -172,6 +175,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         run_pipeline,
         select_stages,
     )
+    from polymnesia.pipeline.slurm import check_slurm, run_slurm
     from polymnesia.runtime import partial_state
 
     check_executor(args.executor, args.jobs)
@@ -201,6 +205,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     run_dir = Path(args.run_dir) if args.run_dir else default_run_dir(cfg)
     check_run_dir_place(run_dir)
     check_run_record(run_dir)
+    if args.executor == "slurm":  # no sbatch, no controller, no such partition: before all
+        check_slurm(cfg.cluster)
     if args.dry_run:
         check_run_dir(run_dir, cfg)  # what the run would refuse, the dry run refuses too
         check_harness_names(specs)  # `run` checks them in its preflight, validate too
@@ -253,25 +259,37 @@ def cmd_run(args: argparse.Namespace) -> int:
                 jobs,
                 log=lambda m: print(m, flush=True),
                 gpus=gpus,
+                status=run_dir / "logs" / "executor.json",
             )
-            if not done.ok:
-                failed = ", ".join(f"{n} (log {p})" for n, p in done.failed.items())
-                held = f"; not run: {', '.join(done.held_back)}" if done.held_back else ""
-                print(
-                    f"[polymnesia] error: {len(done.failed)} stage(s) failed: {failed}{held}; "
-                    "the stages that finished are cached: run the same command again to "
-                    "retry the rest",
-                    flush=True,
-                )
-                return 1
+        elif args.executor == "slurm" and state.is_main_process:
+            planned = plan(specs)
+            done = run_slurm(
+                planned,
+                _child_command(args),
+                run_dir / "logs" / "slurm",
+                cfg.cluster,
+                jobs=args.jobs or 256,
+                log=lambda m: print(m, flush=True),
+                status=run_dir / "logs" / "executor.json",
+            )
+        if args.executor != "inline" and state.is_main_process and not done.ok:
+            failed = ", ".join(f"{n} (log {p})" for n, p in done.failed.items())
+            held = f"; not run: {', '.join(done.held_back)}" if done.held_back else ""
+            print(
+                f"[polymnesia] error: {len(done.failed)} stage(s) failed: {failed}{held}; "
+                "the stages that finished are cached: run the same command again to "
+                "retry the rest",
+                flush=True,
+            )
+            return 1
         run_pipeline(
             specs,
             run_dir,
             log=lambda m: print(m, flush=True),
             lock_timeout=args.lock_timeout,
         )
-        if args.executor == "local" and state.is_main_process:
-            _record_children(run_dir, planned, done)
+        if args.executor != "inline" and state.is_main_process:
+            _record_children(run_dir, planned, done, args.executor)
         if state.is_main_process and categories:
             if skipped:
                 print(

@@ -15,6 +15,7 @@ from typing import ClassVar
 from pydantic import Field, field_validator, model_validator
 
 from polymnesia.config.base import StrictModel
+from polymnesia.pipeline.slurm import ClusterConfig
 from polymnesia.pipeline.stage import StageSpec
 from polymnesia.registry import ModuleRegistry, Registry
 
@@ -42,6 +43,12 @@ class ExperimentConfig(StrictModel):
         None,
         description="training seeds, each a full run of the protocol (stages the seed does not "
         "reach are shared); replaces seed; intervals then cover seeds and test items",
+    )
+    cluster: ClusterConfig = Field(
+        default_factory=ClusterConfig,
+        exclude=True,  # where the stages run: not in the config's hash, dumps or fingerprints
+        description="SLURM settings of --executor slurm (partition, account, qos, time_min, "
+        "...; docs/scale.md); left out of the config's hash and of every fingerprint",
     )
     seed_noise_band: float | None = Field(
         None,

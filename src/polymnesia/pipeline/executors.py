@@ -20,19 +20,22 @@ plan, which reuses every entry, so they are those of an inline run.
 
 from __future__ import annotations
 
+import json
 import os
+import socket
 import subprocess
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO
+from typing import Any, Protocol
 
 from polymnesia.errors import ConfigError
+from polymnesia.io import atomic_write_json
 from polymnesia.pipeline.integrity import MARKER
 from polymnesia.pipeline.runner import PlannedStage
 
-EXECUTORS = ("inline", "local")
+EXECUTORS = ("inline", "local", "slurm")
 #: how often the driver looks at its children (seconds)
 POLL = 0.2
 
@@ -43,8 +46,8 @@ def check_executor(name: str, jobs: int | None) -> None:
         raise ConfigError(
             f"--executor {name!r} is not an executor; accepted: {', '.join(EXECUTORS)}"
         )
-    if jobs is not None and name != "local":
-        raise ConfigError(f"--jobs needs --executor local (got --executor {name})")
+    if jobs is not None and name not in ("local", "slurm"):
+        raise ConfigError(f"--jobs needs --executor local or slurm (got --executor {name})")
     if jobs is not None and not 1 <= jobs <= 256:
         raise ConfigError(f"--jobs {jobs} is out of range; accepted: 1 to 256 concurrent stages")
 
@@ -65,14 +68,18 @@ def slots(jobs: int, gpus: int, cpus: int) -> list[dict[str, str]]:
 
 @dataclass
 class LocalResult:
-    """What :func:`run_local` did: the stages it built, the ones that failed (with their log
-    files) and the ones it did not start because a stage they need failed."""
+    """What :func:`run_graph` (:func:`run_local`, the slurm executor) did: the stages it built,
+    the ones that failed (with their log files) and the ones it did not start because a stage
+    they need failed; for each stage it started, its log, wall time (from its start or
+    submission), where it ran (``slot 0``, ``job 123``) and how many times it was started."""
 
     built: list[str] = field(default_factory=list)
     failed: dict[str, Path] = field(default_factory=dict)
     logs: dict[str, Path] = field(default_factory=dict)
     held_back: list[str] = field(default_factory=list)
     seconds: dict[str, float] = field(default_factory=dict)
+    where: dict[str, str] = field(default_factory=dict)
+    attempts: dict[str, int] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -109,6 +116,89 @@ def chain(
         out.append(users[0])
 
 
+@dataclass
+class Started:
+    """A launched group of stages: the launcher's own handle, its log file and where it runs
+    (``slot 0``, ``job 123``), said in the driver's lines and the status file."""
+
+    handle: Any
+    log: Path
+    where: str
+    #: why it ended, when the launcher knows (a SLURM state: ``TIMEOUT``, ``CANCELLED``)
+    note: str = ""
+    #: the machine it runs on, once the launcher knows
+    node: str = ""
+
+
+class Launcher(Protocol):
+    """How :func:`run_graph` starts stages: child processes (:class:`LocalLauncher`) or SLURM
+    jobs (:mod:`polymnesia.pipeline.slurm`)."""
+
+    #: the driver's word for a start ("start", "submit")
+    verb: str
+
+    def start(self, stages: list[str], slot: int) -> Started:
+        """Launch ``stages`` (built in that order) in ``slot`` (0 to ``jobs`` - 1)."""
+        ...
+
+    def poll(self, running: dict[str, Started]) -> dict[str, tuple[str, int | None]]:
+        """Each running group's state (``queued``, ``running`` or ``ended``) and, once it ended,
+        its exit status (0: every stage built)."""
+        ...
+
+    def stop(self, running: list[Started]) -> None:
+        """Stop what is still running (Ctrl-C on the driver)."""
+        ...
+
+
+class LocalLauncher:
+    """Child processes on this machine, ``command(stages)`` each, a slot's environment each
+    (:func:`slots`), output in ``logs/FIRST_STAGE.log``."""
+
+    verb = "start"
+
+    def __init__(
+        self,
+        command: Callable[[list[str]], list[str]],
+        logs: Path,
+        pool: list[dict[str, str]],
+        base: dict[str, str],
+    ) -> None:
+        self.command, self.logs, self.pool, self.base = command, logs, pool, base
+
+    def start(self, stages: list[str], slot: int) -> Started:
+        path = self.logs / f"{stages[0]}.log"
+        out = open(path, "wb")  # noqa: SIM115 (closed when the child ends)
+        child = subprocess.Popen(
+            self.command(stages),
+            env={**self.base, **self.pool[slot]},
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+        )
+        return Started((child, out), path, f"slot {slot}", node=socket.gethostname())
+
+    def poll(self, running: dict[str, Started]) -> dict[str, tuple[str, int | None]]:
+        out: dict[str, tuple[str, int | None]] = {}
+        for name, s in running.items():
+            child, stream = s.handle
+            code = child.poll()
+            if code is not None:
+                stream.close()
+            out[name] = ("running", None) if code is None else ("ended", code)
+        return out
+
+    def stop(self, running: list[Started]) -> None:
+        for s in running:
+            s.handle[0].terminate()
+        for s in running:
+            try:
+                s.handle[0].wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                s.handle[0].kill()
+            s.handle[1].close()
+
+
 def run_local(
     planned: Sequence[PlannedStage],
     command: Callable[[list[str]], list[str]],
@@ -119,6 +209,7 @@ def run_local(
     env: dict[str, str] | None = None,
     gpus: int = 0,
     cpus: int | None = None,
+    status: Path | None = None,
 ) -> LocalResult:
     """Build every stage of ``planned`` that is not reused, at most ``jobs`` children at a
     time, once the stages it needs are complete: each child is ``command(stages)`` for a
@@ -132,76 +223,199 @@ def run_local(
     pool = slots(jobs, gpus, cpus if cpus is not None else (os.cpu_count() or 1))
     if "OMP_NUM_THREADS" in base:
         pool = [{k: v for k, v in s.items() if not k.endswith("_NUM_THREADS")} for s in pool]
+    logs.mkdir(parents=True, exist_ok=True)
+    launcher = LocalLauncher(command, logs, pool, base)
+    return run_graph(planned, launcher, jobs, log=log, status=status)
+
+
+Group = Callable[[str, dict[str, set[str]], Sequence[str], set[str]], list[str]]
+
+
+def run_graph(
+    planned: Sequence[PlannedStage],
+    launcher: Launcher,
+    jobs: int,
+    *,
+    log: Callable[[str], None] = print,
+    group: Group = chain,
+    attempts: int = 1,
+    status: Path | None = None,
+    poll: float = POLL,
+) -> LocalResult:
+    """Build every stage of ``planned`` that is not reused through ``launcher``, at most
+    ``jobs`` groups at a time, each group (``group``: a :func:`chain` by default) once the
+    stages it needs are complete.
+
+    A group that fails has built the stages whose entries are complete; the first that is not
+    failed. It is started again, from that stage, until it has been started ``attempts``
+    times (an interrupted training resumes from its last checkpoint); then the stages that
+    need it are held back and the others run on. ``status`` (a JSON file) holds each stage's
+    state, where it runs, its log, attempts and times, rewritten when one changes
+    (``polymnesia status``). Ctrl-C stops what is running and is raised again."""
     graph = stage_graph(planned)
     entries = {p.spec.name: p.entry for p in planned}
     done = {p.spec.name for p in planned if p.status == "reuse"}
     waiting = [p.spec.name for p in planned if p.status != "reuse"]
     result = LocalResult()
-    running: dict[str, tuple[subprocess.Popen[bytes], int, float, IO[bytes], list[str]]] = {}
-    free = list(range(len(pool)))
-    logs.mkdir(parents=True, exist_ok=True)
+    board: dict[str, dict[str, Any]] = {
+        p.spec.name: {"state": "reused" if p.spec.name in done else "waiting", "attempts": 0}
+        for p in planned
+    }
+    written: list[str] = []
+
+    def publish() -> None:
+        if status is not None:
+            text = repr(board)
+            if not written or written[-1] != text:
+                atomic_write_json(
+                    status, {"stages": board, "order": list(board), "updated": time.time()}
+                )
+                written[:] = [text]
+
+    running: dict[str, tuple[Started, int, float, list[str]]] = {}
+    free = list(range(jobs))
+
+    def launch(stages: list[str], slot: int, first_try: bool) -> None:
+        started = launcher.start(stages, slot)
+        running[stages[0]] = (started, slot, time.monotonic(), stages)
+        for s in stages:
+            result.attempts[s] = result.attempts.get(s, 0) + 1
+            board[s].update(
+                state="queued", where=started.where, log=str(started.log), submitted=time.time()
+            )
+            board[s]["attempts"] = result.attempts[s]
+        word = launcher.verb if first_try else "retry"
+        tries = f", attempt {result.attempts[stages[0]]} of {attempts}" if not first_try else ""
+        log(
+            f"[polymnesia] {word:<6} {' > '.join(stages)} ({started.where}, log {started.log}"
+            f"{tries})"
+        )
+
     try:
         while waiting or running:
             for name in [n for n in waiting if graph[n] <= done]:
                 if not free or name not in waiting:
                     continue
-                stages = chain(name, graph, waiting, done)
-                slot, path = free.pop(0), logs / f"{name}.log"
-                out = open(path, "wb")  # noqa: SIM115 (closed when the child ends)
-                child = subprocess.Popen(
-                    command(stages),
-                    env={**base, **pool[slot]},
-                    stdout=out,
-                    stderr=subprocess.STDOUT,
-                    stdin=subprocess.DEVNULL,
-                )
-                running[name] = (child, slot, time.monotonic(), out, stages)
+                stages = group(name, graph, waiting, done)
                 waiting = [n for n in waiting if n not in stages]
-                log(f"[polymnesia] start  {' > '.join(stages)} (slot {slot}, log {path})")
-            finished = [n for n, (c, *_rest) in running.items() if c.poll() is not None]
+                launch(stages, free.pop(0), True)
+            publish()
+            states = launcher.poll({n: r[0] for n, r in running.items()})
+            for name, (state, _code) in states.items():
+                node = running[name][0].node
+                for s in running[name][3]:
+                    if node:
+                        board[s]["node"] = node
+                    if state == "running" and board[s]["state"] == "queued":
+                        board[s].update(state="running", started=time.time())
+            finished = [n for n, (state, _code) in states.items() if state == "ended"]
             for name in finished:
-                child, slot, started, stream, stages = running.pop(name)
-                stream.close()
+                started, slot, t0, stages = running.pop(name)
+                code = states[name][1] or 0
                 free.append(slot)
                 free.sort()
-                took = round(time.monotonic() - started, 1)
-                ok = stages if child.returncode == 0 else []
-                if child.returncode:
-                    ok = [s for s in stages if (entries[s] / MARKER).is_file()]
-                    ok = stages[: next((i for i, s in enumerate(stages) if s not in ok), 0)]
+                took = round(time.monotonic() - t0, 1)
+                ok = stages if code == 0 else []
+                if code:
+                    built = [s for s in stages if (entries[s] / MARKER).is_file()]
+                    ok = stages[: next((i for i, s in enumerate(stages) if s not in built), 0)]
                 for s in stages:
-                    result.logs[s] = logs / f"{name}.log"
+                    result.logs[s] = started.log
                     result.seconds[s] = took
+                    result.where[s] = started.where
+                    board[s].update(ended=time.time(), seconds=took)
+                for s in ok:
+                    board[s]["state"] = "done"
                 done.update(ok)
                 result.built.extend(ok)
-                if child.returncode == 0:
+                if code == 0:
                     log(f"[polymnesia] done   {' > '.join(stages)} ({took:.1f} s)")
                     continue
                 bad = stages[len(ok)]
-                result.failed[bad] = logs / f"{name}.log"
-                held = (_dependants(graph, bad) | set(stages[len(ok) + 1 :])) & (
-                    set(waiting) | set(stages)
-                )
-                waiting = [n for n in waiting if n not in held]
+                why = f"{started.where}, {started.note or f'exit {code}'}"
+                if result.attempts[bad] < attempts:
+                    log(
+                        f"[polymnesia] failed {bad} ({why}); its log: {started.log}; "
+                        "starting it again"
+                    )
+                    launch(stages[len(ok) :], free.pop(0), False)
+                    continue
+                result.failed[bad] = started.log
+                board[bad]["state"] = "failed"
+                held = _dependants(graph, bad) & (set(waiting) | set(stages))
+                for s in held:
+                    board[s]["state"] = "held back"
+                # stages of the group after the failed one that do not need it wait again
+                rest = [s for s in stages[len(ok) + 1 :] if s not in held]
+                for s in rest:
+                    board[s]["state"] = "waiting"
+                waiting = rest + [n for n in waiting if n not in held]
                 result.held_back.extend(sorted(held))
                 log(
-                    f"[polymnesia] failed {bad} (exit {child.returncode}); its log: "
-                    f"{logs / f'{name}.log'}"
+                    f"[polymnesia] failed {bad} ({why}); its log: {started.log}"
                     + (f"; not started: {', '.join(sorted(held))}" if held else "")
                 )
+            publish()
             if not running and waiting and not any(graph[n] <= done for n in waiting):
                 raise ConfigError(  # cannot happen for a checked plan: inputs come first
                     f"stages {', '.join(waiting)} wait for stages that are not in the plan"
                 )
             if not finished:
-                time.sleep(POLL)
+                time.sleep(poll)
     except BaseException:
-        for child, *_rest in running.values():
-            child.terminate()
-        for child, *_rest in running.values():
-            try:
-                child.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                child.kill()
+        launcher.stop([r[0] for r in running.values()])
+        for _started, _slot, _t0, stages in running.values():
+            for s in stages:
+                board[s]["state"] = "stopped"
+        publish()
         raise
     return result
+
+
+#: the order of states in ``polymnesia status``'s summary
+STATES = ("running", "queued", "waiting", "done", "reused", "failed", "held back", "stopped")
+
+
+def describe_status(path: Path, now: float | None = None) -> str:
+    """``polymnesia status``: one row per stage of a run's status file (:func:`run_graph`):
+    its state, where it runs (slot or job, and node), attempts, time and log, then a count of
+    each state."""
+    try:
+        board: dict[str, dict[str, Any]] = json.loads(path.read_text(encoding="utf-8"))["stages"]
+        updated = float(json.loads(path.read_text(encoding="utf-8"))["updated"])
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise ConfigError(
+            f"{path}: no readable executor status ({type(e).__name__}); it is written by "
+            "`polymnesia run --executor local` or `--executor slurm`"
+        ) from None
+    now = time.time() if now is None else now
+    rows = [("stage", "state", "where", "node", "attempts", "time", "log")]
+    order = json.loads(path.read_text(encoding="utf-8")).get("order") or list(board)
+    for name in order:
+        b = board[name]
+        if "ended" in b:
+            took = f"{b.get('seconds', b['ended'] - b.get('submitted', b['ended'])):.1f} s"
+        elif "submitted" in b and b["state"] in ("queued", "running"):
+            since = b.get("started", b["submitted"])
+            took = f"{now - since:.0f} s {'running' if 'started' in b else 'queued'}"
+        else:
+            took = ""
+        rows.append(
+            (
+                name,
+                str(b.get("state", "?")),
+                str(b.get("where", "")),
+                str(b.get("node", "")),
+                str(b.get("attempts", 0) or ""),
+                took,
+                str(b.get("log", "")),
+            )
+        )
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
+    lines = [
+        "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=False)) + "  " + r[-1] for r in rows
+    ]
+    counts = {s: sum(1 for b in board.values() if b.get("state") == s) for s in STATES}
+    summary = ", ".join(f"{n} {s}" for s, n in counts.items() if n)
+    lines.append(f"{len(board)} stages: {summary}; status written {now - updated:.0f} s ago")
+    return "\n".join(line.rstrip() for line in lines)

@@ -1,0 +1,351 @@
+"""``--executor slurm``: each group of ready stages becomes a SLURM job, submitted through
+submitit once the stages it needs are complete.
+
+The driver (``polymnesia run CONFIG --executor slurm``, on a login node or in a job of its own)
+walks the stage graph as the local executor does (:func:`~polymnesia.pipeline.executors.run_graph`):
+a stage is submitted when every stage it takes inputs from is complete, a chain of stages that
+nothing else waits for is one job, and up to ``cluster.batch`` ready evaluation and analysis
+stages share one job, so that many short evaluations pay one queue wait. A job runs
+``polymnesia run CONFIG --stage a,b`` (the child of the local executor) in submitit's job
+process (:func:`polymnesia.jobs.run_stage_job`: one Python start-up), with the driver's
+environment (``sbatch`` exports it), so the stage cache (``$POLYMNESIA_CACHE``) and the run
+folder must be on a file system that every node sees. Its output goes to
+``RUN_DIR/logs/slurm/FIRST_STAGE/JOBID_0_log.out``.
+
+The driver learns a job's end from submitit's result file and its state from ``squeue`` (which
+needs no accounting database), never from ``sacct``. A job that fails, is cancelled, preempted
+or runs out of its time limit is submitted again, from its first stage that is not complete,
+up to ``cluster.attempts`` times; a training stage resumes from its last checkpoint.
+
+The cluster settings are the config's ``cluster:`` section (:class:`ClusterConfig`), also set
+by overrides (``cluster.partition=gpu``). They say where the stages run, not what they
+compute: they are left out of the config's hash, its fingerprints and its run folder, so a
+run on SLURM has the run folder of the inline run.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+import shutil
+import subprocess
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from pydantic import Field, field_validator
+
+from polymnesia.config.base import StrictModel
+from polymnesia.errors import ConfigError, PolymnesiaError
+from polymnesia.jobs import run_stage_job
+from polymnesia.pipeline.executors import Group, LocalResult, Started, chain, run_graph
+from polymnesia.pipeline.runner import PlannedStage
+from polymnesia.pipeline.stage import STAGES
+
+#: stage categories whose ready stages may share a job (short, and many of them)
+SMALL = ("evaluation", "analysis")
+#: sbatch options polymnesia or submitit set themselves: refused in ``cluster.sbatch``
+OWN_OPTIONS = frozenset(
+    {"output", "error", "job-name", "wrap", "array", "parsable", "signal", "open-mode"}
+)
+_OPTION = re.compile(r"^[a-z][a-z0-9-]*$")
+#: SLURM job states (``squeue %T``) of a job that waits and of one that runs
+QUEUED = frozenset(
+    {"PENDING", "CONFIGURING", "REQUEUED", "REQUEUE_HOLD", "REQUEUE_FED", "RESV_DEL_HOLD"}
+)
+RUNNING = frozenset(
+    {"RUNNING", "COMPLETING", "STAGE_OUT", "SIGNALING", "RESIZING", "SUSPENDED", "STOPPED"}
+)
+#: how long a job that left the queue may take to show its result file (shared file systems)
+GRACE = 30.0
+
+
+class ClusterConfig(StrictModel):
+    """Where ``--executor slurm`` runs the stages (``cluster:`` in a config; docs/scale.md).
+    None of it enters the config's hash or a stage's fingerprint."""
+
+    partition: str | None = Field(
+        None, description="SLURM partition (sbatch --partition); default: the cluster's"
+    )
+    account: str | None = Field(None, description="account charged (sbatch --account)")
+    qos: str | None = Field(None, description="quality of service (sbatch --qos)")
+    time_min: int = Field(
+        60, ge=1, le=525600, description="time limit of each job in minutes (sbatch --time)"
+    )
+    constraint: str | None = Field(None, description="node features (sbatch --constraint)")
+    cpus_per_job: int = Field(
+        1, ge=1, le=4096, description="CPUs of each job (sbatch --cpus-per-task)"
+    )
+    mem_gb: float | None = Field(
+        None,
+        gt=0,
+        le=1e6,
+        description="memory of each job in GB (sbatch --mem); default: the cluster's",
+    )
+    gpus_per_job: int = Field(0, ge=0, le=64, description="GPUs of each job (sbatch --gpus)")
+    sbatch: dict[str, str | int] = Field(
+        default_factory=dict,
+        description="more sbatch options, name without dashes -> value "
+        "(e.g. {mail-type: END, exclusive: ''}); an empty value is a flag",
+    )
+    setup: list[str] = Field(
+        default_factory=list,
+        description="shell lines each job runs first (module load ..., source .venv/bin/activate)",
+    )
+    batch: int = Field(
+        8,
+        ge=1,
+        le=1000,
+        description="at most this many ready evaluation and analysis stages share one job",
+    )
+    attempts: int = Field(
+        1,
+        ge=1,
+        le=100,
+        description="times a job is submitted before its stage counts as failed (a failed, "
+        "cancelled, preempted or timed-out job is submitted again and resumes)",
+    )
+    poll_s: float = Field(
+        5.0, ge=0.1, le=600, description="seconds between two looks at the queue (squeue)"
+    )
+
+    @field_validator("sbatch")
+    @classmethod
+    def _options(cls, v: dict[str, str | int]) -> dict[str, str | int]:
+        for key in v:
+            if not _OPTION.match(key):
+                raise ValueError(
+                    f"sbatch option {key!r}: give its long name without dashes "
+                    "(mail-type, exclusive, ...)"
+                )
+            if key.replace("_", "-") in OWN_OPTIONS:
+                raise ValueError(
+                    f"sbatch option {key!r} is set by polymnesia itself; "
+                    f"not accepted: {', '.join(sorted(OWN_OPTIONS))}"
+                )
+        return v
+
+
+def _submitit() -> Any:
+    try:
+        import submitit
+    except ImportError:
+        raise ConfigError(
+            "--executor slurm needs submitit, which is not installed: "
+            "pip install 'polymnesia[cluster]'"
+        ) from None
+    return submitit
+
+
+def _ask(argv: list[str]) -> subprocess.CompletedProcess[str]:
+    try:
+        return subprocess.run(argv, capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        raise ConfigError(f"--executor slurm: `{shlex.join(argv)}` failed: {e}") from None
+
+
+def check_slurm(cluster: ClusterConfig) -> None:
+    """One line, before anything is submitted, for what would stop every job: no submitit, no
+    SLURM commands on this machine, a controller that does not answer, a partition that does
+    not exist."""
+    _submitit()
+    missing = [c for c in ("sbatch", "squeue", "scontrol", "scancel") if not shutil.which(c)]
+    if missing:
+        raise ConfigError(
+            f"--executor slurm: no `{missing[0]}` on this machine's PATH (SLURM's commands); "
+            "run the driver where jobs can be submitted (a login node), or use "
+            "--executor local"
+        )
+    if cluster.partition is None:
+        out = _ask(["sinfo", "-h", "-o", "%P"])
+        if out.returncode:
+            raise ConfigError(f"--executor slurm: SLURM does not answer: {_first(out)}")
+        return
+    out = _ask(["scontrol", "show", "partition", "-o", cluster.partition])
+    if out.returncode == 0 and out.stdout.strip():
+        return
+    names = _ask(["sinfo", "-h", "-o", "%R"])
+    if names.returncode:
+        raise ConfigError(f"--executor slurm: SLURM does not answer: {_first(names)}")
+    known = sorted(set(names.stdout.split()))
+    raise ConfigError(
+        f"cluster.partition {cluster.partition!r} is not a partition of this cluster; "
+        f"accepted: {', '.join(known) or '(none)'}"
+    )
+
+
+def _first(out: subprocess.CompletedProcess[str]) -> str:
+    lines = (out.stderr or out.stdout).strip().splitlines()
+    return lines[-1] if lines else f"exit status {out.returncode}"
+
+
+def _parameters(cluster: ClusterConfig, name: str) -> dict[str, Any]:
+    """submitit's ``SlurmExecutor`` parameters for a job named ``name``."""
+    extra = {k: (True if v == "" else v) for k, v in cluster.sbatch.items()}
+    params: dict[str, Any] = {
+        "job_name": f"polymnesia-{name}"[:128],
+        "time": cluster.time_min,
+        "cpus_per_task": cluster.cpus_per_job,
+        "stderr_to_stdout": True,
+        "setup": list(cluster.setup),
+        "additional_parameters": extra,
+    }
+    if cluster.gpus_per_job:
+        params["gpus_per_node"] = cluster.gpus_per_job
+    if cluster.mem_gb is not None:
+        params["mem"] = f"{max(1, round(cluster.mem_gb * 1024))}M"
+    for key in ("partition", "account", "qos", "constraint"):
+        if getattr(cluster, key) is not None:
+            params[key] = getattr(cluster, key)
+    return params
+
+
+class SlurmLauncher:
+    """Groups of stages as SLURM jobs (:class:`~polymnesia.pipeline.executors.Launcher`)."""
+
+    verb = "submit"
+
+    def __init__(
+        self,
+        command: Callable[[list[str]], list[str]],
+        folder: Path,
+        cluster: ClusterConfig,
+    ) -> None:
+        self.command, self.folder, self.cluster = command, folder, cluster
+        self.gone: dict[str, float] = {}  # job id -> when it was first seen out of the queue
+
+    def start(self, stages: list[str], slot: int) -> Started:
+        submitit = _submitit()
+        executor = submitit.SlurmExecutor(folder=self.folder / stages[0], max_num_timeout=0)
+        executor.update_parameters(**_parameters(self.cluster, stages[0]))
+        try:
+            job = executor.submit(run_stage_job, self.command(stages))
+        except Exception as e:  # submitit raises its own error with sbatch's output
+            message = str(e).strip().splitlines()
+            raise PolymnesiaError(
+                f"sbatch refused the job of {stages[0]}: {message[-1] if message else e}"
+            ) from None
+        return Started(job, Path(job.paths.stdout), f"job {job.job_id}")
+
+    def _states(self, ids: list[str]) -> dict[str, tuple[str, str]]:
+        """``squeue``'s state and node list of each job it still knows (finished ones for a
+        while)."""
+        out = _ask(["squeue", "-h", "-t", "all", "-j", ",".join(ids), "-o", "%i|%T|%N"])
+        if out.returncode and len(ids) > 1:  # a job it forgot makes the whole call fail
+            found: dict[str, tuple[str, str]] = {}
+            for i in ids:
+                found.update(self._states([i]))
+            return found
+        rows = (line.split("|") for line in out.stdout.splitlines() if line.count("|") == 2)
+        return {i.strip(): (s.strip(), n.strip()) for i, s, n in rows}
+
+    def poll(self, running: dict[str, Started]) -> dict[str, tuple[str, int | None]]:
+        if not running:
+            return {}
+        submitit = _submitit()
+        states = self._states([s.handle.job_id for s in running.values()])
+        out: dict[str, tuple[str, int | None]] = {}
+        for name, s in running.items():
+            job = s.handle
+            result = _result(submitit, Path(job.paths.result_pickle))
+            state, node = states.get(job.job_id, ("", ""))
+            s.node = node or s.node
+            if result == "success":
+                out[name] = ("ended", 0)
+            elif result is not None:  # failed: say how once SLURM has the job's end
+                seen = self.gone.setdefault(job.job_id, time.monotonic())
+                if state in RUNNING and time.monotonic() - seen < GRACE:
+                    out[name] = ("running", None)
+                else:
+                    s.note = state if state and state not in RUNNING else "FAILED"
+                    out[name] = ("ended", 1)
+            elif state in QUEUED:
+                out[name] = ("queued", None)
+            elif state in RUNNING:
+                out[name] = ("running", None)
+            else:  # out of the queue without a result: give a shared file system a moment
+                seen = self.gone.setdefault(job.job_id, time.monotonic())
+                if state == "COMPLETED" and time.monotonic() - seen < GRACE:
+                    out[name] = ("running", None)
+                else:
+                    s.note = state or "gone from the queue"
+                    out[name] = ("ended", 1)
+        return out
+
+    def stop(self, running: list[Started]) -> None:
+        ids = [s.handle.job_id for s in running]
+        if ids:
+            subprocess.run(["scancel", *ids], capture_output=True, timeout=60, check=False)
+
+
+def _result(submitit: Any, path: Path) -> str | None:
+    """``success`` or ``error`` from a job's result file, None while there is none."""
+    if not path.is_file():
+        return None
+    try:
+        outcome = submitit.core.utils.pickle_load(path)
+    except Exception:  # written by an atomic rename: a partial file is another writer's
+        return None
+    return str(outcome[0])
+
+
+def batches(planned: Sequence[PlannedStage], size: int) -> Group:
+    """:func:`~polymnesia.pipeline.executors.chain`, and when the chain holds only evaluation
+    and analysis stages, more ready chains of such stages, up to ``size`` stages, in pipeline
+    order: one job and one queue wait for many short stages."""
+    order = {p.spec.name: i for i, p in enumerate(planned)}
+    small = {p.spec.name for p in planned if STAGES.get(p.spec.kind).category in SMALL}
+
+    def group(
+        first: str, graph: dict[str, set[str]], pending: Sequence[str], done: set[str]
+    ) -> list[str]:
+        out = chain(first, graph, pending, done)
+        if size <= 1 or not set(out) <= small:
+            return out
+        for name in pending:
+            if len(out) >= size:
+                break
+            if name in out or name not in small or not graph[name] <= done:
+                continue
+            more = chain(name, graph, [n for n in pending if n not in out], done)
+            if set(more) <= small and len(out) + len(more) <= size:
+                out += more
+        return sorted(out, key=order.__getitem__)
+
+    return group
+
+
+def run_slurm(
+    planned: Sequence[PlannedStage],
+    command: Callable[[list[str]], list[str]],
+    folder: Path,
+    cluster: ClusterConfig,
+    *,
+    jobs: int = 256,
+    log: Callable[[str], None] = print,
+    status: Path | None = None,
+) -> LocalResult:
+    """Build every stage of ``planned`` that is not reused as SLURM jobs, at most ``jobs``
+    submitted at once, each ``command(stages)`` (see the module's docstring); submitit's files
+    and each job's log under ``folder/FIRST_STAGE/``."""
+    folder.mkdir(parents=True, exist_ok=True)
+    return run_graph(
+        planned,
+        SlurmLauncher(command, folder, cluster),
+        jobs,
+        log=log,
+        group=batches(planned, cluster.batch),
+        attempts=cluster.attempts,
+        status=status,
+        poll=cluster.poll_s,
+    )
+
+
+__all__ = [
+    "ClusterConfig",
+    "SlurmLauncher",
+    "batches",
+    "check_slurm",
+    "run_slurm",
+]
