@@ -15,7 +15,7 @@ from typing import ClassVar
 from pydantic import Field, field_validator, model_validator
 
 from polymnesia.config.base import StrictModel
-from polymnesia.pipeline.slurm import ClusterConfig
+from polymnesia.pipeline.cluster import ClusterConfig
 from polymnesia.pipeline.stage import StageSpec
 from polymnesia.registry import ModuleRegistry, Registry
 
