@@ -51,7 +51,10 @@ def test_two_seeds_pool_into_one_report(isolated_cache: Path, tmp_path: Path) ->
     assert "within seed noise" not in report and "seed-noise band" not in report
     claims = _rows(run / "results" / "claims.csv")
     assert len(claims) >= 5
-    assert all("paired seeds and items: t over 2 training seeds" in c["Test"] for c in claims)
+    paired = [c for c in claims if c["Design"] != "correlation"]  # DES/MPD: over pairs
+    assert all("paired seeds and items: t over 2 training seeds" in c["Test"] for c in paired)
+    over_pairs = [c for c in claims if c["Design"] == "correlation"]
+    assert all(c["Test"].startswith("Spearman rank correlation over pairs") for c in over_pairs)
     verdicts = {c["Claim (paper)"]: c["Verdict"] for c in claims}
     assert any(s.startswith("LoRA gains less multilingual ability") for s in verdicts)
     # Table 1's average after Phase 1 is the mean over both seeds' documents, with the

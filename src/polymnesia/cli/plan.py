@@ -65,8 +65,14 @@ def memory_size(text: str) -> int:
             f"'{shown}' is not a memory size; e.g. 80GB or 512MB (1MB to 1PB)"
         )
     if not m.group(2) and not m.group(3):
+        if not MIN_MEMORY <= float(m.group(1)) * 2**30 <= MAX_MEMORY:  # not even as GB
+            raise argparse.ArgumentTypeError(
+                f"'{shown}' is out of range; accepted: 1MB to 1PB per device, with a unit "
+                "(GB = GiB = 2^30 bytes)"
+            )
+        example = m.group(1) if len(m.group(1)) <= 12 else "80"
         raise argparse.ArgumentTypeError(
-            f"'{shown}' has no unit; give GB or MB, e.g. --memory {m.group(1)}GB (GB = GiB = "
+            f"'{shown}' has no unit; give GB or MB, e.g. --memory {example}GB (GB = GiB = "
             "2^30 bytes; B for bytes)"
         )
     scale = {"": 1, "K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40, "P": 2**50}[m.group(2)]
