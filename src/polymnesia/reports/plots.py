@@ -242,7 +242,6 @@ def _draw_lines(
     series: Mapping[str, tuple[Sequence[float], Sequence[float]]],
     colours: Mapping[str, str] | None,
     errors: Mapping[str, tuple[Sequence[float], Sequence[float]]] | None = None,
-    offset: int = 0,
     linestyles: Mapping[str, str] | None = None,
 ) -> None:
     """Each series as a line with markers in its style, and its interval as error bars where
@@ -259,7 +258,7 @@ def _draw_lines(
             raise DataError(
                 f"line_plot: series '{label}' has {len(xs)} x values but {len(ys)} y values"
             )
-        st = _style(colours, label, offset + i)
+        st = _style(colours, label, i)
         ax.plot(
             list(xs),
             list(ys),

@@ -100,6 +100,7 @@ class Evidence:
                 seed = s.seed if several and s.seed is not None else self.seeds[0]
                 self.sets.setdefault((unseeded(s.stage, seed), seed), []).append(s)
         self._cache: dict[tuple[str, int], tuple[Ability, Ability]] = {}
+        self._chance: dict[str, tuple[bool | None, float | None]] = {}
 
     def has(self, stage: str) -> bool:
         """Whether every training seed of the run scored ``stage``'s model."""
@@ -140,11 +141,14 @@ class Evidence:
         """Whether ``stage``'s MA lies above uniform guessing (its interval over seeds and
         documents above the chance score, :meth:`Ability.chance`), and that score; ``(None,
         None)`` where chance is unknown (a generative MA task)."""
-        per = self.per_seed(stage, "MA")
-        chance = per[0].chance()
-        if chance is None:
-            return None, None
-        return pooled_interval(per, seed=self.cfg.seed).low > chance, chance
+        if stage not in self._chance:  # several claims ask of one model: one bootstrap
+            per = self.per_seed(stage, "MA")
+            chance = per[0].chance()
+            above = None if chance is None else pooled_interval(per, seed=self.cfg.seed).low
+            self._chance[stage] = (
+                (None, None) if chance is None or above is None else (above > chance, chance)
+            )
+        return self._chance[stage]
 
 
 def seed_cell(values: Sequence[float], n: int | None = None) -> Estimate:
