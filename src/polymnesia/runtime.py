@@ -118,6 +118,19 @@ def say(line: str) -> None:
     print(f"[polymnesia] {line}", file=sys.stderr, flush=True)
 
 
+#: the lines :func:`say_once` has said in this process
+_SAID: set[str] = set()
+
+
+def say_once(line: str) -> None:
+    """:func:`say`, unless this process has said the same line already: a note that every
+    stage of a run would repeat word for word (the same head loaded onto the same checkpoint
+    by each of lf_mlf's arms) is said once per run."""
+    if line not in _SAID:
+        _SAID.add(line)
+        say(line)
+
+
 @dataclass(frozen=True)
 class Runtime:
     """The device, inference precision and process topology one stage runs with."""

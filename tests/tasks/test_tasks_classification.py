@@ -8,6 +8,7 @@ import pytest
 import torch
 from tasks_helpers import record  # type: ignore[import-not-found]
 
+from polymnesia import runtime
 from polymnesia.errors import DataError, PolymnesiaError
 from polymnesia.tasks.classification import (
     ClassificationData,
@@ -49,8 +50,10 @@ def test_classification_data_right_pads() -> None:
         ClassificationData([], pad_id=0)
 
 
-def test_load_classifier_says_the_new_head_in_one_line(lm_folder, capfd) -> None:  # type: ignore[no-untyped-def]
+def test_load_classifier_says_the_new_head_in_one_line(lm_folder, capfd, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setattr(runtime, "_SAID", set())
     load_classifier(lm_folder, num_labels=3, kind="token")
+    load_classifier(lm_folder, num_labels=3, kind="token")  # (each arm of a run loads it again)
     err = capfd.readouterr().err
     assert "LOAD REPORT" not in err  # transformers' warning table is replaced
     lines = [x for x in err.splitlines() if x.startswith("[polymnesia]")]

@@ -21,7 +21,7 @@ from polymnesia.errors import DataError, PolymnesiaError
 from polymnesia.metrics.classification import accuracy, bio_spans, macro_f1, span_f1
 from polymnesia.models.anatomy import split_body_head
 from polymnesia.models.build import Embeds
-from polymnesia.runtime import Runtime, say
+from polymnesia.runtime import Runtime, say_once
 from polymnesia.tasks.load_report import head_report, quiet_load_report
 from polymnesia.tokenizers.bpe import load_tokenizer
 from polymnesia.tokenizers.encode import token_ids
@@ -172,7 +172,7 @@ def load_classifier(
     model.config.pad_token_id = tokenizer.pad_token_id
     init_head(model, seed)
     for line in head_report(model, {n for n, _ in head_parameters(model)}, info, where, seed):
-        say(line)
+        say_once(line)
     if bidirectional:
         make_bidirectional(model)
     return model, tokenizer
