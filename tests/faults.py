@@ -9,6 +9,8 @@ Production code has no fault-injection hooks; this script patches them in:
                                                                       # writing checkpoint N
     python tests/faults.py kill-at-language=K -- run CONFIG ...     # killed as sequential step K
     starts
+    python tests/faults.py term-at-checkpoint=N -- run CONFIG ...   # SIGTERM as the loop is
+                                                                      # about to write checkpoint N
 """
 
 from __future__ import annotations
@@ -19,20 +21,20 @@ import sys
 from typing import Any
 
 
-def _die() -> None:
+def _die(sig: int = signal.SIGKILL) -> None:
     sys.stdout.flush()
     sys.stderr.flush()
-    os.kill(os.getpid(), signal.SIGKILL)
+    os.kill(os.getpid(), sig)
 
 
-def kill_at_checkpoint(step: int, *, mid_write: bool = False) -> None:
+def kill_at_checkpoint(step: int, *, mid_write: bool = False, sig: int = signal.SIGKILL) -> None:
     from polymnesia.training import checkpoint, state_io
 
     real_save, real_tree = checkpoint.save, state_io.save_tree
 
     def save(acc: Any, ckpt_dir: Any, at: int, *args: Any, **kwargs: Any) -> None:
         if at == step and not mid_write:
-            _die()
+            _die(sig)
         if at == step:  # let the RNG and model files land, die on the first state tree
 
             def tree(folder: Any, stem: str, obj: Any) -> list[str]:
@@ -67,6 +69,8 @@ def main(argv: list[str]) -> int:
             kill_at_checkpoint(int(value))
         elif name == "kill-in-checkpoint":
             kill_at_checkpoint(int(value), mid_write=True)
+        elif name == "term-at-checkpoint":
+            kill_at_checkpoint(int(value), sig=signal.SIGTERM)
         elif name == "kill-at-language":
             kill_at_language(int(value))
         else:

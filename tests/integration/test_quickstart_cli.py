@@ -115,6 +115,28 @@ def test_killed_run_resumes_to_the_same_result(isolated_cache: Path, tmp_path: P
     assert sa == pytest.approx(sb, rel=1e-5)
 
 
+def test_sigterm_says_one_line_and_the_run_resumes(isolated_cache: Path, tmp_path: Path):
+    env = {**os.environ, "POLYMNESIA_CACHE": str(isolated_cache)}
+    args = ["run", CONFIG, *SMOKE, "train.steps=8", "--run-dir", str(tmp_path / "a")]
+    termed = subprocess.run(  # SIGTERM as the loop is about to write checkpoint 6
+        [sys.executable, str(FAULTS), "term-at-checkpoint=6", "--", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert termed.returncode == 143, termed.stderr
+    assert "Traceback" not in termed.stderr
+    assert termed.stderr.strip().splitlines()[-1] == (
+        "polymnesia: terminated (SIGTERM); run the same command again to resume"
+    )
+    resumed = subprocess.run(
+        [sys.executable, "-m", "polymnesia", *args], env=env, capture_output=True, text=True
+    )
+    assert resumed.returncode == 0, resumed.stderr
+    assert "resume pretrain" in resumed.stdout
+    assert len(read_jsonl(tmp_path / "a" / "metrics.jsonl")) == 8
+
+
 def test_bad_inputs_give_one_line(isolated_cache: Path, tmp_path: Path, capsys):
     cases = [
         (["model.preset=huge"], "unknown model preset 'huge'"),

@@ -12,8 +12,12 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import signal
 import sys
+import threading
 import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any, NoReturn
 
 from polymnesia.cli import cache as cache_cli
@@ -126,6 +130,33 @@ def disk_full(error: BaseException) -> str | None:
     return None
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (``kill``, a scheduler's time limit, the local executor stopping a child),
+    raised where the process is so that it unwinds as Ctrl-C does: finished steps and
+    stages are kept, nothing is left half-written."""
+
+
+def _raise_terminated(signum: int, frame: Any) -> None:
+    raise Terminated
+
+
+@contextmanager
+def sigterm_as_interrupt() -> Iterator[None]:
+    """SIGTERM raises :class:`Terminated` while the block runs. Left alone where another
+    handler is installed (submitit's in a SLURM job) or off the main thread."""
+    if (
+        threading.current_thread() is not threading.main_thread()
+        or signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL
+    ):
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, _raise_terminated)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(build_parser(), argv)  # --help and argument errors: no torch loaded
     from polymnesia.runtime import shutdown
@@ -138,13 +169,15 @@ def main(argv: list[str] | None = None) -> int:
     warnings.showwarning = _one_line_config_warnings(previous)
     quiet_library_deprecations()
     try:
-        return int(args.fn(args))
+        with sigterm_as_interrupt():
+            return int(args.fn(args))
     except PolymnesiaError as e:
         print(f"polymnesia: error: {disk_full(e) or e}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        print("polymnesia: interrupted; run the same command again to resume", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as e:
+        what = "terminated (SIGTERM)" if isinstance(e, Terminated) else "interrupted"
+        print(f"polymnesia: {what}; run the same command again to resume", file=sys.stderr)
+        return 143 if isinstance(e, Terminated) else 130
     except Exception as e:
         full = disk_full(e)
         if full is None:
