@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from polymnesia.data.sources import get_source
+from polymnesia.cli.main import main
+from polymnesia.data.sources import get_source, local
 from polymnesia.errors import DataError
 
 
@@ -57,3 +58,38 @@ def test_unknown_option_names_the_accepted_ones(tmp_path):  # type: ignore[no-un
         match=r"unknown key 'options.alinged' \(did you mean 'aligned'\?\).*accepted: path, format",
     ):
         get_source("local", path=str(tmp_path), alinged=True)
+
+
+QUICK = str(Path(__file__).resolve().parents[2] / "configs" / "quickstart.yaml")
+TWO_GROUPS = ["--set=groups={pretraining: [en], adapting: [fr]}"]
+
+
+def _validate(path: Path, capsys) -> tuple[int, str]:  # type: ignore[no-untyped-def]
+    code = main(
+        ["validate", QUICK, "--set=data.source=local", f"--set=data.options.path={path}"]
+        + TWO_GROUPS
+    )
+    return code, capsys.readouterr().err.strip()
+
+
+def test_validate_refuses_a_group_language_the_local_corpus_lacks(tmp_path, capsys):  # type: ignore[no-untyped-def]
+    code, err = _validate(_txt(tmp_path / "corpus", {"en": "a\n", "de": "b\n"}), capsys)
+    assert code == 2 and len(err.splitlines()) == 1, err
+    assert "source 'local' has no language 'fr'; it has de, en" in err
+
+
+def test_validate_reads_a_small_jsonl_corpus_and_refuses_a_string_label(tmp_path, capsys):  # type: ignore[no-untyped-def]
+    path = tmp_path / "corpus.jsonl"
+    rows = [{"lang": "en", "text": "a", "label": 1}, {"lang": "fr", "text": "b", "label": "pos"}]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    code, err = _validate(path, capsys)
+    assert code == 2 and len(err.splitlines()) == 1, err
+    assert "corpus.jsonl line 2: field 'label' must be an integer, got 'pos'" in err
+
+
+def test_a_large_jsonl_corpus_is_left_to_its_data_stage(tmp_path, monkeypatch):  # type: ignore[no-untyped-def]
+    path = tmp_path / "corpus.jsonl"
+    path.write_text(json.dumps({"lang": "en", "text": "a"}) + "\n", encoding="utf-8")
+    assert get_source("local", path=str(path)).known_languages() == ["en"]
+    monkeypatch.setattr(local, "READ_AT_VALIDATION", 4)
+    assert get_source("local", path=str(path)).known_languages() is None

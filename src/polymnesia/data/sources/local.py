@@ -17,7 +17,10 @@ Two layouts (``format="auto"`` picks by what the path holds):
   be unique within a language.
 
 Problems are reported in one line naming the file (and line) and what is
-expected.
+expected. ``validate`` (and ``run`` before its first stage) reads a txt folder's languages
+and a JSONL corpus of up to :data:`READ_AT_VALIDATION` bytes whole, so a language the
+corpus lacks or a malformed record is refused before anything trains; a larger JSONL corpus
+is read by its data stage.
 """
 
 from __future__ import annotations
@@ -35,6 +38,9 @@ from polymnesia.errors import ConfigError, DataError
 
 Format = Literal["auto", "txt", "jsonl"]
 _FORMATS = ("auto", "txt", "jsonl")
+
+#: JSONL corpora up to this many bytes are read when a config is validated
+READ_AT_VALIDATION = 64 * 2**20
 
 
 def _read_lines(path: Path) -> list[str]:
@@ -206,6 +212,13 @@ class LocalSource(Source):
             )
 
     # -- Source -------------------------------------------------------------------------
+
+    def known_languages(self) -> list[str] | None:
+        if self.format == "txt":
+            return self.languages()
+        if sum(p.stat().st_size for p in self._jsonl_files()) > READ_AT_VALIDATION:
+            return None  # its data stage reads it
+        return self.languages()  # (every record parsed: a bad one is refused now)
 
     def languages(self) -> list[str]:
         if self.format == "txt":
