@@ -47,6 +47,7 @@ TIERS = [
         "runtime",
         "trust",
         "jobs",
+        "hub",
         "__init__",
     },
 ]

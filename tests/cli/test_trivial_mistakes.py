@@ -11,7 +11,9 @@ import pytest
 
 from polymnesia.cli.main import _one_line_config_warnings, main, quiet_library_deprecations
 from polymnesia.cli.plan import memory_size
-from polymnesia.errors import ConfigWarning
+from polymnesia.errors import ConfigError, ConfigWarning
+from polymnesia.experiments import EXPERIMENTS, load_config, preflight
+from polymnesia.experiments.preflight import build_specs
 
 QUICKSTART = "configs/quickstart.yaml"
 
@@ -100,3 +102,37 @@ def test_the_model_libraries_deprecations_are_filtered() -> None:
         warnings.warn_explicit("theirs", UserWarning, "lib.py", 1, module="transformers")
         warnings.warn_explicit("lookalike", FutureWarning, "x.py", 1, module="transformers_x")
     assert [str(w.message) for w in caught] == ["mine", "theirs", "lookalike"]
+
+
+@pytest.mark.parametrize("switch", ["1", "0"])
+def test_an_uncached_hub_model_offline_is_refused_by_the_dry_run(
+    isolated_cache: object,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    switch: str,
+) -> None:
+    """Before the data stage, not after it: with HF_HUB_OFFLINE set, or with no answer from
+    the Hub (the probe is replaced: this machine has no network either way)."""
+    monkeypatch.setenv("HF_HUB_OFFLINE", switch)
+    monkeypatch.setattr(preflight, "hub_reachable", lambda: False)
+    hub_id = "polymnesia-test/no-such-model"
+    err = one_error_line(capsys, "run", QUICKSTART, f"model.name_or_path={hub_id}", "--dry-run")
+    why = "HF_HUB_OFFLINE is set" if switch == "1" else "the Hugging Face Hub does not answer"
+    assert f"model.name_or_path: '{hub_id}' is a Hub id with nothing in the local" in err
+    assert why in err and "huggingface-cli download" in err
+
+
+def test_a_cached_or_reachable_hub_model_passes(monkeypatch: pytest.MonkeyPatch) -> None:
+    cfg = load_config(QUICKSTART, ["model.name_or_path=polymnesia-test/no-such-model"])
+    specs = build_specs(EXPERIMENTS.get(cfg.experiment), cfg, QUICKSTART)
+    names = {s.name for s in specs}
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(ConfigError, match="nothing in the local Hugging Face cache"):
+        preflight.check_hub_models(cfg, specs, names, QUICKSTART)
+    preflight.check_hub_models(cfg, specs, set(), QUICKSTART)  # every stage reused
+    monkeypatch.setattr(preflight, "in_hub_cache", lambda name: True)
+    preflight.check_hub_models(cfg, specs, names, QUICKSTART)
+    monkeypatch.setattr(preflight, "in_hub_cache", lambda name: False)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "0")
+    monkeypatch.setattr(preflight, "hub_reachable", lambda: True)
+    preflight.check_hub_models(cfg, specs, names, QUICKSTART)

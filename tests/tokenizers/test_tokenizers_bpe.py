@@ -8,6 +8,7 @@ import pytest
 from tokenizers_corpus import BASE_LANGS, HELD_OUT, sentences
 
 from polymnesia.errors import ConfigError, PolymnesiaError
+from polymnesia.hub import hub_reachable
 from polymnesia.tokenizers import bpe as bpe_module
 from polymnesia.tokenizers.bpe import (
     SPECIAL_TOKENS,
@@ -134,7 +135,7 @@ def test_failed_probe_skips_hub_retries(monkeypatch):
     import huggingface_hub.constants as hub_constants
 
     monkeypatch.setattr(hub_constants, "HF_HUB_OFFLINE", False)
-    monkeypatch.setattr(bpe_module, "_hub_reachable", lambda endpoint: False)
+    monkeypatch.setattr(bpe_module, "hub_reachable", lambda endpoint: False)
     with pytest.raises(PolymnesiaError, match="Hub is unreachable"):
         load_tokenizer("polymnesia-test/no-such-tokenizer")
 
@@ -142,4 +143,4 @@ def test_failed_probe_skips_hub_retries(monkeypatch):
 def test_probe_reports_closed_port(monkeypatch):
     for var in ("HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy"):
         monkeypatch.delenv(var, raising=False)
-    assert bpe_module._hub_reachable("http://127.0.0.1:9", timeout=1.0) is False
+    assert hub_reachable("http://127.0.0.1:9", timeout=1.0) is False

@@ -159,6 +159,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from polymnesia.experiments import EXPERIMENTS, load_config
     from polymnesia.experiments.preflight import (
         check_harness_names,
+        check_hub_models,
         check_remote_code,
         check_run_dir_place,
         check_run_record,
@@ -207,6 +208,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     check_run_record(run_dir)
     if args.executor == "slurm":  # no sbatch, no controller, no such partition: before all
         check_slurm(cfg.cluster)
+    planned = plan(specs)
+    check_hub_models(cfg, specs, {p.spec.name for p in planned if p.status != "reuse"}, args.config)
     if args.dry_run:
         check_run_dir(run_dir, cfg)  # what the run would refuse, the dry run refuses too
         check_harness_names(specs)  # `run` checks them in its preflight, validate too
@@ -219,7 +222,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             f"\n# run folder: {run_dir}\n# stages (reuse = cached, resume = interrupted, run = "
             "new):"
         )
-        print(describe_plan(plan(specs)))
+        print(describe_plan(planned))
         if skipped:
             print(
                 "# skipped by --only (they need stages of other categories): " + ", ".join(skipped)
@@ -229,7 +232,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     if categories is None or set(categories) - {"data"}:  # `--only data` runs no model
         preflight(cfg, state.device.type, args.config, specs)
         if not args.no_memory_check:  # a stage that cannot fit: refused before any stage runs
-            to_run = {p.spec.name for p in plan(specs) if p.status != "reuse"}
+            to_run = {p.spec.name for p in planned if p.status != "reuse"}
             check_memory(specs, to_run, state, args.config)
         else:
             from polymnesia.training.memory import skip_memory_checks

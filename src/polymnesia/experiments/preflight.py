@@ -48,7 +48,8 @@ from polymnesia.errors import ConfigError, PolymnesiaError
 from polymnesia.experiments.base import EXPERIMENTS
 from polymnesia.experiments.loading import load_config
 from polymnesia.experiments.two_phase.config import INSTRUCT
-from polymnesia.harness.tasks import HARNESS_TASKS, check_tasks, expand, hub_offline, is_shipped
+from polymnesia.harness.tasks import HARNESS_TASKS, check_tasks, expand, is_shipped
+from polymnesia.hub import hub_offline, hub_reachable, in_hub_cache
 from polymnesia.instructions.hub import ROLES
 from polymnesia.models import ModelConfig
 from polymnesia.models.build import check_attention, token_ids_needed
@@ -524,6 +525,32 @@ def preflight(cfg: Any, device_type: str, source: str, specs: list[Any] | None =
             key = f"{path}.attn_implementation" if path else "attn_implementation"
             check_attention(kernel, device_type, f"config {source}: {key}")
     check_harness_names(specs or [])
+
+
+def check_hub_models(cfg: Any, specs: list[Any], to_run: set[str], source: str) -> None:
+    """Every Hub model that a stage to run (named in ``to_run``) loads is in the local
+    Hugging Face cache, or the Hub answers: one line naming the key otherwise, before the
+    data stage rather than after it. The Hub is probed (a TCP connection, 3 s at most) only
+    when some id is not cached."""
+    ids: dict[str, str] = {}
+    for spec in specs:
+        model = getattr(spec.params, "model", None)
+        if spec.name not in to_run or not isinstance(model, ModelConfig):
+            continue
+        name = model.name_or_path
+        if name and not is_model_folder(name) and not in_hub_cache(name):
+            key = _key_of(cfg, model)
+            ids.setdefault(name, f"{key}.name_or_path" if key else "name_or_path")
+    offline = hub_offline(datasets=False)
+    if not ids or (not offline and hub_reachable()):
+        return
+    name, key = next(iter(ids.items()))
+    why = "HF_HUB_OFFLINE is set" if offline else "the Hugging Face Hub does not answer"
+    raise ConfigError(
+        f"config {source}: {key}: '{name}' is a Hub id with nothing in the local Hugging Face "
+        f"cache, and {why}; download it where there is internet (huggingface-cli download "
+        f"{name}) and copy the cache ($HF_HOME), or give a local model folder"
+    )
 
 
 def check_harness_names(specs: list[Any]) -> None:

@@ -16,7 +16,8 @@ from typing import Any
 from pydantic import Field, field_validator, model_validator
 
 from polymnesia.config.base import StrictModel
-from polymnesia.harness.tasks import check_tasks, hub_offline
+from polymnesia.harness.tasks import check_tasks
+from polymnesia.hub import hub_offline
 
 
 class HarnessOptions(StrictModel):

@@ -42,7 +42,6 @@ import difflib
 import functools
 import importlib.util
 import json
-import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -273,16 +272,6 @@ def offline_summary() -> str:
     return (
         f"{fams}; poly_ifeval languages: {ifeval}; tags {', '.join(tags())} "
         "(`polymnesia ls tasks` lists them)"
-    )
-
-
-def hub_offline() -> bool:
-    """True when Hugging Face's offline switches are set
-    (``HF_HUB_OFFLINE``/``HF_DATASETS_OFFLINE``).
-    """
-    return any(
-        os.environ.get(v, "").strip().lower() in ("1", "true", "yes", "on")
-        for v in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE")
     )
 
 

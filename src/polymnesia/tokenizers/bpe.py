@@ -25,7 +25,6 @@ Conventions (shared by every tokenizer polymnesia makes):
 from __future__ import annotations
 
 import os
-import socket
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
@@ -34,6 +33,7 @@ from transformers import AutoTokenizer, PreTrainedTokenizerFast
 
 from polymnesia.data.sampling import sample_mixture
 from polymnesia.errors import ConfigError, PolymnesiaError
+from polymnesia.hub import hub_reachable
 from polymnesia.io import atomic_dir
 from polymnesia.tokenizers.special import (
     BOS,
@@ -229,7 +229,7 @@ def _load_from_hub(hub_id: str, trust_remote_code: bool) -> PreTrainedTokenizerF
         "unreachable (offline or HF_HUB_OFFLINE set) with nothing cached; local tokenizer "
         "folders load offline"
     )
-    offline = bool(hub_constants.HF_HUB_OFFLINE) or not _hub_reachable(hub_constants.ENDPOINT)
+    offline = bool(hub_constants.HF_HUB_OFFLINE) or not hub_reachable(hub_constants.ENDPOINT)
     try:
         tok = _from_pretrained(hub_id, trust_remote_code, local_only=offline)
     except (OSError, ValueError) as err:
@@ -249,20 +249,6 @@ def _first_line(err: BaseException) -> str:
 def _from_pretrained(name: str, trust_remote_code: bool, *, local_only: bool) -> object:
     trust = remote_code(trust_remote_code, f"tokenizer '{name}'")
     return AutoTokenizer.from_pretrained(name, trust_remote_code=trust, local_files_only=local_only)
-
-
-def _hub_reachable(endpoint: str, timeout: float = 3.0) -> bool:
-    """True if a TCP connection to the Hub endpoint opens (or a proxy is configured)."""
-    if any(os.environ.get(v) for v in ("HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy")):
-        return True
-    scheme, _, rest = endpoint.rpartition("://")
-    name, _, port = rest.split("/", 1)[0].partition(":")
-    default_port = 80 if scheme == "http" else 443
-    try:
-        socket.create_connection((name, int(port or default_port)), timeout=timeout).close()
-    except OSError:
-        return False
-    return True
 
 
 def _as_fast(tok: object, where: object) -> PreTrainedTokenizerFast:
