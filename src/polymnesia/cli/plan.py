@@ -135,7 +135,53 @@ def add_parser(sub: Any, build_specs: Callable[[Any, Any, str], list[Any]]) -> N
         default="cuda",
         help="what the stages run on (framework overhead, chunk size, AdamW kernel)",
     )
+    p.add_argument(
+        "--schedule",
+        type=cluster_shape,
+        metavar="NODESxGPUS",
+        help="also lay the stages out on a cluster of NODES nodes of GPUS GPUs (e.g. 4x8): "
+        "when each starts and ends, and the whole graph's length against one stage at a time",
+    )
+    p.add_argument(
+        "--peak-tflops",
+        type=float,
+        default=PEAK_TFLOPS,
+        help=f"--schedule: dense bf16 TFLOP/s per GPU (default {PEAK_TFLOPS:g}, an H200 "
+        "measured by benchmarks/train_throughput.py)",
+    )
+    p.add_argument(
+        "--mfu",
+        type=float,
+        default=MFU,
+        help=f"--schedule: model FLOPs utilisation of training (default {MFU:g}, "
+        "docs/benchmarks.md)",
+    )
+    p.add_argument(
+        "--other-minutes",
+        type=float,
+        default=OTHER_MINUTES,
+        help="--schedule: minutes of each stage that trains nothing (data, evaluation, "
+        f"analysis; default {OTHER_MINUTES:g}), on one GPU, data stages on none",
+    )
     p.set_defaults(fn=cmd_plan, build_specs=build_specs)
+
+
+#: ``--schedule``'s defaults: the dense bf16 peak measured on an H200 and the loop's model
+#: FLOPs utilisation there (44%, docs/benchmarks.md), rounded down; minutes per stage that
+#: trains nothing
+PEAK_TFLOPS = 494.0
+MFU = 0.40
+OTHER_MINUTES = 5.0
+
+
+def cluster_shape(text: str) -> tuple[int, int]:
+    """``NODESxGPUS`` (``4x8``): the cluster ``--schedule`` lays a run out on."""
+    m = re.fullmatch(r"\s*(\d+)\s*[xX]\s*(\d+)\s*", text)
+    if not m or int(m.group(1)) < 1 or int(m.group(2)) < 1:
+        raise argparse.ArgumentTypeError(
+            f"'{text}' is not NODESxGPUS: give the nodes and the GPUs of each, e.g. 4x8"
+        )
+    return int(m.group(1)), int(m.group(2))
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
@@ -188,7 +234,119 @@ def cmd_plan(args: argparse.Namespace) -> int:
             f"# {bad} stage(s) do not fit in {gib(args.memory)} GiB; the largest "
             f"({worst.label}) would fit with " + "; or ".join(remedies(worst, args.memory))
         )
+    if args.schedule:
+        print_schedule(specs, args)
     return 0
+
+
+def print_schedule(specs: list[Any], args: argparse.Namespace) -> None:
+    """``--schedule``: each stage's GPUs and estimated time, laid out on the cluster by
+    :func:`polymnesia.pipeline.schedule.schedule`."""
+    from polymnesia.pipeline.schedule import schedule, sequential_seconds
+
+    nodes, per_node = args.schedule
+    jobs = stage_jobs(
+        specs,
+        gpus_per_node=per_node,
+        max_gpus=nodes * per_node,
+        memory=args.memory,
+        devices=args.devices,
+        engine=args.engine,
+        peak_flops=args.peak_tflops * 1e12,
+        mfu=args.mfu,
+        other_seconds=args.other_minutes * 60,
+    )
+    laid = schedule(jobs, nodes, per_node)
+    seq = sequential_seconds(jobs)
+    print(
+        f"\n# schedule on {nodes} node(s) x {per_node} GPU(s): training at {args.mfu:.0%} of "
+        f"{args.peak_tflops:g} TFLOP/s per GPU (6N + 12LdT FLOPs per token over "
+        f"steps x batch x length tokens), {args.other_minutes:g} min per stage that trains "
+        "nothing; no queue wait or start-up"
+    )
+    width = max(len(j.name) for j in jobs)
+    print(f"{'stage':{width}s}  gpus  {'hours':>7s}  {'start':>7s}  {'end':>7s}  nodes")
+    for job in sorted(jobs, key=lambda j: (laid.start[j.name], j.name)):
+        where = ",".join(str(n) for n in laid.nodes[job.name]) or "-"
+        print(
+            f"{job.name:{width}s}  {job.gpus:4d}  {job.seconds / 3600:7.2f}  "
+            f"{laid.start[job.name] / 3600:7.2f}  {laid.end[job.name] / 3600:7.2f}  {where}"
+        )
+    ratio = laid.makespan / seq if seq else 0.0
+    print(
+        f"# the whole graph: {laid.makespan / 3600:.2f} h on the cluster; one stage at a time "
+        f"(each on its GPUs): {seq / 3600:.2f} h; {ratio:.2f}x"
+    )
+
+
+def stage_jobs(
+    specs: list[Any],
+    *,
+    gpus_per_node: int,
+    max_gpus: int,
+    memory: int | None,
+    devices: int,
+    engine: str | None,
+    peak_flops: float,
+    mfu: float,
+    other_seconds: float,
+) -> list[Any]:
+    """A :class:`~polymnesia.pipeline.schedule.Job` per stage: a training stage on the
+    fewest GPUs (1, 2, 4, ... up to ``max_gpus``) on which its plan fits ``memory`` (on
+    ``devices`` without ``memory``), for its model FLOPs at ``mfu`` of ``peak_flops``; any
+    other stage ``other_seconds`` on one GPU, a data stage on none."""
+    from polymnesia.errors import ConfigError
+    from polymnesia.pipeline.schedule import Job
+    from polymnesia.pipeline.stage import STAGES
+    from polymnesia.training.config import train_configs
+    from polymnesia.training.flops import train_flops_per_token
+
+    if not (0 < mfu <= 1) or peak_flops <= 0:
+        raise ConfigError("--mfu must be in (0, 1] and --peak-tflops above 0")
+    by_name = {s.name: s for s in specs}
+    jobs = []
+    for spec in specs:
+        needs = tuple(sorted({up for up in spec.inputs.values() if up in by_name}))
+        category = STAGES.get(spec.kind).category
+        plan = stage_plan(spec, by_name, engine=engine) if category == "training" else None
+        if plan is None:
+            gpus = 0 if category == "data" else 1
+            jobs.append(Job(spec.name, other_seconds, gpus, needs))
+            continue
+        counts = [devices] if memory is None else _powers_of_two(max_gpus)
+        chosen = None
+        for n in counts:
+            one = stage_plan(spec, by_name, devices=n, engine=engine if n == 1 else _multi(engine))
+            if memory is None or one.total <= memory:
+                chosen = (n, one)
+                break
+        if chosen is None:
+            raise ConfigError(
+                f"stage '{spec.name}' fits on no GPU count up to {max_gpus}"
+                + (f" of {memory / 2**30:g} GiB each" if memory else "")
+            )
+        n, one = chosen
+        train = train_configs(spec.params)[0][1]
+        tokens = train.steps * train.batch_size * one.setup.seq_len
+        shape = one.shape
+        flops = tokens * train_flops_per_token(
+            shape.total_params, shape.num_layers, shape.hidden_size, one.setup.seq_len
+        )
+        jobs.append(Job(spec.name, flops / (n * peak_flops * mfu), n, needs))
+    return jobs
+
+
+def _powers_of_two(limit: int) -> list[int]:
+    out, n = [], 1
+    while n <= limit:
+        out.append(n)
+        n *= 2
+    return out
+
+
+def _multi(engine: str | None) -> str | None:
+    """The engine of a stage planned on several GPUs: fsdp2 unless the config names one."""
+    return engine if engine in ("ddp", "fsdp2") else "fsdp2"
 
 
 # -- stages -> plans ---------------------------------------------------------------------------
