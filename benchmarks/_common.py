@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 import torch
 
@@ -76,3 +80,30 @@ def mfu_line(label: str, tokens_per_s: float, flops_per_token: float, peak: floa
         f"{label}: {achieved / 1e9:.2f} GFLOP/s of model FLOPs, MFU "
         f"{100 * mfu(tokens_per_s, flops_per_token, peak):.1f}%"
     )
+
+
+def timed_cli_run(
+    config: str,
+    extra: list[str],
+    tmp: Path,
+    name: str,
+    user_cache: Path,
+    env: dict[str, str] | None = None,
+) -> float:
+    """Seconds of one ``polymnesia run CONFIG EXTRA`` as a whole process, in a stage cache of
+    its own under ``tmp`` that links the user cache's Bible download; the run folder is
+    ``tmp/NAME``. The command's output tails end the benchmark if it fails."""
+    cache = tmp / f"cache-{name}"
+    (cache / "data").mkdir(parents=True)
+    (cache / "data" / "bible").symlink_to(user_cache / "data" / "bible")
+    cmd = [sys.executable, "-m", "polymnesia", "run", config, "--run-dir", str(tmp / name)]
+    start = time.perf_counter()
+    out = subprocess.run(
+        [*cmd, *extra],
+        env={**os.environ, "POLYMNESIA_CACHE": str(cache), **(env or {})},
+        capture_output=True,
+        text=True,
+    )
+    if out.returncode:
+        sys.exit(out.stdout[-2000:] + out.stderr[-2000:])
+    return time.perf_counter() - start

@@ -20,27 +20,11 @@ import os
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
+from _common import timed_cli_run
+
 ROOT = Path(__file__).resolve().parents[1]
-
-
-def _run(config: str, extra: list[str], tmp: Path, name: str, user_cache: Path) -> float:
-    cache = tmp / f"cache-{name}"
-    (cache / "data").mkdir(parents=True)
-    (cache / "data" / "bible").symlink_to(user_cache / "data" / "bible")
-    cmd = [sys.executable, "-m", "polymnesia", "run", config, "--run-dir", str(tmp / name)]
-    start = time.perf_counter()
-    out = subprocess.run(
-        [*cmd, *extra],
-        env={**os.environ, "POLYMNESIA_CACHE": str(cache)},
-        capture_output=True,
-        text=True,
-    )
-    if out.returncode:
-        sys.exit(out.stdout[-2000:] + out.stderr[-2000:])
-    return time.perf_counter() - start
 
 
 def _children(run: Path) -> dict[str, float]:
@@ -82,7 +66,7 @@ def main() -> None:
             wall = {}
             for side in order:
                 extra = [*overrides, *(local if side == "local" else [])]
-                wall[side] = _run(args.config, extra, tmp, side, cache_dir())
+                wall[side] = timed_cli_run(args.config, extra, tmp, side, cache_dir())
             children = _children(tmp / "local")
             inside = _stage_seconds(tmp / "inline")
             summed = sum(children.values())

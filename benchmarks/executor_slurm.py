@@ -24,29 +24,17 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from datetime import datetime
 from pathlib import Path
+
+from _common import timed_cli_run
 
 ROOT = Path(__file__).resolve().parents[1]
 SMALL = ["methods=[vanilla,ewc]", "orders=[{name: resource, kind: resource}]"]
 
 
-def _run(config: str, extra: list[str], tmp: Path, name: str, user_cache: Path) -> float:
-    cache = tmp / f"cache-{name}"
-    (cache / "data").mkdir(parents=True)
-    (cache / "data" / "bible").symlink_to(user_cache / "data" / "bible")
-    cmd = [sys.executable, "-m", "polymnesia", "run", config, "--run-dir", str(tmp / name)]
-    start = time.perf_counter()
-    out = subprocess.run(
-        [*cmd, *extra],
-        env={**os.environ, "POLYMNESIA_CACHE": str(cache), "OMP_NUM_THREADS": "1"},
-        capture_output=True,
-        text=True,
-    )
-    if out.returncode:
-        sys.exit(out.stdout[-2000:] + out.stderr[-2000:])
-    return time.perf_counter() - start
+def _run_one(config: str, extra: list[str], tmp: Path, name: str, user_cache: Path) -> float:
+    return timed_cli_run(config, extra, tmp, name, user_cache, {"OMP_NUM_THREADS": "1"})
 
 
 def _gaps(run: Path, inputs: dict[str, list[str]]) -> dict[str, float]:
@@ -91,8 +79,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory(dir=os.environ.get("BENCH_TMP")) as t:
         tmp = Path(t)
         wall = {
-            "inline": _run(config, overrides, tmp, "inline", cache_dir()),
-            "slurm": _run(
+            "inline": _run_one(config, overrides, tmp, "inline", cache_dir()),
+            "slurm": _run_one(
                 config, [*overrides, *poll, "--executor", "slurm"], tmp, "slurm", cache_dir()
             ),
         }
