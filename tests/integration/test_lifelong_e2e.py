@@ -96,7 +96,9 @@ def test_paper_config_validates_offline_and_stops_in_one_line(
     proc = subprocess.run(args, env=env, capture_output=True, text=True, timeout=300)
     errors = [line for line in proc.stderr.splitlines() if line.startswith("polymnesia: error:")]
     assert proc.returncode == 2 and len(errors) == 1
-    assert "AmazonScience/massive" in errors[0] and "offline" in errors[0]
+    # the Hub model is named before any stage runs (the dataset would be the next refusal)
+    assert "FacebookAI/xlm-roberta-base" in errors[0] and "HF_HUB_OFFLINE" in errors[0]
+    assert not (tmp_path / "run" / "stages").exists()
 
 
 def test_token_classification_path_on_constructed_tagging(
