@@ -4,7 +4,7 @@ Prints a markdown table over the cells of the simulation in
 :mod:`polymnesia.metrics.seed_item_coverage`: one row per design (crossed, nested, partly
 shared: a tenth of each seed's items its own), items (0/1, continuous), 3 and 5 seeds and
 50 and 200 items, the four seed-to-item variance ratios 0, 1, 3 and 10 side by side. Columns:
-the coverage of the interval (:func:`~polymnesia.metrics.uncertainty.seed_item_interval`),
+the coverage of the interval (:func:`~polymnesia.metrics.seed_items.seed_item_interval`),
 its mean width over the exact interval's where one exists (crossed at ratio 0, every
 nested cell), the exact interval's coverage, and the coverage and width ratio of the
 estimator before issue 44 (item variance of the mean plus ``s^2 / k`` with Welch df; a
@@ -30,7 +30,7 @@ from polymnesia.metrics.seed_item_coverage import (
     exact_half_widths,
     half_widths,
 )
-from polymnesia.metrics.uncertainty import seed_item_moments
+from polymnesia.metrics.seed_items import seed_item_moments
 
 
 def old_half_widths(d: np.ndarray, design: str) -> tuple[np.ndarray, np.ndarray]:

@@ -42,14 +42,14 @@ from polymnesia.config.base import StrictModel
 from polymnesia.errors import DataError, PolymnesiaError
 from polymnesia.io import read_jsonl_strict, write_jsonl_atomic
 from polymnesia.metrics.base import item_kinds, item_rule
+from polymnesia.metrics.hierarchical import hierarchical_bootstrap_ci
+from polymnesia.metrics.seed_items import Shared
 from polymnesia.metrics.uncertainty import (
     DEFAULT_LEVEL,
     DEFAULT_RESAMPLES,
     Interval,
     ItemStatistic,
-    Shared,
     bootstrap_ci,
-    hierarchical_bootstrap_ci,
     mean_statistic,
     stratified_bootstrap_ci,
 )
@@ -200,8 +200,8 @@ def across_seeds(
     per_seed: Sequence[Sequence[tuple[ItemSet, ...]]],
 ) -> tuple[list[list[tuple[ItemSet, ...]]], Shared]:
     """Each seed's strata in the first seed's language order, and which items the seeds share
-    (:data:`~polymnesia.metrics.uncertainty.Shared`, for the ``shared_items`` of a pooled
-    interval, :func:`~polymnesia.metrics.uncertainty.hierarchical_bootstrap_ci`).
+    (:data:`~polymnesia.metrics.seed_items.Shared`, for the ``shared_items`` of a pooled
+    interval, :func:`~polymnesia.metrics.hierarchical.hierarchical_bootstrap_ci`).
 
     Items are matched by id, stratum by stratum: the ids every seed has (their
     intersection) come first, in the first seed's order, then each seed's own items in its
@@ -288,7 +288,7 @@ def group_intervals(
     is the unweighted mean over its languages, ``"overall"`` the mean over every
     language of the model. Item sets of several training seeds (each tagged with its seed,
     every seed in the same languages) give the interval over seeds and items
-    (:func:`~polymnesia.metrics.uncertainty.hierarchical_bootstrap_ci`); several untagged
+    (:func:`~polymnesia.metrics.hierarchical.hierarchical_bootstrap_ci`); several untagged
     sets of one language (settings) are refused: select one with :func:`select_items`.
     """
     cfg = cfg or BootstrapConfig()

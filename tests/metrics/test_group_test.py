@@ -7,7 +7,7 @@ import math
 import pytest
 from scipy import stats
 
-from polymnesia.metrics.uncertainty import group_test, smallest_permutation_p
+from polymnesia.metrics.seed_tests import group_test, smallest_permutation_p
 
 
 def test_welch_over_units_matches_scipy() -> None:

@@ -10,11 +10,7 @@ import pytest
 from scipy import stats
 
 from polymnesia.errors import PolymnesiaError
-from polymnesia.metrics.uncertainty import (
-    paired_seed_item_test,
-    seed_item_interval,
-    seed_item_se,
-)
+from polymnesia.metrics.seed_items import paired_seed_item_test, seed_item_interval, seed_item_se
 
 T2 = 4.302652729911275  # t_{2, 0.975}
 

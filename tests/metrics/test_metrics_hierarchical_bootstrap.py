@@ -10,11 +10,10 @@ import pytest
 from scipy import stats
 
 from polymnesia.errors import PolymnesiaError
+from polymnesia.metrics.hierarchical import hierarchical_bootstrap_ci, paired_hierarchical_bootstrap
 from polymnesia.metrics.uncertainty import (
     bootstrap_ci,
-    hierarchical_bootstrap_ci,
     mean_statistic,
-    paired_hierarchical_bootstrap,
     resample_indices,
     stratified_bootstrap_ci,
 )

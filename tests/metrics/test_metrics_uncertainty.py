@@ -10,19 +10,17 @@ import pytest
 from polymnesia.errors import PolymnesiaError
 from polymnesia.metrics.classification import accuracy, macro_f1
 from polymnesia.metrics.lm import bits_per_byte
+from polymnesia.metrics.seed_tests import combine_independent, paired_seed_test, seed_interval
 from polymnesia.metrics.uncertainty import (
     Interval,
     accuracy_statistic,
     bootstrap_ci,
-    combine_independent,
     macro_f1_statistic,
     mean_statistic,
     paired_bootstrap,
     paired_permutation_test,
-    paired_seed_test,
     percentile_interval,
     ratio_statistic,
-    seed_interval,
     stratified_bootstrap_ci,
     sum_statistic,
 )

@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from polymnesia.metrics.hierarchical import hierarchical_bootstrap_ci
 from polymnesia.metrics.seed_item_coverage import (
     Cell,
     draw,
@@ -23,11 +24,8 @@ from polymnesia.metrics.seed_item_coverage import (
     half_widths,
     simulate,
 )
-from polymnesia.metrics.uncertainty import (
-    hierarchical_bootstrap_ci,
-    mean_statistic,
-    seed_item_moments,
-)
+from polymnesia.metrics.seed_items import seed_item_moments
+from polymnesia.metrics.uncertainty import mean_statistic
 
 RATIOS = (0, 1, 3, 10)
 RUNS = 2000

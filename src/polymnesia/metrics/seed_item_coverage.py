@@ -2,7 +2,7 @@
 
 Each run draws the item scores of ``k`` training seeds from a two-level model and builds
 the interval of their grand mean with the estimator of
-:func:`~polymnesia.metrics.uncertainty.seed_item_interval`, its item moments taken at the
+:func:`~polymnesia.metrics.seed_items.seed_item_interval`, its item moments taken at the
 item bootstrap's limit (the plug-in covariances over items, divided by ``n``), so that
 thousands of runs are a few vectorised numpy operations. A cell reports how often the
 interval covers the true mean and its mean width against the exact interval's where one
@@ -33,7 +33,7 @@ import numpy as np
 from scipy import special, stats
 
 from polymnesia.errors import PolymnesiaError
-from polymnesia.metrics.uncertainty import seed_item_df, seed_item_moments, seed_item_variance
+from polymnesia.metrics.seed_items import seed_item_df, seed_item_moments, seed_item_variance
 
 DESIGNS = ("crossed", "nested", "partial")
 OUTCOMES = ("continuous", "binary")

@@ -5,14 +5,14 @@ Which interval a cell gets, in order of preference:
 1. several seeds: the caller's interval over seeds and items when
    it gives one (:func:`polymnesia.items.group_intervals` of seed-tagged item
    sets), else the Student-t interval over seeds (the seeds are the
-   repetitions the protocol ran; :func:`~polymnesia.metrics.uncertainty.seed_interval`);
+   repetitions the protocol ran; :func:`~polymnesia.metrics.seed_tests.seed_interval`);
 2. one seed, an interval supplied by the caller (a stratified bootstrap over
    the items of a group's languages, :func:`polymnesia.items.group_intervals`);
 3. one seed, one record with ``ci_low``/``ci_high`` (the stage's bootstrap over
    test items);
 4. one seed, a mean of several records that all carry intervals: the normal
    approximation of a mean of independent languages
-   (:func:`~polymnesia.metrics.uncertainty.combine_independent`);
+   (:func:`~polymnesia.metrics.seed_tests.combine_independent`);
 5. otherwise the bare value: no "±" at all.
 """
 
@@ -23,12 +23,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from polymnesia.errors import DataError
-from polymnesia.metrics.uncertainty import (
-    SEEDS_AND_ITEMS,
-    Interval,
-    combine_independent,
-    seed_interval,
-)
+from polymnesia.metrics.seed_items import SEEDS_AND_ITEMS
+from polymnesia.metrics.seed_tests import combine_independent, seed_interval
+from polymnesia.metrics.uncertainty import Interval
 from polymnesia.reports.table_core import Estimate
 from polymnesia.results import Score, filter_scores, group_scores, mean, unique
 

@@ -7,10 +7,10 @@ the right test for what the run has:
 
 * several seeds shared by both arms, with item sets of both arms for every
   seed: the paired test over seeds and items (item bootstrap plus seed variance, Student t)
-  (:func:`~polymnesia.metrics.uncertainty.paired_hierarchical_bootstrap`), so
+  (:func:`~polymnesia.metrics.hierarchical.paired_hierarchical_bootstrap`), so
   the interval covers training randomness and the test set together;
 * several seeds without item sets: the paired t-test over seeds
-  (:func:`~polymnesia.metrics.uncertainty.paired_seed_test`), each seed's
+  (:func:`~polymnesia.metrics.seed_tests.paired_seed_test`), each seed's
   score first averaged over the selected languages;
 * one seed and item sets for both arms: the paired bootstrap over items
   (or the permutation test), items resampled within each language and
@@ -28,16 +28,13 @@ import numpy as np
 
 from polymnesia.errors import DataError
 from polymnesia.items import BootstrapConfig, ItemSet, across_seeds, aligned, select_items
+from polymnesia.metrics.hierarchical import hierarchical_bootstrap_ci, paired_hierarchical_bootstrap
+from polymnesia.metrics.seed_tests import combine_independent, paired_seed_test, seed_interval
 from polymnesia.metrics.uncertainty import (
     Interval,
     PairedTest,
-    combine_independent,
-    hierarchical_bootstrap_ci,
     paired_bootstrap,
-    paired_hierarchical_bootstrap,
     paired_permutation_test,
-    paired_seed_test,
-    seed_interval,
     stratified_bootstrap_ci,
 )
 from polymnesia.reports.cells import per_seed, record_interval

@@ -12,7 +12,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from polymnesia.errors import ConfigError
-from polymnesia.metrics.uncertainty import Interval, seed_interval
+from polymnesia.metrics.seed_tests import seed_interval
+from polymnesia.metrics.uncertainty import Interval
 from polymnesia.reports.cells import mean_cell, metric_scores, per_seed, uncertainty_note
 from polymnesia.reports.table_core import MISSING, Estimate, Table
 from polymnesia.results import Score, group_scores, mean, ordered, std, unique

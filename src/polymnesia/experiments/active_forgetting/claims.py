@@ -33,12 +33,9 @@ import numpy as np
 
 from polymnesia.errors import DataError
 from polymnesia.items import BootstrapConfig, ItemSet, across_seeds, select_items
+from polymnesia.metrics.hierarchical import paired_hierarchical_bootstrap
 from polymnesia.metrics.translation import chrf_from_stats
-from polymnesia.metrics.uncertainty import (
-    paired_bootstrap,
-    paired_hierarchical_bootstrap,
-    sum_statistic,
-)
+from polymnesia.metrics.uncertainty import paired_bootstrap, sum_statistic
 from polymnesia.reports.claims import (
     Baselines,
     Claim,

@@ -36,7 +36,7 @@ from polymnesia.experiments.lifelong.evidence import (
 from polymnesia.experiments.lifelong.results import Arm, learned_score, multi_hop
 from polymnesia.experiments.papers import cite
 from polymnesia.metrics.continual import Kind
-from polymnesia.metrics.uncertainty import group_test, smallest_permutation_p
+from polymnesia.metrics.seed_tests import group_test, smallest_permutation_p
 from polymnesia.reports.claims import (
     ALPHA,
     Claim,
@@ -285,10 +285,10 @@ def script_claims(
     """Section 5.2 for one sequential arm: non-Latin scripts receive (MBT) and donate (MFT)
     worse. The language is the unit: each language's hop-averaged MBT or MFT (mean over
     orders and, with ``ev`` a :class:`Pool`, over its seeds) and a Welch test of the two
-    script groups over languages (:func:`~polymnesia.metrics.uncertainty.group_test`), so the
+    script groups over languages (:func:`~polymnesia.metrics.seed_tests.group_test`), so the
     verdict is about scripts, not about these languages. Where the groups are too small for
     any test over languages to reach p < 0.05 (an exact permutation test's smallest p,
-    :func:`~polymnesia.metrics.uncertainty.smallest_permutation_p`), the claim is not
+    :func:`~polymnesia.metrics.seed_tests.smallest_permutation_p`), the claim is not
     testable and says so.
     """
     pool = as_pool([arm], dict(orders), ev)

@@ -15,8 +15,8 @@ orders and item replicates, :func:`seed_view`), and every number is the mean ove
 (a :class:`SeedReplicates`: the per-seed values and the item replicates of the mean). The
 seeds are scored on the same test items with the same draws, so replicate ``b`` of every
 seed reads the same item resample (a crossed design). Its interval and paired test are
-:func:`~polymnesia.metrics.uncertainty.seed_item_interval` /
-:func:`~polymnesia.metrics.uncertainty.paired_seed_item_test`: the variance of those item
+:func:`~polymnesia.metrics.seed_items.seed_item_interval` /
+:func:`~polymnesia.metrics.seed_items.paired_seed_item_test`: the variance of those item
 replicates plus ``s^2 / k`` over the seeds, with a Student t quantile at Welch-Satterthwaite
 degrees of freedom. A difference between two arms subtracts seed by seed and replicate by
 replicate, so it stays paired over seeds and items. With one seed a :class:`Pool` gives
@@ -47,13 +47,8 @@ from polymnesia.experiments.lifelong.config import LifelongConfig
 from polymnesia.experiments.lifelong.keys import arm_key
 from polymnesia.experiments.lifelong.results import Arm, matrix_metrics
 from polymnesia.items import ItemSet, aligned, run_items
-from polymnesia.metrics.uncertainty import (
-    Interval,
-    ItemStatistic,
-    PairedTest,
-    paired_seed_item_test,
-    seed_item_interval,
-)
+from polymnesia.metrics.seed_items import paired_seed_item_test, seed_item_interval
+from polymnesia.metrics.uncertainty import Interval, ItemStatistic, PairedTest
 from polymnesia.reports.claims import Baselines, label_baselines
 from polymnesia.reports.frame import RunTable
 from polymnesia.results import Score
@@ -240,7 +235,7 @@ class SeedReplicates(Replicates):
     the item replicates of the mean over seeds and ``per_seed`` each seed's (``[k, B]``,
     replicate ``b`` of every seed on the same item resample). The interval and paired test
     combine the seed and item variance, the seed x item interaction counted once
-    (:func:`~polymnesia.metrics.uncertainty.seed_item_interval`)."""
+    (:func:`~polymnesia.metrics.seed_items.seed_item_interval`)."""
 
     points: np.ndarray = field(default_factory=lambda: np.array([]))
     per_seed: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)))

@@ -2,7 +2,7 @@
 interval, paired differences against ``mean``, and the claims, all from the per-text items.
 
 Every arm is scored on the same test texts, so comparisons are paired text by text (and seed
-by seed): :func:`polymnesia.metrics.uncertainty.paired_hierarchical_bootstrap`, which is the
+by seed): :func:`polymnesia.metrics.hierarchical.paired_hierarchical_bootstrap`, which is the
 paired bootstrap over texts (Koehn 2004) with one training seed and, with several, the text
 bootstrap's variance plus the variance over seeds, with a Student t quantile. A group's score
 is the unweighted mean over its languages, texts resampled within each language.
@@ -34,13 +34,8 @@ import numpy as np
 
 from polymnesia.errors import DataError
 from polymnesia.items import ItemSet
-from polymnesia.metrics.uncertainty import (
-    Interval,
-    ItemStatistic,
-    PairedTest,
-    hierarchical_bootstrap_ci,
-    paired_hierarchical_bootstrap,
-)
+from polymnesia.metrics.hierarchical import hierarchical_bootstrap_ci, paired_hierarchical_bootstrap
+from polymnesia.metrics.uncertainty import Interval, ItemStatistic, PairedTest
 from polymnesia.reports.claims import Claim, claim_from_test, not_applicable, slug
 
 METRIC = "bits_per_byte"

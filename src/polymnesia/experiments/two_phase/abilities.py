@@ -15,7 +15,7 @@ scales its statistic, so the shared mean over tasks is the weighted mean.
 
 With several training seeds (``seeds: [..]``) a model is one :class:`Ability` per seed,
 scored on the same documents: :func:`pooled_interval` and :func:`pooled_difference` give the
-mean over seeds with :func:`~polymnesia.metrics.uncertainty.hierarchical_bootstrap_ci`
+mean over seeds with :func:`~polymnesia.metrics.hierarchical.hierarchical_bootstrap_ci`
 (the variance of a document bootstrap of the mean over seeds, one resample within each task
 shared by the seeds and, for a difference, by both models, plus ``s^2 / k`` over the seeds,
 with a Student t quantile at Welch-Satterthwaite degrees of freedom), so an interval covers
@@ -36,16 +36,15 @@ import numpy as np
 from polymnesia.errors import DataError
 from polymnesia.harness.items import CHANCE, SENTENCE_CHRF
 from polymnesia.items import ItemSet, across_seeds, aligned
+from polymnesia.metrics.hierarchical import hierarchical_bootstrap_ci, paired_hierarchical_bootstrap
+from polymnesia.metrics.seed_items import Shared
 from polymnesia.metrics.uncertainty import (
     DEFAULT_RESAMPLES,
     Interval,
     ItemStatistic,
     PairedTest,
-    Shared,
-    hierarchical_bootstrap_ci,
     mean_statistic,
     paired_bootstrap,
-    paired_hierarchical_bootstrap,
     stratified_bootstrap_ci,
 )
 
@@ -219,7 +218,7 @@ def pooled_interval(
     seed: int = 0,
 ) -> Interval:
     """The mean over training seeds of a model's ability, its interval over seeds and
-    documents (:func:`~polymnesia.metrics.uncertainty.hierarchical_bootstrap_ci`; one seed:
+    documents (:func:`~polymnesia.metrics.hierarchical.hierarchical_bootstrap_ci`; one seed:
     :func:`ability_interval`)."""
     _same_documents(per_seed, "pooled ability")
     if len(per_seed) == 1:
@@ -249,7 +248,7 @@ def pooled_difference(
 ) -> PairedTest:
     """``mean_seeds(score(a)) - mean_seeds(score(b))``: seed ``i`` of ``a`` paired with seed
     ``i`` of ``b`` and, within a seed, the same documents for both
-    (:func:`~polymnesia.metrics.uncertainty.paired_hierarchical_bootstrap`); one seed:
+    (:func:`~polymnesia.metrics.hierarchical.paired_hierarchical_bootstrap`); one seed:
     :func:`paired_difference`."""
     if len(a) != len(b):
         raise DataError(f"cannot pair {len(a)} training seeds with {len(b)}")

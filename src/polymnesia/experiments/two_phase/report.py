@@ -49,7 +49,8 @@ from polymnesia.experiments.two_phase.roles import (
     p1_stage,
 )
 from polymnesia.items import ItemSet
-from polymnesia.metrics.uncertainty import PairedTest, seed_interval
+from polymnesia.metrics.seed_tests import seed_interval
+from polymnesia.metrics.uncertainty import PairedTest
 from polymnesia.reports.claims import (
     Claim,
     claim_from_test,
