@@ -11,7 +11,8 @@ from polymnesia.continual.resample import Replicates
 from polymnesia.experiments.lifelong.claims import learned_arms, method_claims, script_claims
 from polymnesia.experiments.lifelong.evidence import Evidence
 from polymnesia.experiments.lifelong.results import Arm, multi_hop
-from polymnesia.reports.claims import claims_table, label_baselines
+from polymnesia.reports.baselines import label_baselines
+from polymnesia.reports.claims_table import claims_table
 
 RNG = np.random.default_rng(0)
 

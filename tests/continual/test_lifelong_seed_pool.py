@@ -23,7 +23,7 @@ from polymnesia.experiments.lifelong.evidence import (
 from polymnesia.experiments.lifelong.results import Arm, matrix_metrics
 from polymnesia.items import ItemSet
 from polymnesia.metrics.seed_items import seed_item_interval
-from polymnesia.reports.claims import label_baselines
+from polymnesia.reports.baselines import label_baselines
 from polymnesia.reports.frame import RunTable
 from polymnesia.results import Score, write_scores
 

@@ -11,7 +11,7 @@ from rebuild import assert_report_rebuilds
 from golden import mismatches
 from polymnesia.cli.main import main
 from polymnesia.items import run_items
-from polymnesia.reports.claims import VERDICTS
+from polymnesia.reports.verdicts import VERDICTS
 from polymnesia.results import read_scores
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -11,34 +11,40 @@ from scipy.stats import t as student_t
 
 from polymnesia.errors import PolymnesiaError
 from polymnesia.metrics.uncertainty import Interval, PairedTest
-from polymnesia.reports.claims import (
-    UNMEASURED,
-    ZERO_WIDTH,
-    Claim,
-    SeedNoise,
+from polymnesia.reports.baselines import (
     baseline_claim,
     baseline_table,
-    claim_from_interval,
-    claim_from_test,
-    claims_html,
-    claims_markdown,
-    claims_table,
-    correct,
-    format_df,
-    format_p,
-    judge,
     label_baselines,
     learned,
     learned_floor,
+)
+from polymnesia.reports.claims import (
+    Claim,
+    claim_from_interval,
+    claim_from_test,
+    correct,
     not_applicable,
     not_testable,
-    quantile,
     slug,
-    two_sided_p,
-    verdict_summary,
     with_premises,
 )
+from polymnesia.reports.claims_table import (
+    claims_html,
+    claims_markdown,
+    claims_table,
+    verdict_summary,
+)
 from polymnesia.reports.table_core import to_markdown
+from polymnesia.reports.verdicts import (
+    UNMEASURED,
+    ZERO_WIDTH,
+    SeedNoise,
+    format_df,
+    format_p,
+    judge,
+    quantile,
+    two_sided_p,
+)
 
 NAN = math.nan
 

@@ -24,7 +24,7 @@ from polymnesia.experiments.two_phase.roles import (
     p1_stage,
 )
 from polymnesia.metrics.uncertainty import PairedTest
-from polymnesia.reports.claims import claims_markdown
+from polymnesia.reports.claims_table import claims_markdown
 
 ROOT = Path(__file__).resolve().parents[2]
 SHIPPED = ROOT / "configs" / "two_phase.yaml"

@@ -7,7 +7,7 @@ import math
 import pytest
 
 from polymnesia.metrics.uncertainty import Interval
-from polymnesia.reports.claims import trivial_table
+from polymnesia.reports.baselines import trivial_table
 from polymnesia.tasks.config import TaskConfig
 from polymnesia.tasks.kinds import secondary_metrics, trivial_baselines
 

@@ -38,9 +38,10 @@ from polymnesia.errors import ConfigError, DataError, PolymnesiaError
 from polymnesia.experiments.base import EXPERIMENTS, Experiment, ExperimentConfig
 from polymnesia.items import ItemSet, run_items
 from polymnesia.pipeline.stage import StageSpec
-from polymnesia.reports.claims import MEASURE_HINT, UNMEASURED, Claim, SeedNoise
+from polymnesia.reports.claims import Claim
 from polymnesia.reports.frame import RunTable
 from polymnesia.reports.measured import SET_ASIDE
+from polymnesia.reports.verdicts import MEASURE_HINT, UNMEASURED, SeedNoise
 from polymnesia.results import Score, read_scores
 
 C = TypeVar("C", bound=ExperimentConfig)

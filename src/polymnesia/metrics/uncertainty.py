@@ -416,5 +416,3 @@ def paired_permutation_test(
     n = sum(x.n for x, _ in pairs)
     method = f"paired permutation test over {n} items ({n_resamples} permutations)"
     return PairedTest(effect, math.nan, math.nan, p, n, method, DEFAULT_LEVEL, n_resamples)
-
-

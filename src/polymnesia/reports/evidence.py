@@ -37,8 +37,8 @@ from polymnesia.metrics.uncertainty import (
     paired_permutation_test,
     stratified_bootstrap_ci,
 )
+from polymnesia.reports.baselines import Baselines, label_baselines
 from polymnesia.reports.cells import per_seed, record_interval
-from polymnesia.reports.claims import Baselines, label_baselines
 from polymnesia.results import Score, filter_scores, group_scores, mean
 
 Test = Literal["bootstrap", "permutation"]

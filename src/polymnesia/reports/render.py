@@ -36,7 +36,8 @@ from typing import Any
 
 from polymnesia.errors import ConfigError
 from polymnesia.io import atomic_write_text
-from polymnesia.reports.claims import Claim, claims_html, claims_markdown
+from polymnesia.reports.claims import Claim
+from polymnesia.reports.claims_table import claims_html, claims_markdown
 from polymnesia.reports.table_core import Estimate, Table, format_cell, table_markdown_block
 
 _STYLE = """

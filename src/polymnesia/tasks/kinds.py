@@ -28,7 +28,7 @@ from polymnesia.tasks.qa import SpanData, build_span_examples, predict_answers, 
 from polymnesia.tasks.tagging import build_token_examples
 
 #: the trivial answer each kind's baseline gives (sequence tasks: chance and majority class,
-#: computed from the items in the report; see polymnesia.reports.claims.label_baselines)
+#: computed from the items in the report; see polymnesia.reports.baselines.label_baselines)
 TRIVIAL = {
     "span": "the whole passage",
     "token": "the most frequent tag everywhere",

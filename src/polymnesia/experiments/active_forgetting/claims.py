@@ -36,16 +36,9 @@ from polymnesia.items import BootstrapConfig, ItemSet, across_seeds, select_item
 from polymnesia.metrics.hierarchical import paired_hierarchical_bootstrap
 from polymnesia.metrics.translation import chrf_from_stats
 from polymnesia.metrics.uncertainty import paired_bootstrap, sum_statistic
-from polymnesia.reports.claims import (
-    Baselines,
-    Claim,
-    baseline_table,
-    claim_from_test,
-    claims_block_table,
-    learned_arms_of,
-    rests_on,
-    slug,
-)
+from polymnesia.reports.baselines import Baselines, baseline_table, learned_arms_of
+from polymnesia.reports.claims import Claim, claim_from_test, rests_on, slug
+from polymnesia.reports.claims_table import claims_block_table
 from polymnesia.reports.evidence import arm_difference, arm_score, item_baselines
 from polymnesia.reports.table_core import Table
 from polymnesia.results import Score
@@ -204,7 +197,7 @@ def genre_learned(
     size: str | None = None,
 ) -> dict[str, bool]:
     """``{arm: learned?}``: zero-shot genre accuracy over all languages at the learned floor
-    (:func:`~polymnesia.reports.claims.learned_floor`); the genre claims rest on it."""
+    (:func:`~polymnesia.reports.baselines.learned_floor`); the genre claims rest on it."""
     rows = [r for r in learned_rows(scores, items, arms, cfg, size) if r[2] == "accuracy"]
     return learned_arms_of(rows, scope="all")
 

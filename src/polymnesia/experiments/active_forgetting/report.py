@@ -31,7 +31,8 @@ from polymnesia.experiments.seeds import (
     with_seed_band,
 )
 from polymnesia.items import group_intervals
-from polymnesia.reports.claims import claims_table, correct
+from polymnesia.reports.claims import correct
+from polymnesia.reports.claims_table import claims_table
 from polymnesia.reports.frame import RunTable, load_run
 from polymnesia.reports.plots import line_plot
 from polymnesia.reports.render import Report

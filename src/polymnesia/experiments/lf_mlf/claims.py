@@ -41,18 +41,17 @@ from polymnesia.errors import DataError
 from polymnesia.experiments.lf_mlf.config import REFERENCE, LFMLFConfig, TaskSection, label_of
 from polymnesia.items import ItemSet, select_items
 from polymnesia.metrics.uncertainty import Interval
+from polymnesia.reports.baselines import Baselines, learned_arms_of
 from polymnesia.reports.claims import (
-    Baselines,
     Claim,
-    Kind,
     claim_from_interval,
     claim_from_test,
-    learned_arms_of,
     not_testable,
     rests_on,
     slug,
 )
 from polymnesia.reports.evidence import arm_difference, arm_score, item_baselines
+from polymnesia.reports.verdicts import Kind
 from polymnesia.results import Score, filter_scores
 from polymnesia.tasks.kinds import secondary_metrics
 

@@ -37,18 +37,11 @@ from polymnesia.experiments.lifelong.results import Arm, learned_score, multi_ho
 from polymnesia.experiments.papers import cite
 from polymnesia.metrics.continual import Kind
 from polymnesia.metrics.seed_tests import group_test, smallest_permutation_p
-from polymnesia.reports.claims import (
-    ALPHA,
-    Claim,
-    baseline_table,
-    claim_from_test,
-    learned,
-    not_applicable,
-    rests_on,
-    slug,
-)
-from polymnesia.reports.claims import Kind as ClaimKind
+from polymnesia.reports.baselines import baseline_table, learned
+from polymnesia.reports.claims import Claim, claim_from_test, not_applicable, rests_on, slug
 from polymnesia.reports.table_core import Table
+from polymnesia.reports.verdicts import ALPHA
+from polymnesia.reports.verdicts import Kind as ClaimKind
 
 SOURCE = cite("004")
 
@@ -87,7 +80,7 @@ def headroom_of(ev: Evidence | Pool | None, metric: str) -> float | None:
 def learned_arms(arms: Sequence[Arm], ev: Evidence | Pool | None, metric: str) -> dict[str, bool]:
     """``{arm label: learned?}``: the arm's score on each language right after learning it
     (R's diagonal, mean over languages, orders and seeds) reaches
-    :func:`~polymnesia.reports.claims.learned_floor`
+    :func:`~polymnesia.reports.baselines.learned_floor`
     of the languages' mean baselines. Empty (no check) for a task without class labels."""
     if ev is None or not ev.baselines or metric not in ("accuracy", "macro_f1"):
         return {}

@@ -49,7 +49,7 @@ from polymnesia.experiments.lifelong.results import Arm, matrix_metrics
 from polymnesia.items import ItemSet, aligned, run_items
 from polymnesia.metrics.seed_items import paired_seed_item_test, seed_item_interval
 from polymnesia.metrics.uncertainty import Interval, ItemStatistic, PairedTest
-from polymnesia.reports.claims import Baselines, label_baselines
+from polymnesia.reports.baselines import Baselines, label_baselines
 from polymnesia.reports.frame import RunTable
 from polymnesia.results import Score
 

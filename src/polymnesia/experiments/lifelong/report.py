@@ -67,7 +67,8 @@ from polymnesia.experiments.papers import cite
 from polymnesia.experiments.reporting import compute_table, run_health
 from polymnesia.experiments.seeds import seed_list, seeded_run, variance_note, with_seed_band
 from polymnesia.metrics.continual import Kind
-from polymnesia.reports.claims import claims_table, correct
+from polymnesia.reports.claims import correct
+from polymnesia.reports.claims_table import claims_table
 from polymnesia.reports.frame import RunTable, load_run
 from polymnesia.reports.render import Report
 from polymnesia.reports.table_core import Estimate

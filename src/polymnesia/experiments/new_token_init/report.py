@@ -13,10 +13,12 @@ from polymnesia.experiments.new_token_init.config import NewTokenInitConfig
 from polymnesia.experiments.reporting import training_curves
 from polymnesia.experiments.seeds import variance_note, with_seed_band
 from polymnesia.items import ItemSet, run_items
-from polymnesia.reports.claims import claims_table, correct, format_p
+from polymnesia.reports.claims import correct
+from polymnesia.reports.claims_table import claims_table
 from polymnesia.reports.plots import save_figure
 from polymnesia.reports.render import Report
 from polymnesia.reports.table_core import Estimate, Table, write_table
+from polymnesia.reports.verdicts import format_p
 
 FIGURE = "plots/bpb_vs_steps.png"
 

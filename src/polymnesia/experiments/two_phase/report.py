@@ -54,16 +54,16 @@ from polymnesia.metrics.uncertainty import PairedTest
 from polymnesia.reports.claims import (
     Claim,
     claim_from_test,
-    claims_table,
     correct,
     not_applicable,
     not_testable,
-    p_text,
     slug,
 )
+from polymnesia.reports.claims_table import claims_table
 from polymnesia.reports.frame import RunTable, load_run
 from polymnesia.reports.render import Report
 from polymnesia.reports.table_core import Estimate, Table, write_table
+from polymnesia.reports.verdicts import p_text
 from polymnesia.results import Score
 
 SOURCE = cite("002")
