@@ -36,7 +36,8 @@ from typing import Any
 import torch
 from _common import tiny_model, udhr_blocks
 
-from polymnesia.methods.regularization import EWC, L2SP, Distill, TeacherKL, distillation_rows
+from polymnesia.methods.regularization import EWC, L2SP, Distill, TeacherKL
+from polymnesia.penalties.distillation import distillation_rows
 from polymnesia.runtime import logit_chunk_rows
 from polymnesia.training.config import TrainConfig
 from polymnesia.training.data import PackedLMData

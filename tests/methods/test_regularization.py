@@ -11,20 +11,16 @@ import torch
 from methods_helpers import run, tiny_model
 
 from polymnesia.errors import ConfigError, PolymnesiaError
-from polymnesia.methods.regularization import (
-    EWC,
+from polymnesia.methods.regularization import EWC, L2SP, Distill
+from polymnesia.penalties.distillation import distillation_loss, distillation_rows
+from polymnesia.penalties.fisher import (
     FISHER_FILE,
-    L2SP,
-    Distill,
-    add_penalty_grad_,
     diagonal_fisher,
-    distillation_loss,
-    distillation_rows,
     load_fisher,
     online_fisher,
-    quadratic_penalty,
     save_fisher,
 )
+from polymnesia.penalties.quadratic import add_penalty_grad_, quadratic_penalty
 from polymnesia.training.loss import causal_lm_loss, chunked_head
 from polymnesia.training.plugins import LoopState, TrainingPlugin, build_plugins
 from polymnesia.training.plugins import validate_plugin_spec as validate

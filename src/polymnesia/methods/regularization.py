@@ -9,8 +9,9 @@ standard answers to "sequential fine-tuning forgets".
   (or, with ``anchor_head``, the head pulled to its start with ``alpha`` like the body).
 * ``ewc`` (Kirkpatrick et al. 2017): ``lambda/2 sum_i F_i (theta_i - theta*_i)^2`` with
   ``theta*`` the starting weights and ``F`` the diagonal empirical Fisher of the previous
-  task's data at ``theta*`` (:func:`diagonal_fisher`). Online EWC (Schwarz et al. 2018)
-  keeps one running Fisher ``F*_t = gamma F*_{t-1} + F_t`` (:func:`online_fisher`);
+  task's data at ``theta*`` (:func:`~polymnesia.penalties.fisher.diagonal_fisher`). Online
+  EWC (Schwarz et al. 2018) keeps one running Fisher ``F*_t = gamma F*_{t-1} + F_t``
+  (:func:`~polymnesia.penalties.fisher.online_fisher`);
   ``gamma = 1`` sums the tasks' Fishers at the latest anchor.
 * ``distill`` (Li & Hoiem 2017, LwF): ``CE + lambda T^2 KL(softmax(z_0/T) || softmax(z/T))``
   with ``z_0`` the outputs of the starting model (a frozen copy) on the current batch.
@@ -27,15 +28,18 @@ Distillation is a loss term of the one training loop (``adds_loss``), added to e
 micro-batch's loss by the standard step. Where the loss is made in chunks of positions
 (``train.chunked_loss``), so is the KL (``chunked_term``): the teacher gives its final hidden
 states, and each chunk's student and teacher logits are made once, for the cross-entropy and
-the KL together (:func:`distillation_rows`), so distillation costs one forward pass of the
-teacher and no ``(B, L, V)`` logits. Sharded engines refuse it (its teacher is a whole copy of
-the model in every process).
+the KL together (:func:`~polymnesia.penalties.distillation.distillation_rows`), so
+distillation costs one forward pass of the teacher and no ``(B, L, V)`` logits. Sharded
+engines refuse it (its teacher is a whole copy of the model in every process).
+
+The maths (penalties, their gradient, the Fisher and its file, the KL) lives in
+:mod:`polymnesia.penalties`; this module holds the plugins.
 """
 
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -45,191 +49,15 @@ from pydantic import Field
 
 from polymnesia.config.base import StrictModel
 from polymnesia.errors import ConfigError, PolymnesiaError
-from polymnesia.io import atomic_write_bytes
 from polymnesia.models.anatomy import split_body_head
+from polymnesia.penalties.distillation import distillation_loss, distillation_rows
+from polymnesia.penalties.fisher import FISHER_FILE, load_fisher
+from polymnesia.penalties.quadratic import Tensors, add_penalty_grad_, quadratic_penalty
 from polymnesia.training.fsdp import local, local_rows
 from polymnesia.training.loss import LogitTerm, chunked_head, final_hidden, head_dtype
 from polymnesia.training.plugins import PLUGINS, LoopState, TrainingPlugin
 
-#: where a stage keeps the (running) Fisher of the task it trained, next to ``model/``
-FISHER_FILE = "fisher.safetensors"
-
-Tensors = dict[str, torch.Tensor]
-
-
 # --- pure functions -------------------------------------------------------------------
-
-
-def quadratic_penalty(
-    params: Iterable[torch.Tensor],
-    anchors: Iterable[torch.Tensor],
-    weights: Iterable[torch.Tensor | float],
-    strength: float,
-) -> torch.Tensor:
-    """``strength/2 * sum_i w_i (theta_i - a_i)^2`` (L2-SP: ``w = 1``; EWC: ``w = F``)."""
-    total = torch.zeros(())
-    for p, a, w in zip(params, anchors, weights, strict=True):
-        total = total + (w * (p - a) ** 2).sum()
-    return strength / 2 * total
-
-
-@torch.no_grad()
-def add_penalty_grad_(
-    params: Iterable[torch.nn.Parameter],
-    anchors: Iterable[torch.Tensor],
-    weights: Iterable[torch.Tensor | float],
-    strength: float,
-) -> None:
-    """``grad += strength * w * (theta - a)``: the gradient of :func:`quadratic_penalty`,
-    added in place on this process's shard of each parameter (the whole tensor when it is not
-    sharded). ``anchors`` and ``weights`` are shaped like the local shards (or broadcast to
-    them). Where every tensor has the anchor's shape, dtype and device this runs as a few
-    fused ``torch._foreach_*`` kernels instead of one Python step per parameter."""
-    ps, anchors, weights = list(params), list(anchors), list(weights)
-    thetas, grads = [], []
-    for p in ps:
-        if p.grad is None:
-            p.grad = torch.zeros_like(p)
-        thetas.append(local(p.detach()))
-        grads.append(local(p.grad))
-    tensor_w = [w for w in weights if isinstance(w, torch.Tensor)]
-    fused = all(
-        t.shape == a.shape and t.dtype == a.dtype == g.dtype and t.device == a.device
-        for t, a, g in zip(thetas, anchors, grads, strict=True)
-    ) and (not tensor_w or len(tensor_w) == len(weights))
-    if fused and thetas:
-        diffs = torch._foreach_sub(thetas, anchors)
-        if tensor_w:
-            torch._foreach_mul_(diffs, tensor_w)
-        elif any(w != 1.0 for w in weights):
-            torch._foreach_mul_(diffs, [float(w) for w in weights])
-        torch._foreach_add_(grads, diffs, alpha=strength)
-        return
-    for theta, g, a, w in zip(thetas, grads, anchors, weights, strict=True):
-        diff = (theta - a).mul_(strength)
-        if not isinstance(w, float) or w != 1.0:
-            diff.mul_(w)
-        g.add_(diff.to(g.dtype))
-
-
-def diagonal_fisher(
-    model: torch.nn.Module,
-    batches: Iterable[Mapping[str, torch.Tensor]],
-    loss_fn: Callable[[torch.nn.Module, Mapping[str, torch.Tensor]], torch.Tensor] | None = None,
-) -> Tensors:
-    """The diagonal empirical Fisher ``F = 1/N sum_b (d loss_b / d theta)^2`` over ``batches``,
-    by parameter name (trainable parameters only). Batches of one example give the per-example
-    empirical Fisher of EWC; larger batches the cheaper per-batch estimate (the square of the
-    batch's mean gradient). ``loss_fn(model, batch)`` defaults to the model's own ``loss``.
-    Computed in eval mode (no dropout); the model's ``.grad`` are not touched."""
-    named = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
-    if not named:
-        raise PolymnesiaError("the Fisher estimate needs a model with trainable parameters")
-    fn = loss_fn or (lambda m, b: m(**b).loss)
-    sums = [torch.zeros_like(p, dtype=torch.float32) for _, p in named]
-    was_training, n = model.training, 0
-    model.eval()
-    try:
-        with torch.enable_grad():
-            for batch in batches:
-                loss = fn(model, batch)
-                grads = torch.autograd.grad(loss, [p for _, p in named], allow_unused=True)
-                for s, g in zip(sums, grads, strict=True):
-                    if g is not None:
-                        s.add_(g.detach().float() ** 2)
-                n += 1
-    finally:
-        model.train(was_training)
-    if n == 0:
-        raise PolymnesiaError("the Fisher estimate got no data: give it at least one batch")
-    return {name: s / n for (name, _), s in zip(named, sums, strict=True)}
-
-
-def online_fisher(
-    previous: Mapping[str, torch.Tensor] | None, new: Tensors, gamma: float
-) -> Tensors:
-    """Online EWC's running Fisher ``F*_t = gamma F*_{t-1} + F_t`` (Schwarz et al. 2018, eq. 8);
-    a parameter missing from ``previous`` starts from ``F_t``."""
-    if previous is None:
-        return {k: v.clone() for k, v in new.items()}
-    out = {}
-    for k, v in new.items():
-        prev = previous.get(k)
-        if prev is not None and prev.shape != v.shape:
-            raise ConfigError(
-                f"online EWC: the previous Fisher of {k} has shape {tuple(prev.shape)}, "
-                f"the parameter {tuple(v.shape)}"
-            )
-        out[k] = v + gamma * prev.to(v) if prev is not None else v.clone()
-    return out
-
-
-def save_fisher(path: Path, fisher: Mapping[str, torch.Tensor]) -> None:
-    from safetensors.torch import save
-
-    atomic_write_bytes(path, save({k: v.detach().cpu().contiguous() for k, v in fisher.items()}))
-
-
-def load_fisher(path: Path) -> Tensors:
-    from safetensors.torch import load_file
-
-    if not path.is_file():
-        raise ConfigError(f"ewc: no Fisher estimate at {path}; the previous stage computes it")
-    return dict(load_file(str(path)))
-
-
-def distillation_loss(
-    student: torch.Tensor,
-    teacher: torch.Tensor,
-    temperature: float,
-    mask: torch.Tensor | None = None,
-) -> torch.Tensor:
-    """``T^2 * KL(softmax(teacher/T) || softmax(student/T))`` summed over classes, mean over
-    examples (the rows of ``(B, C)`` logits) or over the positions where ``mask`` is 1
-    (``(B, L, C)`` logits). ``T^2`` keeps the gradient's scale independent of ``T`` (Hinton
-    et al. 2015), as LwF does."""
-    t = temperature
-    log_p = F.log_softmax(student.float() / t, dim=-1)
-    log_q = F.log_softmax(teacher.float() / t, dim=-1)
-    kl = (log_q.exp() * (log_q - log_p)).sum(-1)
-    if mask is not None and kl.ndim == mask.ndim:
-        m = mask.to(kl.dtype)
-        return t * t * (kl * m).sum() / m.sum().clamp_min(1)
-    return t * t * kl.mean()
-
-
-def distillation_rows(
-    student: torch.Tensor,
-    teacher: torch.Tensor,
-    temperature: float,
-    weights: torch.Tensor | float | None = 1.0,
-) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """Per row of float32 ``(n, C)`` logits, ``kl_i = T^2 * KL(softmax(teacher_i/T) ||
-    softmax(student_i/T))`` (``(n,)``: the rows of :func:`distillation_loss` before their
-    (masked) mean), and unless ``weights`` is None the gradient of ``sum_i weights_i * kl_i``
-    with respect to ``student``, ``weights_i * T * (softmax(student_i/T) -
-    softmax(teacher_i/T))`` (``(n, C)``; ``weights``: a number or ``(n,)``). The inputs are
-    not changed.
-
-    Written for few passes over the ``(n, C)`` logits (two exponentials, no log-softmax
-    tensors): with ``a = (z - max z)/T``, ``b = (y - max y)/T`` and their sums of
-    exponentials ``s_a``, ``s_b``, ``kl / T^2 = sum(e^b (b - a)) / s_b - log s_b + log s_a``.
-    """
-    t = temperature
-    a = torch.add(student.amax(-1, keepdim=True) / -t, student, alpha=1 / t)
-    b = torch.add(teacher.amax(-1, keepdim=True) / -t, teacher, alpha=1 / t)
-    eb = b.exp()
-    sb = eb.sum(-1)
-    dot = torch.linalg.vecdot(eb, b.sub_(a))
-    ea = a.exp_()
-    sa = ea.sum(-1)
-    kl = (dot / sb - sb.log() + sa.log()) * (t * t)
-    if weights is None:
-        return kl, None
-    # weights * T * (e^a / s_a - e^b / s_b), row by row
-    w = weights[:, None] if isinstance(weights, torch.Tensor) and weights.ndim else weights
-    grad = ea.mul_(w * t / sa[:, None]).addcmul_(eb, w * -t / sb[:, None])
-    return kl, grad
 
 
 # --- anchored plugins -------------------------------------------------------------------

@@ -42,8 +42,9 @@ one-seed claim with no measured band reads **seed noise not measured**
 
 Set aside before any test: **not applicable** (the premise fails in this run;
 ``not_applicable`` gives the reason) and **not testable** (an arm it rests on
-did not learn its task, :func:`~polymnesia.reports.baselines.learned_floor`; or its interval has zero width:
-every resample gave the same effect, which is no evidence either way).
+did not learn its task, :func:`~polymnesia.reports.baselines.learned_floor`; or its
+interval has zero width: every resample gave the same effect, which is no evidence either
+way).
 
 **p-values** come from the same distribution as the interval: a superiority
 claim uses its test's own p; otherwise (a margin, an interval without a p, a

@@ -5,7 +5,7 @@ on (``records_0``, ... as :class:`FisherParams.records` names them: instruction-
 ``records.jsonl``). The records are made SFT examples exactly as the ``instruct`` stage makes
 them (ChatML, loss on the response tokens, ``max_length``; a record too long is left out), a
 seeded sample of ``examples`` of them is taken, and
-:func:`~polymnesia.methods.regularization.diagonal_fisher` averages the squared gradient of
+:func:`~polymnesia.penalties.fisher.diagonal_fisher` averages the squared gradient of
 the loss over batches of ``batch_size`` (1: the per-example empirical Fisher of EWC). The
 model runs on the main process's device of the runtime, its weights cast to float32 (squared
 gradients underflow in half precision), the forward pass autocast to ``precision``. The
@@ -27,8 +27,9 @@ from polymnesia.config.base import StrictModel
 from polymnesia.errors import DataError
 from polymnesia.evaluation.config import InferencePrecision, precision_field
 from polymnesia.io import atomic_write_json
-from polymnesia.methods.regularization import FISHER_FILE, Tensors, diagonal_fisher, save_fisher
 from polymnesia.models.io import load_model_and_tokenizer, model_dir
+from polymnesia.penalties.fisher import FISHER_FILE, diagonal_fisher, save_fisher
+from polymnesia.penalties.quadratic import Tensors
 from polymnesia.pipeline.stage import STAGES, Artifact, Role, Stage, StageContext
 from polymnesia.results import Score
 from polymnesia.runtime import Runtime, current

@@ -51,17 +51,12 @@ from polymnesia.evaluation.inference import place_for_inference
 from polymnesia.io import atomic_dir, atomic_write_json
 from polymnesia.items import ITEMS_FILE, BootstrapConfig, ItemSet, score_with_items, write_items
 from polymnesia.methods.early_stopping import EarlyStopping
-from polymnesia.methods.regularization import (
-    EWC,
-    FISHER_FILE,
-    diagonal_fisher,
-    online_fisher,
-    save_fisher,
-)
+from polymnesia.methods.regularization import EWC
 from polymnesia.methods.step_merge import STEP_MERGE_PLUGINS, StepMerge
 from polymnesia.models.build import save_pretrained
 from polymnesia.models.io import save_model_and_tokenizer
 from polymnesia.models.lora import LoraConfig, add_adapter, load_adapter, trainable_parameters
+from polymnesia.penalties.fisher import FISHER_FILE, diagonal_fisher, online_fisher, save_fisher
 from polymnesia.pipeline.stage import STAGES, Artifact, Role, Stage, StageContext
 from polymnesia.results import Score
 from polymnesia.stages.common import DATA, plugin_inputs, train_in_stage
