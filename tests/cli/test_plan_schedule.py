@@ -7,8 +7,9 @@ import argparse
 import pytest
 
 from polymnesia.cli.main import main
-from polymnesia.cli.plan import cluster_shape, stage_jobs, stage_plan
+from polymnesia.cli.plan import cluster_shape
 from polymnesia.experiments import EXPERIMENTS, load_config
+from polymnesia.experiments.planning import stage_jobs, stage_plan
 from polymnesia.experiments.preflight import build_specs
 from polymnesia.training.flops import train_flops_per_token
 

@@ -181,9 +181,12 @@ def test_run_refuses_a_stage_that_cannot_fit_before_anything_runs(isolated_cache
 def test_no_memory_check_runs_a_stage_the_planner_refuses(
     isolated_cache, tmp_path, capsys, monkeypatch
 ):  # type: ignore[no-untyped-def]
+    import polymnesia.experiments.planning as planning
     import polymnesia.training.memory as memory
 
-    monkeypatch.setattr(memory, "device_bytes", lambda device=None, processes=1: 2**20)
+    one_mib = lambda device=None, processes=1: 2**20  # noqa: E731
+    monkeypatch.setattr(memory, "device_bytes", one_mib)  # the training loop's own check
+    monkeypatch.setattr(planning, "device_bytes", one_mib)  # run's check before any stage
     monkeypatch.setitem(memory.CHECKS, "enabled", True)
     argv = ["run", QUICK, *TINY_RUN, "--run-dir", str(tmp_path / "run")]
     err = refused(capsys, argv)
@@ -196,8 +199,8 @@ def test_the_planner_never_refuses_the_shipped_preset_configs_on_a_24_gib_machin
     """Every shipped config whose models are presets (the tiny and smoke ones; the ``*_paper``
     configs name Hub models) plans below 2 GiB per stage on a CPU; the estimates are within
     0.81-1.09 of the measured peaks (docs/benchmarks.md), so well below 24 GiB."""
-    from polymnesia.cli.plan import stage_plans
     from polymnesia.experiments import EXPERIMENTS, load_config
+    from polymnesia.experiments.planning import stage_plans
     from polymnesia.experiments.preflight import build_specs
 
     checked = 0
@@ -293,9 +296,9 @@ def test_the_run_check_skips_a_model_known_only_after_its_download(monkeypatch):
 
     import torch
 
-    from polymnesia.cli import plan as plan_cli
     from polymnesia.errors import ConfigError
     from polymnesia.experiments import EXPERIMENTS, load_config
+    from polymnesia.experiments import planning as plan_cli
     from polymnesia.experiments.preflight import build_specs
 
     asked: list[bool] = []

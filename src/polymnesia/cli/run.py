@@ -15,7 +15,6 @@ from typing import Any
 
 from polymnesia.cli.argtypes import amount
 from polymnesia.cli.output import run_summary
-from polymnesia.cli.plan import check_memory
 
 
 def build_specs(exp: Any, cfg: Any, source: str) -> list[Any]:
@@ -232,6 +231,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     if categories is None or set(categories) - {"data"}:  # `--only data` runs no model
         preflight(cfg, state.device.type, args.config, specs)
         if not args.no_memory_check:  # a stage that cannot fit: refused before any stage runs
+            from polymnesia.experiments.planning import check_memory
+
             to_run = {p.spec.name for p in planned if p.status != "reuse"}
             check_memory(specs, to_run, state, args.config)
         else:
