@@ -53,7 +53,7 @@ from polymnesia.metrics.uncertainty import (
 )
 from polymnesia.models import ModelConfig
 from polymnesia.models.new_tokens import INITS, Alignment, NewTokens, StaticEmbeddings, initialise
-from polymnesia.reports.plots import line_plot
+from polymnesia.reports.curves import line_plot
 from polymnesia.stages.adapt_vocabulary import (
     AdaptConfig,
     AdaptVocabularyParams,

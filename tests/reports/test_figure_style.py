@@ -13,7 +13,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.container import ErrorbarContainer
 from matplotlib.figure import Figure
 
-from polymnesia.reports import plots
+from polymnesia.reports import curves, heatmaps, plots
 from polymnesia.reports.style import PALETTE, series_style
 from polymnesia.results import Score
 
@@ -28,7 +28,8 @@ def drawn(monkeypatch: pytest.MonkeyPatch) -> list[Figure]:
         figures.append(fig)
         return real(fig, path)
 
-    monkeypatch.setattr(plots, "save_figure", keep)
+    for module in (plots, curves, heatmaps):
+        monkeypatch.setattr(module, "save_figure", keep)
     return figures
 
 
@@ -51,7 +52,7 @@ def test_a_line_plot_of_25_series_has_distinct_lines_and_an_outside_legend(
     drawn: list[Figure], tmp_path: Path
 ) -> None:
     series = {f"arm {i}": ([1, 2, 3], [i, i + 1, i + 0.5]) for i in range(25)}
-    plots.line_plot(series, tmp_path / "p.png", xlabel="step", ylabel="loss", integer_x=True)
+    curves.line_plot(series, tmp_path / "p.png", xlabel="step", ylabel="loss", integer_x=True)
     (fig,) = drawn
     ax = fig.axes[0]
     looks = {(ln.get_color(), ln.get_linestyle(), ln.get_marker()) for ln in ax.get_lines()}
@@ -64,7 +65,7 @@ def test_a_line_plot_of_25_series_has_distinct_lines_and_an_outside_legend(
 def test_a_line_plot_draws_each_interval_as_error_bars(drawn: list[Figure], tmp_path: Path) -> None:
     series = {"a": ([1, 2], [0.5, 0.6]), "b": ([1, 2], [0.4, 0.3]), "c": ([1, 2], [0.2, 0.2])}
     errors = {"a": ([0.4, 0.5], [0.6, 0.7]), "c": ([0.1, 0.1], [0.3, 0.3])}
-    plots.line_plot(series, tmp_path / "p.png", errors=errors)
+    curves.line_plot(series, tmp_path / "p.png", errors=errors)
     ax = drawn[0].axes[0]
     bars = [c for c in ax.containers if isinstance(c, ErrorbarContainer)]
     assert len(bars) == 2
@@ -72,24 +73,26 @@ def test_a_line_plot_draws_each_interval_as_error_bars(drawn: list[Figure], tmp_
     xs = [seg[0][0] for bar in bars for seg in bar.lines[2][0].get_segments()]
     assert len(set(xs)) == 4
     with pytest.raises(Exception, match="one interval per point"):
-        plots.line_plot(series, tmp_path / "q.png", errors={"a": ([0.4], [0.6])})
+        curves.line_plot(series, tmp_path / "q.png", errors={"a": ([0.4], [0.6])})
 
 
 def test_heatmaps_read_side_by_side_share_one_colour_scale(
     drawn: list[Figure], tmp_path: Path
 ) -> None:
     a, b = np.array([[0.035, 0.036]]), np.array([[0.039, 0.5]])
-    limits = plots.shared_limits([a, b])
+    limits = heatmaps.shared_limits([a, b])
     assert limits == (0.035, 0.5)
     for i, m in enumerate((a, b)):
-        plots.heatmap(m, ["r"], ["x", "y"], tmp_path / f"{i}.png", limits=limits)
+        heatmaps.heatmap(m, ["r"], ["x", "y"], tmp_path / f"{i}.png", limits=limits)
     norms = [f.axes[0].images[0].norm for f in drawn]
     assert all((n.vmin, n.vmax) == limits for n in norms)
     # centred maps keep 0 white and span the larger side of the shared limits
-    plots.heatmap(a - 0.1, ["r"], ["x", "y"], tmp_path / "c.png", center=0.0, limits=(-0.2, 0.05))
+    heatmaps.heatmap(
+        a - 0.1, ["r"], ["x", "y"], tmp_path / "c.png", center=0.0, limits=(-0.2, 0.05)
+    )
     norm = drawn[-1].axes[0].images[0].norm
     assert (norm.vmin, norm.vcenter, norm.vmax) == (-0.2, 0.0, 0.2)
-    assert plots.shared_limits([np.array([np.nan])]) is None
+    assert heatmaps.shared_limits([np.array([np.nan])]) is None
 
 
 def test_training_loss_gets_a_panel_per_family_with_its_validation_curve(
@@ -101,7 +104,7 @@ def test_training_loss_gets_a_panel_per_family_with_its_validation_curve(
         "mit": {"mit_GR_10": ([5, 10], [2.1, 1.9])},
     }
     dashed = {"pretrain": {"pretrain": ([10, 30], [5.2, 3.9])}}
-    plots.panel_lines(panels, tmp_path / "t.png", dashed=dashed, xlabel="optimizer step")
+    curves.panel_lines(panels, tmp_path / "t.png", dashed=dashed, xlabel="optimizer step")
     fig = drawn[0]
     visible = [ax for ax in fig.axes if ax.get_visible()]
     assert [ax.get_title() for ax in visible] == ["pretrain", "cft", "mit"]
@@ -142,17 +145,17 @@ def test_scatter_points_can_carry_labels_intervals_and_their_order(
     trade-off names each arm and draws both intervals."""
     tsne = {"P1": ([0.0, 1.0, 2.0], [0.0, 0.5, 0.2]), "P2": ([0.1, 1.2, 2.5], [1.0, 1.1, 0.9])}
     layers = {k: [f"L{j}" for j in range(3)] for k in tsne}
-    plots.scatter_plot(tsne, tmp_path / "t.png", point_labels=layers, connect=True)
+    curves.scatter_plot(tsne, tmp_path / "t.png", point_labels=layers, connect=True)
     ax = drawn[0].axes[0]
     assert sorted(t.get_text() for t in ax.texts) == sorted(["L0", "L1", "L2"] * 2)
     assert len(ax.get_lines()) >= 2  # each model's layers joined in order (plus zero lines)
     arms = {"CFT": ([0.1], [-0.2]), "GR_10": ([0.08], [-0.05])}
     bounds = {"CFT": ((0.05, 0.15), (-0.3, -0.1)), "GR_10": ((0.02, 0.14), (-0.1, 0.0))}
-    plots.scatter_plot(
+    curves.scatter_plot(
         arms, tmp_path / "e.png", point_labels={k: [k] for k in arms}, intervals=bounds
     )
     ax = drawn[1].axes[0]
     assert {t.get_text() for t in ax.texts} == {"CFT", "GR_10"}
     assert len(ax.containers) == 2  # an error bar per arm
     with pytest.raises(Exception, match="one label per point"):
-        plots.scatter_plot(arms, tmp_path / "x.png", point_labels={"CFT": ["a", "b"]})
+        curves.scatter_plot(arms, tmp_path / "x.png", point_labels={"CFT": ["a", "b"]})

@@ -25,7 +25,8 @@ import pytest
 from polymnesia.metrics.uncertainty import Interval
 from polymnesia.reports.baselines import baseline_table, label_baselines
 from polymnesia.reports.claims import Claim
-from polymnesia.reports.plots import bar_by_language, heatmap
+from polymnesia.reports.heatmaps import heatmap
+from polymnesia.reports.plots import bar_by_language
 from polymnesia.reports.render import Report
 from polymnesia.reports.tables import group_table, language_table, matrix_table
 from polymnesia.reports.verdicts import SeedNoise

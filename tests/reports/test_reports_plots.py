@@ -8,14 +8,9 @@ from pathlib import Path
 import pytest
 
 from polymnesia.errors import ConfigError, DataError, PolymnesiaError
-from polymnesia.reports.plots import (
-    bar_by_language,
-    bar_plot,
-    heatmap,
-    line_plot,
-    scatter_plot,
-    series_colours,
-)
+from polymnesia.reports.curves import line_plot, scatter_plot
+from polymnesia.reports.heatmaps import heatmap
+from polymnesia.reports.plots import bar_by_language, bar_plot, series_colours
 from polymnesia.results import Score
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"

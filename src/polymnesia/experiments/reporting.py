@@ -12,7 +12,8 @@ from polymnesia.data.languages import get_language
 from polymnesia.io import read_jsonl_strict
 from polymnesia.items import BootstrapConfig, ItemSet, group_intervals
 from polymnesia.pipeline.stage import CATEGORIES, STAGES
-from polymnesia.reports.plots import bar_by_language, panel_lines
+from polymnesia.reports.curves import panel_lines
+from polymnesia.reports.plots import bar_by_language
 from polymnesia.reports.render import Report
 from polymnesia.reports.table_core import Table
 from polymnesia.reports.tables import group_table, language_table, write_table

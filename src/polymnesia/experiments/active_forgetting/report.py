@@ -33,8 +33,8 @@ from polymnesia.experiments.seeds import (
 from polymnesia.items import group_intervals
 from polymnesia.reports.claims import correct
 from polymnesia.reports.claims_table import claims_table
+from polymnesia.reports.curves import line_plot
 from polymnesia.reports.frame import RunTable, load_run
-from polymnesia.reports.plots import line_plot
 from polymnesia.reports.render import Report
 from polymnesia.reports.tables import (
     Estimate,

@@ -44,8 +44,9 @@ from polymnesia.reports.baselines import baseline_table, trivial_table
 from polymnesia.reports.cd_diagram import plot_cd_diagram
 from polymnesia.reports.claims import correct
 from polymnesia.reports.claims_table import claims_block_table, claims_table
+from polymnesia.reports.curves import line_plot
 from polymnesia.reports.frame import load_run
-from polymnesia.reports.plots import heatmap, line_plot
+from polymnesia.reports.heatmaps import heatmap
 from polymnesia.reports.render import Report
 from polymnesia.reports.table_core import Table
 from polymnesia.reports.tables import seed_table, write_table

@@ -13,7 +13,7 @@ from polymnesia.continual.analysis import hop_average, ranking
 from polymnesia.experiments.lifelong.evidence import Pool
 from polymnesia.experiments.lifelong.results import Arm, average_curve, per_language
 from polymnesia.metrics.continual import Shift, average_learned
-from polymnesia.reports import plots
+from polymnesia.reports import curves, heatmaps, plots
 from polymnesia.reports.render import Report
 
 
@@ -34,7 +34,7 @@ def figures(
     T = len(next(iter(orders.values())))
     series = {a.label: (list(range(1, T + 1)), list(100 * _curve(a, pool))) for a in arms}
     bands = {a.label: b for a in arms if (b := _curve_band(a, pool, T)) is not None}
-    plots.line_plot(
+    curves.line_plot(
         series,
         fig_dir / "fig2_average_over_steps.png",
         xlabel="step",
@@ -68,10 +68,10 @@ def figures(
             r_maps[(arm.label, name)] = (R, what)
     # figures read side by side share one colour scale: MBT of every arm, MFT, and every R
     limits = {
-        kind: plots.shared_limits(m for (_, k), (m, _) in hop_maps.items() if k == kind)
+        kind: heatmaps.shared_limits(m for (_, k), (m, _) in hop_maps.items() if k == kind)
         for kind in ("mbt", "mft")
     }
-    r_limits = plots.shared_limits(R for R, _ in r_maps.values())
+    r_limits = heatmaps.shared_limits(R for R, _ in r_maps.values())
     for arm in drawn:
         stem = f"{arm.method}_r{arm.rank}" if arm.rank else arm.method
         pl = per_lang[arm.label]
@@ -93,7 +93,7 @@ def figures(
             )
         for kind, fig in (("mbt", 5), ("mft", 6)):
             mat, langs = hop_maps[(arm.label, kind)]
-            plots.heatmap(
+            heatmaps.heatmap(
                 mat,
                 [str(h) for h in range(hops + 1)],
                 langs,
@@ -112,7 +112,7 @@ def figures(
         for name in arm.Rs:
             R, what = r_maps[(arm.label, name)]
             order = orders[name]
-            plots.heatmap(
+            heatmaps.heatmap(
                 R,
                 [f"{i}:{lang}" for i, lang in enumerate(order)],
                 order,

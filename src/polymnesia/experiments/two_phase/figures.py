@@ -20,7 +20,8 @@ import numpy as np
 from polymnesia.experiments.seeds import seed_list, seed_stage_name
 from polymnesia.experiments.shared import PRETRAIN
 from polymnesia.experiments.two_phase.config import TwoPhaseConfig
-from polymnesia.reports.plots import line_plot, scatter_plot, series_colours
+from polymnesia.reports.curves import line_plot, scatter_plot
+from polymnesia.reports.plots import series_colours
 from polymnesia.reports.render import Report
 from polymnesia.reports.style import LINESTYLES
 from polymnesia.results import Score, StageRecord
