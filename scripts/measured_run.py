@@ -31,14 +31,8 @@ from pathlib import Path
 from polymnesia.errors import PolymnesiaError
 from polymnesia.experiments.loading import load_config
 from polymnesia.experiments.seeds import band_from_record, write_band
-from polymnesia.reports.measured import (
-    parse_gnu_time,
-    read_record,
-    record_runs,
-    render,
-    replace_block,
-    write_record,
-)
+from polymnesia.reports.measured import parse_gnu_time, read_record, record_runs, write_record
+from polymnesia.reports.measured_block import render, replace_block
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -23,18 +23,15 @@ from polymnesia.experiments.seeds import (
 )
 from polymnesia.reports.measured import (
     SET_ASIDE,
-    block_of,
     machine_info,
     parse_gnu_time,
     read_record,
     read_table,
     record_runs,
-    render,
-    replace_block,
     run_machine,
     seed_spread,
-    unheld,
 )
+from polymnesia.reports.measured_block import block_of, render, replace_block, unheld
 
 ROOT = Path(__file__).resolve().parents[2]
 RECORDS = sorted((ROOT / "docs" / "runs").glob("*.json"))
