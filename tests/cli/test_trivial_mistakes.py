@@ -12,7 +12,7 @@ import pytest
 from polymnesia.cli.main import _one_line_config_warnings, main, quiet_library_deprecations
 from polymnesia.cli.plan import memory_size
 from polymnesia.errors import ConfigError, ConfigWarning
-from polymnesia.experiments import EXPERIMENTS, load_config, preflight
+from polymnesia.experiments import EXPERIMENTS, load_config, model_checks
 from polymnesia.experiments.preflight import build_specs
 
 QUICKSTART = "configs/quickstart.yaml"
@@ -114,7 +114,7 @@ def test_an_uncached_hub_model_offline_is_refused_by_the_dry_run(
     """Before the data stage, not after it: with HF_HUB_OFFLINE set, or with no answer from
     the Hub (the probe is replaced: this machine has no network either way)."""
     monkeypatch.setenv("HF_HUB_OFFLINE", switch)
-    monkeypatch.setattr(preflight, "hub_reachable", lambda: False)
+    monkeypatch.setattr(model_checks, "hub_reachable", lambda: False)
     hub_id = "polymnesia-test/no-such-model"
     err = one_error_line(capsys, "run", QUICKSTART, f"model.name_or_path={hub_id}", "--dry-run")
     why = "HF_HUB_OFFLINE is set" if switch == "1" else "the Hugging Face Hub does not answer"
@@ -128,11 +128,11 @@ def test_a_cached_or_reachable_hub_model_passes(monkeypatch: pytest.MonkeyPatch)
     names = {s.name for s in specs}
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     with pytest.raises(ConfigError, match="nothing in the local Hugging Face cache"):
-        preflight.check_hub_models(cfg, specs, names, QUICKSTART)
-    preflight.check_hub_models(cfg, specs, set(), QUICKSTART)  # every stage reused
-    monkeypatch.setattr(preflight, "in_hub_cache", lambda name: True)
-    preflight.check_hub_models(cfg, specs, names, QUICKSTART)
-    monkeypatch.setattr(preflight, "in_hub_cache", lambda name: False)
+        model_checks.check_hub_models(cfg, specs, names, QUICKSTART)
+    model_checks.check_hub_models(cfg, specs, set(), QUICKSTART)  # every stage reused
+    monkeypatch.setattr(model_checks, "in_hub_cache", lambda name: True)
+    model_checks.check_hub_models(cfg, specs, names, QUICKSTART)
+    monkeypatch.setattr(model_checks, "in_hub_cache", lambda name: False)
     monkeypatch.setenv("HF_HUB_OFFLINE", "0")
-    monkeypatch.setattr(preflight, "hub_reachable", lambda: True)
-    preflight.check_hub_models(cfg, specs, names, QUICKSTART)
+    monkeypatch.setattr(model_checks, "hub_reachable", lambda: True)
+    model_checks.check_hub_models(cfg, specs, names, QUICKSTART)

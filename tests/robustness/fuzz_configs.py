@@ -712,12 +712,12 @@ def fuzz(folder: Path, seed: int = 0, per_config: int = 30) -> list[Outcome]:
     from unittest import mock
 
     import polymnesia.stages  # noqa: F401
-    from polymnesia.experiments import preflight
+    from polymnesia.experiments import model_checks
 
     downloaded = _shipped_hub_models()
-    cached = preflight.in_hub_cache
+    cached = model_checks.in_hub_cache
     with mock.patch.object(
-        preflight, "in_hub_cache", lambda name, *a: name in downloaded or cached(name, *a)
+        model_checks, "in_hub_cache", lambda name, *a: name in downloaded or cached(name, *a)
     ):
         return [
             run_one(m, folder, dry_run=i % 4 == 3)

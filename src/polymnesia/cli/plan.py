@@ -161,8 +161,8 @@ def cluster_shape(text: str) -> tuple[int, int]:
 def cmd_plan(args: argparse.Namespace) -> int:
     from polymnesia.errors import ConfigError
     from polymnesia.experiments import EXPERIMENTS, load_config
+    from polymnesia.experiments.model_checks import check_model_folders
     from polymnesia.experiments.planning import stage_plans
-    from polymnesia.experiments.preflight import check_model_folders
     from polymnesia.pipeline.runner import check_specs
     from polymnesia.training.memory import gib
 

@@ -156,9 +156,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     import yaml
 
     from polymnesia.experiments import EXPERIMENTS, load_config
+    from polymnesia.experiments.model_checks import check_hub_models
     from polymnesia.experiments.preflight import (
         check_harness_names,
-        check_hub_models,
         check_remote_code,
         check_run_dir_place,
         check_run_record,
