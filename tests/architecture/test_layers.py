@@ -4,7 +4,7 @@ Layers, top to bottom (docs/architecture.md); a module may import its own layer 
 
     cli
     experiments
-    stages, testing
+    stages, testing, selfcheck
     methods, continual, tasks, evaluation, harness, training, penalties, reports
     models, tokenizers, gradients, merging, layers, metrics, items, data, instructions,
     pipeline
@@ -22,7 +22,7 @@ SRC = Path(__file__).resolve().parents[2] / "src"
 TIERS = [
     {"cli", "__main__"},
     {"experiments"},
-    {"stages", "testing"},
+    {"stages", "testing", "selfcheck"},
     {"methods", "continual", "tasks", "evaluation", "harness", "training", "penalties", "reports"},
     {
         "models",

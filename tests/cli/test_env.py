@@ -7,6 +7,7 @@ import json
 import pytest
 import torch
 
+from polymnesia import selfcheck
 from polymnesia.cli import env
 from polymnesia.cli.main import main
 
@@ -125,24 +126,22 @@ def test_processes_sharing_one_accelerator_fail_the_collective_check(monkeypatch
 
     from polymnesia.runtime import Runtime
 
-    monkeypatch.setattr(
-        "polymnesia.runtime.current", lambda *a, **k: Runtime(torch.device("cuda:0"), 1, 3)
-    )
+    monkeypatch.setattr(selfcheck, "current", lambda *a, **k: Runtime(torch.device("cuda:0"), 1, 3))
 
     def gather(out, obj):  # type: ignore[no-untyped-def]
         out[:] = ["cuda:0", "cuda:1", "cuda:1"]
 
     monkeypatch.setattr(dist, "all_gather_object", gather)
     with pytest.raises(RuntimeError, match=r"processes 1, 2 share cuda:1: each process needs"):
-        env._check_collective("no")
+        selfcheck._check_collective("no")
 
 
 def test_a_failure_on_another_process_fails_every_process(monkeypatch, capsys) -> None:  # type: ignore[no-untyped-def]
     fine = {"name": "training", "ok": True, "seconds": 1.0, "detail": "3 steps"}
     broken = {"name": "collective", "ok": False, "seconds": 0.1, "detail": "RuntimeError: x"}
     monkeypatch.setattr(
-        env,
-        "_gather_processes",
+        selfcheck,
+        "gather_processes",
         lambda report: [
             {"rank": 0, "host": "a", "device": "cuda:0", "check": [fine]},
             {"rank": 1, "host": "b", "device": "cuda:1", "check": [fine, broken]},
