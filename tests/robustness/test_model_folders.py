@@ -163,7 +163,7 @@ def test_read_header_accepts_what_safetensors_writes(tmp_path: Path) -> None:
     import torch
     from safetensors.torch import save_file
 
-    from polymnesia.models.folders import read_header
+    from polymnesia.models.safetensors_headers import read_header
 
     tensors = {
         "a": torch.zeros(3, 5, dtype=torch.bfloat16),

@@ -13,7 +13,8 @@ without loading a weight or running any code, and refuses each of these in one l
 - an ``auto_map`` (classes defined by Python files in the folder) only with
   ``trust_remote_code``, which polymnesia grants only with ``--trust-remote-code``;
 - the weights are ``model.safetensors`` or the shards of ``model.safetensors.index.json``
-  (plain file names inside the folder); each header is read by hand (:func:`read_header`):
+  (plain file names inside the folder); each header is read by hand
+  (:func:`polymnesia.models.safetensors_headers.read_header`):
   its length field at most :data:`MAX_HEADER_BYTES` and inside the file, a JSON object of
   tensors whose dtype is known, whose shape is a list of whole numbers, and whose
   ``data_offsets`` cover the data that follows exactly, back to back, each ``dtype x shape``
@@ -26,20 +27,17 @@ without loading a weight or running any code, and refuses each of these in one l
 from __future__ import annotations
 
 import json
-import math
 import re
-import struct
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from polymnesia.errors import PolymnesiaError
 from polymnesia.models.build import is_encoder
+from polymnesia.models.safetensors_headers import Tensor, read_header
 
 #: a ``config.json`` larger than this is not a model config
 MAX_CONFIG_BYTES = 16 << 20
-#: the safetensors library's own limit on a header (100 MB)
-MAX_HEADER_BYTES = 100_000_000
 #: no size of a real model reaches this (widths, vocabularies, context lengths, layer counts)
 MAX_SIZE = 1 << 24
 #: ``config.json`` keys that are sizes (a whole number >= 1, or null where transformers
@@ -72,42 +70,9 @@ LAYER_KEYS = ("num_hidden_layers", "n_layer", "num_layers")
 #: no model has more layers (the largest have a few hundred); the check builds every layer
 #: on the meta device
 MAX_LAYERS = 1024
-#: safetensors dtypes and their bits per element
-DTYPE_BITS = {
-    "BOOL": 8,
-    "U8": 8,
-    "I8": 8,
-    "F8_E5M2": 8,
-    "F8_E4M3": 8,
-    "F8_E8M0": 8,
-    "F4": 4,
-    "F6_E2M3": 6,
-    "F6_E3M2": 6,
-    "I16": 16,
-    "U16": 16,
-    "F16": 16,
-    "BF16": 16,
-    "I32": 32,
-    "U32": 32,
-    "F32": 32,
-    "C64": 64,
-    "I64": 64,
-    "U64": 64,
-    "F64": 64,
-}
 #: the files a tokenizer folder holds (any one of them)
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "tokenizer.model")
 WEIGHTS, INDEX = "model.safetensors", "model.safetensors.index.json"
-
-
-@dataclass(frozen=True)
-class Tensor:
-    """One entry of a safetensors header."""
-
-    dtype: str
-    shape: tuple[int, ...]
-    begin: int
-    end: int
 
 
 @dataclass
@@ -194,102 +159,6 @@ def _check_sizes(node: Any, path: Path, where: str, depth: int) -> None:
                 )
         elif isinstance(value, (dict, list)):
             _check_sizes(value, path, at, depth + 1)
-
-
-def read_header(path: Path) -> dict[str, Tensor]:
-    """The tensors of the safetensors file ``path``, its header read and bounded by hand: the
-    little-endian 8-byte length, at most :data:`MAX_HEADER_BYTES` and inside the file, then
-    the JSON header, each tensor's dtype, shape and ``data_offsets`` checked against the
-    bytes that follow (back to back from 0, covering them exactly)."""
-    try:
-        with path.open("rb") as f:
-            size = path.stat().st_size
-            head = f.read(8)
-            if len(head) < 8:
-                raise PolymnesiaError(
-                    f"weights file {path} is {size} bytes, shorter than a safetensors header"
-                )
-            (n,) = struct.unpack("<Q", head)
-            if n > size - 8 or n > MAX_HEADER_BYTES:
-                than = (
-                    f"the file holds after it ({size - 8:,})"
-                    if n > size - 8
-                    else f"safetensors allows ({MAX_HEADER_BYTES:,})"
-                )
-                raise PolymnesiaError(
-                    f"weights file {path}: its header length field says {n:,} bytes, more than "
-                    f"{than}; the file is damaged or not safetensors"
-                )
-            raw = f.read(n)
-    except OSError as e:
-        raise PolymnesiaError(
-            f"cannot read weights file {path}: {e.strerror or type(e).__name__}"
-        ) from None
-    try:
-        header = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError, RecursionError):
-        raise PolymnesiaError(
-            f"weights file {path}: its header is not a JSON object; the file is damaged or not "
-            "safetensors"
-        ) from None
-    if not isinstance(header, dict):
-        raise PolymnesiaError(f"weights file {path}: its header is not a JSON object")
-    data = size - 8 - n
-    tensors: dict[str, Tensor] = {}
-    for name, entry in header.items():
-        if name == "__metadata__":
-            continue
-        tensors[name] = _tensor(path, name, entry, data)
-    start = 0
-    for name, t in sorted(tensors.items(), key=lambda kv: (kv[1].begin, kv[1].end)):
-        if t.begin != start:
-            raise PolymnesiaError(
-                f"weights file {path}: tensor '{name}' starts at byte {t.begin:,} of the data, "
-                f"expected {start:,} (tensors lie back to back); the file is damaged"
-            )
-        start = t.end
-    if start != data:
-        raise PolymnesiaError(
-            f"weights file {path}: its tensors cover {start:,} bytes of data but the file holds "
-            f"{data:,}; the file is damaged or truncated"
-        )
-    return tensors
-
-
-def _tensor(path: Path, name: str, entry: Any, data: int) -> Tensor:
-    bad = f"weights file {path}: tensor '{name[:80]}'"
-    if not isinstance(entry, dict):
-        raise PolymnesiaError(f"{bad} is not described by an object")
-    dtype, shape, offsets = entry.get("dtype"), entry.get("shape"), entry.get("data_offsets")
-    if dtype not in DTYPE_BITS:
-        raise PolymnesiaError(
-            f"{bad} has dtype {json.dumps(dtype)[:30]}; accepted: {', '.join(DTYPE_BITS)}"
-        )
-    if not isinstance(shape, list) or not all(
-        isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in shape
-    ):
-        raise PolymnesiaError(f"{bad} has shape {json.dumps(shape)[:40]}, not whole numbers")
-    if not (
-        isinstance(offsets, list)
-        and len(offsets) == 2
-        and all(isinstance(o, int) and not isinstance(o, bool) for o in offsets)
-    ):
-        raise PolymnesiaError(
-            f"{bad} has data_offsets {json.dumps(offsets)[:40]}, not [begin, end]"
-        )
-    begin, end = offsets
-    if not 0 <= begin <= end <= data:
-        raise PolymnesiaError(
-            f"{bad} claims bytes {begin:,} to {end:,} of the data, but the file holds {data:,} "
-            "bytes of data; the file is damaged or truncated"
-        )
-    bits = math.prod(shape) * DTYPE_BITS[dtype]
-    if bits != 8 * (end - begin):
-        raise PolymnesiaError(
-            f"{bad} has {end - begin:,} bytes, but {dtype} x {tuple(shape)} takes "
-            f"{bits / 8:,.0f}; the file is damaged"
-        )
-    return Tensor(dtype, tuple(shape), begin, end)
 
 
 def read_weights(folder: Path) -> dict[str, Tensor]:
