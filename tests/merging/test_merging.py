@@ -8,16 +8,8 @@ import pytest
 import torch
 
 from polymnesia.errors import ConfigError
-from polymnesia.merging.maths import (
-    average,
-    disjoint_mean,
-    elect_sign,
-    task_arithmetic,
-    task_vectors,
-    ties,
-    ties_tensor,
-    trim,
-)
+from polymnesia.merging.maths import average, task_arithmetic, task_vectors, ties
+from polymnesia.merging.ties import disjoint_mean, elect_sign, ties_tensor, trim
 
 
 def t(*xs: float) -> torch.Tensor:
@@ -276,7 +268,7 @@ def _cases(seed: int, sizes: tuple[int, ...]):  # type: ignore[no-untyped-def]
 
 
 def test_fused_ties_equals_the_plain_one_bit_for_bit(monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    import polymnesia.merging.maths as merging
+    import polymnesia.merging.ties as merging
 
     monkeypatch.setattr(merging, "TIES_CHUNK", 1000)  # many chunks, ties across their edges
     sizes = (1, 2, 5, 999, 1000, 1001, 4096, 20_000, 40_001, 70_000, 3, 17, 257, 30_000)
@@ -288,7 +280,7 @@ def test_fused_ties_equals_the_plain_one_bit_for_bit(monkeypatch) -> None:  # ty
 
 
 def test_fused_ties_keeps_shapes_and_the_reference_path(monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    import polymnesia.merging.maths as merging
+    import polymnesia.merging.ties as merging
 
     g = torch.Generator().manual_seed(1)
     base = torch.randn(64, 48, generator=g)
@@ -314,7 +306,7 @@ def test_fused_ties_keeps_shapes_and_the_reference_path(monkeypatch) -> None:  #
 def test_fused_ties_when_the_sample_misses_the_threshold(monkeypatch) -> None:  # type: ignore[no-untyped-def]
     # the sampled bracket is a guess; where it misses, a selection over all magnitudes
     # finds the threshold: the same result
-    import polymnesia.merging.maths as merging
+    import polymnesia.merging.ties as merging
 
     cases = list(_cases(2, (30_000, 50_001, 40_000, 20_000)))
     bracket = merging._bracket

@@ -20,8 +20,8 @@ from polymnesia.merging.maths import (
     merge_weights,
     same_tensor,
     task_arithmetic_tensor,
-    ties_tensor,
 )
+from polymnesia.merging.ties import ties_tensor
 
 #: the files of a model folder that are not weights, copied from the base (or first) model
 WEIGHT_SUFFIXES = (".safetensors", ".safetensors.index.json", ".bin", ".bin.index.json")
