@@ -15,8 +15,9 @@ from pathlib import Path
 import pytest
 
 from polymnesia.errors import PolymnesiaError
-from polymnesia.pipeline import builds, entry_lock, integrity
-from polymnesia.pipeline.entry_lock import EntryLock, Holder
+from polymnesia.pipeline import builds, entry_lock, integrity, lock_holders
+from polymnesia.pipeline.entry_lock import EntryLock
+from polymnesia.pipeline.lock_holders import Holder
 
 SRC = str(Path(__file__).resolve().parents[2] / "src")
 
@@ -24,11 +25,11 @@ SRC = str(Path(__file__).resolve().parents[2] / "src")
 def _plant(entry: Path, gen: int = 3, **fields: object) -> Holder:
     """Write generation ``gen`` of ``entry``'s lock as held by a process of this host."""
     now = time.time()
-    m = entry_lock._machine()
+    m = lock_holders._machine()
     holder = Holder(
         host=m["host"],
         pid=os.getpid(),
-        start=entry_lock.process_start(os.getpid()),
+        start=lock_holders.process_start(os.getpid()),
         boot=m["boot"],
         pid_ns=m["pid_ns"],
         slurm_job="",
@@ -106,8 +107,8 @@ def test_a_beating_holder_on_another_host_is_waited_for_until_it_stops(
     entry = tmp_path / "fp"
     holder = _lock(entry, heartbeat=0.05, stale=0.5)
     holder.acquire()
-    real = entry_lock._machine()
-    monkeypatch.setattr(entry_lock, "_machine", lambda: {**real, "host": "node-b"})
+    real = lock_holders._machine()
+    monkeypatch.setattr(lock_holders, "_machine", lambda: {**real, "host": "node-b"})
     with pytest.raises(PolymnesiaError, match="still in use by process"):
         _lock(entry, timeout=1.2, stale=0.5).acquire()  # its heartbeat moves: alive
     holder._stop.set()  # the holder's node dies: no more heartbeats, no release
