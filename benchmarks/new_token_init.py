@@ -53,12 +53,11 @@ from polymnesia.metrics.uncertainty import (
 )
 from polymnesia.models import ModelConfig
 from polymnesia.models.new_tokens import INITS, Alignment, NewTokens, StaticEmbeddings, initialise
+from polymnesia.models.resize import new_ids, resize_and_init
 from polymnesia.reports.curves import line_plot
 from polymnesia.stages.adapt_vocabulary import (
     AdaptConfig,
     AdaptVocabularyParams,
-    new_ids,
-    resize_and_init,
     side_data,
     source_side_data,
 )

@@ -12,11 +12,10 @@ from vocabulary_helpers import EN, FR, write
 
 from polymnesia.errors import ConfigError
 from polymnesia.models.new_tokens import INITS, NewTokens, initialise
+from polymnesia.models.resize import new_ids, resize_and_init
 from polymnesia.stages.adapt_vocabulary import (
     AdaptConfig,
     AdaptVocabularyParams,
-    new_ids,
-    resize_and_init,
     side_data,
     source_side_data,
 )

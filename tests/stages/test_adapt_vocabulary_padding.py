@@ -13,7 +13,7 @@ import torch
 
 from polymnesia.errors import PolymnesiaError
 from polymnesia.methods.frozen_rows import FrozenRows
-from polymnesia.stages.adapt_vocabulary import new_ids, padding_multiple, resize_and_init
+from polymnesia.models.resize import new_ids, padding_multiple, resize_and_init
 from polymnesia.testing import tiny_model
 from polymnesia.tokenizers.bpe import train_bpe
 from polymnesia.tokenizers.merge import merge_tokenizers

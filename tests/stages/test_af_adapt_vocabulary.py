@@ -6,12 +6,8 @@ import pytest
 import torch
 
 from polymnesia.errors import PolymnesiaError
-from polymnesia.stages.adapt_vocabulary import (
-    AdaptConfig,
-    AdaptVocabularyParams,
-    check_resizable,
-    resize_and_init,
-)
+from polymnesia.models.resize import check_resizable, resize_and_init
+from polymnesia.stages.adapt_vocabulary import AdaptConfig, AdaptVocabularyParams
 from polymnesia.tokenizers.bpe import train_bpe
 from polymnesia.tokenizers.merge import merge_tokenizers
 from polymnesia.training.config import TrainConfig

@@ -5,7 +5,7 @@ Inputs: ``data`` (prepared data), ``model`` (the base model), ``vocabulary`` (a
 ``static_embeddings`` entry: the merged tokenizer and the side data, shared by every arm).
 
 1. Give the new ids rows and initialise them with ``init``
-   (:func:`polymnesia.stages.adapt_vocabulary.resize_and_init`; the kept head's new rows the
+   (:func:`polymnesia.models.resize.resize_and_init`; the kept head's new rows the
    same way, or a replaced head).
 2. Score bits per byte and perplexity on each evaluated language's texts (``eval.split``) at
    step 0, the initialisation alone.
@@ -41,10 +41,10 @@ from polymnesia.items import ITEMS_FILE, BootstrapConfig, ItemSet, interval_of, 
 from polymnesia.methods.frozen_rows import FrozenRows
 from polymnesia.models.io import load_model_and_tokenizer
 from polymnesia.models.new_tokens import INITS
+from polymnesia.models.resize import check_resizable, resize_and_init
 from polymnesia.pipeline.stage import STAGES, Artifact, Stage, StageContext
 from polymnesia.results import Score, with_interval
 from polymnesia.runtime import use_cpu
-from polymnesia.stages.adapt_vocabulary import check_resizable, resize_and_init
 from polymnesia.stages.common import DATA, MODEL, packed_mixture, plugin_inputs, train_in_stage
 from polymnesia.stages.static_embeddings import VOCABULARY, SideData, load_side_data
 from polymnesia.training.config import TrainConfig

@@ -6,7 +6,7 @@ Each initialisation is a pure function registered in :data:`INITS`:
 (:class:`NewTokens`) the base and merged tokenizers, the new ids and any side
 data; ``rows`` is ``[len(tokens.ids), d]``, row ``i`` for merged id
 ``tokens.ids[i]``. Nothing here touches a model: resizing and writing the rows
-is :func:`polymnesia.stages.adapt_vocabulary.resize_and_init`.
+is :func:`polymnesia.models.resize.resize_and_init`.
 
 ========================  ===================================================
 ``mean``                  every new row is the mean of the base rows
