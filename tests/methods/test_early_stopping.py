@@ -33,11 +33,14 @@ def test_stops_after_patience_bad_epochs_and_restores_best() -> None:
             model.weight.fill_(float(step))  # weights after this step
         state = _state(model, step)
         plugin.after_optimizer_step(state)
-        if state.extras.get("stop_training"):
+        if state.stop_reason is not None:
             stopped_at = step
             break
     # epochs end at steps 2, 4, 6, 8: scores 0.3, 0.5 (best, weight 4), 0.4, 0.45 -> stop at step 8
     assert stopped_at == 8
+    assert state.stop_reason == (
+        "early stopping: no validation improvement in 2 epochs (best 0.5 at epoch 2)"
+    )
     assert plugin.summary()["best_epoch"] == 2 and plugin.best == 0.5
     plugin.restore_best(model)
     assert float(model.weight.detach()) == 4.0

@@ -3,7 +3,7 @@
 The paper stops when the validation F1 has not improved for ``patience``
 epochs (15 with LoRA, 5 without), within at most ``max_epochs`` (100 / 50).
 The plugin evaluates at the end of every epoch, remembers the best weights,
-and asks the loop to stop (``state.extras["stop_training"]``); the stage then
+and asks the loop to stop (``state.request_stop(reason)``); the stage then
 restores the best weights (as ``load_best_model_at_end`` does in HF Trainer).
 """
 
@@ -61,7 +61,10 @@ class EarlyStopping(TrainingPlugin):
         else:
             self.bad += 1
         if self.bad >= self.cfg.patience:
-            state.extras["stop_training"] = True
+            state.request_stop(
+                f"early stopping: no validation improvement in {self.bad} epochs (best "
+                f"{self.best:.4g} at epoch {self.best_epoch})"
+            )
 
     def restore_best(self, model: torch.nn.Module) -> None:
         """Load the weights of the best epoch back into ``model`` (no-op before any epoch)."""

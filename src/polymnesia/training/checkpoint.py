@@ -18,6 +18,8 @@ has its recorded size and SHA-256, it lists ``model.safetensors``, no file the
 loader would read (``*.json``, ``*.safetensors``) lies there unlisted, and every
 weight in ``model.safetensors`` is finite (checked one tensor at a time). A
 damaged checkpoint is reported in one line and the next older one is tried.
+:class:`Checkpointer` saves and resumes a training run's state through these, with the
+trees its engine names (:meth:`polymnesia.training.engines.Engine.checkpoint_trees`).
 :func:`load` reads only listed files, checks their sizes, and checks the loaded
 parameters are finite. Files that are not in the manifest (an Accelerate
 ``custom_checkpoint_0.pkl``, say) are never read, and folders written by older
@@ -28,6 +30,7 @@ rather than unpickled.
 from __future__ import annotations
 
 import json
+import math
 import os
 import random
 import re
@@ -40,8 +43,9 @@ from typing import Any
 import numpy as np
 import torch
 
-from polymnesia.errors import PolymnesiaError
+from polymnesia.errors import PolymnesiaError, TrainingDiverged
 from polymnesia.io import atomic_write_json, sha256_file
+from polymnesia.training.engines import Engine
 from polymnesia.training.fsdp import local, shard_rows
 from polymnesia.training.state_io import load_tree, save_tree
 
@@ -152,6 +156,78 @@ def save(
         for _, old in checkpoints(ckpt_dir)[:-keep]:
             shutil.rmtree(old, ignore_errors=True)
     acc.wait_for_everyone()
+
+
+def last_good_text(ckpt_dir: Path) -> str:
+    """The newest good checkpoint, for an error message: ``PATH (step N)`` or ``none yet``."""
+    good = latest_good(ckpt_dir)
+    return f"{good[1]} (step {good[0]})" if good else "none yet"
+
+
+class Checkpointer:
+    """Saves and restores everything a resumed run needs: the model, the optimizer, the
+    scheduler, the loop's states ``loop`` (each with ``state_dict``/``load_state_dict``), the
+    fp16 scaler and the RNG states, each tree written by the process ``engine`` names."""
+
+    def __init__(
+        self,
+        acc: Any,
+        engine: Engine,
+        model: Any,
+        optimizer: Any,
+        scheduler: Any,
+        loop: dict[str, Any],
+    ) -> None:
+        self.acc, self.engine, self.model, self.loop = acc, engine, model, loop
+        loop_tree = (lambda: {k: v.state_dict() for k, v in loop.items()}, self._load_loop)
+        trees = engine.checkpoint_trees(model, optimizer, loop_tree)
+        shared = {"scheduler": (scheduler.state_dict, scheduler.load_state_dict), **trees.shared}
+        if getattr(acc, "scaler", None) is not None:
+            shared["scaler"] = (acc.scaler.state_dict, acc.scaler.load_state_dict)
+        self.getters: dict[str, Callable[[], Any]] = {k: get for k, (get, _) in shared.items()}
+        self.putters: dict[str, Callable[[Any], None]] = {k: put for k, (_, put) in shared.items()}
+        #: trees every process writes and reads for itself (its shards, under FSDP2)
+        self.rank_getters = {k: get for k, (get, _) in trees.per_rank.items()}
+        self.rank_putters = {k: put for k, (_, put) in trees.per_rank.items()}
+        self.layout = trees.layout
+
+    def _load_loop(self, state: dict[str, Any]) -> None:
+        for key, obj in self.loop.items():
+            obj.load_state_dict(state[key])
+
+    def save(self, ckpt_dir: Path, step: int, loss: float, keep: int) -> None:
+        """Checkpoint only a finite state, so a named checkpoint is always a good one."""
+        self.engine.settle(self.model)  # a forward pass outside training may have left it gathered
+        finite = math.isfinite(loss) and params_finite(self.model)
+        if not self.engine.agree(self.acc, finite):  # with shards, every process must agree
+            raise TrainingDiverged(
+                f"parameters became non-finite after the update of step {step}; "
+                f"last good checkpoint: {last_good_text(ckpt_dir)}; lower train.lr or check "
+                "the data"
+            )
+        save(
+            self.acc,
+            ckpt_dir,
+            step,
+            keep,
+            self.getters,
+            self.model,
+            loss,
+            rank_states=self.rank_getters,
+            layout=self.layout,
+        )
+
+    def resume(self, ckpt_dir: Path) -> Path | None:
+        """Load the newest good checkpoint (saying why newer ones are unusable, and dropping
+        them); its path, or None when there is none."""
+        if self.acc.is_main_process:
+            latest_good(ckpt_dir, report=True, remove=True)
+        self.acc.wait_for_everyone()
+        found = latest_good(ckpt_dir)
+        if found is None:
+            return None
+        load(self.acc, found[1], self.model, self.putters, rank_loaders=self.rank_putters)
+        return found[1]
 
 
 def problem(path: Path) -> str:

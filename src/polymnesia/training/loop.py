@@ -2,7 +2,11 @@
 accumulation, mixed precision, exact resume, metrics.jsonl and trackers.
 
 Every training stage calls :func:`train`; methods plug in through
-:class:`~polymnesia.training.plugins.TrainingPlugin` and a step function.
+:class:`~polymnesia.training.plugins.TrainingPlugin` and a step function. What differs
+between one process, DDP and FSDP2 is the engine object's
+(:class:`~polymnesia.training.engines.Engine`), chosen once; the loop has no branch on it.
+A plugin or a step function ends training early with
+:meth:`~polymnesia.training.plugins.LoopState.request_stop`.
 Checkpoints are polymnesia's own, pickle-free format
 (:mod:`polymnesia.training.checkpoint`), written only while the loss and the
 parameters are finite; the loss curve is checked for divergence at the end
@@ -26,17 +30,17 @@ import torch
 from polymnesia.errors import PolymnesiaError, TrainingDiverged
 from polymnesia.io import append_jsonl, atomic_write_json, read_jsonl, write_jsonl_atomic
 from polymnesia.runtime import use_cpu, use_precision
-from polymnesia.training import checkpoint, fsdp, health, memory
+from polymnesia.training import checkpoint, health, memory
+from polymnesia.training.checkpoint import Checkpointer
 from polymnesia.training.config import TrainConfig, check_precision
 from polymnesia.training.data import IndexStream, TrainData
-from polymnesia.training.engines import UNSHARDED, check_engine, resolve
-from polymnesia.training.loss import causal_lm_loss, chunked_head
+from polymnesia.training.engines import Engine, check_engine, select
+from polymnesia.training.loss import causal_lm_loss
 from polymnesia.training.plugins import LoopState, StepFn, TrainingPlugin
 from polymnesia.training.progress import open_progress
 from polymnesia.training.schedule import warmup_cosine
 from polymnesia.training.trackers import check_trackers, flat_config
 
-CKPT_RE = checkpoint.CKPT_RE
 P = ParamSpec("P")
 R = TypeVar("R")
 
@@ -136,7 +140,7 @@ class _Losses:
             if not math.isfinite(value):
                 raise TrainingDiverged(
                     f"loss became {value} at step {step}; last good checkpoint: "
-                    f"{_last_good(ckpt_dir)}; lower train.lr or check the data"
+                    f"{checkpoint.last_good_text(ckpt_dir)}; lower train.lr or check the data"
                 )
             counters.record(value, step)
 
@@ -199,11 +203,12 @@ def standard_step(state: LoopState, micro_batches: list[dict[str, torch.Tensor]]
     return total
 
 
-def no_sync(state: LoopState) -> contextlib.AbstractContextManager[None]:
-    """Accumulate this micro-batch's gradients without synchronising them (DDP or FSDP2)."""
-    if fsdp.is_sharded(state.model):
-        return fsdp.no_sync(state.model)
-    return state.accelerator.no_sync(state.model)
+def no_sync(state: LoopState) -> contextlib.AbstractContextManager[Any]:
+    """Accumulate this micro-batch's gradients without synchronising them (DDP or FSDP2):
+    the engine :func:`train` set on ``state`` knows how."""
+    if state.engine is None:
+        raise PolymnesiaError("no_sync: the loop state has no engine (train() sets it)")
+    return state.engine.no_sync(state.accelerator, state.model)
 
 
 def check_memory(
@@ -228,15 +233,6 @@ def check_memory(
         return
     local = int(os.environ.get("LOCAL_WORLD_SIZE", "1"))
     memory.check_fits(plan, memory.device_bytes(device, local if device.type == "cpu" else 1))
-
-
-def _checkpoints(ckpt_dir: Path) -> list[tuple[int, Path]]:
-    return checkpoint.checkpoints(ckpt_dir)
-
-
-def _last_good(ckpt_dir: Path) -> str:
-    good = checkpoint.latest_good(ckpt_dir)
-    return f"{good[1]} (step {good[0]})" if good else "none yet"
 
 
 def _micro_batches(
@@ -271,8 +267,9 @@ def _use_fused(cfg: TrainConfig, device: torch.device) -> bool:
     return cfg.fused_adamw is True or device.type == "cuda"
 
 
-def _prepare_model(model: torch.nn.Module, cfg: TrainConfig, engine: str, device: Any) -> None:
-    """Gradient checkpointing, and the model on its device before a fused optimizer is built."""
+def _prepare_model(model: torch.nn.Module, cfg: TrainConfig, engine: Engine, device: Any) -> None:
+    """Gradient checkpointing, and the model where the engine places it (on its device,
+    before a fused optimizer is built, unless the engine shards it)."""
     if cfg.gradient_checkpointing:
         enable = getattr(model, "gradient_checkpointing_enable", None)
         if not callable(enable) or not getattr(model, "supports_gradient_checkpointing", False):
@@ -281,29 +278,7 @@ def _prepare_model(model: torch.nn.Module, cfg: TrainConfig, engine: str, device
                 "set it to false"
             )
         enable(gradient_checkpointing_kwargs={"use_reentrant": False})
-    if engine in UNSHARDED:
-        model.to(device)
-
-
-def _loss_head(model: torch.nn.Module, cfg: TrainConfig, engine: str) -> torch.nn.Linear | None:
-    """The LM head to make the loss with in chunks: where ``train.chunked_loss`` asks and the
-    model allows it, on one device or DDP (a sharded engine holds the head in shards) and not
-    compiled (the head's pass-through would make the compiled forward recompile)."""
-    if not cfg.chunked_loss or cfg.compile or engine not in UNSHARDED:
-        return None
-    return chunked_head(model)
-
-
-def _grad_norm(acc: Any, model: Any, clip: float | None, engine: str) -> Any:
-    """The total gradient norm (before clipping), clipping at ``clip`` when it is set."""
-    if engine == "fsdp2":
-        return fsdp.clip_grad_norm(list(model.parameters()), clip)
-    if clip:
-        return acc.clip_grad_norm_(model.parameters(), clip)
-    if engine not in UNSHARDED:  # sharded gradients: only the engine knows the norm
-        return None
-    grads = [p.grad for p in model.parameters() if p.grad is not None]
-    return torch.nn.utils.get_total_norm(grads) if grads else None
+    engine.place(model, device)
 
 
 def _param_groups(
@@ -322,9 +297,12 @@ def _optimizer(
     plugins: Sequence[TrainingPlugin],
     device: torch.device | None = None,
     groups: list[dict[str, Any]] | None = None,
+    *,
+    fusable: bool = True,
 ) -> tuple[torch.optim.Optimizer, torch.optim.lr_scheduler.LambdaLR]:
     """AdamW over the parameter groups (:func:`_param_groups` unless given), each with its
-    learning-rate lambda."""
+    learning-rate lambda; fused (``train.fused_adamw``) only where ``fusable`` (the engine
+    says so: not over sharded parameters)."""
     if groups is None:
         groups = _param_groups(model, cfg, plugins)
     base = functools.partial(
@@ -333,96 +311,10 @@ def _optimizer(
     lambdas = [g.pop("lr_lambda", base) for g in groups]
     for g in groups:
         g.pop("name", None)
-    sharded = any(fsdp.is_dtensor(p) for g in groups for p in g["params"])
-    fused = device is not None and not sharded and _use_fused(cfg, device)
+    fused = fusable and device is not None and _use_fused(cfg, device)
     kw: dict[str, Any] = {"fused": True} if fused else {}
     optimizer = torch.optim.AdamW(groups, lr=cfg.lr, betas=cfg.betas, eps=cfg.eps, **kw)
     return optimizer, torch.optim.lr_scheduler.LambdaLR(optimizer, lambdas)
-
-
-class _Checkpointer:
-    """Saves and restores everything a resumed run needs, in polymnesia's pickle-free format."""
-
-    def __init__(
-        self,
-        acc: Any,
-        model: Any,
-        optimizer: Any,
-        scheduler: Any,
-        loop: dict[str, Any],
-        *,
-        sharded: bool = False,
-    ):
-        self.acc, self.model, self.loop = acc, model, loop
-        self.getters: dict[str, Callable[[], Any]] = {
-            "scheduler": scheduler.state_dict,
-            "loop": lambda: {k: v.state_dict() for k, v in loop.items()},
-        }
-        self.putters: dict[str, Callable[[Any], None]] = {
-            "scheduler": scheduler.load_state_dict,
-            "loop": self._load_loop,
-        }
-        #: trees every process writes and reads for itself (its shards, under FSDP2)
-        self.rank_getters: dict[str, Callable[[], Any]] = {}
-        self.rank_putters: dict[str, Callable[[Any], None]] = {}
-        self.sharded = sharded
-        if sharded:
-            # plugin states hold shards too (LF-MLF's accumulated update): one per process
-            self.rank_getters["loop"] = self.getters.pop("loop")
-            self.rank_putters["loop"] = self.putters.pop("loop")
-            self.rank_getters["model"] = lambda: fsdp.local_state(model)
-            self.rank_putters["model"] = lambda s: fsdp.load_local_state(model, s)
-            self.rank_getters["optimizer"] = lambda: fsdp.optimizer_to_local(optimizer.state_dict())
-            self.rank_putters["optimizer"] = lambda s: optimizer.load_state_dict(
-                fsdp.optimizer_from_local(optimizer, s)
-            )
-        else:
-            self.getters["optimizer"] = optimizer.state_dict
-            self.putters["optimizer"] = optimizer.load_state_dict
-        if getattr(acc, "scaler", None) is not None:
-            self.getters["scaler"] = acc.scaler.state_dict
-            self.putters["scaler"] = acc.scaler.load_state_dict
-
-    def _load_loop(self, state: dict[str, Any]) -> None:
-        for key, obj in self.loop.items():
-            obj.load_state_dict(state[key])
-
-    def save(self, ckpt_dir: Path, counters: _Counters, keep: int) -> None:
-        """Checkpoint only a finite state, so a named checkpoint is always a good one."""
-        if self.sharded:  # a forward pass outside training may have left units gathered
-            fsdp.reshard(self.model)
-        finite = math.isfinite(counters.loss) and checkpoint.params_finite(self.model)
-        if self.sharded:  # every process holds other shards: all must agree
-            flag = torch.tensor([0.0 if finite else 1.0], device=self.acc.device)
-            finite = float(self.acc.reduce(flag, reduction="sum")) == 0.0
-        if not finite:
-            raise TrainingDiverged(
-                f"parameters became non-finite after the update of step {counters.step}; "
-                f"last good checkpoint: {_last_good(ckpt_dir)}; lower train.lr or check the data"
-            )
-        checkpoint.save(
-            self.acc,
-            ckpt_dir,
-            counters.step,
-            keep,
-            self.getters,
-            self.model,
-            counters.loss,
-            rank_states=self.rank_getters,
-            layout=(lambda: fsdp.shard_layout(self.model)) if self.sharded else None,
-        )
-
-    def resume(self, ckpt_dir: Path) -> Path | None:
-        if self.acc.is_main_process:  # say why newer checkpoints are unusable, and drop them
-            checkpoint.latest_good(ckpt_dir, report=True, remove=True)
-        self.acc.wait_for_everyone()
-        found = checkpoint.latest_good(ckpt_dir)
-        if found is None:
-            return None
-        checkpoint.load(
-            self.acc, found[1], self.model, self.putters, rank_loaders=self.rank_putters
-        )
-        return found[1]
 
 
 def _finish_health(acc: Any, model: Any, counters: _Counters, out_dir: Path) -> list[str]:
@@ -472,8 +364,8 @@ def train(
             f"train.batch_size {cfg.batch_size} / grad_accum {cfg.grad_accum} must be divisible "
             f"by {acc.num_processes} processes"
         )
-    engine = resolve(acc, cfg)
-    check_engine(engine, plugins, step_fn, model, standard_step=standard_step)
+    engine = select(acc, cfg)
+    check_engine(engine.name, plugins, step_fn, model, standard_step=standard_step)
     loss_terms = [p for p in plugins if p.adds_loss]
     if loss_terms and step_fn is not standard_step:
         name = getattr(step_fn, "__name__", None) or type(step_fn).__name__
@@ -483,25 +375,15 @@ def train(
         )
     set_seed(seed)
     _prepare_model(model, cfg, engine, acc.device)
-    gatherer, groups = None, None
-    if engine == "fsdp2":
-        # plugins choose and freeze parameters on the whole model; the groups are carried
-        # over to the sharded parameters by name
-        named = fsdp.groups_by_name(model, _param_groups(model, cfg, plugins))
-        check_memory(model, data, cfg, engine, acc, tracker_name)
-        fsdp.ensure_process_group(torch.device(acc.device))
-        gatherer = fsdp.Gatherer(model)
-        fsdp.shard(model, cfg, torch.device(acc.device))
-        groups = fsdp.groups_from_names(model, named)
-    optimizer, scheduler = _optimizer(model, cfg, plugins, torch.device(acc.device), groups)
-    if engine != "fsdp2":
-        check_memory(model, data, cfg, engine, acc, tracker_name)
-        model, optimizer = acc.prepare(model, optimizer)
+    groups = _param_groups(model, cfg, plugins)  # plugins choose and freeze parameters here
+    check_memory(model, data, cfg, engine.name, acc, tracker_name)
+    build = functools.partial(_optimizer, model, cfg, plugins, torch.device(acc.device))
+    model, optimizer, scheduler = engine.prepare(acc, model, groups, build, cfg)
     if cfg.compile:
         acc.unwrap_model(model).compile()  # in place: state_dict keys are unchanged
     stream, counters = IndexStream(len(data), seed), _Counters()
     loop_states = {"counters": counters, "stream": stream, "plugins": _PluginState(plugins)}
-    ckpt = _Checkpointer(acc, model, optimizer, scheduler, loop_states, sharded=engine == "fsdp2")
+    ckpt = Checkpointer(acc, engine, model, optimizer, scheduler, loop_states)
 
     ckpt_dir = out_dir / "checkpoints"
     metrics_path = out_dir / "metrics.jsonl"
@@ -520,10 +402,11 @@ def train(
         total_steps=cfg.steps,
         step=counters.step,
         # a loss term that is not made in chunks reads the full logits of the model's outputs
-        lm_head=_loss_head(acc.unwrap_model(model), cfg, engine)
+        lm_head=engine.loss_head(acc.unwrap_model(model), cfg)
         if all(p.chunked_term for p in loss_terms)
         else None,
         loss_terms=loss_terms,
+        engine=engine,
     )
     for p in plugins:
         p.setup(state)
@@ -539,12 +422,12 @@ def train(
     while counters.step < cfg.steps:
         batches, n_tokens = _micro_batches(data, stream.next(cfg.batch_size), cfg, acc)
         loss = step_fn(state, batches)
-        if state.extras.get("stop_reason"):  # the step function ended training (LF-MLF's stop)
+        if state.stop_reason is not None:  # the step function ended training (LF-MLF's stop)
             break
         losses.add(counters.step + 1, loss)
         for p in plugins:
             p.before_optimizer_step(state)
-        norm = _grad_norm(acc, model, cfg.grad_clip, engine)
+        norm = engine.clip(acc, model, cfg.grad_clip)
         optimizer.step()
         scheduler.step()
         optimizer.zero_grad(set_to_none=True)
@@ -553,8 +436,8 @@ def train(
         state.step = counters.step
         for p in plugins:
             p.after_optimizer_step(state)
-        if engine == "fsdp2" and plugins:  # a plugin's forward pass (early stopping's score)
-            fsdp.reshard(model)
+        if plugins:  # a plugin's forward pass (early stopping's score)
+            engine.settle(model)
         if bar is not None:
             bar.update(1)
         do_eval = eval_fn is not None and cfg.eval_every and counters.step % cfg.eval_every == 0
@@ -574,8 +457,7 @@ def train(
                 model.eval()
                 rec.update(eval_fn(acc.unwrap_model(model)))
                 model.train()
-                if engine == "fsdp2":  # the evaluation gathered the root and no backward freed it
-                    fsdp.reshard(model)
+                engine.settle(model)  # FSDP2: the evaluation left the root gathered
             if bar is not None:
                 val = rec.get("val_bits_per_byte")
                 bar.show(counters.loss, tokens_per_s, val if isinstance(val, float) else None)
@@ -586,15 +468,19 @@ def train(
         at_end = cfg.checkpoint_at_end and counters.step == cfg.steps
         if counters.step % cfg.checkpoint_every == 0 or at_end:
             losses.read(acc, counters, ckpt_dir)
-            ckpt.save(ckpt_dir, counters, cfg.keep_checkpoints)
-        if state.extras.get("stop_training"):  # a plugin (e.g. early stopping) ends training
+            ckpt.save(ckpt_dir, counters.step, counters.loss, cfg.keep_checkpoints)
+        if state.stop_reason is not None:  # a plugin (e.g. early stopping) ended training
             break
     losses.read(acc, counters, ckpt_dir)
+    if state.stop_reason is not None and acc.is_main_process:
+        checkpoint.say(
+            f"training stopped after step {counters.step} of {cfg.steps}: {state.stop_reason}"
+        )
     if bar is not None:
         bar.close()
     if cfg.trackers:
         acc.end_training()
-    plain = gatherer.gather(model) if gatherer is not None else acc.unwrap_model(model)
+    plain = engine.gather(acc, model)
     flags = _finish_health(acc, plain, counters, out_dir)
     result = TrainResult(
         counters.step,
@@ -603,6 +489,6 @@ def train(
         time.time() - t0,
         resumed_from,
         flags,
-        engine=engine,
+        engine=engine.name,
     )
     return plain, result

@@ -26,7 +26,7 @@ same on every process) and each process writes its shard of the direction. No
 gradient is gathered, and the step equals the one-process step up to float rounding.
 
 LF-MLF's stop (Algorithm 1: the feasible set of Problem 2 is empty) is not
-an error: the step sets ``state.extras["stop_reason"]``, the loop ends
+an error: the step calls ``state.request_stop(reason)``, the loop ends
 training before the optimizer step, and the stage records the step.
 The combiner's state (EMA targets, accumulated update, RNG) is checkpointed
 through :meth:`MultilingualStep.state_dict` (the object is also a plugin).
@@ -221,8 +221,9 @@ class MultilingualStep(TrainingPlugin):
         try:
             direction = self.combiner(grads, languages=self.languages)
         except InfeasibleQP as e:
-            self._stop = {"stop_reason": str(e), "stop_step": state.step + 1}
-            state.extras.update(self._stop)
+            reason = str(e) or f"{self.combiner.name}: the feasible set is empty"
+            self._stop = {"stop_reason": reason, "stop_step": state.step + 1}
+            state.request_stop(reason)
             return losses.mean()
         if self.combiner.weights is not None:
             self.last_weights = [float(w) for w in self.combiner.weights]

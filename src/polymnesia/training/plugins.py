@@ -9,7 +9,9 @@ or as a :class:`~polymnesia.training.loss.LogitTerm` made beside the chunked los
 and per optimizer step ``before_optimizer_step``
 (gradients are final: mask or edit them) and ``after_optimizer_step`` (weights
 are updated: reset or restore them). ``state_dict``/``load_state_dict`` put the
-plugin's state in every checkpoint so a resumed run continues exactly.
+plugin's state in every checkpoint so a resumed run continues exactly. A plugin (or a step
+function) ends training early with :meth:`LoopState.request_stop`, giving the reason the
+loop logs.
 
 How gradients are computed is a separate extension point, the *step function*
 (:data:`StepFn`): the default runs forward/backward on each micro-batch; the
@@ -33,6 +35,7 @@ from polymnesia.registry import Registry
 if TYPE_CHECKING:  # annotations only: a config's plugins are checked without torch
     import torch
 
+    from polymnesia.training.engines import Engine
     from polymnesia.training.loss import LogitTerm
 
 
@@ -51,6 +54,19 @@ class LoopState:
     lm_head: torch.nn.Linear | None = None
     #: plugins whose :meth:`TrainingPlugin.loss_term` the step adds to each micro-batch's loss
     loss_terms: list[TrainingPlugin] = field(default_factory=list)
+    #: the engine the run trains under (:mod:`polymnesia.training.engines`), set by the loop
+    engine: Engine | None = None
+    #: why training ends early, once something asked (:meth:`request_stop`); None: it runs on
+    stop_reason: str | None = None
+
+    def request_stop(self, reason: str) -> None:
+        """End training: asked by a plugin's hook, after the optimizer step in progress (and
+        its checkpoint, if one is due); asked by a step function, before that step's update.
+        The loop logs ``reason`` once; the first request's reason is the one kept."""
+        if not isinstance(reason, str) or not reason.strip():
+            raise ValueError(f"request_stop needs a reason (a non-empty string), got {reason!r}")
+        if self.stop_reason is None:
+            self.stop_reason = reason.strip()
 
     @property
     def unwrapped(self) -> torch.nn.Module:
