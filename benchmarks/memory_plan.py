@@ -198,7 +198,8 @@ def measure(a: argparse.Namespace, preset: str, engine: str) -> dict[str, float]
 
 
 def estimate(a: argparse.Namespace, preset: str, engine: str):  # type: ignore[no-untyped-def]
-    from polymnesia.training.memory import ModelShape, Setup, plan
+    from polymnesia.training.memory import Setup, plan
+    from polymnesia.training.model_shape import ModelShape
 
     shape = ModelShape.from_preset(preset, a.vocab)
     setup = Setup(

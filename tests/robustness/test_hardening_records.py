@@ -182,12 +182,12 @@ def test_no_memory_check_runs_a_stage_the_planner_refuses(
     isolated_cache, tmp_path, capsys, monkeypatch
 ):  # type: ignore[no-untyped-def]
     import polymnesia.experiments.planning as planning
-    import polymnesia.training.memory as memory
+    import polymnesia.training.memory_fit as memory_fit
 
     one_mib = lambda device=None, processes=1: 2**20  # noqa: E731
-    monkeypatch.setattr(memory, "device_bytes", one_mib)  # the training loop's own check
+    monkeypatch.setattr(memory_fit, "device_bytes", one_mib)  # the training loop's own check
     monkeypatch.setattr(planning, "device_bytes", one_mib)  # run's check before any stage
-    monkeypatch.setitem(memory.CHECKS, "enabled", True)
+    monkeypatch.setitem(memory_fit.CHECKS, "enabled", True)
     argv = ["run", QUICK, *TINY_RUN, "--run-dir", str(tmp_path / "run")]
     err = refused(capsys, argv)
     assert "but this machine has 0.001 GiB" in err

@@ -202,7 +202,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
             verdict = "  fits" if fits else "  DOES NOT FIT"
         print(f"{p.label:{width}s}  {p.line()}{verdict}")
     if args.memory and bad:
-        from polymnesia.training.memory import remedies
+        from polymnesia.training.memory_fit import remedies
 
         worst = max(plans, key=lambda p: p.total)
         print(

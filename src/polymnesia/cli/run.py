@@ -186,7 +186,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.stage:  # a child of --executor local: the driver checked and owns the run folder
         check_remote_code(cfg, args.trust_remote_code)
         if args.no_memory_check:
-            from polymnesia.training.memory import skip_memory_checks
+            from polymnesia.training.memory_fit import skip_memory_checks
 
             skip_memory_checks()
         run_pipeline(
@@ -236,7 +236,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             to_run = {p.spec.name for p in planned if p.status != "reuse"}
             check_memory(specs, to_run, state, args.config)
         else:
-            from polymnesia.training.memory import skip_memory_checks
+            from polymnesia.training.memory_fit import skip_memory_checks
 
             skip_memory_checks()  # the training loop's own check before its first step too
     if state.is_main_process:

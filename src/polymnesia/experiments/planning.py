@@ -25,19 +25,16 @@ from polymnesia.pipeline.schedule import Job
 from polymnesia.pipeline.stage import STAGES
 from polymnesia.training.config import train_configs
 from polymnesia.training.flops import train_flops_per_token
-from polymnesia.training.memory import (
-    LORA_DEFAULT,
-    ModelShape,
-    Setup,
+from polymnesia.training.memory import Setup, gib, plan
+from polymnesia.training.memory_fit import (
     device_bytes,
     frozen_fraction,
-    gib,
-    plan,
     precision_of,
     remedies,
     resolve_engine,
     short_breakdown,
 )
+from polymnesia.training.model_shape import LORA_DEFAULT, ModelShape
 
 #: shapes of Hub models the shipped configs name (their config.json), so a plan needs no
 #: network: hidden, layers, heads, kv heads, intermediate, vocabulary

@@ -30,7 +30,7 @@ import torch
 from polymnesia.errors import PolymnesiaError, TrainingDiverged
 from polymnesia.io import append_jsonl, atomic_write_json, read_jsonl, write_jsonl_atomic
 from polymnesia.runtime import use_cpu, use_precision
-from polymnesia.training import checkpoint, health, memory
+from polymnesia.training import checkpoint, health, memory_fit
 from polymnesia.training.checkpoint import Checkpointer
 from polymnesia.training.config import TrainConfig, check_precision
 from polymnesia.training.data import IndexStream, TrainData
@@ -220,7 +220,7 @@ def check_memory(
     device = torch.device(acc.device)
     try:
         width = int(data.collate(list(range(min(len(data), 8))))["input_ids"].shape[-1])
-        plan = memory.plan_for_model(
+        plan = memory_fit.plan_for_model(
             model,
             cfg,
             seq_len=width,
@@ -232,7 +232,9 @@ def check_memory(
     except Exception:  # an estimate that cannot be made is no reason to stop
         return
     local = int(os.environ.get("LOCAL_WORLD_SIZE", "1"))
-    memory.check_fits(plan, memory.device_bytes(device, local if device.type == "cpu" else 1))
+    memory_fit.check_fits(
+        plan, memory_fit.device_bytes(device, local if device.type == "cpu" else 1)
+    )
 
 
 def _micro_batches(

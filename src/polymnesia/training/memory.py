@@ -3,9 +3,11 @@
 Pure arithmetic on a model's shape (:class:`ModelShape`: from a transformers config or a
 polymnesia preset) and a training setup (:class:`Setup`: which parameters train, precision,
 engine and device count, offload, gradient checkpointing, micro-batch, length, loss). No
-tensor is made. :func:`plan` returns a :class:`MemoryPlan` whose parts add up to the peak;
-:func:`check_fits` refuses, in one line naming what would make it fit, a plan larger than
-the device.
+tensor is made. :func:`plan` returns a :class:`MemoryPlan` whose parts add up to the peak.
+:mod:`polymnesia.training.model_shape` holds the shape, and
+:mod:`polymnesia.training.memory_fit` what comes after a plan: whether it fits a device
+(:func:`~polymnesia.training.memory_fit.check_fits`, in one line naming what would make it
+fit), the remedies, and a plan made from a stage's model and training config.
 
 **Parameters, gradients, AdamW.** Parameters are stored in the *master* dtype (float32 for
 ``fp32`` and ``bf16-mixed``, bfloat16 for ``bf16``: a model loaded in bfloat16), gradients
@@ -69,13 +71,11 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import re
-from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from polymnesia.errors import ConfigError
-from polymnesia.models.presets import PRESETS
+from polymnesia.training.model_shape import LORA_DEFAULT, ModelShape
 
 Precision = Literal["fp32", "bf16-mixed", "bf16"]
 Engine = Literal["single", "ddp", "fsdp2"]
@@ -94,152 +94,6 @@ CHUNK_BYTES: dict[str, int] = {"cpu": 4 * MIB, "cuda": 256 * MIB}
 MIN_CHUNK_ROWS = 256
 #: DDP's bucket size (``bucket_cap_mb``, 25 MiB by default)
 DDP_BUCKET = 25 * MIB
-#: the LoRA targets of polymnesia.models.lora.LoraConfig's default
-LORA_DEFAULT = ("q_proj", "k_proj", "v_proj", "o_proj")
-
-
-@dataclass(frozen=True)
-class ModelShape:
-    """The dimensions the planner needs of a decoder (or an encoder: ``gated_mlp=False``)."""
-
-    hidden_size: int
-    num_layers: int
-    num_heads: int
-    num_kv_heads: int
-    intermediate_size: int
-    vocab_size: int
-    tied_embeddings: bool = False
-    head_dim: int | None = None  # None: hidden_size // num_heads
-    gated_mlp: bool = True  # SwiGLU (Llama, Mistral, Qwen2); False: up-projection + GELU (BERT)
-    bias: bool = False  # biases on every linear layer (BERT, XLM-R)
-    qkv_bias: bool = False  # biases on q, k, v only (Qwen2)
-    lm_head: bool = True  # a vocabulary-wide LM head; False: a classifier of few outputs
-    dropout: bool = False  # dropout in the blocks (BERT, XLM-R: 0.1)
-    extra_params: int = 0  # position embeddings, pooler, classifier head, ...
-    name: str = ""
-
-    def __post_init__(self) -> None:
-        for key in ("hidden_size", "num_layers", "num_heads", "num_kv_heads", "intermediate_size"):
-            if getattr(self, key) <= 0:
-                raise ConfigError(f"model shape: {key} must be positive, got {getattr(self, key)}")
-        if self.vocab_size <= 0:
-            raise ConfigError(f"model shape: vocab_size must be positive, got {self.vocab_size}")
-
-    @classmethod
-    def from_hf_config(cls, conf: Any, *, lm_head: bool = True, name: str = "") -> ModelShape:
-        """From a transformers ``PretrainedConfig`` (Llama, Mistral, Qwen2, BERT/XLM-R, GPT-2
-        names), read by attribute."""
-
-        def get(*names: str, default: Any = None) -> Any:
-            for n in names:
-                v = getattr(conf, n, None)
-                if v is not None:
-                    return v
-            return default
-
-        hidden = int(get("hidden_size", "n_embd", "d_model"))
-        heads = int(get("num_attention_heads", "n_head"))
-        kind = str(get("model_type", default=""))
-        encoder = kind in {"bert", "roberta", "xlm-roberta", "distilbert", "electra", "gpt2"}
-        inter = get("intermediate_size", "n_inner", "ffn_dim")
-        positions = 0
-        if encoder:  # learned positions (and BERT's token types)
-            positions = int(get("max_position_embeddings", "n_positions", default=0)) * hidden
-            positions += int(get("type_vocab_size", default=0)) * hidden
-        return cls(
-            hidden_size=hidden,
-            num_layers=int(get("num_hidden_layers", "n_layer")),
-            num_heads=heads,
-            num_kv_heads=int(get("num_key_value_heads", default=heads)),
-            intermediate_size=int(inter) if inter else 4 * hidden,
-            vocab_size=int(get("vocab_size")),
-            tied_embeddings=bool(get("tie_word_embeddings", default=encoder)),
-            head_dim=get("head_dim"),
-            gated_mlp=not encoder,
-            bias=encoder,
-            qkv_bias=bool(get("attention_bias", default=kind in {"qwen2"})),
-            lm_head=lm_head,
-            dropout=float(get("hidden_dropout_prob", "resid_pdrop", default=0.0) or 0.0) > 0,
-            extra_params=positions,
-            name=name or str(get("_name_or_path", default="") or kind),
-        )
-
-    @classmethod
-    def from_preset(
-        cls, preset: str, vocab_size: int, *, tied: bool = False, **dims: int | None
-    ) -> ModelShape:
-        """A polymnesia preset (``polymnesia ls presets``) with its vocabulary; ``dims``
-        overrides the preset's dimensions (``hidden_size=...``; None keeps the preset's)."""
-        p = PRESETS.get(preset)
-        d = {k: getattr(p, k) for k in p.__dataclass_fields__}
-        d.update({k: v for k, v in dims.items() if v is not None})
-        return cls(
-            hidden_size=d["hidden_size"],
-            num_layers=d["num_hidden_layers"],
-            num_heads=d["num_attention_heads"],
-            num_kv_heads=d["num_key_value_heads"],
-            intermediate_size=d["intermediate_size"],
-            vocab_size=vocab_size,
-            tied_embeddings=tied,
-            name=f"preset {preset}",
-        )
-
-    # -- sizes --------------------------------------------------------------------------------
-    @property
-    def q_width(self) -> int:
-        """Heads x head_dim: the width of the queries (and of the repeated keys/values)."""
-        return self.num_heads * (self.head_dim or self.hidden_size // self.num_heads)
-
-    @property
-    def kv_width(self) -> int:
-        return self.num_kv_heads * (self.head_dim or self.hidden_size // self.num_heads)
-
-    def matrices(self) -> dict[str, tuple[int, int]]:
-        """The weight matrices of one block, by their Llama names: (in, out) features."""
-        h, q, k, i = self.hidden_size, self.q_width, self.kv_width, self.intermediate_size
-        out = {"q_proj": (h, q), "k_proj": (h, k), "v_proj": (h, k), "o_proj": (q, h)}
-        if self.gated_mlp:
-            out |= {"gate_proj": (h, i), "up_proj": (h, i), "down_proj": (i, h)}
-        else:
-            out |= {"up_proj": (h, i), "down_proj": (i, h)}
-        return out
-
-    @property
-    def block_params(self) -> int:
-        """Parameters of one block: its matrices, biases and norms."""
-        mats = self.matrices()
-        n = sum(a * b for a, b in mats.values())
-        if self.bias:
-            n += sum(b for _, b in mats.values())
-        elif self.qkv_bias:
-            n += self.q_width + 2 * self.kv_width
-        norms = 2 * self.hidden_size * (2 if self.bias else 1)  # LayerNorm has a bias too
-        return n + norms
-
-    @property
-    def embedding_params(self) -> int:
-        return self.vocab_size * self.hidden_size
-
-    @property
-    def head_params(self) -> int:
-        """The LM head's own parameters (0 when tied or when the model is a classifier)."""
-        return 0 if (self.tied_embeddings or not self.lm_head) else self.embedding_params
-
-    @property
-    def root_params(self) -> int:
-        """Parameters outside the blocks: embeddings, final norm, head, extras."""
-        norm = self.hidden_size * (2 if self.bias else 1)
-        return self.embedding_params + self.head_params + norm + self.extra_params
-
-    @property
-    def total_params(self) -> int:
-        return self.num_layers * self.block_params + self.root_params
-
-    def lora_params(self, rank: int, modules: Iterable[str] = LORA_DEFAULT) -> int:
-        """Adapter parameters of rank ``rank`` on the named matrices of every block."""
-        mats = self.matrices()
-        names = [m for m in modules if m in mats]
-        return self.num_layers * sum(rank * (mats[m][0] + mats[m][1]) for m in names)
 
 
 @dataclass(frozen=True)
@@ -509,255 +363,16 @@ def plan(shape: ModelShape, setup: Setup, *, label: str = "") -> MemoryPlan:
 
 
 # -- fitting ----------------------------------------------------------------------------------
-def remedies(p: MemoryPlan, device_bytes: int, max_devices: int = 64) -> list[str]:
-    """What would make ``p`` fit in ``device_bytes`` per device, each tried alone on ``p``
-    (the first few that fit), or a combination when none fits alone."""
-    s = p.setup
-
-    def on(n: int) -> dict[str, Any]:  # the same global batch spread over n devices
-        return {"engine": "fsdp2", "devices": n, "micro_batch": -(-s.micro_batch * s.devices // n)}
-
-    tries: list[tuple[str, dict[str, Any]]] = []
-    if s.engine != "fsdp2":
-        tries.append((f"engine fsdp2 on the same {s.devices} device(s)", {"engine": "fsdp2"}))
-    fsdp_n = next(
-        (n for n in _powers(s.devices, max_devices) if p.replan(**on(n)).total <= device_bytes),
-        None,
-    )
-    if fsdp_n is not None and fsdp_n > s.devices:
-        tries.append((f"fsdp2 on {fsdp_n} devices", on(fsdp_n)))
-    if not s.gradient_checkpointing:
-        tries.append(("train.gradient_checkpointing: true", {"gradient_checkpointing": True}))
-    if s.micro_batch > 1:
-        half = s.micro_batch // 2
-        tries.append(
-            (
-                f"a micro-batch of {half} (twice the gradient accumulation)",
-                {"micro_batch": half, "grad_accum": s.grad_accum * 2},
-            )
-        )
-    if s.lora_rank is None:
-        tries.append(("LoRA (e.g. rank 64)", {"lora_rank": 64}))
-    if s.engine == "fsdp2" and not s.offload:
-        tries.append(("fsdp2_offload: true", {"offload": True}))
-    elif not s.offload:
-        tries.append(("fsdp2 with fsdp2_offload: true", {"engine": "fsdp2", "offload": True}))
-    fits = [name for name, change in tries if p.replan(**change).total <= device_bytes]
-    if fits:
-        return fits[:4]
-    combo: dict[str, Any] = {"engine": "fsdp2", "gradient_checkpointing": True}
-    names = ["fsdp2", "gradient checkpointing"]
-    for name, change in (
-        (f"{max_devices} devices", on(max_devices)),
-        ("a micro-batch of 1", {"micro_batch": 1}),
-        ("fsdp2_offload", {"offload": True}),
-        ("LoRA", {"lora_rank": s.lora_rank or 64}),
-    ):
-        combo.update(change)
-        names.append(name)
-        if p.replan(**combo).total <= device_bytes:
-            return [" + ".join(names) + " together"]
-    return [
-        "a device with more memory (even fsdp2 with offload, checkpointing and LoRA does not fit)"
-    ]
-
-
-def _powers(start: int, stop: int) -> list[int]:
-    out, n = [], max(1, start)
-    while n <= stop:
-        out.append(n)
-        n *= 2
-    return out
-
-
-#: whether :func:`check_fits` refuses (``polymnesia run --no-memory-check`` turns it off for
-#: the process: :func:`skip_memory_checks`)
-CHECKS = {"enabled": True}
-
-
-def skip_memory_checks() -> None:
-    """Turn :func:`check_fits` off in this process (``run --no-memory-check``)."""
-    CHECKS["enabled"] = False
-
-
-def check_fits(plan: MemoryPlan, device_bytes: int | None) -> None:
-    """Raise :class:`ConfigError` (one line naming what would make it fit) when ``plan``'s
-    peak is larger than ``device_bytes``; nothing when it fits, the size is unknown or the
-    checks are off (:func:`skip_memory_checks`)."""
-    if device_bytes is None or plan.total <= device_bytes or not CHECKS["enabled"]:
-        return
-    where = f"stage '{plan.label}'" if plan.label else "this stage"
-    raise ConfigError(
-        f"{where} needs about {gib(plan.total)} GiB per device ({short_breakdown(plan)}) but the "
-        f"device has {gib(device_bytes)} GiB; it would fit with "
-        + "; or ".join(remedies(plan, device_bytes))
-    )
-
-
-def short_breakdown(p: MemoryPlan) -> str:
-    parts = [
-        ("params", p.parameters),
-        ("grads", p.gradients),
-        ("AdamW", p.optimizer),
-        ("activations", p.activations),
-    ]
-    return ", ".join(f"{n} {gib(v)}" for n, v in parts) + f"; {p.setup.describe()}"
-
-
-def device_bytes(device: Any = None, processes: int = 1) -> int | None:
-    """Memory one training process may use on ``device``: a CUDA device's total memory, or
-    on a CPU the available RAM shared by ``processes`` processes; None when unknown."""
-    kind = getattr(device, "type", str(device or "cpu"))
-    if kind == "cuda":
-        import torch
-
-        index = getattr(device, "index", None)
-        return int(torch.cuda.get_device_properties(index or 0).total_memory)
-    if kind != "cpu":
-        return None
-    try:
-        with open("/proc/meminfo", encoding="ascii") as f:
-            info = dict(line.split(":", 1) for line in f)
-        return int(info["MemAvailable"].split()[0]) * 1024 // max(1, processes)
-    except (OSError, KeyError, ValueError):
-        return None
 
 
 # -- from a config ----------------------------------------------------------------------------
-def precision_of(dtype: str | None, mixed_precision: str) -> Precision:
-    """The planner's precision of a model stored in ``dtype`` trained with Accelerate's
-    ``mixed_precision``: bfloat16 weights train in pure bf16 whatever autocast does."""
-    if dtype in ("bfloat16", "float16"):
-        return "bf16"
-    return "fp32" if mixed_precision == "no" else "bf16-mixed"
-
-
-def frozen_fraction(shape: ModelShape, plugins: Iterable[Mapping[str, Any]]) -> float:
-    """The share of the blocks' parameters ``layer_freezing`` plugins freeze (by weight type
-    or layer, pct or top_k, restricted to ``pattern``; explicit ``params`` by their names)."""
-    mats = shape.matrices()
-    block = shape.block_params
-    total = 0.0
-    for spec in plugins:
-        if spec.get("name") != "layer_freezing":
-            continue
-        if spec.get("params") is not None:
-            names = list(spec["params"])
-            n = sum(
-                a * b
-                for name in names
-                for m, (a, b) in mats.items()
-                if re.search(rf"\.{m}\.weight$", name)
-            )
-            total += n / (shape.num_layers * block)
-            continue
-        rx = re.compile(spec["pattern"]) if spec.get("pattern") else None
-        cand = sum(
-            a * b
-            for m, (a, b) in mats.items()
-            if rx is None
-            or rx.search(f"model.layers.0.{'self_attn' if m[0] in 'qkvo' else 'mlp'}.{m}.weight")
-        )
-        pct, top_k = spec.get("pct"), spec.get("top_k")
-        share = (
-            (min(top_k, shape.num_layers) / shape.num_layers)
-            if top_k is not None
-            else ((50.0 if pct is None else float(pct)) / 100)
-        )
-        if spec.get("freeze", "selected") == "unselected":
-            share = 1 - share
-        total += share * cand / block
-    return min(1.0, total)
-
-
-def resolve_engine(engine: str, devices: int) -> Engine:
-    """``engine`` with ``auto`` resolved (single on one device, else ddp); one line if unknown."""
-    name = ("single" if devices == 1 else "ddp") if engine == "auto" else engine
-    for known in ENGINES:
-        if known == name:
-            return known
-    raise ConfigError(f"engine '{engine}' is not one of {', '.join(ENGINES)}")
-
-
-def plan_for_model(
-    model: Any,
-    cfg: Any,
-    *,
-    seq_len: int,
-    engine: str = "single",
-    devices: int = 1,
-    device_type: str = "cuda",
-    label: str = "",
-) -> MemoryPlan:
-    """The plan of training the live ``model`` (a transformers model, PEFT-wrapped or not)
-    with ``cfg`` (a :class:`~polymnesia.training.config.TrainConfig`) on ``devices``
-    processes: its shape from its config, what trains from ``requires_grad`` (LoRA from
-    PEFT's config), its precision from its weights' dtype. For the training loop, before
-    the first step: ``check_fits(plan_for_model(...), device_bytes(device, local))``."""
-    inner = model.get_base_model() if hasattr(model, "peft_config") else model
-    kind = type(inner).__name__
-    lm_head = not kind.endswith(("SequenceClassification", "TokenClassification"))
-    shape = ModelShape.from_hf_config(inner.config, lm_head=lm_head)
-    params = list(model.parameters())
-    dtype = str(params[0].dtype).removeprefix("torch.") if params else "float32"
-    lora_rank, modules = None, LORA_DEFAULT
-    frozen = 0.0
-    peft = getattr(model, "peft_config", None)
-    if peft:
-        conf = next(iter(peft.values()))
-        lora_rank = int(getattr(conf, "r", 8))
-        modules = tuple(getattr(conf, "target_modules", None) or LORA_DEFAULT)
-    else:
-        fixed = sum(p.numel() for p in params if not p.requires_grad)
-        frozen = min(1.0, fixed / max(1, shape.num_layers * shape.block_params))
-    fused = getattr(cfg, "fused_adamw", None)
-    chosen = resolve_engine(engine, devices)
-    setup = Setup(
-        micro_batch=max(1, cfg.batch_size // cfg.grad_accum // devices),
-        seq_len=seq_len,
-        precision=precision_of(dtype, cfg.mixed_precision),
-        engine=chosen,
-        devices=devices,
-        offload=bool(getattr(cfg, "fsdp2_offload", False)) and chosen == "fsdp2",
-        gradient_checkpointing=cfg.gradient_checkpointing,
-        grad_accum=cfg.grad_accum,
-        chunked_loss=cfg.chunked_loss,
-        attention=str(getattr(inner.config, "_attn_implementation", None) or "sdpa"),
-        lora_rank=lora_rank,
-        lora_modules=modules,
-        frozen_fraction=frozen,
-        fused_adamw=fused if fused is not None else device_type == "cuda",
-        device_type=device_type,
-    )
-    return plan(shape, setup, label=label)
-
-
-def summary(plans: list[MemoryPlan], device_bytes: int | None = None) -> list[str]:
-    """One line per plan: its label, its line and whether it fits ``device_bytes``."""
-    out = []
-    for p in plans:
-        verdict = ""
-        if device_bytes is not None:
-            verdict = "fits" if p.total <= device_bytes else "DOES NOT FIT"
-            verdict = f" [{verdict}]"
-        out.append(f"{p.label}: {p.line()}{verdict}")
-    return out
 
 
 __all__ = [
     "ENGINES",
     "PRECISIONS",
     "MemoryPlan",
-    "ModelShape",
     "Setup",
     "block_activation_bytes",
-    "check_fits",
-    "skip_memory_checks",
-    "device_bytes",
-    "frozen_fraction",
     "plan",
-    "plan_for_model",
-    "precision_of",
-    "remedies",
-    "summary",
 ]
