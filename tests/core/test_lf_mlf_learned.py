@@ -8,7 +8,8 @@ from typing import Any
 
 import numpy as np
 
-from polymnesia.experiments.lf_mlf.claims import all_claims, baseline_rows, transfer_checks
+from polymnesia.experiments.lf_mlf.baselines import baseline_rows
+from polymnesia.experiments.lf_mlf.claims import all_claims, transfer_checks
 from polymnesia.experiments.loading import load_config
 from polymnesia.items import ItemSet
 from polymnesia.results import Score

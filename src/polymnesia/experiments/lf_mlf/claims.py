@@ -38,10 +38,15 @@ from dataclasses import replace
 from typing import Any
 
 from polymnesia.errors import DataError
+from polymnesia.experiments.lf_mlf.baselines import (
+    baseline_rows,
+    has_scores,
+    headroom_of,
+    trivial_score,
+)
 from polymnesia.experiments.lf_mlf.config import REFERENCE, LFMLFConfig, TaskSection, label_of
-from polymnesia.items import ItemSet, select_items
-from polymnesia.metrics.uncertainty import Interval
-from polymnesia.reports.baselines import Baselines, learned_arms_of
+from polymnesia.items import ItemSet
+from polymnesia.reports.baselines import learned_arms_of
 from polymnesia.reports.claims import (
     Claim,
     claim_from_interval,
@@ -50,18 +55,13 @@ from polymnesia.reports.claims import (
     rests_on,
     slug,
 )
-from polymnesia.reports.evidence import arm_difference, arm_score, item_baselines
+from polymnesia.reports.evidence import arm_difference, arm_score
 from polymnesia.reports.verdicts import Kind
-from polymnesia.results import Score, filter_scores
-from polymnesia.tasks.kinds import secondary_metrics
+from polymnesia.results import Score
 
 SOURCE = "Mao et al. 2022"
 #: methods paper 003 does not run: LF-MLF against them is an extension, judged apart
 NOT_IN_PAPER = ("MGDA",)
-
-
-def _has(scores: Sequence[Score], model: str, **where: Any) -> bool:
-    return bool(filter_scores(scores, model=model, **where))
 
 
 def _claim(
@@ -78,7 +78,10 @@ def _claim(
     kind: Kind = "paper",
     **where: Any,
 ) -> Claim | None:
-    if not (_has(scores, a, metric=metric, **where) and _has(scores, b, metric=metric, **where)):
+    if not (
+        has_scores(scores, a, metric=metric, **where)
+        and has_scores(scores, b, metric=metric, **where)
+    ):
         return None
     try:
         test = arm_difference(scores, items, metric, a, b, **where)
@@ -120,62 +123,18 @@ def _main_arms(cfg: LFMLFConfig, task: TaskSection) -> list[str]:
     return arms + ([f"SLF-{s}" for s in cfg.sources_of(task)] if cfg.slf else [])
 
 
-def _trivial_score(
-    section: TaskSection,
-    metric: str,
-    model: str,
-    scores: Sequence[Score],
-    items: Sequence[ItemSet],
-    **where: Any,
-) -> tuple[float, str] | None:
-    """What a model that learned nothing scores on the selected languages, and its name: the
-    larger of uniform chance and the majority-class share of a label task's gold labels, the
-    mean recorded trivial answer (``trivial_baseline``) of a tagging or QA task (first seed;
-    it depends on the test items, not on the arm). None when the records do not say."""
-    if section.kind == "sequence":
-        sets = select_items(items, model=model, **where)
-        if not sets:
-            return None
-        first = min((s.seed or 0) for s in sets)
-        base = item_baselines([s for s in sets if (s.seed or 0) == first])
-        return max(base.chance(metric), base.majority(metric)), "the majority-class share"
-    chosen = filter_scores(scores, model=model, metric=metric, **where)
-    first = min((s.seed or 0 for s in chosen), default=0)
-    values = [
-        float(s.extra["trivial_baseline"]["value"])
-        for s in chosen
-        if (s.seed or 0) == first and "trivial_baseline" in (s.extra or {})
-    ]
-    if not values or len(values) != len({s.lang for s in chosen}):
-        return None
-    return sum(values) / len(values), "the trivial answer"
-
-
-def _headroom(
-    section: TaskSection,
-    metric: str,
-    scores: Sequence[Score],
-    items: Sequence[ItemSet],
-    where: Mapping[str, Any],
-) -> float | None:
-    """``1 -`` the trivial score of the selected languages (LF-MLF's items), the room an
-    effect on this metric can take above chance; None where it is unknown."""
-    trivial = _trivial_score(section, metric, REFERENCE, scores, items, **where)
-    return None if trivial is None else 1.0 - trivial[0]
-
-
 def transfer_checks(
     cfg: LFMLFConfig, task: TaskSection, scores: Sequence[Score], items: Sequence[ItemSet]
 ) -> dict[str, Claim]:
     """Per main arm: its zero-shot score on the targets minus what a model that learned
-    nothing scores there (:func:`_trivial_score`), a precondition that holds when the interval
+    nothing scores there (:func:`trivial_score`), a precondition that holds when the interval
     lies above 0 (the arm transfers). The zero-shot claims rest on it."""
     metric, out = task.metric, {}
     where: dict[str, Any] = {"group": "target", "setting": "main", "task": task.name}
     for arm in _main_arms(cfg, task):
-        if not _has(scores, arm, metric=metric, **where):
+        if not has_scores(scores, arm, metric=metric, **where):
             continue
-        trivial = _trivial_score(task, metric, arm, scores, items, **where)
+        trivial = trivial_score(task, metric, arm, scores, items, **where)
         if trivial is None:
             continue
         floor, what = trivial
@@ -261,7 +220,7 @@ def zero_shot_claims(
         c = replace(
             c,
             paper=PAPER_ZERO_SHOT.get(other, ""),
-            headroom=_headroom(task, metric, scores, items, where),
+            headroom=headroom_of(task, metric, scores, items, where),
         )
         c = rests_on(c, [REFERENCE, other], ok or {})
         pair = [REFERENCE, other]
@@ -304,7 +263,7 @@ def fine_tuning_claims(
                 c,
                 margin=margin,
                 paper=PAPER_FINE_TUNING.get(other, ""),
-                headroom=_headroom(task, metric, scores, items, {**where, "lang": langs}),
+                headroom=headroom_of(task, metric, scores, items, {**where, "lang": langs}),
             )
             out.append(rests_on(c, [REFERENCE, other], ok or {}))
     return out
@@ -434,7 +393,8 @@ def sweep_and_branch_claims(
 def all_claims(cfg: LFMLFConfig, scores: Sequence[Score], items: Sequence[ItemSet]) -> list[Claim]:
     """Every claim of the run. A zero-shot or forgetting claim that compares a main arm whose
     score on its own training sources is below the learned floor (twice chance and twice the
-    majority class; label tasks only, :func:`baseline_rows`) is not testable: transfer and
+    majority class; label tasks only,
+    :func:`~polymnesia.experiments.lf_mlf.baselines.baseline_rows`) is not testable: transfer and
     forgetting of a task the model never learned say nothing about the method."""
     out: list[Claim] = []
     ok: dict[str, dict[str, bool]] = {}
@@ -445,83 +405,3 @@ def all_claims(cfg: LFMLFConfig, scores: Sequence[Score], items: Sequence[ItemSe
         out += fine_tuning_claims(cfg, task, scores, items, ok[task.name])
         out += sweep_and_branch_claims(cfg, task, scores, items)
     return out + forgetting_claims(cfg, scores, items, ok)
-
-
-def baseline_rows(
-    cfg: LFMLFConfig, task: TaskSection, scores: Sequence[Score], items: Sequence[ItemSet]
-) -> list[tuple[str, str, str, Interval, Baselines]]:
-    """Per main arm: its mean score on the sources it was trained on, against chance and majority.
-
-    Only label tasks (accuracy, macro-F1) have these baselines; SLF arms are
-    scored on their own language.
-    """
-    if task.kind != "sequence":
-        return []
-    rows: list[tuple[str, str, str, Interval, Baselines]] = []
-    arms = [label_of(m) for m in cfg.methods]
-    arms += [f"SLF-{s}" for s in cfg.sources_of(task)] if cfg.slf else []
-    for model in arms:
-        langs = [model[4:]] if model.startswith("SLF-") else cfg.sources_of(task)
-        where: dict[str, Any] = {
-            "group": "source",
-            "setting": "main",
-            "task": task.name,
-            "lang": langs,
-        }
-        if not _has(scores, model, metric=task.metric, **where):
-            continue
-        sets = select_items(items, model=model, **where)
-        if not sets:
-            continue
-        first_seed = min((s.seed or 0) for s in sets)
-        base = item_baselines([s for s in sets if (s.seed or 0) == first_seed])
-        iv = arm_score(scores, items, task.metric, model, **where)
-        if math.isfinite(iv.estimate):
-            rows.append((model, ", ".join(langs), task.metric, iv, base))
-    return rows
-
-
-def trivial_rows(
-    cfg: LFMLFConfig, task: TaskSection, scores: Sequence[Score], items: Sequence[ItemSet]
-) -> list[tuple[str, str, str, Interval, str, float]]:
-    """Per main arm of a tagging or QA task: its mean score on its sources, and what the
-    trivial answer recorded by ``finetune_task`` scores there (mean over the same languages,
-    first seed; the answer depends on the test items, not on the arm)."""
-    if task.kind == "sequence":
-        return []
-    rows: list[tuple[str, str, str, Interval, str, float]] = []
-    arms = [label_of(m) for m in cfg.methods]
-    arms += [f"SLF-{s}" for s in cfg.sources_of(task)] if cfg.slf else []
-    for metric in [task.metric, *secondary_metrics(task)]:
-        for model in arms:
-            row = _trivial_row(task, metric, model, cfg, scores, items)
-            if row is not None:
-                rows.append(row)
-    return rows
-
-
-def _trivial_row(
-    task: TaskSection,
-    metric: str,
-    model: str,
-    cfg: LFMLFConfig,
-    scores: Sequence[Score],
-    items: Sequence[ItemSet],
-) -> tuple[str, str, str, Interval, str, float] | None:
-    langs = [model[4:]] if model.startswith("SLF-") else cfg.sources_of(task)
-    where: dict[str, Any] = {"group": "source", "setting": "main", "task": task.name}
-    chosen = filter_scores(scores, model=model, metric=metric, lang=langs, **where)
-    first = min((s.seed or 0 for s in chosen), default=0)
-    base = {
-        s.lang: s.extra["trivial_baseline"]
-        for s in chosen
-        if (s.seed or 0) == first and "trivial_baseline" in (s.extra or {})
-    }
-    if set(base) != set(langs):  # scored before the stage recorded it
-        return None
-    iv = arm_score(scores, items, metric, model, lang=langs, **where)
-    value = sum(float(b["value"]) for b in base.values()) / len(base)
-    answer = str(next(iter(base.values()))["answer"])
-    if not math.isfinite(iv.estimate):
-        return None
-    return (model, ", ".join(langs), metric, iv, answer, value)

@@ -22,13 +22,12 @@ import numpy as np
 
 from polymnesia.errors import PolymnesiaError
 from polymnesia.experiments.base import banner_of
+from polymnesia.experiments.lf_mlf.baselines import baseline_rows, trivial_rows
 from polymnesia.experiments.lf_mlf.claims import (
     BASE,
     all_claims,
-    baseline_rows,
     forgetting_by_task,
     transfer_checks,
-    trivial_rows,
 )
 from polymnesia.experiments.lf_mlf.config import REFERENCE, LFMLFConfig, TaskSection, label_of
 from polymnesia.experiments.papers import cite
