@@ -261,7 +261,7 @@ def write_report(cfg: Any, run_dir: Path) -> Path:
     results = run_dir / "results"
     rep = Report(
         f"{cfg.name}: active forgetting, vocabulary expansion, English-only SFT ({cite('000')})",
-        banner=banner_of(cfg),
+        banner=banner_of(cfg, run_dir),
     )
     sizes = ", ".join(cfg.sizes) if cfg.sizes else cfg.model.describe()
     rep.paragraph(

@@ -458,7 +458,7 @@ def write_report(cfg: LFMLFConfig, run_dir: Path) -> Path:
     scores, items = forgetting_by_task(cfg, run.scores(), run.items())
     rep = Report(
         f"{cfg.name}: multi-lingual fine-tuning with per-language gradients ({cite('003')})",
-        banner=banner_of(cfg),
+        banner=banner_of(cfg, run_dir),
     )
     rep.paragraph(_setup(cfg))
     claims = correct(with_seed_band(all_claims(cfg, scores, items), cfg))

@@ -400,7 +400,7 @@ def build_report(cfg: LifelongConfig, run_dir: Path) -> Path:
     m = pool.metrics()
     rep = Report(
         f"{cfg.name}: sequential learning over {len(cfg.languages)} languages ({cite('004')})",
-        banner=banner_of(cfg),
+        banner=banner_of(cfg, run_dir),
     )
     rep.paragraph(_intro(cfg, arms, pool) + " " + seed_variance_note(cfg))
     ok = learned_arms(arms, pool, cfg.task.metric)

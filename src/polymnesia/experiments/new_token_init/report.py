@@ -149,7 +149,9 @@ def write_report(cfg: NewTokenInitConfig, run_dir: Path) -> Path:
         _relearn_items(run_dir), n_resamples=cfg.bootstrap.n_resamples, seed=cfg.bootstrap.seed
     )
     r = cfg.relearn
-    rep = Report(f"{cfg.name}: new-token initialisations and relearning", banner=banner_of(cfg))
+    rep = Report(
+        f"{cfg.name}: new-token initialisations and relearning", banner=banner_of(cfg, run_dir)
+    )
     rep.paragraph(
         f"Base models ({cfg.model.describe()}, {cfg.pretrain.steps} pretraining steps on "
         f"{', '.join(cfg.groups.pretraining)}): "

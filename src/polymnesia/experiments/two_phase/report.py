@@ -666,7 +666,7 @@ def write_report(cfg: TwoPhaseConfig, run_dir: Path) -> Path:
     ev = Evidence(cfg, run)
     rep = Report(
         f"{cfg.name}: two-phase continual instruction fine-tuning ({cite('002')})",
-        banner=banner_of(cfg),
+        banner=banner_of(cfg, run_dir),
     )
     pairs = "; ".join(f"{p.phase1} -> {p.phase2}" for p in cfg.pairs)
     rep.paragraph(
