@@ -64,7 +64,12 @@ class Partial:
 
     def record(self) -> dict[str, Any]:
         """What ``run.json`` keeps under ``missing``."""
-        return {"total": self.total, "arms": self.arms, "stages": self.stages}
+        return {
+            "total": self.total,
+            "arms": self.arms,
+            "stages": self.stages,
+            "order": list(self.stages),  # the stages in plan order (JSON keys get sorted)
+        }
 
 
 def _upstream(graph: Mapping[str, set[str]], name: str) -> set[str]:
@@ -120,6 +125,7 @@ def partial_plan(
                     if arm[name] in lost
                     else f"it needs {needs[0]}",
                 }
+                lost |= {arm[name]} if arm[name] else set()
                 changed = True
     stages = {n: out[n] for n in order if n in out}
     return Partial([n for n in order if n not in out], stages, len(order))
@@ -163,7 +169,9 @@ def banner_lines(record: Mapping[str, Any]) -> list[str]:
     """The lines a partial run's report opens with: what is missing, one line per missing
     arm (the stages that failed, with their logs, and the arm's stages not run or left out),
     one for the missing stages of no arm."""
-    stages: dict[str, dict[str, Any]] = dict(record.get("stages", {}))
+    found: dict[str, dict[str, Any]] = dict(record.get("stages", {}))
+    order = [n for n in record.get("order", []) if n in found]
+    stages = {n: found[n] for n in [*order, *(n for n in found if n not in order)]}
     if not stages:
         return []
     arms = [a for a in record.get("arms", []) if isinstance(a, str)]

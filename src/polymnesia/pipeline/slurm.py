@@ -152,7 +152,22 @@ class SlurmLauncher:
             raise PolymnesiaError(
                 f"sbatch refused the job of {stages[0]}: {message[-1] if message else e}"
             ) from None
-        return Started(job, Path(job.paths.stdout), f"job {job.job_id}")
+        attach = {"job": str(job.job_id), "folder": str(self.folder / stages[0])}
+        return Started(job, Path(job.paths.stdout), f"job {job.job_id}", attach=attach)
+
+    def attach(self, stages: list[str], record: dict[str, str]) -> Started | None:
+        """The job a previous driver submitted for ``stages`` (``record``: its id and submitit
+        folder), when ``squeue`` still has it queued or running; None otherwise (it ended:
+        what it built is complete, the rest is submitted again)."""
+        job_id, folder = str(record.get("job", "")), Path(str(record.get("folder", "")))
+        if not job_id.isdigit() or not folder.is_dir():
+            return None
+        state, node = self._states([job_id]).get(job_id, ("", ""))
+        if state not in QUEUED | RUNNING:
+            return None
+        job = _submitit().SlurmJob(folder=folder, job_id=job_id)
+        where = f"job {job_id}"
+        return Started(job, Path(job.paths.stdout), where, node=node, attach=dict(record))
 
     def _states(self, ids: list[str]) -> dict[str, tuple[str, str]]:
         """``squeue``'s state and node list of each job it still knows (finished ones for a
