@@ -312,12 +312,12 @@ def cmd_run(args: argparse.Namespace) -> int:
         if args.executor != "inline" and state.is_main_process and not done.ok:
             failed = ", ".join(f"{n} (log {p})" for n, p in done.failed.items())
             held = f"; not run: {', '.join(done.held_back)}" if done.held_back else ""
-            report = (
+            partial = (
                 "" if categories else _partial_report(exp, cfg, specs, planned, done, args, run_dir)
             )
             print(
                 f"[polymnesia] error: {len(done.failed)} stage(s) failed: {failed}{held}; "
-                f"{report}the stages that finished are cached: run the same command again to "
+                f"{partial}the stages that finished are cached: run the same command again to "
                 "retry the rest",
                 flush=True,
             )

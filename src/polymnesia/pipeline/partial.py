@@ -112,15 +112,13 @@ def partial_plan(
                 continue
             needs = [n for n in order if n in graph[name] and n in out]
             if arm[name] in lost or needs:
-                causes = {c for n in needs for c in out[n]["failed"]}
+                found = {c for n in needs for c in out[n]["failed"]}
                 if arm[name] in lost:
-                    causes |= {
-                        c for s in out.values() if s["arm"] == arm[name] for c in s["failed"]
-                    }
+                    found |= {c for s in out.values() if s["arm"] == arm[name] for c in s["failed"]}
                 out[name] = {
                     "state": "left out",
                     "arm": arm[name],
-                    "failed": sorted(causes),
+                    "failed": sorted(found),
                     "because": f"arm {arm[name]} is missing"
                     if arm[name] in lost
                     else f"it needs {needs[0]}",
