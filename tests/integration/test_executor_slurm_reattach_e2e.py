@@ -41,7 +41,7 @@ def test_a_restarted_driver_reattaches_and_submits_nothing_twice(
     cmd += ["cluster.poll_s=0.5", "--executor", "slurm"]
     first = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     deadline = time.monotonic() + 600
-    while time.monotonic() < deadline:  # the first job (data > tokenizer > pretrain) runs
+    while time.monotonic() < deadline:  # the first job (data: many stages need it) runs
         if _board(run).get("data", {}).get("state") == "running":
             break
         time.sleep(0.2)
@@ -71,15 +71,14 @@ def test_a_restarted_driver_reattaches_and_submits_nothing_twice(
     reader.join(timeout=60)
     out = "".join(lines)
     assert second.returncode == 0, out[-3000:]
-    # the stages of the chain the job had not finished when the new driver planned
     (attached,) = [x for x in out.splitlines() if x.startswith("[polymnesia] attach ")]
-    assert f"pretrain (job {job}, submitted by an earlier driver of this run" in attached, out
-    assert "[polymnesia] submit data" not in out and "submit pretrain" not in out
+    assert attached.startswith(f"[polymnesia] attach data (job {job}, submitted by an earlier")
+    assert "[polymnesia] submit data" not in out
     # one submission in each job's folder: none twice; each stage built in one attempt
     folders = [d for d in (run / "logs" / "slurm").iterdir() if d.is_dir()]
     assert all(len(list(d.glob("*_submitted.pkl"))) == 1 for d in folders), folders
     stages = json.loads((run / "run.json").read_text())["stages"]
-    assert stages["pretrain"]["job"] == job  # built by the job the first driver submitted
+    assert stages["data"]["job"] == job  # built by the job the first driver submitted
     assert all(s.get("attempts", 1) == 1 for s in stages.values()), stages
     for f in ("results/scores.jsonl", "results/items.jsonl"):
         assert _rows(run / f) == _rows(inline / f), f

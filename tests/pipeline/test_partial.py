@@ -15,6 +15,7 @@ from polymnesia.pipeline.partial import (
     read_missing,
     write_missing,
 )
+from polymnesia.pipeline.run_dir import forget_stages, link_stage
 from polymnesia.reports.render import Report
 
 #: name -> (stage kind, arm label or None, the stages it takes inputs from)
@@ -128,3 +129,16 @@ def test_each_banner_line_is_a_box_of_its_own(tmp_path: Path) -> None:
     page = rep.to_html(tmp_path)
     assert page.count('<p class="banner">') == 2
     assert '<p class="banner">' not in Report("t").to_html(tmp_path)
+
+
+def test_left_out_stages_leave_the_run_record_and_the_stage_links(tmp_path: Path) -> None:
+    record = {"stages": {"data": {"status": "run"}, "adapt": {"status": "run"}}}
+    (tmp_path / "run.json").write_text(json.dumps(record))
+    for name in ("data", "adapt"):
+        (tmp_path / "entries" / name).mkdir(parents=True)
+        link_stage(tmp_path, name, tmp_path / "entries" / name)
+    forget_stages(tmp_path, ["adapt", "eval_afa"])
+    assert list(json.loads((tmp_path / "run.json").read_text())["stages"]) == ["data"]
+    assert (tmp_path / "stages" / "data").is_symlink()
+    assert not (tmp_path / "stages" / "adapt").exists()
+    assert (tmp_path / "entries" / "adapt").is_dir()  # the cache entry stays

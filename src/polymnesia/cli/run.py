@@ -154,6 +154,7 @@ def _partial_report(
     completed, without the arms that lost a stage (:mod:`polymnesia.pipeline.partial`);
     the words the error line says about it."""
     from polymnesia.pipeline.partial import arm_of, partial_plan, write_missing
+    from polymnesia.pipeline.run_dir import forget_stages
     from polymnesia.pipeline.runner import plan, run_pipeline
 
     complete = {p.spec.name for p in plan(specs) if p.status == "reuse"}
@@ -162,6 +163,7 @@ def _partial_report(
     missing = f"missing arms: {', '.join(partial.arms) or '(none)'}"
     if not any(arm_of(s) for s in specs if s.name in kept):
         return f"no report ({missing}: no arm finished); "
+    forget_stages(run_dir, list(partial.stages))  # recorded by an earlier run, if any
     run_pipeline(
         [s for s in specs if s.name in kept],
         run_dir,

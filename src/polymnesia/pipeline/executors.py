@@ -15,7 +15,12 @@ result names the failed stage, its log and what it held back.
 
 The graph here is the plan's own (:func:`stage_graph`): a stage waits for the stages named in
 its inputs. The run folder and the report are then written by an inline pass over the same
-plan, which reuses every entry, so they are those of an inline run.
+plan, which reuses every entry, so they are those of an inline run; after a failure, over
+the stages of the arms that finished (:mod:`polymnesia.pipeline.partial`).
+
+A launcher whose groups outlive the driver (SLURM jobs) can re-attach to them: the status
+file keeps what it needs (:attr:`Started.attach`), and a driver started again on the same
+run waits on a group that still runs instead of launching it twice.
 """
 
 from __future__ import annotations

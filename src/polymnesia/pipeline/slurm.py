@@ -17,6 +17,11 @@ needs no accounting database), never from ``sacct``. A job that fails, is cancel
 or runs out of its time limit is submitted again, from its first stage that is not complete,
 up to ``cluster.attempts`` times; a training stage resumes from its last checkpoint.
 
+A driver that dies without Ctrl-C leaves its jobs running. Each job's id and submitit folder
+are in the status file (``RUN_DIR/logs/executor.json``); a driver started again on the run
+waits on each job ``squeue`` still has queued or running (:meth:`SlurmLauncher.attach`)
+instead of submitting its stages again.
+
 The cluster settings are the config's ``cluster:`` section (:class:`ClusterConfig`), also set
 by overrides (``cluster.partition=gpu``). They say where the stages run, not what they
 compute: they are left out of the config's hash, its fingerprints and its run folder, so a
