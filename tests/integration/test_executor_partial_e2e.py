@@ -78,6 +78,15 @@ def test_a_failed_stage_leaves_the_report_of_the_other_arms(tmp_path: Path) -> N
     assert record["missing"]["arms"] == ["EWC"]
     assert {"ewc_resource_0", FAILS, "ewc_resource_2"}.isdisjoint(record["stages"])
     assert not (part / "stages" / "ewc_resource_0").exists()
+    # `polymnesia report` rebuilds the partial report (it refuses other unfinished runs)
+    rebuilt = subprocess.run(
+        [sys.executable, "-m", "polymnesia", "report", str(part)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert rebuilt.returncode == 0, rebuilt.stderr[-3000:]
+    assert _sections(part / "report.md") == got
 
     # without the fault the same command builds what is missing: the run is whole again
     again, code, out = _run(tmp_path, "local", *local)
