@@ -43,6 +43,7 @@ def _without(path: Path, model: str) -> list[str]:
     return _rows(tmp)
 
 
+@pytest.mark.timeout(1800)  # three runs of the shrunk config: about 6 minutes on 2 cores
 def test_a_failed_stage_leaves_the_report_of_the_other_arms(tmp_path: Path) -> None:
     inline, code, out = _run(tmp_path, "inline")
     assert code == 0, out[-3000:]
