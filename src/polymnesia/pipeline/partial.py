@@ -93,6 +93,10 @@ def partial_plan(
     order = [p.spec.name for p in planned]
     graph = {p.spec.name: set(p.spec.inputs.values()) for p in planned}
     arm = {p.spec.name: arm_of(p.spec) for p in planned}
+    for name in order:  # a stage of no arm that feeds one arm only (its instruction tuning)
+        if arm[name] is None:
+            fed = {arm[n] for n in order if name in _upstream(graph, n) and arm[n]}
+            arm[name] = fed.pop() if len(fed) == 1 else None
     out: dict[str, dict[str, Any]] = {}
     for name in order:
         causes = sorted((_upstream(graph, name) | {name}) & set(failed))
@@ -178,7 +182,8 @@ def banner_lines(record: Mapping[str, Any]) -> list[str]:
         f"{'arm' if len(arms) == 1 else 'arms'} {', '.join(arms) if arms else '(none)'} "
         f"{'is' if len(arms) == 1 else 'are'} left out of this report. Every table, figure and "
         "claim below covers the other arms only; a claim that compares a missing arm is not "
-        "testable in this run and is not listed. The finished stages are cached: run the same "
+        "testable in this run: it is marked so, or left out where the report builds no claim "
+        "without the arm. The finished stages are cached: run the same "
         "command again to retry the rest."
     ]
     for a in arms:

@@ -32,7 +32,7 @@ from polymnesia.experiments.lf_mlf.claims import (
 )
 from polymnesia.experiments.lf_mlf.config import REFERENCE, LFMLFConfig, TaskSection, label_of
 from polymnesia.experiments.papers import cite
-from polymnesia.experiments.reporting import training_curves
+from polymnesia.experiments.reporting import missing_arms_aside, training_curves
 from polymnesia.experiments.seeds import with_seed_band
 from polymnesia.metrics.lm import forgetting
 from polymnesia.metrics.stats import (
@@ -462,6 +462,7 @@ def write_report(cfg: LFMLFConfig, run_dir: Path) -> Path:
     )
     rep.paragraph(_setup(cfg))
     claims = correct(with_seed_band(all_claims(cfg, scores, items), cfg))
+    claims = missing_arms_aside(claims, run_dir)
     if claims:
         rep.claims(claims)
         write_table(run_dir / "results", claims_table(claims))

@@ -10,7 +10,7 @@ from matplotlib.figure import Figure
 from polymnesia.experiments.base import banner_of
 from polymnesia.experiments.new_token_init.claims import REFERENCE, Cell, Evidence, claims
 from polymnesia.experiments.new_token_init.config import NewTokenInitConfig
-from polymnesia.experiments.reporting import training_curves
+from polymnesia.experiments.reporting import missing_arms_aside, training_curves
 from polymnesia.experiments.seeds import variance_note, with_seed_band
 from polymnesia.items import ItemSet, run_items
 from polymnesia.reports.claims import claims_table, correct, format_p
@@ -175,6 +175,7 @@ def write_report(cfg: NewTokenInitConfig, run_dir: Path) -> Path:
     rep.paragraph(variance_note(cfg))
     af, standard = _bases(cfg)
     found = correct(with_seed_band(claims(ev, cfg.groups.adapting, af, standard), cfg))
+    found = missing_arms_aside(found, run_dir)
     results = run_dir / "results"
     if found:
         rep.claims(found, "Claims at this scale")

@@ -21,7 +21,7 @@ from scipy.stats import norm, spearmanr
 
 from polymnesia.experiments.base import banner_of
 from polymnesia.experiments.papers import cite
-from polymnesia.experiments.reporting import training_curves
+from polymnesia.experiments.reporting import missing_arms_aside, training_curves
 from polymnesia.experiments.seeds import (
     SEED_TAG,
     seed_list,
@@ -677,7 +677,7 @@ def write_report(cfg: TwoPhaseConfig, run_dir: Path) -> Path:
         "task). Instruction sets and their data cards are in stages/set_*/ while the cache holds "
         "them. " + variance_note(cfg)
     )
-    found = claims(cfg, ev, arms, scores)
+    found = missing_arms_aside(claims(cfg, ev, arms, scores), run_dir)
     if found:
         rep.claims(found)
         write_table(results, claims_table(found))
