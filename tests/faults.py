@@ -11,6 +11,9 @@ Production code has no fault-injection hooks; this script patches them in:
     starts
     python tests/faults.py term-at-checkpoint=N -- run CONFIG ...   # SIGTERM as the loop is
                                                                       # about to write checkpoint N
+    python tests/faults.py fail-stage=NAME -- run CONFIG ...        # stage NAME raises each time
+                                                                      # it is built, also in the
+                                                                      # children of --executor local
 """
 
 from __future__ import annotations
@@ -61,6 +64,33 @@ def kill_at_language(index: int) -> None:
     SequentialStep.run = run  # type: ignore[method-assign]
 
 
+def fail_stage(name: str) -> None:
+    """Building stage ``name`` raises, in this process and in every ``--executor local`` child
+    it starts (each runs this script with the same fault)."""
+    from polymnesia.cli import run as cli_run
+    from polymnesia.pipeline import runner
+
+    real_run_one, real_child = runner._run_one, cli_run._child_command
+
+    def run_one(p: Any, *args: Any, **kwargs: Any) -> Any:
+        if p.spec.name == name:
+            raise RuntimeError(f"injected fault: stage {name} fails")
+        return real_run_one(p, *args, **kwargs)
+
+    def child_command(args: Any) -> Any:
+        command = real_child(args)
+
+        def faulty(stages: list[str]) -> list[str]:
+            argv = command(stages)
+            assert argv[1:3] == ["-m", "polymnesia"], argv
+            return [argv[0], os.path.abspath(__file__), f"fail-stage={name}", "--", *argv[3:]]
+
+        return faulty
+
+    runner._run_one = run_one  # type: ignore[assignment]
+    cli_run._child_command = child_command  # type: ignore[assignment]
+
+
 def main(argv: list[str]) -> int:
     split = argv.index("--")
     for fault in argv[:split]:
@@ -73,6 +103,8 @@ def main(argv: list[str]) -> int:
             kill_at_checkpoint(int(value), sig=signal.SIGTERM)
         elif name == "kill-at-language":
             kill_at_language(int(value))
+        elif name == "fail-stage":
+            fail_stage(value)
         else:
             raise SystemExit(f"unknown fault {name}")
     from polymnesia.cli.main import main as cli

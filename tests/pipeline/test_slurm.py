@@ -271,3 +271,94 @@ def test_a_cancelled_job_is_submitted_again(slurm_cluster: Any, tmp_path: Path) 
     assert res.ok and res.attempts["train"] == 2
     (failed,) = [m for m in lines if m.startswith("[polymnesia] failed train")]
     assert "CANCELLED" in failed and "starting it again" in failed
+
+
+#: a driver of ``run_slurm`` in a process of its own (so that it can be killed): the stages of
+#: REATTACH, each entry complete on disk counted as reused, as a restarted `polymnesia run` plans
+DRIVER = """
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+sys.path.insert(0, {tests!r})
+from test_slurm import FAST, REATTACH, _slow_command
+from polymnesia.pipeline.integrity import MARKER
+from polymnesia.pipeline.slurm import run_slurm
+root = Path({root!r})
+planned = [
+    SimpleNamespace(
+        spec=SimpleNamespace(name=n, kind=k, inputs={{f"in{{i}}": u for i, u in enumerate(ups)}}),
+        status="reuse" if (root / "entries" / n / MARKER).is_file() else "run",
+        entry=root / "entries" / n,
+    )
+    for n, (k, ups) in REATTACH.items()
+]
+res = run_slurm(planned, _slow_command(root), root / "slurm", FAST,
+                log=lambda m: print(m, flush=True), status=root / "executor.json")
+print("built", ",".join(sorted(res.built)), "ok", res.ok, flush=True)
+"""
+#: two independent stages, ``slow`` long enough to kill the driver while its job runs
+REATTACH: dict[str, tuple[str, list[str]]] = {
+    "slow": ("pretrain", []),
+    "quick": ("pretrain", []),
+    "after": ("evaluate_lm", ["slow", "quick"]),
+}
+
+
+def _slow_command(root: Path, seconds: float = 45.0) -> Any:
+    """A job's command: for each stage, a ``started-NAME`` flag, ``seconds`` asleep for
+    ``slow``, a line in ``root/trace.jsonl`` and its entry marked complete."""
+
+    def command(names: list[str]) -> list[str]:
+        code = (
+            "import json, os, time, pathlib\n"
+            f"root = pathlib.Path({str(root)!r})\n"
+            f"for name in {names!r}:\n"
+            "    (root / ('started-' + name)).touch()\n"
+            f"    time.sleep({seconds} if name == 'slow' else 0)\n"
+            "    rec = {'name': name, 'job': os.environ.get('SLURM_JOB_ID')}\n"
+            "    open(root / 'trace.jsonl', 'a').write(json.dumps(rec) + '\\n')\n"
+            "    entry = root / 'entries' / name\n"
+            f"    entry.mkdir(parents=True); (entry / {MARKER!r}).write_text('{{}}')\n"
+        )
+        return [sys.executable, "-c", code]
+
+    return command
+
+
+def test_a_restarted_driver_waits_on_the_running_job(slurm_cluster: Any, tmp_path: Path) -> None:
+    import os
+    import signal
+
+    script = DRIVER.format(tests=str(Path(__file__).parent), root=str(tmp_path))
+    first = subprocess.Popen(
+        [sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
+    deadline = time.monotonic() + 120
+    while not (tmp_path / "started-slow").exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert (tmp_path / "started-slow").exists(), first.communicate(timeout=60)[0]
+    time.sleep(1.0)  # the driver has seen the job run and written so in its status file
+    os.kill(first.pid, signal.SIGKILL)  # no Ctrl-C handler runs: the job is not cancelled
+    before, _ = first.communicate(timeout=60)
+    (submitted,) = [m for m in before.splitlines() if m.startswith("[polymnesia] submit slow")]
+    job = submitted.split("(job ")[1].split(",")[0]
+    queue = subprocess.run(["squeue", "-h", "-j", job, "-o", "%T"], capture_output=True, text=True)
+    assert queue.stdout.strip() == "RUNNING"  # it outlived its driver
+
+    again = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=300
+    )
+    out = again.stdout + again.stderr
+    # the attached job's stage counts as built by this driver; quick was complete: reused
+    assert again.returncode == 0 and "built after,slow ok True" in out, out
+    assert f"[polymnesia] attach slow (job {job}, submitted by an earlier driver" in out, out
+    assert "[polymnesia] submit slow" not in out and "[polymnesia] submit after" in out, out
+    # each stage built once, and one job submitted for each: none twice
+    trace = [json.loads(x) for x in (tmp_path / "trace.jsonl").read_text().splitlines()]
+    assert sorted(r["name"] for r in trace) == sorted(REATTACH)
+    assert next(r["job"] for r in trace if r["name"] == "slow") == job
+    for name in ("slow", "after"):
+        assert len(list((tmp_path / "slurm" / name).glob("*_submitted.pkl"))) == 1, name
+    board = json.loads((tmp_path / "executor.json").read_text())["stages"]
+    assert {b["state"] for b in board.values()} <= {"done", "reused"}
+    assert board["slow"]["where"] == f"job {job}" and board["slow"]["attempts"] == 1

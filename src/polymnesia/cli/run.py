@@ -146,6 +146,42 @@ def _record_children(run_dir: Path, planned: list[Any], done: Any, executor: str
             update_run_record(run_dir, name, record)
 
 
+def _partial_report(
+    exp: Any, cfg: Any, specs: list[Any], planned: list[Any], done: Any, args: Any, run_dir: Path
+) -> str:
+    """After stages failed for good: the run folder and the report from the stages that
+    completed, without the arms that lost a stage (:mod:`polymnesia.pipeline.partial`);
+    the words the error line says about it."""
+    from polymnesia.pipeline.partial import arm_of, partial_plan, write_missing
+    from polymnesia.pipeline.run_dir import forget_stages
+    from polymnesia.pipeline.runner import plan, run_pipeline
+
+    complete = {p.spec.name for p in plan(specs) if p.status == "reuse"}
+    partial = partial_plan(planned, done.failed, complete)
+    kept = set(partial.kept)
+    missing = f"missing arms: {', '.join(partial.arms) or '(none)'}"
+    if not any(arm_of(s) for s in specs if s.name in kept):
+        return f"no report ({missing}: no arm finished); "
+    forget_stages(run_dir, list(partial.stages))  # recorded by an earlier run, if any
+    run_pipeline(
+        [s for s in specs if s.name in kept],
+        run_dir,
+        log=lambda m: print(m, flush=True),
+        lock_timeout=args.lock_timeout,
+    )
+    _record_children(run_dir, [p for p in planned if p.spec.name in kept], done, args.executor)
+    write_missing(run_dir, partial)
+    try:
+        report = exp.report(cfg, run_dir)
+    except Exception as e:  # the protocol's report cannot stand without a missing arm
+        reason = str(e).strip().splitlines()
+        return (
+            f"no report ({missing}; the {cfg.experiment} report needs them: "
+            f"{type(e).__name__}: {reason[-1] if reason else ''}); "
+        )
+    return f"report of the other arms: {report} ({missing}); "
+
+
 def _gpu_count() -> int:
     import torch
 
@@ -279,9 +315,12 @@ def cmd_run(args: argparse.Namespace) -> int:
         if args.executor != "inline" and state.is_main_process and not done.ok:
             failed = ", ".join(f"{n} (log {p})" for n, p in done.failed.items())
             held = f"; not run: {', '.join(done.held_back)}" if done.held_back else ""
+            partial = (
+                "" if categories else _partial_report(exp, cfg, specs, planned, done, args, run_dir)
+            )
             print(
                 f"[polymnesia] error: {len(done.failed)} stage(s) failed: {failed}{held}; "
-                "the stages that finished are cached: run the same command again to "
+                f"{partial}the stages that finished are cached: run the same command again to "
                 "retry the rest",
                 flush=True,
             )
@@ -294,6 +333,10 @@ def cmd_run(args: argparse.Namespace) -> int:
         )
         if args.executor != "inline" and state.is_main_process:
             _record_children(run_dir, planned, done, args.executor)
+        if state.is_main_process and not categories:
+            from polymnesia.pipeline.partial import write_missing
+
+            write_missing(run_dir, None)  # every stage is complete: the report is whole
         if state.is_main_process and categories:
             if skipped:
                 print(

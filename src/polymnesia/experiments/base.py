@@ -16,6 +16,7 @@ from pydantic import Field, field_validator, model_validator
 
 from polymnesia.config.base import StrictModel
 from polymnesia.pipeline.cluster import ClusterConfig
+from polymnesia.pipeline.partial import banner_lines, read_missing
 from polymnesia.pipeline.stage import StageSpec
 from polymnesia.registry import ModuleRegistry, Registry
 
@@ -128,6 +129,10 @@ SMOKE_BANNER = (
 )
 
 
-def banner_of(cfg: ExperimentConfig) -> str:
-    """The line a report of ``cfg`` opens with ("" for a study config)."""
-    return SMOKE_BANNER if cfg.smoke else ""
+def banner_of(cfg: ExperimentConfig, run_dir: Path | None = None) -> str:
+    """The lines a report of ``cfg`` opens with, one per line ("" for a whole run of a study
+    config): the smoke banner, then, for a run that lost stages for good (``run_dir``'s
+    ``run.json`` says which, :mod:`polymnesia.pipeline.partial`), what is missing and why."""
+    lines = [SMOKE_BANNER] if cfg.smoke else []
+    record = read_missing(run_dir) if run_dir is not None else None
+    return "\n".join(lines + (banner_lines(record) if record else []))

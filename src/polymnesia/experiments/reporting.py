@@ -4,14 +4,18 @@ run's health and compute."""
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from polymnesia.data.languages import get_language
 from polymnesia.io import read_jsonl_strict
 from polymnesia.items import BootstrapConfig, ItemSet, group_intervals
+from polymnesia.pipeline.partial import read_missing
 from polymnesia.pipeline.stage import CATEGORIES, STAGES
+from polymnesia.reports.claims import Claim, correct
 from polymnesia.reports.curves import panel_lines
 from polymnesia.reports.plots import bar_by_language
 from polymnesia.reports.render import Report
@@ -318,3 +322,26 @@ def training_curves(report: Report, run_dir: Path) -> None:
             )
             + ".",
         )
+
+
+def missing_arms_aside(claims: Sequence[Claim], run_dir: Path) -> list[Claim]:
+    """In a run that lost stages for good (:mod:`polymnesia.pipeline.partial`), each claim
+    with no effect to show (not finite: an arm it compares has no scores) set aside as not
+    testable, naming the missing arms and the failed stages with their logs; the p-values
+    adjusted again without them. A whole run's claims are returned as they are."""
+    record = read_missing(run_dir)
+    if not record:
+        return list(claims)
+    stages = record.get("stages", {})
+    arms = [a for a in record.get("arms", []) if isinstance(a, str)]
+    failed = sorted({f for s in stages.values() for f in s.get("failed", [])})
+    logs = "; ".join(f"stage {f} failed, log: {stages.get(f, {}).get('log', '?')}" for f in failed)
+    out, changed = [], False
+    for c in claims:
+        if c.testable and not math.isfinite(c.effect):
+            named = [a for a in arms if a in f"{c.statement} {c.effect_label}"] or arms
+            which = f"arm{'s' if len(named) > 1 else ''} {' and '.join(named)}"
+            why = f"{which} {'are' if len(named) > 1 else 'is'} missing ({logs})"
+            c, changed = replace(c, not_testable=why), True
+        out.append(c)
+    return correct(out) if changed else out

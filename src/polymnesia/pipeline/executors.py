@@ -15,7 +15,12 @@ result names the failed stage, its log and what it held back.
 
 The graph here is the plan's own (:func:`stage_graph`): a stage waits for the stages named in
 its inputs. The run folder and the report are then written by an inline pass over the same
-plan, which reuses every entry, so they are those of an inline run.
+plan, which reuses every entry, so they are those of an inline run; after a failure, over
+the stages of the arms that finished (:mod:`polymnesia.pipeline.partial`).
+
+A launcher whose groups outlive the driver (SLURM jobs) can re-attach to them: the status
+file keeps what it needs (:attr:`Started.attach`), and a driver started again on the same
+run waits on a group that still runs instead of launching it twice.
 """
 
 from __future__ import annotations
@@ -128,6 +133,9 @@ class Started:
     note: str = ""
     #: the machine it runs on, once the launcher knows
     node: str = ""
+    #: what a restarted driver needs to wait on it instead of starting it again (a SLURM
+    #: job's id and submitit folder), kept in the status file; {} where it cannot
+    attach: dict[str, str] = field(default_factory=dict)
 
 
 class Launcher(Protocol):
@@ -149,6 +157,24 @@ class Launcher(Protocol):
     def stop(self, running: list[Started]) -> None:
         """Stop what is still running (Ctrl-C on the driver)."""
         ...
+
+
+def _attach(launcher: Launcher) -> Callable[[list[str], dict[str, str]], Started | None] | None:
+    """The launcher's ``attach(stages, record)``, where it has one: the group a previous
+    driver launched (``record``: its :attr:`Started.attach`), when it still runs, else None.
+    The SLURM launcher has one (a job outlives its driver); child processes do not."""
+    return getattr(launcher, "attach", None)
+
+
+def _previous(status: Path | None) -> dict[str, dict[str, Any]]:
+    """The stages of the status file a previous driver of the run left (none: {})."""
+    if status is None or not status.is_file():
+        return {}
+    try:
+        stages = json.loads(status.read_text(encoding="utf-8")).get("stages", {})
+    except (OSError, ValueError, AttributeError):
+        return {}
+    return stages if isinstance(stages, dict) else {}
 
 
 class LocalLauncher:
@@ -284,6 +310,8 @@ def run_graph(
                 state="queued", where=started.where, log=str(started.log), submitted=time.time()
             )
             board[s]["attempts"] = result.attempts[s]
+            if started.attach:
+                board[s]["attach"] = started.attach
         word = launcher.verb if first_try else "retry"
         tries = f", attempt {result.attempts[stages[0]]} of {attempts}" if not first_try else ""
         log(
@@ -291,6 +319,38 @@ def run_graph(
             f"{tries})"
         )
 
+    attach = _attach(launcher)
+    previous = _previous(status) if attach is not None else {}
+    groups: dict[str, list[str]] = {}  # a previous driver's groups that may still run
+    for name in waiting:
+        old = previous.get(name)
+        live = isinstance(old, dict) and old.get("state") in ("queued", "running")
+        if live and isinstance(old, dict) and isinstance(old.get("attach"), dict) and old["attach"]:
+            groups.setdefault(json.dumps(old["attach"], sort_keys=True), []).append(name)
+    for key, stages in groups.items():
+        started = attach(stages, json.loads(key)) if attach is not None else None
+        if started is None:  # it ended meanwhile: what it did not build waits as any stage
+            continue
+        slot = free.pop(0) if free else -1  # -1: over --jobs, no slot to give back
+        running[stages[0]] = (started, slot, time.monotonic(), stages)
+        waiting = [n for n in waiting if n not in stages]
+        for s in stages:
+            old = previous[s]
+            result.attempts[s] = int(old.get("attempts") or 1)
+            board[s].update(
+                state=str(old["state"]),
+                where=started.where,
+                log=str(started.log),
+                submitted=float(old.get("submitted") or time.time()),
+                attempts=result.attempts[s],
+                attach=started.attach,
+            )
+            if "started" in old:
+                board[s]["started"] = old["started"]
+        log(
+            f"[polymnesia] attach {' > '.join(stages)} ({started.where}, submitted by an "
+            f"earlier driver of this run, log {started.log})"
+        )
     try:
         while waiting or running:
             for name in [n for n in waiting if graph[n] <= done]:
@@ -312,8 +372,9 @@ def run_graph(
             for name in finished:
                 started, slot, t0, stages = running.pop(name)
                 code = states[name][1] or 0
-                free.append(slot)
-                free.sort()
+                if slot >= 0:
+                    free.append(slot)
+                    free.sort()
                 took = round(time.monotonic() - t0, 1)
                 ok = stages if code == 0 else []
                 if code:
@@ -338,7 +399,7 @@ def run_graph(
                         f"[polymnesia] failed {bad} ({why}); its log: {started.log}; "
                         "starting it again"
                     )
-                    launch(stages[len(ok) :], free.pop(0), False)
+                    launch(stages[len(ok) :], free.pop(0) if free else -1, False)
                     continue
                 result.failed[bad] = started.log
                 board[bad]["state"] = "failed"

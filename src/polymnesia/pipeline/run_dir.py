@@ -136,6 +136,22 @@ def update_run_record(run_dir: Path, stage: str, info: dict[str, Any]) -> None:
     atomic_write_json(record, data)
 
 
+def forget_stages(run_dir: Path, names: list[str]) -> None:
+    """Drop ``names`` from the run record and their ``stages/NAME`` links: stages a partial
+    run leaves out (:mod:`polymnesia.pipeline.partial`), which an earlier run may have
+    recorded."""
+    record = run_dir / "run.json"
+    data = json.loads(record.read_text(encoding="utf-8"))
+    stages = data.get("stages", {})
+    if any(n in stages for n in names):
+        data["stages"] = {k: v for k, v in stages.items() if k not in names}
+        atomic_write_json(record, data)
+    for name in names:
+        link = run_dir / "stages" / name
+        if link.is_symlink():
+            link.unlink()
+
+
 def link_stage(run_dir: Path, name: str, entry: Path) -> None:
     link = run_dir / "stages" / name
     link.parent.mkdir(parents=True, exist_ok=True)

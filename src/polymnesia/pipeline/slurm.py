@@ -17,6 +17,11 @@ needs no accounting database), never from ``sacct``. A job that fails, is cancel
 or runs out of its time limit is submitted again, from its first stage that is not complete,
 up to ``cluster.attempts`` times; a training stage resumes from its last checkpoint.
 
+A driver that dies without Ctrl-C leaves its jobs running. Each job's id and submitit folder
+are in the status file (``RUN_DIR/logs/executor.json``); a driver started again on the run
+waits on each job ``squeue`` still has queued or running (:meth:`SlurmLauncher.attach`)
+instead of submitting its stages again.
+
 The cluster settings are the config's ``cluster:`` section (:class:`ClusterConfig`), also set
 by overrides (``cluster.partition=gpu``). They say where the stages run, not what they
 compute: they are left out of the config's hash, its fingerprints and its run folder, so a
@@ -152,7 +157,22 @@ class SlurmLauncher:
             raise PolymnesiaError(
                 f"sbatch refused the job of {stages[0]}: {message[-1] if message else e}"
             ) from None
-        return Started(job, Path(job.paths.stdout), f"job {job.job_id}")
+        attach = {"job": str(job.job_id), "folder": str(self.folder / stages[0])}
+        return Started(job, Path(job.paths.stdout), f"job {job.job_id}", attach=attach)
+
+    def attach(self, stages: list[str], record: dict[str, str]) -> Started | None:
+        """The job a previous driver submitted for ``stages`` (``record``: its id and submitit
+        folder), when ``squeue`` still has it queued or running; None otherwise (it ended:
+        what it built is complete, the rest is submitted again)."""
+        job_id, folder = str(record.get("job", "")), Path(str(record.get("folder", "")))
+        if not job_id.isdigit() or not folder.is_dir():
+            return None
+        state, node = self._states([job_id]).get(job_id, ("", ""))
+        if state not in QUEUED | RUNNING:
+            return None
+        job = _submitit().SlurmJob(folder=folder, job_id=job_id)
+        where = f"job {job_id}"
+        return Started(job, Path(job.paths.stdout), where, node=node, attach=dict(record))
 
     def _states(self, ids: list[str]) -> dict[str, tuple[str, str]]:
         """``squeue``'s state and node list of each job it still knows (finished ones for a

@@ -169,6 +169,15 @@ class Stage(ABC, Generic[P]):
         """Roles ``params`` name, which the spec must give (a training plugin's ``before``)."""
         return []
 
+    @classmethod
+    def arm(cls, params: Any) -> str | None:
+        """The arm (the model's name in tables, which its scores carry) whose numbers this
+        stage builds or feeds, None for a stage of no one arm (data, pretraining, an analysis
+        of several models): ``params.label`` where it has one. A run that lost a stage for good
+        reports the others without that arm (:mod:`polymnesia.pipeline.partial`)."""
+        label = getattr(params, "label", None)
+        return label if isinstance(label, str) and label else None
+
     @abstractmethod
     def run(self, ctx: StageContext[P]) -> list[Score]:
         """Produce artifacts in ``ctx.out_dir``; return score records (may be empty)."""

@@ -97,8 +97,8 @@ class Report:
     """Collects sections in order; :meth:`write` renders them into a run folder."""
 
     def __init__(self, title: str, floatfmt: str = ".3f", banner: str = "") -> None:
-        """``banner``: a line shown under the title, before everything else (a smoke config's
-        "this tests the code, not the paper")."""
+        """``banner``: lines shown under the title, before everything else, one box each (a
+        smoke config's "this tests the code, not the paper", a partial run's missing arms)."""
         self.title = title
         self.floatfmt = floatfmt
         self.banner = banner
@@ -135,6 +135,9 @@ class Report:
         """A claims block (:mod:`polymnesia.reports.claims`), shown at the top of the report."""
         return self._add(Section("claims", list(claims), caption=title))
 
+    def _banners(self) -> list[str]:
+        return [line for line in self.banner.split("\n") if line.strip()]
+
     def _add(self, section: Section) -> Report:
         self.sections.append(section)
         return self
@@ -142,7 +145,7 @@ class Report:
     # ------------------------------------------------------------- Markdown
 
     def to_markdown(self) -> str:
-        top = [f"# {self.title}\n"] + ([f"> **{self.banner}**\n"] if self.banner else [])
+        top = [f"# {self.title}\n"] + [f"> **{line}**\n" for line in self._banners()]
         parts = top + [
             _md_section(sec, self.floatfmt, above) for sec, above in _laid_out(self.sections)
         ]
@@ -167,7 +170,7 @@ class Report:
             f'<meta name="viewport" content="width=device-width, initial-scale=1">\n'
             f"<title>{title}</title>\n<style>{_STYLE}</style>\n</head>\n<body>\n"
             f"<h1>{title}</h1>\n"
-            + (f'<p class="banner">{html.escape(self.banner)}</p>\n' if self.banner else "")
+            + "".join(f'<p class="banner">{html.escape(line)}</p>\n' for line in self._banners())
             + "\n".join(b for b in body if b)
             + "\n</body>\n</html>\n"
         )

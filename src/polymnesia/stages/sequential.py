@@ -397,6 +397,11 @@ class SequentialStep(Stage[StepParams]):
         order = [ORDER] if params.train_languages is None else []  # the step's language
         return [*order, *plugin_inputs(params.train.plugins)]
 
+    @classmethod
+    def arm(cls, params: StepParams) -> str | None:
+        """The arm the step's scores name: ``VANILLA``, ``SHARED LoRA r=4``, ``untrained``."""
+        return "untrained" if params.evaluate_only else arm_label(params.method, params.rank)
+
     def run(self, ctx: StageContext[StepParams]) -> list[Score]:
         p = ctx.params
         trained = (

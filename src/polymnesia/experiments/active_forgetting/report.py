@@ -22,6 +22,7 @@ from polymnesia.experiments.reporting import (
     describe_language,
     lm_bar_plot,
     lm_tables,
+    missing_arms_aside,
     training_curves,
 )
 from polymnesia.experiments.seeds import (
@@ -262,7 +263,7 @@ def write_report(cfg: Any, run_dir: Path) -> Path:
     results = run_dir / "results"
     rep = Report(
         f"{cfg.name}: active forgetting, vocabulary expansion, English-only SFT ({cite('000')})",
-        banner=banner_of(cfg),
+        banner=banner_of(cfg, run_dir),
     )
     sizes = ", ".join(cfg.sizes) if cfg.sizes else cfg.model.describe()
     rep.paragraph(
@@ -295,7 +296,7 @@ def write_report(cfg: Any, run_dir: Path) -> Path:
             "translation": translated(floors[size]),
         }
         found += paper_claims(scores, items, groups, cfg.evaluate.headline, boot, one, ok)
-    found = correct(with_seed_band(found, cfg))
+    found = missing_arms_aside(correct(with_seed_band(found, cfg)), run_dir)
     rep.claims(found)
     write_table(results, claims_table(found))
     rep.heading("Did the models learn the tasks?", 2)

@@ -18,7 +18,9 @@ def write_report(cfg: LanguageModelingConfig, run_dir: Path) -> Path:
     run = seeded_run(load_run(run_dir), seeds)  # every record of the run, read once
     scores = run.scores()
     groups = cfg.groups.as_dict()
-    rep = Report(f"{cfg.name}: language modelling by language group", banner=banner_of(cfg))
+    rep = Report(
+        f"{cfg.name}: language modelling by language group", banner=banner_of(cfg, run_dir)
+    )
     rep.paragraph(
         f"A decoder ({cfg.model.describe()}) trained for {cfg.train.steps} steps on "
         f"{', '.join(cfg.groups.pretraining)} (data source '{cfg.data.source}'), evaluated on the "

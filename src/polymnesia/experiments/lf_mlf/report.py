@@ -31,7 +31,7 @@ from polymnesia.experiments.lf_mlf.claims import (
 )
 from polymnesia.experiments.lf_mlf.config import REFERENCE, LFMLFConfig, TaskSection, label_of
 from polymnesia.experiments.papers import cite
-from polymnesia.experiments.reporting import training_curves
+from polymnesia.experiments.reporting import missing_arms_aside, training_curves
 from polymnesia.experiments.seeds import with_seed_band
 from polymnesia.metrics.lm import forgetting
 from polymnesia.metrics.stats import (
@@ -454,10 +454,11 @@ def write_report(cfg: LFMLFConfig, run_dir: Path) -> Path:
     scores, items = forgetting_by_task(cfg, run.scores(), run.items())
     rep = Report(
         f"{cfg.name}: multi-lingual fine-tuning with per-language gradients ({cite('003')})",
-        banner=banner_of(cfg),
+        banner=banner_of(cfg, run_dir),
     )
     rep.paragraph(_setup(cfg))
     claims = correct(with_seed_band(all_claims(cfg, scores, items), cfg))
+    claims = missing_arms_aside(claims, run_dir)
     if claims:
         rep.claims(claims)
         write_table(run_dir / "results", claims_table(claims))

@@ -64,7 +64,7 @@ from polymnesia.experiments.lifelong.results import (
     untrained_scores,
 )
 from polymnesia.experiments.papers import cite
-from polymnesia.experiments.reporting import compute_table, run_health
+from polymnesia.experiments.reporting import compute_table, missing_arms_aside, run_health
 from polymnesia.experiments.seeds import seed_list, seeded_run, variance_note, with_seed_band
 from polymnesia.metrics.continual import Kind
 from polymnesia.reports.claims import correct
@@ -401,7 +401,7 @@ def build_report(cfg: LifelongConfig, run_dir: Path) -> Path:
     m = pool.metrics()
     rep = Report(
         f"{cfg.name}: sequential learning over {len(cfg.languages)} languages ({cite('004')})",
-        banner=banner_of(cfg),
+        banner=banner_of(cfg, run_dir),
     )
     rep.paragraph(_intro(cfg, arms, pool) + " " + seed_variance_note(cfg))
     ok = learned_arms(arms, pool, cfg.task.metric)
@@ -409,7 +409,7 @@ def build_report(cfg: LifelongConfig, run_dir: Path) -> Path:
     for arm in (a for a in arms if a.method == "vanilla"):
         claims += script_claims(arm, orders, hops, pool, ok)
     claims = with_headroom(claims, headroom_of(pool, cfg.task.metric))
-    claims = correct(with_seed_band(claims, cfg))
+    claims = missing_arms_aside(correct(with_seed_band(claims, cfg)), run_dir)
     rep.claims(claims)
     write_table(run_dir / "results", claims_table(claims))
     tables: list[Table] = []

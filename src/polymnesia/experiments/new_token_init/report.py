@@ -10,7 +10,7 @@ from matplotlib.figure import Figure
 from polymnesia.experiments.base import banner_of
 from polymnesia.experiments.new_token_init.claims import REFERENCE, Cell, Evidence, claims
 from polymnesia.experiments.new_token_init.config import NewTokenInitConfig
-from polymnesia.experiments.reporting import training_curves
+from polymnesia.experiments.reporting import missing_arms_aside, training_curves
 from polymnesia.experiments.seeds import variance_note, with_seed_band
 from polymnesia.items import ItemSet, run_items
 from polymnesia.reports.claims import correct
@@ -151,7 +151,9 @@ def write_report(cfg: NewTokenInitConfig, run_dir: Path) -> Path:
         _relearn_items(run_dir), n_resamples=cfg.bootstrap.n_resamples, seed=cfg.bootstrap.seed
     )
     r = cfg.relearn
-    rep = Report(f"{cfg.name}: new-token initialisations and relearning", banner=banner_of(cfg))
+    rep = Report(
+        f"{cfg.name}: new-token initialisations and relearning", banner=banner_of(cfg, run_dir)
+    )
     rep.paragraph(
         f"Base models ({cfg.model.describe()}, {cfg.pretrain.steps} pretraining steps on "
         f"{', '.join(cfg.groups.pretraining)}): "
@@ -175,6 +177,7 @@ def write_report(cfg: NewTokenInitConfig, run_dir: Path) -> Path:
     rep.paragraph(variance_note(cfg))
     af, standard = _bases(cfg)
     found = correct(with_seed_band(claims(ev, cfg.groups.adapting, af, standard), cfg))
+    found = missing_arms_aside(found, run_dir)
     results = run_dir / "results"
     if found:
         rep.claims(found, "Claims at this scale")

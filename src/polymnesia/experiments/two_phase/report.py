@@ -21,7 +21,7 @@ from scipy.stats import norm, spearmanr
 
 from polymnesia.experiments.base import banner_of
 from polymnesia.experiments.papers import cite
-from polymnesia.experiments.reporting import training_curves
+from polymnesia.experiments.reporting import missing_arms_aside, training_curves
 from polymnesia.experiments.seeds import (
     SEED_TAG,
     seed_list,
@@ -667,7 +667,7 @@ def write_report(cfg: TwoPhaseConfig, run_dir: Path) -> Path:
     ev = Evidence(cfg, run)
     rep = Report(
         f"{cfg.name}: two-phase continual instruction fine-tuning ({cite('002')})",
-        banner=banner_of(cfg),
+        banner=banner_of(cfg, run_dir),
     )
     pairs = "; ".join(f"{p.phase1} -> {p.phase2}" for p in cfg.pairs)
     rep.paragraph(
@@ -678,7 +678,7 @@ def write_report(cfg: TwoPhaseConfig, run_dir: Path) -> Path:
         "task). Instruction sets and their data cards are in stages/set_*/ while the cache holds "
         "them. " + variance_note(cfg)
     )
-    found = claims(cfg, ev, arms, scores)
+    found = missing_arms_aside(claims(cfg, ev, arms, scores), run_dir)
     if found:
         rep.claims(found)
         write_table(results, claims_table(found))
