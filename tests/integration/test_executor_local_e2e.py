@@ -12,9 +12,10 @@ from pathlib import Path
 
 import pytest
 
+from conftest import LIFELONG_SMOKE, SMALL_LIFELONG
+
 pytestmark = pytest.mark.integration
-CONFIG = str(Path(__file__).resolve().parents[2] / "configs" / "lifelong_smoke.yaml")
-SMALL = ["methods=[vanilla,ewc]", "orders=[{name: resource, kind: resource}]"]
+CONFIG, SMALL = LIFELONG_SMOKE, SMALL_LIFELONG
 
 
 def _run(tmp_path: Path, name: str, *extra: str) -> tuple[Path, str]:
@@ -57,8 +58,10 @@ def _rows(path: Path) -> list[str]:
     return sorted(json.dumps(r, sort_keys=True) for r in rows)
 
 
-def test_local_executor_gives_the_inline_run(tmp_path: Path) -> None:
-    inline, _ = _run(tmp_path, "inline")
+def test_local_executor_gives_the_inline_run(
+    tmp_path: Path, small_lifelong_inline: tuple[Path, Path]
+) -> None:
+    inline, _ = small_lifelong_inline
     local, out = _run(tmp_path, "local", "--executor", "local", "--jobs", "2")
     assert (
         "[polymnesia] start  ewc_resource_0" in out

@@ -34,8 +34,10 @@ def _run(tmp_path: Path, name: str, *extra: str) -> tuple[Path, str]:
     return run, res.stdout
 
 
-def test_slurm_executor_gives_the_inline_run(slurm_cluster: Any, tmp_path: Path) -> None:
-    inline, _ = _run(tmp_path, "inline")
+def test_slurm_executor_gives_the_inline_run(
+    slurm_cluster: Any, tmp_path: Path, small_lifelong_inline: tuple[Path, Path]
+) -> None:
+    inline, _ = small_lifelong_inline
     slurm, out = _run(tmp_path, "slurm", "cluster.poll_s=0.5", "--executor", "slurm")
     assert "[polymnesia] submit ewc_resource_0 > ewc_resource_1 > ewc_resource_2 (job " in out
     for f in ("results/scores.jsonl", "results/items.jsonl"):

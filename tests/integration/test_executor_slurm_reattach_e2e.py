@@ -16,7 +16,6 @@ from typing import Any
 
 import pytest
 from test_executor_local_e2e import CONFIG, SMALL, TIMED, _rows, _sections
-from test_executor_slurm_e2e import _run
 
 pytestmark = pytest.mark.integration
 
@@ -29,13 +28,13 @@ def _board(run: Path) -> dict[str, dict[str, Any]]:
 
 
 def test_a_restarted_driver_reattaches_and_submits_nothing_twice(
-    slurm_cluster: Any, tmp_path: Path
+    slurm_cluster: Any, tmp_path: Path, small_lifelong_inline: tuple[Path, Path]
 ) -> None:
-    inline, _ = _run(tmp_path, "inline")
+    inline, inline_cache = small_lifelong_inline
     run, cache = tmp_path / "slurm", tmp_path / "cache-slurm"
     (cache / "data").mkdir(parents=True)
-    if (tmp_path / "cache-inline" / "data" / "bible").exists():  # the download is shared
-        (cache / "data" / "bible").symlink_to(tmp_path / "cache-inline" / "data" / "bible")
+    if (inline_cache / "data" / "bible").exists():  # the download is shared
+        (cache / "data" / "bible").symlink_to((inline_cache / "data" / "bible").resolve())
     env = {**os.environ, "OMP_NUM_THREADS": "1", "POLYMNESIA_CACHE": str(cache)}
     cmd = [sys.executable, "-m", "polymnesia", "run", CONFIG, *SMALL, "--run-dir", str(run)]
     cmd += ["cluster.poll_s=0.5", "--executor", "slurm"]
