@@ -314,15 +314,18 @@ def group_intervals(
         if len(seeds) > 1:  # the items matched by id, in the first seed's order
             strata, shared = across_seeds([[(m[lang],) for lang in seeds[0]] for m in seeds])
             seeds = [{t[0].lang: t[0] for t in seed} for seed in strata]
-        for group, langs in [*groups.items(), ("overall", list(seeds[0]))]:
+        order = list(seeds[0])  # the strata's languages, which per-language counts follow
+        for group, langs in [*groups.items(), ("overall", order)]:
             chosen = [lang for lang in langs if lang in seeds[0]]
             if not chosen:
                 continue
             per_seed = [[m[lang].statistic(metric) for lang in chosen] for m in seeds]
+            # a group's languages are some of the strata: their shared counts, not all
+            mine = shared if isinstance(shared, bool) else [shared[order.index(x)] for x in chosen]
             n, level, seed = cfg.n_resamples, cfg.level, cfg.seed
             out[(model, size, group)] = (
                 hierarchical_bootstrap_ci(
-                    per_seed, n_resamples=n, level=level, seed=seed, shared_items=shared
+                    per_seed, n_resamples=n, level=level, seed=seed, shared_items=mine
                 )
                 if len(seeds) > 1
                 else stratified_bootstrap_ci(per_seed[0], n_resamples=n, level=level, seed=seed)

@@ -295,6 +295,35 @@ def test_group_intervals_match_a_seeds_items_by_id() -> None:
     assert "resampled per seed" in nested[("A", None, "g")].method
 
 
+def test_a_group_of_some_languages_reads_their_shared_counts() -> None:
+    """Seeds sharing some items in each language (a partly crossed design, per-language
+    counts): a group of some of the languages is resampled with those languages' counts,
+    as the same items on their own give (it was refused: the counts of every language did
+    not fit the group's strata)."""
+    rng = np.random.default_rng(5)
+    n = {"fr": 20, "de": 30, "sw": 25}
+    base = {lang: rng.random(k) for lang, k in n.items()}
+
+    def seed_sets(seed: int, own: int) -> list[ItemSet]:
+        out = []
+        for lang, v in base.items():  # the first `own` ids differ between seeds
+            ids = [f"{lang}{i}" if i >= own else f"{lang}{i}s{seed}" for i in range(n[lang])]
+            out.append(
+                ItemSet("A", lang, "values", ids, {"values": list(v + 0.1 * seed)}, seed=seed)
+            )
+        return out
+
+    sets = seed_sets(0, 5) + seed_sets(1, 5)
+    ivs = group_intervals(sets, "values", {"g": ["de", "fr"], "one": ["sw"]})
+    alone = group_intervals(
+        [s for s in sets if s.lang in ("de", "fr")], "values", {"g": ["de", "fr"]}
+    )
+    for key in (("A", None, "g"), ("A", None, "one"), ("A", None, "overall")):
+        assert "shared by the seeds" in ivs[key].method and ivs[key].low < ivs[key].high
+    a, b = ivs[("A", None, "g")], alone[("A", None, "g")]
+    assert (a.estimate, a.low, a.high) == pytest.approx((b.estimate, b.low, b.high))
+
+
 def test_protocols_whose_reports_read_one_seed_refuse_several_before_training() -> None:
     class OneSeed(ExperimentConfig):
         experiment: str = "one_seed"
