@@ -321,11 +321,11 @@ def group_intervals(
                 continue
             per_seed = [[m[lang].statistic(metric) for lang in chosen] for m in seeds]
             # a group's languages are some of the strata: their shared counts, not all
-            mine = shared if isinstance(shared, bool) else [shared[order.index(x)] for x in chosen]
+            ours = shared if isinstance(shared, bool) else [shared[order.index(x)] for x in chosen]
             n, level, seed = cfg.n_resamples, cfg.level, cfg.seed
             out[(model, size, group)] = (
                 hierarchical_bootstrap_ci(
-                    per_seed, n_resamples=n, level=level, seed=seed, shared_items=mine
+                    per_seed, n_resamples=n, level=level, seed=seed, shared_items=ours
                 )
                 if len(seeds) > 1
                 else stratified_bootstrap_ci(per_seed[0], n_resamples=n, level=level, seed=seed)
