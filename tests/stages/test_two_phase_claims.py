@@ -16,7 +16,7 @@ from pathlib import Path
 from polymnesia.experiments.loading import load_config
 from polymnesia.experiments.seeds import band_of
 from polymnesia.experiments.shared import PRETRAIN
-from polymnesia.experiments.two_phase.report import claims, correlation_claim
+from polymnesia.experiments.two_phase.claims import claims, correlation_claim
 from polymnesia.experiments.two_phase.roles import (
     cft_stage,
     evaluated_models,

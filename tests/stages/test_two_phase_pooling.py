@@ -21,9 +21,11 @@ from polymnesia.experiments.two_phase.abilities import (
     pooled_interval,
     pooled_score,
 )
+from polymnesia.experiments.two_phase.claims import claims
+from polymnesia.experiments.two_phase.evidence import Evidence, unseeded
 from polymnesia.experiments.two_phase.figures import layer_curves
-from polymnesia.experiments.two_phase.report import Evidence, by_model, claims, seed_cell, unseeded
 from polymnesia.experiments.two_phase.roles import cft_stage, evaluated_models, p1_stage
+from polymnesia.experiments.two_phase.tables import by_model, seed_cell
 from polymnesia.items import ItemSet
 from polymnesia.results import Score
 
