@@ -265,22 +265,6 @@ def file_lock(
             fcntl.flock(f.fileno(), fcntl.LOCK_UN)
 
 
-def lock_is_held(path: str | os.PathLike[str]) -> bool:
-    """Whether another process holds the lock on ``path`` (False when there is no lock file)."""
-    import fcntl
-
-    path = Path(path)
-    if not path.is_file():
-        return False
-    with open(path, "a+") as f:
-        try:
-            fcntl.flock(f.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return True
-        fcntl.flock(f.fileno(), fcntl.LOCK_UN)
-    return False
-
-
 def write_jsonl_atomic(path: str | os.PathLike[str], records: Sequence[dict[str, Any]]) -> None:
     """Write all ``records`` as JSON lines in one atomic replace."""
     lines = [json.dumps(r, ensure_ascii=False, sort_keys=True) + "\n" for r in records]

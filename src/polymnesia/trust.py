@@ -20,10 +20,6 @@ def allow_remote_code(on: bool) -> None:
     _allowed = bool(on)
 
 
-def remote_code_allowed() -> bool:
-    return _allowed
-
-
 def remote_code(requested: bool, what: str) -> bool:
     """The ``trust_remote_code`` value for a loader of ``what`` that ``requested`` it."""
     if requested and not _allowed:

@@ -9,7 +9,6 @@ it.
 from __future__ import annotations
 
 import io
-import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TypeVar
@@ -86,19 +85,3 @@ def save_matrix(R: np.ndarray, order: Sequence[str], path_stem: Path) -> tuple[P
     np.save(buf, R)
     atomic_write_bytes(npy_path, buf.getvalue())
     return csv_path, npy_path
-
-
-def read_sequential_matrix(stage_dir: Path, order: Sequence[str]) -> np.ndarray:
-    """R of a sequential arm from the ``matrix.json`` its last step wrote (rows: steps,
-    columns reordered to the learning ``order``)."""
-    path = stage_dir / "matrix.json"
-    try:
-        m = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as e:
-        raise DataError(f"cannot read the accuracy matrix {path}: {e}") from None
-    columns, rows = list(m["columns"]), np.asarray(m["rows"], dtype=float)
-    if list(m["order"]) != list(order) or rows.shape != (len(order), len(columns)):
-        raise DataError(
-            f"{path} holds order {m['order']} with {rows.shape[0]} rows; expected {list(order)}"
-        )
-    return rows[:, [columns.index(lang) for lang in order]]

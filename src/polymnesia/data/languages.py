@@ -162,11 +162,6 @@ def get_language(code: str) -> Language:
     )
 
 
-def normalize_code(code: str) -> str:
-    """The table's code (639-1 where one exists) for any accepted code."""
-    return get_language(code).code
-
-
 def resource_level(code: str) -> ResourceLevel:
     """``low`` / ``mid`` / ``high`` resource level of a language (see module docstring)."""
     return get_language(code).resource_level

@@ -50,13 +50,6 @@ def tensor_index(folder: str | Path) -> dict[str, Path]:
     return out
 
 
-def is_matrix_name(name: str) -> bool:
-    """Weight matrices (``*.weight``) are what Spectrum scores; norms are 1-D and skipped by
-    shape.
-    """
-    return name.endswith(".weight")
-
-
 def iter_tensors(
     folder: str | Path, *, pattern: str | None = None, min_ndim: int = 2
 ) -> Iterator[tuple[str, torch.Tensor]]:

@@ -194,12 +194,6 @@ def attention_projections(model: torch.nn.Module, method: str) -> dict[str, list
     return out
 
 
-def attention_targets(model: torch.nn.Module, method: str = "LoRA") -> list[str]:
-    """Module-name suffixes of every attention projection (PEFT ``target_modules``)."""
-    attention_projections(model, method)  # every block has them
-    return list(attention_roles(model, method).values())
-
-
 def translate_targets(model: torch.nn.Module, names: list[str], method: str) -> list[str]:
     """Module names (or suffixes) to adapt in ``model``.
 
