@@ -182,6 +182,23 @@ def _partial_report(
     return f"report of the other arms: {report} ({missing}); "
 
 
+def _cluster_gpus(cfg: Any, specs: list[Any], planned: list[Any]) -> dict[str, int] | None:
+    """Each stage's GPUs for ``--executor slurm`` from the memory planner, when the config's
+    ``cluster.gpu_memory_gb`` is set (None: every job gets ``cluster.gpus_per_job``)."""
+    cluster = cfg.cluster
+    if cluster.gpu_memory_gb is None:
+        return None
+    from polymnesia.experiments.planning import stage_gpus
+
+    return stage_gpus(
+        specs,
+        {p.spec.name for p in planned if p.status != "reuse"},
+        gpu_bytes=int(cluster.gpu_memory_gb * 2**30),
+        gpus_per_node=cluster.gpus_per_node,
+        max_nodes=cluster.max_nodes,
+    )
+
+
 def _gpu_count() -> int:
     import torch
 
@@ -245,6 +262,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         check_slurm(cfg.cluster)
     planned = plan(specs)
     check_hub_models(cfg, specs, {p.spec.name for p in planned if p.status != "reuse"}, args.config)
+    gpus = _cluster_gpus(cfg, specs, planned) if args.executor == "slurm" else None
     if args.dry_run:
         check_run_dir(run_dir, cfg)  # what the run would refuse, the dry run refuses too
         check_harness_names(specs)  # `run` checks them in its preflight, validate too
@@ -258,6 +276,13 @@ def cmd_run(args: argparse.Namespace) -> int:
             "new):"
         )
         print(describe_plan(planned))
+        if gpus:
+            sized = ", ".join(f"{name} {n}" for name, n in gpus.items() if n != 1)
+            print(
+                f"# slurm jobs sized by the memory planner for GPUs of "
+                f"{cfg.cluster.gpu_memory_gb:g} GiB: 1 GPU each"
+                + (f", except (GPUs): {sized}" if sized else "")
+            )
         if skipped:
             print(
                 "# skipped by --only (they need stages of other categories): " + ", ".join(skipped)
@@ -266,7 +291,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     state = partial_state()
     if categories is None or set(categories) - {"data"}:  # `--only data` runs no model
         preflight(cfg, state.device.type, args.config, specs)
-        if not args.no_memory_check:  # a stage that cannot fit: refused before any stage runs
+        if not args.no_memory_check and gpus is None:  # sized for the cluster's GPUs: above
             from polymnesia.experiments.planning import check_memory
 
             to_run = {p.spec.name for p in planned if p.status != "reuse"}
@@ -289,8 +314,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     started = time.monotonic()
     try:
         if args.executor == "local" and state.is_main_process:
-            gpus = _gpu_count()
-            jobs = args.jobs or (gpus or 2)
+            n_gpus = _gpu_count()
+            jobs = args.jobs or (n_gpus or 2)
             planned = plan(specs)
             done = run_local(
                 planned,
@@ -298,7 +323,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                 run_dir / "logs",
                 jobs,
                 log=lambda m: print(m, flush=True),
-                gpus=gpus,
+                gpus=n_gpus,
                 status=run_dir / "logs" / "executor.json",
             )
         elif args.executor == "slurm" and state.is_main_process:
@@ -311,6 +336,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                 jobs=args.jobs or 256,
                 log=lambda m: print(m, flush=True),
                 status=run_dir / "logs" / "executor.json",
+                gpus=gpus,
             )
         if args.executor != "inline" and state.is_main_process and not done.ok:
             failed = ", ".join(f"{n} (log {p})" for n, p in done.failed.items())

@@ -116,6 +116,44 @@ def stage_jobs(
     return jobs
 
 
+def stage_gpus(
+    specs: list[Any], to_run: set[str], *, gpu_bytes: int, gpus_per_node: int, max_nodes: int
+) -> dict[str, int]:
+    """The GPUs ``--executor slurm`` asks for each stage of ``specs`` named in ``to_run``: a
+    training stage the fewest (1, 2, 4, ... up to ``gpus_per_node * max_nodes``) on which its
+    memory plan fits ``gpu_bytes`` per GPU, planned with the engine it will run (its
+    ``train.engine``: ``auto`` is DDP on more than one), a data stage none, any other stage
+    one. A stage that fits on no count is refused in one line with what would make it
+    fit."""
+    by_name = {s.name: s for s in specs}
+    limit = gpus_per_node * max_nodes
+    out: dict[str, int] = {}
+    for spec in specs:
+        if spec.name not in to_run:
+            continue
+        category = STAGES.get(spec.kind).category
+        if category != "training" or stage_plan(spec, by_name) is None:
+            out[spec.name] = 0 if category == "data" else 1
+            continue
+        best = None
+        for n in _powers_of_two(limit):
+            one = stage_plan(spec, by_name, devices=n)
+            best = one
+            if one.total <= gpu_bytes:
+                out[spec.name] = n
+                break
+        if spec.name not in out:
+            fixes = remedies(best, gpu_bytes, limit) if best is not None else []
+            raise ConfigError(
+                f"stage '{spec.name}' fits on no job of up to {limit} GPU(s) of "
+                f"{gpu_bytes / 2**30:g} GiB (cluster.gpus_per_node {gpus_per_node} x "
+                f"cluster.max_nodes {max_nodes}; planned {gib(best.total) if best else '?'} "
+                f"GiB per GPU on {limit})"
+                + (f"; it would fit with {'; or '.join(fixes)}" if fixes else "")
+            )
+    return out
+
+
 def _powers_of_two(limit: int) -> list[int]:
     out, n = [], 1
     while n <= limit:

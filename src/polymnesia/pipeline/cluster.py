@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from polymnesia.config.base import StrictModel
 
@@ -39,7 +39,28 @@ class ClusterConfig(StrictModel):
         le=1e6,
         description="memory of each job in GB (sbatch --mem); default: the cluster's",
     )
-    gpus_per_job: int = Field(0, ge=0, le=64, description="GPUs of each job (sbatch --gpus)")
+    gpus_per_job: int = Field(
+        0,
+        ge=0,
+        le=64,
+        description="GPUs of each job (sbatch --gpus-per-node); 0 with gpu_memory_gb: sized "
+        "per stage by the memory planner",
+    )
+    gpu_memory_gb: float | None = Field(
+        None,
+        gt=0,
+        le=1e4,
+        description="memory of one GPU of the partition in GB: each training stage's job then "
+        "gets the fewest GPUs its memory plan fits on (1, 2, 4, ... up to gpus_per_node x "
+        "max_nodes; FSDP2 on more than one, under torchrun), every other stage one GPU, a data "
+        "stage none",
+    )
+    gpus_per_node: int = Field(
+        8, ge=1, le=64, description="GPUs of one node (with gpu_memory_gb): the most per node"
+    )
+    max_nodes: int = Field(
+        1, ge=1, le=1024, description="nodes one job may span (with gpu_memory_gb)"
+    )
     sbatch: dict[str, str | int] = Field(
         default_factory=dict,
         description="more sbatch options, name without dashes -> value "
@@ -81,3 +102,12 @@ class ClusterConfig(StrictModel):
                     f"not accepted: {', '.join(sorted(OWN_OPTIONS))}"
                 )
         return v
+
+    @model_validator(mode="after")
+    def _one_sizing(self) -> ClusterConfig:
+        if self.gpu_memory_gb is not None and self.gpus_per_job:
+            raise ValueError(
+                "give either cluster.gpus_per_job (every job the same GPUs) or "
+                "cluster.gpu_memory_gb (each stage sized by the memory planner), not both"
+            )
+        return self

@@ -34,7 +34,7 @@ import shlex
 import shutil
 import subprocess
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -111,8 +111,18 @@ def _first(out: subprocess.CompletedProcess[str]) -> str:
     return lines[-1] if lines else f"exit status {out.returncode}"
 
 
-def _parameters(cluster: ClusterConfig, name: str) -> dict[str, Any]:
-    """submitit's ``SlurmExecutor`` parameters for a job named ``name``."""
+def job_shape(gpus: int, cluster: ClusterConfig) -> tuple[int, int]:
+    """Nodes and GPUs per node of a job that needs ``gpus`` GPUs: as few nodes as hold them
+    (``cluster.gpus_per_node`` each), the GPUs spread evenly over them (rounded up)."""
+    if gpus <= 0:
+        return 1, 0
+    nodes = -(-gpus // cluster.gpus_per_node)
+    return nodes, -(-gpus // nodes)
+
+
+def _parameters(cluster: ClusterConfig, name: str, gpus: int | None = None) -> dict[str, Any]:
+    """submitit's ``SlurmExecutor`` parameters for a job named ``name``; ``gpus``: the GPUs
+    the memory planner gave its stages (None: ``cluster.gpus_per_job``)."""
     extra = {k: (True if v == "" else v) for k, v in cluster.sbatch.items()}
     params: dict[str, Any] = {
         "job_name": f"polymnesia-{name}"[:128],
@@ -122,8 +132,11 @@ def _parameters(cluster: ClusterConfig, name: str) -> dict[str, Any]:
         "setup": list(cluster.setup),
         "additional_parameters": extra,
     }
-    if cluster.gpus_per_job:
+    if gpus is None and cluster.gpus_per_job:
         params["gpus_per_node"] = cluster.gpus_per_job
+    elif gpus:
+        nodes, per_node = job_shape(gpus, cluster)
+        params.update(gpus_per_node=per_node, nodes=nodes, ntasks_per_node=1)
     if cluster.mem_gb is not None:
         params["mem"] = f"{max(1, round(cluster.mem_gb * 1024))}M"
     for key in ("partition", "account", "qos", "constraint"):
@@ -142,23 +155,28 @@ class SlurmLauncher:
         command: Callable[[list[str]], list[str]],
         folder: Path,
         cluster: ClusterConfig,
+        gpus: Mapping[str, int] | None = None,
     ) -> None:
         self.command, self.folder, self.cluster = command, folder, cluster
+        self.gpus = gpus  # stage -> GPUs from the memory planner (None: cluster.gpus_per_job)
         self.gone: dict[str, float] = {}  # job id -> when it was first seen out of the queue
 
     def start(self, stages: list[str], slot: int) -> Started:
         submitit = _submitit()
         executor = submitit.SlurmExecutor(folder=self.folder / stages[0], max_num_timeout=0)
-        executor.update_parameters(**_parameters(self.cluster, stages[0]))
+        gpus = None if self.gpus is None else max(self.gpus.get(s, 1) for s in stages)
+        executor.update_parameters(**_parameters(self.cluster, stages[0], gpus))
+        per_node = job_shape(gpus, self.cluster)[1] if gpus else 1
         try:
-            job = executor.submit(run_stage_job, self.command(stages))
+            job = executor.submit(run_stage_job, self.command(stages), per_node)
         except Exception as e:  # submitit raises its own error with sbatch's output
             message = str(e).strip().splitlines()
             raise PolymnesiaError(
                 f"sbatch refused the job of {stages[0]}: {message[-1] if message else e}"
             ) from None
         attach = {"job": str(job.job_id), "folder": str(self.folder / stages[0])}
-        return Started(job, Path(job.paths.stdout), f"job {job.job_id}", attach=attach)
+        where = f"job {job.job_id}" + (f", {gpus} GPU(s)" if gpus else "")
+        return Started(job, Path(job.paths.stdout), where, attach=attach)
 
     def attach(self, stages: list[str], record: dict[str, str]) -> Started | None:
         """The job a previous driver submitted for ``stages`` (``record``: its id and submitit
@@ -271,14 +289,17 @@ def run_slurm(
     jobs: int = 256,
     log: Callable[[str], None] = print,
     status: Path | None = None,
+    gpus: Mapping[str, int] | None = None,
 ) -> LocalResult:
     """Build every stage of ``planned`` that is not reused as SLURM jobs, at most ``jobs``
     submitted at once, each ``command(stages)`` (see the module's docstring); submitit's files
-    and each job's log under ``folder/FIRST_STAGE/``."""
+    and each job's log under ``folder/FIRST_STAGE/``. ``gpus``: each stage's GPUs from the
+    memory planner (:func:`polymnesia.experiments.planning.stage_gpus`; a job gets the most of
+    its stages'); without it every job gets ``cluster.gpus_per_job``."""
     folder.mkdir(parents=True, exist_ok=True)
     return run_graph(
         planned,
-        SlurmLauncher(command, folder, cluster),
+        SlurmLauncher(command, folder, cluster, gpus),
         jobs,
         log=log,
         group=batches(planned, cluster.batch),
