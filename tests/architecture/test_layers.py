@@ -48,6 +48,7 @@ TIERS = [
         "trust",
         "jobs",
         "hub",
+        "shipped",
         "__init__",
     },
 ]

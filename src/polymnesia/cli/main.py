@@ -24,6 +24,7 @@ from polymnesia.cli import cache as cache_cli
 from polymnesia.cli import compare as compare_cli
 from polymnesia.cli import data as data_cli
 from polymnesia.cli import env as env_cli
+from polymnesia.cli import init as init_cli
 from polymnesia.cli import ls as ls_cli
 from polymnesia.cli import plan as plan_cli
 from polymnesia.cli import report as report_cli
@@ -32,6 +33,7 @@ from polymnesia.cli import status as status_cli
 from polymnesia.cli import validate as validate_cli
 from polymnesia.cli.output import PolymnesiaLogLines, plain_library_output
 from polymnesia.errors import ConfigWarning, PolymnesiaError
+from polymnesia.shipped import resolve
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -43,6 +45,7 @@ def build_parser() -> argparse.ArgumentParser:
         module.add_parser(sub)
     cache_cli.add_parser(sub)
     env_cli.add_parser(sub)
+    init_cli.add_parser(sub)
     plan_cli.add_parser(sub, run_cli.build_specs)
     return p
 
@@ -157,6 +160,16 @@ def sigterm_as_interrupt() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
+def _shipped_by_name(args: argparse.Namespace) -> None:
+    """A config given by a shipped config's name (``quickstart``, ``gpu/lifelong``) becomes
+    that config's path (:func:`polymnesia.shipped.resolve`)."""
+    given = vars(args)
+    if isinstance(given.get("config"), str):
+        args.config = resolve(args.config)
+    if isinstance(given.get("configs"), list):
+        args.configs = [resolve(c) if isinstance(c, str) else c for c in args.configs]
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(build_parser(), argv)  # --help and argument errors: no torch loaded
     from polymnesia.runtime import shutdown
@@ -170,6 +183,7 @@ def main(argv: list[str] | None = None) -> int:
     quiet_library_deprecations()
     try:
         with sigterm_as_interrupt():
+            _shipped_by_name(args)
             return int(args.fn(args))
     except PolymnesiaError as e:
         print(f"polymnesia: error: {disk_full(e) or e}", file=sys.stderr)
