@@ -4,57 +4,15 @@ stages it needs are done, a failure holding back only what needs it
 
 from __future__ import annotations
 
-import json
 import os
-import sys
 import time
 from pathlib import Path
-from types import SimpleNamespace
-from typing import Any
 
 import pytest
+from stand_ins import command, planned, read_trace
 
 from polymnesia.errors import ConfigError
 from polymnesia.pipeline.executors import chain, check_executor, run_local, slots, stage_graph
-from polymnesia.pipeline.integrity import MARKER
-
-
-def _planned(graph: dict[str, list[str]], root: Path, reuse: tuple[str, ...] = ()) -> list[Any]:
-    return [
-        SimpleNamespace(
-            spec=SimpleNamespace(name=n, inputs={f"in{i}": u for i, u in enumerate(ups)}),
-            status="reuse" if n in reuse else "run",
-            entry=root / "entries" / n,
-        )
-        for n, ups in graph.items()
-    ]
-
-
-def _command(trace: Path, root: Path, fail: tuple[str, ...] = (), sleep: float = 0.6) -> Any:
-    """A child that builds its stages one after another: records when each started and ended,
-    marks its entry complete, and fails at the stages named in ``fail``."""
-
-    def command(names: list[str]) -> list[str]:
-        code = (
-            "import json, os, sys, time, pathlib\n"
-            f"for name in {names!r}:\n"
-            f"    t0 = time.time(); time.sleep({sleep})\n"
-            f"    if name in {list(fail)!r}: sys.exit(1)\n"
-            "    rec = {'name': name, 'start': t0, 'end': time.time(),"
-            " 'threads': os.environ.get('OMP_NUM_THREADS'), 'child': os.getpid()}\n"
-            f"    open({str(trace)!r}, 'a').write(json.dumps(rec) + '\\n')\n"
-            f"    entry = pathlib.Path({str(root / 'entries')!r}) / name\n"
-            f"    entry.mkdir(parents=True); (entry / {MARKER!r}).write_text('{{}}')\n"
-            "    print('building', name)\n"
-        )
-        return [sys.executable, "-c", code]
-
-    return command
-
-
-def _trace(path: Path) -> dict[str, dict[str, Any]]:
-    return {r["name"]: r for r in map(json.loads, path.read_text().splitlines())}
-
 
 GRAPH = {"data": [], "base": ["data"], "a0": ["base"], "a1": ["a0"], "b0": ["base"], "b1": ["b0"]}
 
@@ -63,8 +21,8 @@ def test_independent_stages_run_side_by_side_after_what_they_need(tmp_path: Path
     trace = tmp_path / "trace.jsonl"
     env = {k: v for k, v in os.environ.items() if k != "OMP_NUM_THREADS"}
     res = run_local(
-        _planned(GRAPH, tmp_path),
-        _command(trace, tmp_path),
+        planned(GRAPH, tmp_path),
+        command(trace, tmp_path, sleep=0.6),
         tmp_path / "logs",
         2,
         log=lambda m: None,
@@ -72,7 +30,7 @@ def test_independent_stages_run_side_by_side_after_what_they_need(tmp_path: Path
         cpus=4,
     )
     assert res.ok and sorted(res.built) == sorted(GRAPH) and not res.held_back
-    t = _trace(trace)
+    t = read_trace(trace)
     for stage, needs in GRAPH.items():  # a stage starts after every stage it needs ended
         assert all(t[stage]["start"] >= t[up]["end"] for up in needs), stage
     # the two chains after "base" overlap in time, two at once, each chain in one child
@@ -93,15 +51,15 @@ def test_a_failed_stage_holds_back_only_what_needs_it(tmp_path: Path) -> None:
     trace = tmp_path / "trace.jsonl"
     lines: list[str] = []
     res = run_local(
-        _planned(GRAPH, tmp_path),
-        _command(trace, tmp_path, fail=("a0",)),
+        planned(GRAPH, tmp_path),
+        command(trace, tmp_path, sleep=0.6, fail=("a0",)),
         tmp_path / "logs",
         2,
         log=lines.append,
     )
     assert not res.ok and set(res.failed) == {"a0"} and res.held_back == ["a1"]
     assert res.failed["a0"] == tmp_path / "logs" / "a0.log"
-    assert set(_trace(trace)) == {"data", "base", "b0", "b1"}  # chain b ran to its end
+    assert set(read_trace(trace)) == {"data", "base", "b0", "b1"}  # chain b ran to its end
     assert sorted(res.built) == ["b0", "b1", "base", "data"]
     (failed,) = [m for m in lines if m.startswith("[polymnesia] failed ")]
     assert (
@@ -114,13 +72,13 @@ def test_a_failed_stage_holds_back_only_what_needs_it(tmp_path: Path) -> None:
 def test_reused_stages_are_not_run(tmp_path: Path) -> None:
     trace = tmp_path / "trace.jsonl"
     res = run_local(
-        _planned(GRAPH, tmp_path, reuse=("data", "base", "a0")),
-        _command(trace, tmp_path, sleep=0),
+        planned(GRAPH, tmp_path, reuse=("data", "base", "a0")),
+        command(trace, tmp_path),
         tmp_path / "logs",
         3,
         log=lambda m: None,
     )
-    assert sorted(res.built) == ["a1", "b0", "b1"] and set(_trace(trace)) == {"a1", "b0", "b1"}
+    assert sorted(res.built) == ["a1", "b0", "b1"] and set(read_trace(trace)) == {"a1", "b0", "b1"}
 
 
 def test_slots_give_a_gpu_each_or_a_share_of_the_threads() -> None:
@@ -133,7 +91,7 @@ def test_slots_give_a_gpu_each_or_a_share_of_the_threads() -> None:
 
 
 def test_stage_graph_is_the_plans_inputs(tmp_path: Path) -> None:
-    assert stage_graph(_planned(GRAPH, tmp_path))["a1"] == {"a0"}
+    assert stage_graph(planned(GRAPH, tmp_path))["a1"] == {"a0"}
 
 
 def test_a_chain_takes_a_stage_only_its_predecessor_feeds() -> None:
@@ -169,8 +127,8 @@ def test_ctrl_c_stops_the_children(tmp_path: Path) -> None:
 
     with pytest.raises(KeyboardInterrupt):
         run_local(
-            _planned(GRAPH, tmp_path),
-            _command(trace, tmp_path, sleep=30),
+            planned(GRAPH, tmp_path),
+            command(trace, tmp_path, sleep=30),
             tmp_path / "logs",
             2,
             log=log,

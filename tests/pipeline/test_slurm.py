@@ -13,10 +13,10 @@ import sys
 import threading
 import time
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from stand_ins import command, planned, read_trace
 
 from polymnesia.cli import main as cli
 from polymnesia.errors import ConfigError
@@ -42,50 +42,6 @@ GRAPH: dict[str, tuple[str, list[str]]] = {
 }
 
 
-def _planned(root: Path, graph: dict[str, tuple[str, list[str]]] = GRAPH) -> list[Any]:
-    return [
-        SimpleNamespace(
-            spec=SimpleNamespace(
-                name=n, kind=kind, inputs={f"in{i}": u for i, u in enumerate(ups)}
-            ),
-            status="run",
-            entry=root / "entries" / n,
-        )
-        for n, (kind, ups) in graph.items()
-    ]
-
-
-def _command(trace: Path, root: Path, fail_once: tuple[str, ...] = (), sleep: float = 0.0) -> Any:
-    """A job's command: builds its stages one after another (records when each started and
-    ended, marks its entry complete); a stage in ``fail_once`` fails on its first attempt
-    (after ``sleep`` seconds) and builds on the next."""
-
-    def command(names: list[str]) -> list[str]:
-        code = (
-            "import json, os, sys, time, pathlib\n"
-            f"for name in {names!r}:\n"
-            "    t0 = time.time()\n"
-            f"    flag = pathlib.Path({str(root)!r}) / ('tried-' + name)\n"
-            f"    if name in {list(fail_once)!r} and not flag.exists():\n"
-            f"        flag.touch(); print('failing', name, flush=True); time.sleep({sleep})\n"
-            "        sys.exit(3)\n"
-            "    rec = {'name': name, 'start': t0, 'end': time.time(),"
-            " 'job': os.environ.get('SLURM_JOB_ID'),"
-            " 'threads': os.environ.get('OMP_NUM_THREADS')}\n"
-            f"    open({str(trace)!r}, 'a').write(json.dumps(rec) + '\\n')\n"
-            f"    entry = pathlib.Path({str(root / 'entries')!r}) / name\n"
-            f"    entry.mkdir(parents=True); (entry / {MARKER!r}).write_text('{{}}')\n"
-            "    print('building', name)\n"
-        )
-        return [sys.executable, "-c", code]
-
-    return command
-
-
-def _trace(path: Path) -> dict[str, dict[str, Any]]:
-    return {r["name"]: r for r in map(json.loads, path.read_text().splitlines())}
-
-
 FAST = ClusterConfig(poll_s=0.2, time_min=5)
 
 
@@ -104,27 +60,27 @@ def test_the_cluster_section_is_checked_and_left_out_of_the_config_hash() -> Non
 
 
 def test_ready_evaluations_share_a_job_up_to_the_batch_size(tmp_path: Path) -> None:
-    planned = _planned(tmp_path)
+    plan = planned(GRAPH, tmp_path)
     graph = {n: set(ups) for n, (_, ups) in GRAPH.items()}
     pending = [n for n in GRAPH if n not in ("data", "base", "a0", "a1", "b0")]
     done = {"data", "base", "a0", "a1", "b0"}
     # evaluation and analysis stages whose inputs are done, in pipeline order
-    assert batches(planned, 8)("eval_a", graph, pending, done) == [
+    assert batches(plan, 8)("eval_a", graph, pending, done) == [
         "eval_a",
         "eval_b",
         "eval_base",
         "drift",
     ]
-    assert batches(planned, 2)("eval_b", graph, pending, done) == ["eval_a", "eval_b"]
-    assert batches(planned, 1)("eval_a", graph, pending, done) == ["eval_a"]
+    assert batches(plan, 2)("eval_b", graph, pending, done) == ["eval_a", "eval_b"]
+    assert batches(plan, 1)("eval_a", graph, pending, done) == ["eval_a"]
     # a training chain takes only the stage that alone needs it (a chain), no other
     # evaluation; an evaluation waiting for a stage is not taken
-    assert batches(planned, 8)("a0", graph, ["a0", "a1", *pending], {"data", "base"}) == [
+    assert batches(plan, 8)("a0", graph, ["a0", "a1", *pending], {"data", "base"}) == [
         "a0",
         "a1",
         "eval_a",
     ]
-    assert "eval_a" not in batches(planned, 8)("eval_base", graph, pending, done - {"a1"})
+    assert "eval_a" not in batches(plan, 8)("eval_base", graph, pending, done - {"a1"})
 
 
 def _cli(
@@ -170,15 +126,15 @@ def test_stages_run_as_jobs_once_what_they_need_is_complete(
     trace, lines = tmp_path / "trace.jsonl", list[str]()
     status = tmp_path / "executor.json"
     res = run_slurm(
-        _planned(tmp_path),
-        _command(trace, tmp_path),
+        planned(GRAPH, tmp_path),
+        command(trace, tmp_path),
         tmp_path / "slurm",
         FAST,
         log=lines.append,
         status=status,
     )
     assert res.ok and sorted(res.built) == sorted(GRAPH) and not res.held_back
-    t = _trace(trace)
+    t = read_trace(trace)
     for stage, (_, needs) in GRAPH.items():  # after every stage it needs ended
         assert all(t[stage]["start"] >= t[up]["end"] for up in needs), stage
     assert t["a0"]["job"] == t["a1"]["job"] != t["b0"]["job"]  # a chain is one job
@@ -214,8 +170,8 @@ def test_status_of_a_run_without_an_executor_is_one_line(
 def test_a_failed_job_is_one_line_naming_its_log(slurm_cluster: Any, tmp_path: Path) -> None:
     trace, lines = tmp_path / "trace.jsonl", list[str]()
     res = run_slurm(
-        _planned(tmp_path),
-        _command(trace, tmp_path, fail_once=("a0",)),
+        planned(GRAPH, tmp_path),
+        command(trace, tmp_path, fail_once=("a0",)),
         tmp_path / "slurm",
         FAST,
         log=lines.append,
@@ -232,8 +188,8 @@ def test_a_failed_job_is_one_line_naming_its_log(slurm_cluster: Any, tmp_path: P
 def test_a_failed_job_is_submitted_again_and_finishes(slurm_cluster: Any, tmp_path: Path) -> None:
     trace, lines = tmp_path / "trace.jsonl", list[str]()
     res = run_slurm(
-        _planned(tmp_path),
-        _command(trace, tmp_path, fail_once=("a1",)),
+        planned(GRAPH, tmp_path),
+        command(trace, tmp_path, fail_once=("a1",)),
         tmp_path / "slurm",
         FAST.model_copy(update={"attempts": 2}),
         log=lines.append,
@@ -241,7 +197,7 @@ def test_a_failed_job_is_submitted_again_and_finishes(slurm_cluster: Any, tmp_pa
     assert res.ok and sorted(res.built) == sorted(GRAPH)
     assert res.attempts["a0"] == 1 and res.attempts["a1"] == 2  # a0 was complete: not again
     assert any(m.startswith("[polymnesia] retry  a1 > eval_a (job ") for m in lines)
-    assert _trace(trace)["a1"]["job"] != _trace(trace)["a0"]["job"]
+    assert read_trace(trace)["a1"]["job"] != read_trace(trace)["a0"]["job"]
 
 
 def test_a_cancelled_job_is_submitted_again(slurm_cluster: Any, tmp_path: Path) -> None:
@@ -262,8 +218,8 @@ def test_a_cancelled_job_is_submitted_again(slurm_cluster: Any, tmp_path: Path) 
             threading.Thread(target=cancel, daemon=True).start()
 
     res = run_slurm(
-        _planned(tmp_path, graph),
-        _command(trace, tmp_path, fail_once=("train",), sleep=60),
+        planned(graph, tmp_path),
+        command(trace, tmp_path, fail_once=("train",), fail_sleep=60),
         tmp_path / "slurm",
         FAST.model_copy(update={"attempts": 2}),
         log=cancel_when_running,
