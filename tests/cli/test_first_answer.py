@@ -77,6 +77,8 @@ def test_loading_a_config_imports_no_model_library(config: str, experiment: str)
         ("ls", "languages"),
         ("ls", "presets"),
         ("ls", "lm-eval-tasks"),
+        ("export", "--help"),
+        ("export", "runs/no_such_run", "pretrain", "exported"),
     ],
     ids=" ".join,
 )

@@ -32,6 +32,7 @@ def test_each_subcommand_has_its_own_module() -> None:
         "compare",
         "data",
         "env",
+        "export",
         "ls",
         "plan",
         "report",

@@ -1,6 +1,7 @@
 """The ``polymnesia`` command: one module per subcommand (``cli/run.py``, ``validate.py``,
-``ls.py``, ``data.py``, ``report.py``, ``compare.py``, ``cache.py``, ``env.py``, ``plan.py``),
-each an ``add_parser(sub)`` and a ``cmd_*`` that parses, calls the library and prints.
+``ls.py``, ``data.py``, ``report.py``, ``compare.py``, ``export.py``, ``cache.py``, ``env.py``,
+``plan.py``), each an ``add_parser(sub)`` and a ``cmd_*`` that parses, calls the library and
+prints.
 
 This module assembles the parser and turns errors into one line (:func:`main`). The
 library is imported inside the subcommands (a documented start-up cost: ``--help`` and
@@ -24,6 +25,7 @@ from polymnesia.cli import cache as cache_cli
 from polymnesia.cli import compare as compare_cli
 from polymnesia.cli import data as data_cli
 from polymnesia.cli import env as env_cli
+from polymnesia.cli import export as export_cli
 from polymnesia.cli import init as init_cli
 from polymnesia.cli import ls as ls_cli
 from polymnesia.cli import plan as plan_cli
@@ -41,8 +43,9 @@ def build_parser() -> argparse.ArgumentParser:
         prog="polymnesia", description="Multilingual continual learning of language models."
     )
     sub = p.add_subparsers(dest="command", required=True)
-    for module in (run_cli, validate_cli, ls_cli, data_cli, report_cli, compare_cli, status_cli):
+    for module in (run_cli, validate_cli, ls_cli, data_cli, report_cli, compare_cli, export_cli):
         module.add_parser(sub)
+    status_cli.add_parser(sub)
     cache_cli.add_parser(sub)
     env_cli.add_parser(sub)
     init_cli.add_parser(sub)

@@ -124,6 +124,22 @@ class StageContext(Generic[P]):
         return [self.inputs[r] for r in family.members(self.inputs)]
 
 
+@dataclass(frozen=True)
+class Provenance:
+    """What a spec's parameters say of the model its stage writes (a model card's front
+    matter): the languages it trains on, the models it starts from (Hub ids or folders) and
+    the data sources it reads (:meth:`Stage.provenance`)."""
+
+    languages: tuple[str, ...] = ()
+    base_models: tuple[str, ...] = ()
+    sources: tuple[tuple[str, dict[str, Any]], ...] = ()  # (source name, its options)
+
+
+def named_models(*names: str | None) -> tuple[str, ...]:
+    """The model names of ``names`` that are set (a :class:`Provenance`'s ``base_models``)."""
+    return tuple(n for n in names if n)
+
+
 #: what a stage spends its time on (``Stage.category``): the report's compute table groups by it,
 #: ``polymnesia run --only`` picks by it
 CATEGORIES = ("data", "training", "evaluation", "analysis", "other")
@@ -177,6 +193,12 @@ class Stage(ABC, Generic[P]):
         reports the others without that arm (:mod:`polymnesia.pipeline.partial`)."""
         label = getattr(params, "label", None)
         return label if isinstance(label, str) and label else None
+
+    @classmethod
+    def provenance(cls, params: Any) -> Provenance:
+        """What ``params`` say of the model this stage writes or the data it prepares, for a
+        model card (:mod:`polymnesia.experiments.export`): nothing unless a kind says more."""
+        return Provenance()
 
     @abstractmethod
     def run(self, ctx: StageContext[P]) -> list[Score]:

@@ -60,7 +60,7 @@ from polymnesia.models.new_tokens import (
     static_embeddings,
 )
 from polymnesia.models.resize import check_resizable, resize_and_init
-from polymnesia.pipeline.stage import STAGES, Artifact, Stage, StageContext
+from polymnesia.pipeline.stage import STAGES, Artifact, Provenance, Stage, StageContext
 from polymnesia.results import Score
 from polymnesia.stages.common import (
     DATA,
@@ -330,6 +330,11 @@ class AdaptVocabulary(Stage[AdaptVocabularyParams]):
     @classmethod
     def named_inputs(cls, params: AdaptVocabularyParams) -> Sequence[str]:
         return plugin_inputs(params.adapt.train.plugins)
+
+    @classmethod
+    def provenance(cls, params: AdaptVocabularyParams) -> Provenance:
+        """For a model card: the adapting languages the new vocabulary is learned on."""
+        return Provenance(tuple(params.adapting))
 
     def run(self, ctx: StageContext[AdaptVocabularyParams]) -> list[Score]:
         p = ctx.params

@@ -14,7 +14,7 @@ from polymnesia.data.sources import get_source
 from polymnesia.data.splits import unit_hash
 from polymnesia.errors import DataError
 from polymnesia.io import atomic_write_json, write_jsonl_atomic
-from polymnesia.pipeline.stage import STAGES, Artifact, Stage, StageContext
+from polymnesia.pipeline.stage import STAGES, Artifact, Provenance, Stage, StageContext
 from polymnesia.results import Score
 
 SPLITS = ("train", "validation", "test")
@@ -61,6 +61,11 @@ class PrepareData(Stage[PrepareDataParams]):
     version = "2"
     inputs = ()
     outputs = (Artifact.SPLITS,)
+
+    @classmethod
+    def provenance(cls, params: PrepareDataParams) -> Provenance:
+        """For a model card: the source it prepares."""
+        return Provenance(sources=((params.data.source, dict(params.data.options)),))
 
     def run(self, ctx: StageContext[PrepareDataParams]) -> list[Score]:
         p = ctx.params

@@ -54,7 +54,15 @@ from polymnesia.io import atomic_write_json
 from polymnesia.items import ITEMS_FILE, BootstrapConfig, ItemSet, score_with_items, write_items
 from polymnesia.models.build import load_pretrained
 from polymnesia.models.io import save_model_and_tokenizer
-from polymnesia.pipeline.stage import STAGES, Artifact, Role, Stage, StageContext
+from polymnesia.pipeline.stage import (
+    STAGES,
+    Artifact,
+    Provenance,
+    Role,
+    Stage,
+    StageContext,
+    named_models,
+)
 from polymnesia.results import Score
 from polymnesia.runtime import current
 from polymnesia.stages.common import DATA, MODEL, plugin_inputs, train_in_stage, train_summary
@@ -169,6 +177,12 @@ class FinetuneTask(Stage[FinetuneParams]):
     def named_inputs(cls, params: FinetuneParams) -> Sequence[str]:
         model = [MODEL] if params.base_model is None else []  # the body to fine-tune
         return [*model, *plugin_inputs(params.train.plugins)]
+
+    @classmethod
+    def provenance(cls, params: FinetuneParams) -> Provenance:
+        """For a model card: the source languages it is fine-tuned on, and
+        ``base_model`` where set."""
+        return Provenance(tuple(params.sources), named_models(params.base_model))
 
     def run(self, ctx: StageContext[FinetuneParams]) -> list[Score]:
         p = ctx.params

@@ -16,7 +16,14 @@ from polymnesia.errors import ConfigError
 from polymnesia.models import ModelConfig
 from polymnesia.models.build import check_tokenizer_fits, embedding_rows, load_pretrained
 from polymnesia.models.io import save_model_and_tokenizer
-from polymnesia.pipeline.stage import STAGES, Artifact, Stage, StageContext
+from polymnesia.pipeline.stage import (
+    STAGES,
+    Artifact,
+    Provenance,
+    Stage,
+    StageContext,
+    named_models,
+)
 from polymnesia.results import Score
 from polymnesia.tokenizers.bpe import load_tokenizer
 
@@ -34,6 +41,11 @@ class ImportModel(Stage[ImportModelParams]):
     version = "2"
     inputs = ()
     outputs = (Artifact.MODEL,)
+
+    @classmethod
+    def provenance(cls, params: ImportModelParams) -> Provenance:
+        """For a model card: the model it imports."""
+        return Provenance(base_models=named_models(params.model.name_or_path))
 
     def run(self, ctx: StageContext[ImportModelParams]) -> list[Score]:
         p = ctx.params

@@ -33,7 +33,15 @@ from polymnesia.instructions.records import (
 from polymnesia.io import atomic_write_text, read_jsonl_strict
 from polymnesia.models.io import load_model_and_tokenizer, save_model_and_tokenizer
 from polymnesia.models.lora import LoraConfig, add_adapter, merge_adapter
-from polymnesia.pipeline.stage import STAGES, Artifact, Family, Role, Stage, StageContext
+from polymnesia.pipeline.stage import (
+    STAGES,
+    Artifact,
+    Family,
+    Provenance,
+    Role,
+    Stage,
+    StageContext,
+)
 from polymnesia.results import Score
 from polymnesia.stages.common import (
     DATA,
@@ -176,6 +184,11 @@ class Instruct(Stage[InstructParams]):
         records = [Role(r, Artifact.RECORDS) for r in params.records]
         bible = [DATA] if not params.records and params.instruct.source == "bible" else []
         return [*records, *bible, *plugin_inputs(params.instruct.train.plugins)]
+
+    @classmethod
+    def provenance(cls, params: InstructParams) -> Provenance:
+        """For a model card: the language of its instruction data."""
+        return Provenance((params.language,))
 
     def run(self, ctx: StageContext[InstructParams]) -> list[Score]:
         p = ctx.params

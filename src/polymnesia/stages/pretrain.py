@@ -8,7 +8,14 @@ from polymnesia.config.base import StrictModel
 from polymnesia.models import ModelConfig
 from polymnesia.models.build import build_model, count_parameters
 from polymnesia.models.io import save_model_and_tokenizer
-from polymnesia.pipeline.stage import STAGES, Artifact, Stage, StageContext
+from polymnesia.pipeline.stage import (
+    STAGES,
+    Artifact,
+    Provenance,
+    Stage,
+    StageContext,
+    named_models,
+)
 from polymnesia.results import Score
 from polymnesia.stages.common import (
     DATA,
@@ -47,6 +54,12 @@ class Pretrain(Stage[PretrainParams]):
     @classmethod
     def named_inputs(cls, params: PretrainParams) -> Sequence[str]:
         return plugin_inputs(params.train.plugins)
+
+    @classmethod
+    def provenance(cls, params: PretrainParams) -> Provenance:
+        """For a model card: the languages of its mixture, and the model it continues
+        (``model.name_or_path``)."""
+        return Provenance(tuple(params.languages), named_models(params.model.name_or_path))
 
     def run(self, ctx: StageContext[PretrainParams]) -> list[Score]:
         p = ctx.params
