@@ -33,6 +33,7 @@ def test_each_subcommand_has_its_own_module() -> None:
         "data",
         "env",
         "export",
+        "init",
         "ls",
         "plan",
         "report",
