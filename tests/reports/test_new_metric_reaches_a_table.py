@@ -1,80 +1,136 @@
-"""A new metric reaches a table with its interval from its registration alone (issue 28).
+"""A new metric reaches a real protocol's tables from its registration alone (issues 28, 38).
 
-The metric is registered here as it would be in ``src/polymnesia/metrics/classification.py``:
-a pure function plus, in ``items=``, how it is recomputed on ``label`` items. Nothing else
-is edited: ``ItemSet.statistic`` finds the rule in the registry, so the per-score interval,
-the group table's stratified interval and the paired test between two arms all follow.
-docs/architecture.md's checklist counts the files a new metric touches under src/.
+docs/architecture.md's "A metric" checklist, followed once: the metric is registered here as
+it would be in ``src/polymnesia/metrics/lm.py``, a pure function plus, in ``items=``, how it
+is recomputed on ``lm`` items, and a ``title``. Nothing else is edited. ``evaluate_lm`` scores
+every metric registered for ``lm`` items (:func:`~polymnesia.metrics.base.scored_metrics`;
+``tests/stages/test_evaluate_lm_items.py`` runs the stage), a metric its sums do not give by
+its rule on the items (:func:`~polymnesia.items.scores_with_intervals`, as here), and
+active_forgetting's report shows every such metric in its Table 1 family, with the registered
+title and direction and stratified intervals over the items.
+
+The run folder is the active_forgetting smoke run's golden score records
+(``tests/golden/active_forgetting_smoke.json``) plus the toy metric's scores and the ``lm``
+items they come from, so the report is built from score records, with no training.
 """
 
 from __future__ import annotations
 
+import csv
+import json
+import zlib
+from collections.abc import Iterator
+from pathlib import Path
+
 import numpy as np
 import pytest
 
-from polymnesia.items import ItemSet, group_intervals, scores_with_intervals
-from polymnesia.metrics.base import METRICS, ItemRule, register_metric
-from polymnesia.metrics.uncertainty import ItemStatistic, paired_bootstrap
-from polymnesia.reports.table_core import to_markdown
-from polymnesia.reports.tables import group_table
+from polymnesia.experiments import EXPERIMENTS, load_config
+from polymnesia.items import RUN_ITEMS, BootstrapConfig, ItemSet, scores_with_intervals, write_items
+from polymnesia.metrics.base import METRICS, ratio_of, register_metric, scored_metrics
+from polymnesia.metrics.uncertainty import paired_bootstrap
+from polymnesia.results import Score, write_scores
 
-NAME = "test_balanced_accuracy"
-
-
-def _balanced(pred: np.ndarray, gold: np.ndarray) -> float:
-    """Mean over gold labels of the share predicted right (balanced accuracy)."""
-    return float(np.mean([np.mean(pred[gold == k] == k) for k in np.unique(gold)]))
+ROOT = Path(__file__).resolve().parents[2]
+NAME = "test_nats_per_word"
+KEY = ("model", "lang", "metric", "task", "group", "size", "seed", "step", "setting")
 
 
-def _rule() -> ItemRule:
-    def reduce(x: np.ndarray) -> np.ndarray:  # [B, n, 2] (pred, gold) -> [B]
-        pred, gold = x[..., 0], x[..., 1]
-        recalls = []
-        for k in (0.0, 1.0):
-            is_k = gold == k
-            hit = np.sum(is_k & (pred == k), axis=-1)
-            recalls.append(np.where(is_k.sum(-1) > 0, hit / np.maximum(is_k.sum(-1), 1), np.nan))
-        return np.nanmean(np.stack(recalls), axis=0)
-
-    return lambda c, _n: ItemStatistic(np.stack([c["pred"], c["gold"]], axis=1), reduce, NAME)
+def _nats_per_word(nll_sum: float, n_words: int) -> float:
+    """Summed negative log-likelihood per whitespace word (nats)."""
+    return float(nll_sum) / n_words
 
 
-if NAME not in METRICS:  # the one edit under src/: a registration with its resampling rule
-    register_metric(NAME, higher_is_better=True, items={"label": _rule()})(_balanced)
+@pytest.fixture
+def toy_metric() -> Iterator[str]:
+    """The one edit under src/: a registration, taken out again after the test (other tests
+    check the registered lm metrics)."""
+    assert NAME not in METRICS  # loads the registry first
+    register_metric(
+        NAME,
+        higher_is_better=False,
+        title="toy nats per word",
+        items={"lm": ratio_of("nll", "words", name=NAME)},
+    )(_nats_per_word)
+    yield NAME
+    del METRICS._entries[NAME]  # the registry has no removal: this test's own entry
 
 
-def _items(model: str, lang: str, right: float, seed: int, n: int = 80) -> ItemSet:
-    rng = np.random.default_rng(seed)
-    gold = (rng.random(n) < 0.3).astype(float)
-    pred = np.where(rng.random(n) < right, gold, 1 - gold)
-    cols = {"pred": pred.tolist(), "gold": gold.tolist()}
-    return ItemSet(model, lang, "label", list(range(n)), cols, task="t", n_labels=2)
+def _golden_scores() -> list[Score]:
+    table = json.loads((ROOT / "tests/golden/active_forgetting_smoke.json").read_text("utf-8"))
+    out = []
+    for key, value in table.items():
+        fields = {k: v for k, v in zip(KEY, json.loads(key), strict=True) if v is not None}
+        out.append(Score(value=value, **fields))
+    return out
 
 
-def test_a_registered_metric_gets_intervals_a_table_and_paired_tests() -> None:
+def _items(arm: str, lang: str, group: str | None, size: str | None, per_word: float) -> ItemSet:
+    rng = np.random.default_rng(zlib.crc32(f"{arm}/{lang}".encode()))
+    words = rng.integers(5, 30, 40).astype(float)
+    cols = {
+        "nll": list(words * (per_word + rng.normal(0, 0.1, 40))),
+        "tokens": list(words * 1.5),
+        "bytes": list(words * 6),
+        "words": list(words),
+    }
+    return ItemSet(arm, lang, "lm", list(range(40)), cols, group=group, size=size)
+
+
+def _run_folder(tmp_path: Path) -> tuple[Path, list[Score], list[ItemSet]]:
+    scores = _golden_scores()
+    lm = [s for s in scores if s.task == "lm" and s.metric == "bits_per_byte"]
     sets = [
-        _items(model, lang, right, 10 * i + j)
-        for i, (model, right) in enumerate((("A", 0.9), ("B", 0.6)))
-        for j, lang in enumerate(("fr", "de"))
+        _items(s.model, s.lang, s.group, s.size, {"Baseline": 3.0, "BA": 3.2, "AFA": 2.6}[s.model])
+        for s in lm
     ]
-    scores = [
-        s
+    boot = BootstrapConfig(n_resamples=200)
+    toy = [  # what evaluate_lm scores for it on each language
+        score
         for items in sets
-        for s in scores_with_intervals(items, [NAME], model=items.model, lang=items.lang, task="t")
+        for score in scores_with_intervals(
+            items,
+            [NAME],
+            boot,
+            model=items.model,
+            lang=items.lang,
+            group=items.group,
+            size=items.size,
+        )
     ]
-    for s, items in zip(scores, sets, strict=True):
+    run = tmp_path / "run"
+    (run / "results").mkdir(parents=True)
+    (run / "run.json").write_text(json.dumps({"experiment": "active_forgetting", "stages": {}}))
+    write_scores(run / "results" / "scores.jsonl", [*scores, *toy])
+    write_items(run / RUN_ITEMS, sets)
+    return run, toy, sets
+
+
+def test_a_registered_metric_reaches_active_forgettings_table_1(
+    toy_metric: str, tmp_path: Path
+) -> None:
+    assert toy_metric in scored_metrics("lm")  # evaluate_lm and relearn_new_tokens score it
+    run, toy, sets = _run_folder(tmp_path)
+    for s, items in zip(toy, sets, strict=True):
         c = {k: np.asarray(v) for k, v in items.columns.items()}
-        assert s.value == pytest.approx(_balanced(c["pred"], c["gold"]))  # the function's value
+        assert s.value == pytest.approx(_nats_per_word(c["nll"].sum(), c["words"].sum()))
         assert s.ci_low is not None and s.ci_high is not None and s.ci_low < s.value < s.ci_high
-        assert s.n == 80
-    groups = {"romance": ["fr"], "germanic": ["de"]}
-    ivs = group_intervals(sets, NAME, groups)
-    table = group_table(scores, NAME, groups, name="t", title="t", intervals=ivs)
-    text = to_markdown(table)
-    assert text.count("±") == 6  # every group mean of both arms carries its interval
-    assert "(Higher is better)" in table.caption  # the registration's direction
-    a = [s.statistic(NAME) for s in sets if s.model == "A"]
-    b = [s.statistic(NAME) for s in sets if s.model == "B"]
-    # paired over the same items (ids 0..79 in both arms)
-    test = paired_bootstrap(a, b, n_resamples=300)
-    assert test.effect > 0 and test.low > 0
+    cfg = load_config(ROOT / "configs" / "active_forgetting_smoke.yaml")
+    report = EXPERIMENTS.get(cfg.experiment).report(cfg, run).read_text("utf-8")
+    # Table 1 family: the headline, token perplexity, then the toy metric (name order)
+    title = "Table 1c: Toy nats per word by language group"
+    assert title in report
+    block = report[report.index(title) :].split("\n\n", 3)
+    assert "(Lower is better)" in "\n\n".join(block[:3])  # the registration's direction
+    assert "Toy nats per word per language" in report
+    with open(run / "results" / f"table1_{NAME}.csv", encoding="utf-8") as f:
+        rows = {r["Model"]: r for r in csv.DictReader(f)}
+    for arm in ("Baseline", "BA", "AFA"):
+        mine = [s.value for s in toy if s.model == arm]
+        assert float(rows[arm]["mu_overall"]) == pytest.approx(np.mean(mine))
+        assert rows[arm]["mu_overall_ci_low"]  # the stratified interval over the items
+    # the paired test between two arms follows from the registration too
+    afa = [s.statistic(NAME) for s in sets if s.model == "AFA"]
+    ba = [s.statistic(NAME) for s in sets if s.model == "BA"]
+    test = paired_bootstrap(afa, ba, n_resamples=300)
+    assert test.effect < 0 and test.high < 0

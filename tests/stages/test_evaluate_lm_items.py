@@ -12,6 +12,7 @@ from polymnesia.evaluation.likelihood import lm_items, lm_stats
 from polymnesia.evaluation.masked import mlm_items
 from polymnesia.io import write_jsonl_atomic
 from polymnesia.items import BootstrapConfig, read_items
+from polymnesia.metrics.base import scored_metrics
 from polymnesia.models.io import save_model_and_tokenizer
 from polymnesia.pipeline.stage import StageContext, StageSpec
 from polymnesia.results import read_scores
@@ -75,11 +76,16 @@ def test_evaluate_lm_stage_writes_items_and_intervals(tok_model, tmp_path: Path)
     assert bpb.ci_low <= bpb.value <= bpb.ci_high
     items = read_items(out / "items.jsonl")
     assert [(s.lang, s.n, s.group) for s in items] == [("en", 4, "pretraining"), ("fr", 3, "other")]
+    # every metric registered for lm items, none of the losses a stage picks by name
+    assert [s.metric for s in scores if s.lang == "en"] == scored_metrics("lm")
+    assert scored_metrics("lm") == ["bits_per_byte", "perplexity", "word_perplexity"]
+    wppl = next(s for s in scores if s.lang == "en" and s.metric == "word_perplexity")
+    assert wppl.value == st.word_perplexity and wppl.n == 4 and wppl.ci_low is not None
     groups = read_scores(out / "groups.jsonl")
     assert {(g.lang, g.metric) for g in groups} == {
         (f"mu_{g}", m)
         for g in ("pretraining", "other", "overall")
-        for m in ("perplexity", "bits_per_byte")
+        for m in ("perplexity", "bits_per_byte", "word_perplexity")
     }
     overall = next(g for g in groups if g.lang == "mu_overall" and g.metric == "bits_per_byte")
     per_lang = [s.value for s in scores if s.metric == "bits_per_byte"]

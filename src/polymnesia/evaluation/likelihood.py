@@ -47,6 +47,18 @@ class LMStats:
     def loss(self) -> float:
         return self.nll / max(1, self.tokens)
 
+    def total(self, metric: str) -> float | None:
+        """``metric`` from these all-reduced sums, for the ``lm`` metrics that are ratios of
+        them (the numbers ``evaluate_lm`` has always reported); None for any other, which a
+        stage then computes by its registered rule on the items."""
+        return {
+            "perplexity": self.perplexity,
+            "bits_per_byte": self.bits_per_byte,
+            "word_perplexity": self.word_perplexity,
+            "lm_loss": self.loss,
+            "mlm_loss": self.loss,
+        }.get(metric)
+
 
 def head_nll(
     head: torch.nn.Module, hidden: torch.Tensor, targets: torch.Tensor, rows: int | None = None

@@ -13,6 +13,7 @@ from typing import Any
 from polymnesia.data.languages import get_language
 from polymnesia.io import read_jsonl_strict
 from polymnesia.items import BootstrapConfig, ItemSet, group_intervals
+from polymnesia.metrics.base import metric_direction, metric_title, scored_metrics
 from polymnesia.pipeline.partial import read_missing
 from polymnesia.pipeline.stage import CATEGORIES, STAGES
 from polymnesia.reports.claims import Claim, correct
@@ -22,8 +23,6 @@ from polymnesia.reports.render import Report
 from polymnesia.reports.table_core import Table
 from polymnesia.reports.tables import group_table, language_table, write_table
 from polymnesia.results import STAGES_FILE, Score, StageRecord, read_stage_records
-
-METRIC_TITLES = {"bits_per_byte": "Bits per byte", "perplexity": "Token perplexity"}
 
 
 def describe_language(code: str) -> dict[str, Any]:
@@ -42,20 +41,22 @@ def lm_tables(
     items: Sequence[ItemSet] = (),
     bootstrap: BootstrapConfig | None = None,
 ) -> None:
-    """Table 1 of paper 000 for the headline metric and the other one, plus per-language tables.
+    """Table 1 of paper 000 for the headline metric, then one for each other metric registered
+    for ``lm`` items that ``scores`` hold (:func:`~polymnesia.metrics.base.scored_metrics`, in
+    name order: bits per byte, token perplexity, word perplexity), plus per-language tables.
+    Titles and directions are the metrics' registrations.
 
     With ``items`` (the ``lm`` item sets of the run) the group means carry
     stratified bootstrap intervals (items resampled within each language);
     otherwise intervals combined from the per-language ones.
     """
     results = run_dir / "results"
-    others = [m for m in ("bits_per_byte", "perplexity") if m != headline]
-    for i, metric in enumerate([headline, *others]):
-        if not any(s.metric == metric for s in scores):
-            continue
+    present = {s.metric for s in scores}
+    shown = [m for m in dict.fromkeys([headline, *scored_metrics("lm")]) if m in present]
+    for i, metric in enumerate(shown):
         title = (
             f"Table {number}{'' if i == 0 else chr(ord('a') + i)}: "
-            f"{METRIC_TITLES.get(metric, metric)} by language group"
+            f"{metric_title(metric, start=True)} by language group"
         )
         t = group_table(
             scores,
@@ -65,7 +66,6 @@ def lm_tables(
             name=f"table{number}_{metric}",
             title=title,
             caption="mu_overall averages all evaluated languages.",
-            higher_is_better=False,
             intervals=group_intervals(items, metric, groups, bootstrap) if items else None,
         )
         write_table(results, t)
@@ -78,19 +78,18 @@ def lm_tables(
             "This is typical of a script absent from the training data: its text reaches the "
             "model as byte-fallback tokens, which training taught it to rule out."
         )
-    for metric in [headline, *others]:
-        if any(s.metric == metric for s in scores):
-            t = language_table(
-                scores,
-                metric,
-                groups,
-                model_order=model_order,
-                describe=describe_language,
-                name=f"{metric}_by_language",
-                title=f"{METRIC_TITLES.get(metric, metric)} per language",
-            )
-            write_table(results, t)
-            report.table(t)
+    for metric in shown:
+        t = language_table(
+            scores,
+            metric,
+            groups,
+            model_order=model_order,
+            describe=describe_language,
+            name=f"{metric}_by_language",
+            title=f"{metric_title(metric, start=True)} per language",
+        )
+        write_table(results, t)
+        report.table(t)
 
 
 def lm_bar_plot(
@@ -102,14 +101,17 @@ def lm_bar_plot(
     model_order: list[str] | None = None,
 ) -> None:
     rel = f"plots/{metric}_by_language.png"
+    title = metric_title(metric, start=True)
+    higher = metric_direction(metric)
+    better = "" if higher is None else f" ({'higher' if higher else 'lower'} is better)"
     bar_by_language(
         [s for s in scores if s.metric == metric],
         metric,
         groups,
         run_dir / rel,
         model_order=model_order,
-        title=f"{METRIC_TITLES.get(metric, metric)} per language (lower is better)",
-        ylabel=METRIC_TITLES.get(metric, metric),
+        title=f"{title} per language{better}",
+        ylabel=title,
     )
     several = len({s.model for s in scores if s.metric == metric}) > 1
     how = (
@@ -117,7 +119,7 @@ def lm_bar_plot(
         if several
         else "coloured by group"
     )
-    report.image(rel, f"{METRIC_TITLES.get(metric, metric)} per language, {how}.")
+    report.image(rel, f"{title} per language, {how}.")
 
 
 def run_health(report: Report, run_dir: Path) -> None:

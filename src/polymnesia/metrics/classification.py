@@ -32,6 +32,7 @@ def _pair(pred: npt.ArrayLike, gold: npt.ArrayLike) -> tuple[np.ndarray, np.ndar
     "accuracy",
     higher_is_better=True,
     description="share of predictions equal to the gold label",
+    title="accuracy",
     # label items: one prediction each; token items: correct / total tags per sentence
     items={"label": accuracy_of(), "token": ratio_of("correct", "total", name="accuracy")},
 )
@@ -48,6 +49,7 @@ def accuracy(pred: npt.ArrayLike, gold: npt.ArrayLike) -> float:
         "unweighted mean over labels of per-label F1 (labels in gold or pred, or 0..n_labels-1)"
     ),
     items={"label": macro_f1_of()},
+    title="macro-F1",
 )
 def macro_f1(pred: npt.ArrayLike, gold: npt.ArrayLike, n_labels: int | None = None) -> float:
     """Macro-averaged F1: mean over labels of ``2 TP / (2 TP + FP + FN)``.
@@ -99,6 +101,7 @@ def bio_spans(tags: Sequence[str]) -> set[Span]:
     "span_f1",
     higher_is_better=True,
     description="micro F1 over exactly matching BIO entity spans (conlleval / seqeval default)",
+    title="span F1",
     items={
         "token": summed(("tp", "n_pred", "n_gold"), lambda s: span_f1_from_counts(s), "span_f1")
     },

@@ -144,6 +144,7 @@ def words_in_two_sentences(word_ids: Any, sent_ids: Any) -> np.ndarray:
         "mean cosine between a word's vectors in different sentences, averaged over words "
         "(Ethayarajh 2019)"
     ),
+    title="self-similarity",
 )
 def self_similarity(H: Any, word_ids: Any, sent_ids: Any | None = None) -> float:
     """Self-similarity (Ethayarajh 2019, Definition 1), averaged over words.
@@ -179,6 +180,7 @@ def self_similarity_by_word(
     "intra_sentence_similarity",
     higher_is_better=False,
     description="mean cosine of each token vector to its sentence's mean vector (Ethayarajh 2019)",
+    title="intra-sentence similarity",
 )
 def intra_sentence_similarity(H: Any, sent_ids: Any) -> float:
     """Intra-sentence similarity (Ethayarajh 2019, Definition 2), averaged over sentences.
@@ -219,6 +221,7 @@ def _mev_groups(X: np.ndarray, ids: np.ndarray) -> np.ndarray:
         "share of a word's occurrence-matrix variance on its first principal component "
         "(Ethayarajh 2019 MEV)"
     ),
+    title="first-PC variance explained",
 )
 def first_pc_variance_explained(H: Any, word_ids: Any, sent_ids: Any | None = None) -> float:
     """Maximum explainable variance (Ethayarajh 2019, Definition 3), averaged over words.
@@ -276,6 +279,25 @@ def mev_baseline(H: Any, sample_size: int = 1000, seed: int = 0) -> float:
     rng = np.random.default_rng(seed)
     rows = rng.choice(len(X), size=min(sample_size, len(X)), replace=False)
     return float(_mev_groups(X[rows], np.zeros(len(rows), dtype=np.int64))[0])
+
+
+def anisotropy_adjusted(raw: float, baseline: float) -> float:
+    """A raw isotropy measure minus its anisotropy baseline: the value Ethayarajh 2019
+    reports (:func:`isotropy_report`)."""
+    return float(raw) - float(baseline)
+
+
+for _name, _title, _baseline in (
+    ("self_similarity", "self-similarity (anisotropy-adjusted)", "anisotropy_baseline"),
+    ("intra_sentence_similarity", "intra-sentence similarity (adjusted)", "anisotropy_baseline"),
+    ("first_pc_variance_explained", "first-PC variance explained (adjusted)", "mev_baseline"),
+):
+    register_metric(
+        f"{_name}_adjusted",
+        higher_is_better=False,
+        description=f"{_name} minus {_baseline} (Ethayarajh 2019's reported value)",
+        title=_title,
+    )(anisotropy_adjusted)
 
 
 def isotropy_report(

@@ -40,6 +40,7 @@ def exp_or_inf(x: float) -> float:
     "perplexity",
     higher_is_better=False,
     description="exp(NLL sum / tokens), per-token perplexity",
+    title="token perplexity",
     items={"lm": ratio_of("nll", "tokens", exp=True, name="perplexity")},
 )
 def perplexity(nll_sum: float, n_tokens: int) -> float:
@@ -53,6 +54,7 @@ def perplexity(nll_sum: float, n_tokens: int) -> float:
     "bits_per_byte",
     higher_is_better=False,
     description="NLL sum in nats / (UTF-8 bytes * ln 2); tokenizer-independent",
+    title="bits per byte",
     items={"lm": ratio_of("nll", "bytes", scale=1 / math.log(2), name="bits_per_byte")},
 )
 def bits_per_byte(nll_sum_nats: float, n_bytes: int) -> float:
@@ -64,6 +66,7 @@ def bits_per_byte(nll_sum_nats: float, n_bytes: int) -> float:
     "word_perplexity",
     higher_is_better=False,
     description="exp(NLL sum / words): perplexity per whitespace word, tokenizer-independent",
+    title="word perplexity",
     items={"lm": ratio_of("nll", "words", exp=True, name="word_perplexity")},
 )
 def word_perplexity(nll_sum: float, n_words: int) -> float:
@@ -79,6 +82,8 @@ def word_perplexity(nll_sum: float, n_words: int) -> float:
     higher_is_better=False,
     description="NLL sum / tokens: the mean causal-LM loss in nats per token",
     items={"lm": ratio_of("nll", "tokens", name="lm_loss")},
+    title="causal-LM loss",
+    by_name_only=True,  # the pretraining loss of a decoder (pretraining_loss, finetune_task)
 )
 def lm_loss(nll_sum: float, n_tokens: int) -> float:
     """Mean loss per token ``sum_i -log p(x_i) / n_tokens`` (nats)."""
@@ -90,6 +95,8 @@ def lm_loss(nll_sum: float, n_tokens: int) -> float:
     higher_is_better=False,
     description="NLL sum / masked positions: the mean masked-LM loss in nats",
     items={"lm": ratio_of("nll", "tokens", name="mlm_loss")},
+    title="masked-LM loss",
+    by_name_only=True,  # the pretraining loss of an encoder: its items count masked positions
 )
 def mlm_loss(nll_sum: float, n_masked: int) -> float:
     """Mean loss per masked position (``tokens`` of ``lm`` items counts masked positions)."""

@@ -150,6 +150,7 @@ def _check(hyps: Sequence[str], refs: Sequence[str]) -> tuple[list[str], list[li
     "bleu",
     higher_is_better=True,
     description="corpus BLEU via sacrebleu, 0-100, with an explicit tokenizer (default 13a)",
+    title="BLEU",
     # per-sentence statistics summed over the resampled sentences (defined below)
     items={"stats": summed("stats", lambda s: bleu_from_stats(s), "bleu")},
 )
@@ -181,6 +182,7 @@ def bleu_signature(tokenize: str = "13a") -> str:
     "chrf",
     higher_is_better=True,
     description="corpus chrF (character n-gram F-score, Popovic 2015) via sacrebleu",
+    title="chrF",
     items={"stats": summed("stats", lambda s: chrf_from_stats(s), "chrf")},
 )
 def chrf(hyps: Sequence[str], refs: Sequence[str], word_order: int = 0) -> float:

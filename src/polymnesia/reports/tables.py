@@ -31,7 +31,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from polymnesia.errors import ConfigError
-from polymnesia.metrics import METRICS
+from polymnesia.metrics.base import metric_direction
 from polymnesia.metrics.uncertainty import Interval
 from polymnesia.reports.cells import language_cell, mean_cell, metric_scores, uncertainty_note
 from polymnesia.reports.seed_table import seed_table
@@ -98,10 +98,7 @@ def _size_blocks(scores: Sequence[Score]) -> list[str | None]:
 
 
 def _direction(metric: str, higher_is_better: bool | None) -> bool | None:
-    if higher_is_better is not None:
-        return higher_is_better
-
-    return METRICS.get(metric).higher_is_better if metric in METRICS else None
+    return higher_is_better if higher_is_better is not None else metric_direction(metric)
 
 
 def group_means(

@@ -1,6 +1,11 @@
-"""Stages ``evaluate_lm`` (perplexity and bits per byte per language on held-out text) and
-``pretraining_loss`` (the model's own pre-training loss: causal-LM loss of a decoder, masked-LM
-loss of an encoder; paper 003's L_p, :mod:`polymnesia.evaluation.pretraining`).
+"""Stages ``evaluate_lm`` (every metric registered for ``lm`` items per language on held-out
+text: token perplexity, bits per byte, word perplexity; :func:`~polymnesia.metrics.base.
+scored_metrics`) and ``pretraining_loss`` (the model's own pre-training loss: causal-LM loss of a
+decoder, masked-LM loss of an encoder; paper 003's L_p, :mod:`polymnesia.evaluation.pretraining`).
+
+A metric's interval is its registered rule resampled over the language's texts; its value the
+all-reduced sums' ratio where :meth:`~polymnesia.evaluation.likelihood.LMStats.total` knows the
+metric (the numbers this stage reported before it read the registry), else the rule's estimate.
 
 Each score carries a percentile bootstrap interval over the texts of its
 language (``ci_low``, ``ci_high``, ``n``); the per-text likelihoods are kept in
@@ -12,6 +17,7 @@ arms text by text, and ``groups.jsonl`` holds the group means (and
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from pydantic import Field
@@ -30,14 +36,13 @@ from polymnesia.items import (
     interval_of,
     write_items,
 )
+from polymnesia.metrics.base import scored_metrics
 from polymnesia.models.build import count_parameters, load_pretrained
 from polymnesia.pipeline.stage import STAGES, Artifact, Stage, StageContext
 from polymnesia.results import Score, with_interval, write_scores
 from polymnesia.runtime import Runtime
 from polymnesia.stages.common import DATA, MODEL
 from polymnesia.tokenizers.bpe import load_tokenizer
-
-METRICS = ("perplexity", "bits_per_byte")
 
 
 class EvaluateLMParams(StrictModel):
@@ -48,7 +53,9 @@ class EvaluateLMParams(StrictModel):
     bootstrap: BootstrapConfig = Field(default_factory=BootstrapConfig)
 
 
-@STAGES.register("evaluate_lm", "token perplexity and bits per byte per language and group")
+@STAGES.register(
+    "evaluate_lm", "the lm metrics (perplexity, bits per byte, ...) per language and group"
+)
 class EvaluateLM(Stage[EvaluateLMParams]):
     category = "evaluation"
     version = "2"
@@ -67,12 +74,13 @@ class EvaluateLM(Stage[EvaluateLMParams]):
 
     def score(
         self, model: Any, tokenizer: Any, texts: list[str], e: EvalConfig, rt: Runtime
-    ) -> tuple[LMStats, dict[str, list[float]], dict[str, float], dict[str, Any]]:
-        """Statistics, per-text columns, ``{metric: value}`` and extra fields of one language."""
+    ) -> tuple[LMStats, dict[str, list[float]], list[str], dict[str, Any]]:
+        """Statistics, per-text columns, the metrics to score and extra fields of one language:
+        every metric registered for ``lm`` items."""
         st, cols = lm_items(
             model, tokenizer, texts, batch_size=e.batch_size, max_length=e.max_length, runtime=rt
         )
-        return st, cols, {"perplexity": st.perplexity, "bits_per_byte": st.bits_per_byte}, {}
+        return st, cols, scored_metrics("lm"), {}
 
     def run(self, ctx: StageContext[EvaluateLMParams]) -> list[Score]:
         p = ctx.params
@@ -83,27 +91,27 @@ class EvaluateLM(Stage[EvaluateLMParams]):
         for lang, group in p.languages.items():
             e = p.eval
             texts = read_texts(ctx.input(DATA), lang, e.split, e.max_texts_per_lang)
-            st, cols, values, more = self.score(model, tokenizer, texts, e, rt)
+            st, cols, metrics, more = self.score(model, tokenizer, texts, e, rt)
             extra = {"nll": st.nll, "tokens": st.tokens, "bytes": st.bytes, "texts": len(texts)}
             items = ItemSet(
                 p.label, lang, "lm", list(range(len(texts))), cols, group=group, size=p.size
             )
             sets.append(items)
-            for metric, value in values.items():
-                score = Score(
-                    model=p.label,
-                    lang=lang,
-                    metric=metric,
-                    value=value,
-                    group=group,
-                    size=p.size,
-                    params=n_params,
-                    extra={**extra, **more},
-                )
-                scores.append(_with_ci(score, items, p.bootstrap))
+            scores += _language_scores(
+                st,
+                items,
+                metrics,
+                p.bootstrap,
+                model=p.label,
+                lang=lang,
+                group=group,
+                size=p.size,
+                params=n_params,
+                extra={**extra, **more},
+            )
         if ctx.is_main_process:
             write_items(ctx.out_dir / ITEMS_FILE, sets)
-            metrics = list(dict.fromkeys(s.metric for s in scores)) or list(METRICS)
+            metrics = list(dict.fromkeys(s.metric for s in scores))
             write_scores(ctx.out_dir / "groups.jsonl", _group_scores(p, sets, n_params, metrics))
         return scores
 
@@ -133,16 +141,35 @@ class PretrainingLoss(EvaluateLM):
 
     def score(
         self, model: Any, tokenizer: Any, texts: list[str], e: EvalConfig, rt: Runtime
-    ) -> tuple[LMStats, dict[str, list[float]], dict[str, float], dict[str, Any]]:
+    ) -> tuple[LMStats, dict[str, list[float]], list[str], dict[str, Any]]:
         objective, st, cols = pretraining_loss_items(
             model, tokenizer, texts, batch_size=e.batch_size, max_length=e.max_length, runtime=rt
         )
         more = {"objective": objective, "unit": LOSS_UNIT[objective]}
-        return st, cols, {LOSS_METRIC[objective]: st.loss}, more
+        return st, cols, [LOSS_METRIC[objective]], more
 
 
-def _with_ci(score: Score, items: ItemSet, cfg: BootstrapConfig) -> Score:
-    return with_interval(score, interval_of(items, score.metric, cfg)) if items.n else score
+def _language_scores(
+    st: LMStats, items: ItemSet, metrics: Sequence[str], cfg: BootstrapConfig, **fields: Any
+) -> list[Score]:
+    """One language's score of each metric, with its interval over the texts (``fields``: the
+    records' model, lang, group, ...): its value the sums' ratio where :meth:`LMStats.total`
+    knows the metric, else its registered rule's estimate. With no texts, the sums' numbers
+    alone (no interval), and none for a metric they do not give."""
+    out = []
+    extra = fields.pop("extra", {})
+    for metric in metrics:
+        total = st.total(metric)
+        if not items.n:
+            if total is not None:
+                out.append(Score(metric=metric, value=total, extra=dict(extra), **fields))
+            continue
+        iv = interval_of(items, metric, cfg)
+        value = iv.estimate if total is None else total
+        out.append(
+            with_interval(Score(metric=metric, value=value, extra=dict(extra), **fields), iv)
+        )
+    return out
 
 
 def _group_scores(

@@ -37,6 +37,7 @@ from polymnesia.items import (
     scores_with_intervals,
     write_items,
 )
+from polymnesia.metrics.base import scored_metrics
 from polymnesia.metrics.translation import (
     BLEU_TOKENIZERS,
     bleu_signature,
@@ -190,7 +191,7 @@ class EvaluateTranslation(Stage[EvaluateTranslationParams]):
             }
             scores += scores_with_intervals(
                 items,
-                ("bleu", "chrf"),
+                scored_metrics("stats"),  # every metric registered for these items
                 p.bootstrap,
                 model=p.label,
                 lang=lang,

@@ -36,6 +36,7 @@ from polymnesia.items import (
     scores_with_intervals,
     write_items,
 )
+from polymnesia.metrics.base import scored_metrics
 from polymnesia.models.build import count_parameters
 from polymnesia.pipeline.stage import STAGES, Artifact, Stage, StageContext
 from polymnesia.results import Score
@@ -103,7 +104,7 @@ class EvaluateZeroShot(Stage[EvaluateZeroShotParams]):
             sets.append(items)
             scores += scores_with_intervals(
                 items,
-                ("accuracy", "macro_f1"),
+                scored_metrics("label"),  # every metric registered for these items
                 p.bootstrap,
                 model=p.label,
                 lang=lang,

@@ -7,8 +7,9 @@ Inputs: ``data`` (prepared data), ``model`` (the base model), ``vocabulary`` (a
 1. Give the new ids rows and initialise them with ``init``
    (:func:`polymnesia.models.resize.resize_and_init`; the kept head's new rows the
    same way, or a replaced head).
-2. Score bits per byte and perplexity on each evaluated language's texts (``eval.split``) at
-   step 0, the initialisation alone.
+2. Score every metric registered for ``lm`` items (bits per byte, perplexity, word
+   perplexity) on each evaluated language's texts (``eval.split``) at step 0, the
+   initialisation alone.
 3. Train only the new embedding rows and the LM head on the adapting languages
    (``frozen_rows``, as ``adapt_vocabulary`` does) for ``train.steps`` steps, and score again
    after each step count in ``eval_at``.
@@ -39,6 +40,7 @@ from polymnesia.evaluation.likelihood import lm_items
 from polymnesia.io import atomic_write_json
 from polymnesia.items import ITEMS_FILE, BootstrapConfig, ItemSet, interval_of, write_items
 from polymnesia.methods.frozen_rows import FrozenRows
+from polymnesia.metrics.base import scored_metrics
 from polymnesia.models.io import load_model_and_tokenizer
 from polymnesia.models.new_tokens import INITS
 from polymnesia.models.resize import check_resizable, resize_and_init
@@ -55,10 +57,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+
 #: the scores of each step count
-METRICS = ("bits_per_byte", "perplexity")
-
-
 class RelearnParams(StrictModel):
     label: str = Field(description="the base model's name in tables (standard, af, ...)")
     init: str = Field(description="the initialisation of the new rows (polymnesia ls inits)")
@@ -219,7 +219,7 @@ class RelearnNewTokens(Stage[RelearnParams]):
             model, result = done_training.model, done_training.result
         scores = []
         for s in sets:
-            for metric in METRICS:
+            for metric in scored_metrics("lm"):  # every metric registered for lm items
                 value = s.statistic(metric).value()
                 sc = Score(
                     model=s.model,
