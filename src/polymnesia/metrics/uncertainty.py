@@ -196,9 +196,9 @@ def ratio_statistic(
         raise PolymnesiaError(f"{name}: denominators must be non-negative with a positive sum")
 
     def reduce(x: np.ndarray) -> np.ndarray:
-        with np.errstate(divide="ignore", invalid="ignore"):
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             r = scale * x[..., 0].sum(axis=-1) / x[..., 1].sum(axis=-1)
-        return np.exp(r) if exp else r
+            return np.exp(r) if exp else r  # beyond float range: inf, as exp_or_inf gives
 
     return ItemStatistic(as_columns(num, den, what=name), reduce, name)
 
