@@ -55,7 +55,7 @@ browser:
 	  else echo "no chromium (and no apt as root to install it): the browser test of report.html will be skipped"; fi; }
 
 test: lint typecheck browser
-	$(BIN)/pytest -m "integration or not integration"
+	$(BIN)/pytest -m "integration or not integration" --durations=30
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
