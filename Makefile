@@ -1,6 +1,7 @@
 # Two entry points that work on a fresh machine (Python 3.10+; no GPU needed):
 #   make quickstart   creates .venv, installs polymnesia, runs configs/quickstart.yaml
-#   make test         creates .venv, installs polymnesia with its test extras, runs lint, types and tests
+#   make test         creates .venv, installs polymnesia with its test extras, runs lint, types,
+#                     the docs build (make docs) and tests
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
@@ -8,7 +9,7 @@ BIN := $(VENV)/bin
 # install the torch build you want first and set TORCH_SPEC= to keep it.
 TORCH_SPEC ?= torch==2.13.0
 
-.PHONY: install constraints quickstart test lint typecheck unit integration browser clean
+.PHONY: install constraints quickstart test lint typecheck docs unit integration browser clean
 
 $(BIN)/activate:
 	$(PYTHON) -m venv $(VENV)
@@ -39,6 +40,13 @@ lint: install
 typecheck: install
 	$(BIN)/mypy
 
+# the guide (docs/*.md) and the API reference from the docstrings (docs/api/) as a site in
+# site/; --strict: a broken link or anchor, a page outside the nav or a docstring mkdocstrings
+# cannot read fails it (tests/docs/test_api_reference.py: every package has a page). Not
+# --quiet: it silences the warnings, and --strict then has nothing to count
+docs: install
+	$(BIN)/mkdocs build --strict --site-dir site
+
 unit: install
 	$(BIN)/pytest
 
@@ -54,8 +62,8 @@ browser:
 	      || echo "chromium could not be installed: the browser test of report.html will be skipped"; \
 	  else echo "no chromium (and no apt as root to install it): the browser test of report.html will be skipped"; fi; }
 
-test: lint typecheck browser
+test: lint typecheck docs browser
 	$(BIN)/pytest -m "integration or not integration" --durations=30
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache site

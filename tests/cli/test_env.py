@@ -35,6 +35,7 @@ def test_an_uninstalled_source_tree_reads_its_pyproject(monkeypatch) -> None:  #
 
     monkeypatch.setattr(metadata, "metadata", absent)
     source = {p["name"]: p for p in env.packages()}
+    assert "mkdocs" not in source  # the docs extra builds polymnesia's site, it runs nothing
     # the same requirements, extras and markers as installed (an editable install's
     # metadata can lag behind pyproject.toml by a requirement added since)
     assert {k: source[k] for k in installed} == installed

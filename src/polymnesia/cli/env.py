@@ -59,7 +59,7 @@ KNOBS = (
     "MLFLOW_TRACKING_URI",
 )
 #: extras that are for polymnesia's own development, not for running it
-DEV_EXTRAS = {"test"}
+DEV_EXTRAS = {"test", "docs"}
 
 
 def add_parser(sub: Any) -> None:
