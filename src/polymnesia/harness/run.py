@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+import os
 import re
 import sys
 from collections.abc import Iterator, Mapping, Sequence
@@ -150,7 +151,7 @@ def run_lm_eval(
     import torch
 
     device = device or ("cuda" if torch.cuda.is_available() else "cpu")
-    with lm_eval_log():
+    with lm_eval_log(), _bootstrap_in_process():
         tm = TaskManager(include_path=str(include), include_defaults=online, metadata=metadata)
         lm = _lm_class(HFLM, quiet=not is_terminal())(
             pretrained=str(model_dir),
@@ -178,6 +179,23 @@ def run_lm_eval(
     results = dict(results)
     save_results(results, out_dir)
     return results
+
+
+@contextmanager
+def _bootstrap_in_process() -> Iterator[None]:
+    """lm-eval's bootstrap of a stderr (chrF, BLEU, F1, ...) in this process, not in a
+    ``multiprocessing.Pool`` forked from it: a fork of a process that runs torch's threads can
+    inherit a lock held by one of them, and the worker then waits on it for ever (seen in CI).
+    Its in-process loop draws the same replicates (``random.Random(i)`` per chunk of 1000)."""
+    before = os.environ.get("DISABLE_MULTIPROC")
+    os.environ["DISABLE_MULTIPROC"] = "1"
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop("DISABLE_MULTIPROC", None)
+        else:
+            os.environ["DISABLE_MULTIPROC"] = before
 
 
 def _task_folder(task_data: Path, tasks: Sequence[str]) -> Path:
