@@ -32,8 +32,11 @@ def resolve(config: str) -> str:
     """``config`` as given where it names a file (or looks like a path: it has a suffix or
     a folder that exists); else the shipped config of that name, or one line listing them."""
     p = Path(config)
-    if p.exists() or p.suffix or (len(p.parts) > 1 and Path(*p.parts[:-1]).is_dir()):
-        return config
+    try:
+        if p.exists() or p.suffix or (len(p.parts) > 1 and Path(*p.parts[:-1]).is_dir()):
+            return config
+    except OSError:  # a name the file system refuses (an override given as a path?)
+        return config  # load_yaml says so in one line
     root = shipped_dir()
     if root is not None and (root / f"{config}.yaml").is_file():
         return str(root / f"{config}.yaml")

@@ -172,12 +172,12 @@ def test_a_one_seed_run_is_judged_with_its_configs_own_seed_noise() -> None:
     cfg, arms = _setup(SHIPPED, seeds="")
     band = band_of(cfg)
     assert band is not None and band.config == "configs/two_phase.yaml"
-    similar = cfg.pairs[0]
-    p2, mix = cft_stage(similar), mix_stage(similar)
-    # clearly above zero on the items alone (p = 0.001), but seeds 1 and 2 moved this effect by
+    dissimilar = cfg.pairs[1]
+    p1, p2 = p1_stage(dissimilar.phase1), cft_stage(dissimilar)
+    # clearly below zero on the items alone (p = 0.001), but seeds 1 and 2 moved this effect by
     # far more than the items do
-    ev = FakeEvidence({(p2, mix, "combined"): (0.03, 0.012, 0.048, 0.001)})
-    c = next(x for x in claims(cfg, ev, arms) if x.id == "tp.cft_gt_mixture.english-similar")
+    ev = FakeEvidence({(p2, p1, "EA"): (-0.03, -0.048, -0.012, 0.001)})
+    c = next(x for x in claims(cfg, ev, arms) if x.id == "tp.p2_loses_ea.english-dissimilar")
     assert c.noise is not None and c.noise.seeds == (1, 2) and c.noise.df == 1
     assert c.verdict == "inconclusive"  # the band turns a "holds" into inconclusive
     assert "with seed noise [" in c.evidence() and "(2 seeds: 1, 2; df 1)" in c.evidence()
