@@ -22,7 +22,8 @@ import yaml
 from polymnesia.errors import PolymnesiaError
 
 
-def _umask() -> int:
+def current_umask() -> int:
+    """This process's umask (read by setting it and setting it back)."""
     mask = os.umask(0)
     os.umask(mask)
     return mask
@@ -45,7 +46,7 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
             f.write(data)
             f.flush()
             os.fsync(f.fileno())
-        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; give the usual mode
+        os.chmod(tmp, 0o666 & ~current_umask())  # mkstemp makes 0600; give the usual mode
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):

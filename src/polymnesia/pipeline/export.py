@@ -19,7 +19,7 @@ from typing import Any
 
 from polymnesia.errors import PolymnesiaError
 from polymnesia.hub import hub_offline, hub_reachable
-from polymnesia.io import atomic_dir, atomic_write_text, sha256_file
+from polymnesia.io import atomic_dir, atomic_write_text, current_umask, sha256_file
 from polymnesia.pipeline.integrity import MARKER, check_entry, read_marker
 
 #: the model folder of a stage's cache entry (``pipeline.stage.Artifact.MODEL``)
@@ -133,14 +133,8 @@ def copy_model(stage: RecordedStage, dest: Path, card: str) -> list[str]:
                     "again to rebuild the entry, then export"
                 )
         atomic_write_text(tmp / CARD, card)
-        os.chmod(tmp, 0o777 & ~_umask())
+        os.chmod(tmp, 0o777 & ~current_umask())
     return [str(p.relative_to(stage.model)) for p in files] + [CARD]
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
 
 
 def check_push(repo: str) -> None:

@@ -36,6 +36,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from polymnesia.errors import PolymnesiaError
+from polymnesia.io import current_umask
 from polymnesia.paths import cache_dir
 from polymnesia.pipeline import integrity
 from polymnesia.pipeline.entry_lock import entry_in_use
@@ -97,9 +98,7 @@ def export_entries(entries: Sequence[Path], archive: Path) -> list[Path]:
         with tarfile.open(tmp, "w:gz", format=tarfile.PAX_FORMAT) as tar:
             for entry in entries:
                 _pack(tar, entry)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # as a file written in place would be (mkstemp: 0600)
+        os.chmod(tmp, 0o666 & ~current_umask())  # as if written in place (mkstemp: 0600)
         os.replace(tmp, archive)
     except BaseException as exc:
         if tmp is not None:
