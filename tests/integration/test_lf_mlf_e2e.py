@@ -8,6 +8,7 @@ import math
 from pathlib import Path
 
 import pytest
+from partial_run import assert_partial_report
 from rebuild import assert_report_rebuilds
 
 from golden import mismatches
@@ -42,6 +43,9 @@ def test_lf_mlf_smoke_report(isolated_cache: Path, tmp_path: Path) -> None:
         assert (run / rel).exists(), rel
     text = (run / "report.md").read_text()
     assert "Zero-shot performance" in text and "F_p" in text and "LF-MLF" in text
+    # one seed of LF-MLF lost for good: the arm is left out whole, both seeds
+    record = assert_partial_report(CONFIG, FAST, run, "ft_main_lf_mlf_s1", "LF-MLF", tmp_path / "p")
+    assert record["stages"]["ft_main_lf_mlf_s0"]["state"] == "left out"
     assert_report_rebuilds(run, isolated_cache, tmp_path / "copy")
 
 

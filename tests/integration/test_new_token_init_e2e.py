@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+from partial_run import assert_partial_report
 
 from polymnesia.cli.main import main
 from polymnesia.items import run_items
@@ -51,3 +52,7 @@ def test_smoke_run_scores_every_arm_at_every_step(isolated_cache: Path, tmp_path
     # one vocabulary entry serves both bases and every init
     stages = json.loads((run_dir / "run.json").read_text(encoding="utf-8"))["stages"]
     assert [n for n in stages if "vocabulary" in n] == ["vocabulary"]
+    # one relearning of the active-forgetting base lost for good: that base is left out
+    part = assert_partial_report(config, [], run_dir, "relearn_af_focus", "af", tmp_path / "p")
+    assert part["stages"]["pretrain_af"]["state"] == "left out"
+    assert "standard" in (tmp_path / "p" / "results" / "relearning.csv").read_text()

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from partial_run import assert_partial_report
 from rebuild import assert_report_rebuilds
 
 from golden import mismatches
@@ -54,4 +55,7 @@ def test_two_phase_smoke_report(isolated_cache: Path, tmp_path: Path) -> None:
         assert (run / rel).is_file(), rel
     text = (run / "report.md").read_text()
     assert "CFT beats the mixture" in text and "Table 5: mitigating strategies" in text
+    # LoRA's training lost for good: the report of the other arms; drift needs every arm
+    record = assert_partial_report(CONFIG, [], run, "mit_LoRA", "LoRA", tmp_path / "part")
+    assert record["stages"]["drift_english__dissimilar"]["state"] == "left out"
     assert_report_rebuilds(run, isolated_cache, tmp_path / "copy")
