@@ -14,6 +14,10 @@ Production code has no fault-injection hooks; this script patches them in:
     python tests/faults.py fail-stage=NAME -- run CONFIG ...        # stage NAME raises each time
                                                                       # it is built, also in the
                                                                       # children of --executor local
+    python tests/faults.py hold-after-checkpoint=N:FILE -- run ...  # once checkpoint N is
+                                                                      # written, create FILE and
+                                                                      # sleep (while FILE is new),
+                                                                      # also in executor children
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from __future__ import annotations
 import os
 import signal
 import sys
+import time
 from typing import Any
 
 
@@ -91,6 +96,37 @@ def fail_stage(name: str) -> None:
     cli_run._child_command = child_command  # type: ignore[assignment]
 
 
+def hold_after_checkpoint(step: int, marker: str) -> None:
+    """After the loop writes checkpoint ``step``: if ``marker`` does not exist, create it
+    and sleep, so that a test can stop the process (``scancel`` its job) at a known step;
+    where it exists (the next attempt), go on. Applies in every executor child too."""
+    from polymnesia.cli import run as cli_run
+    from polymnesia.training import checkpoint
+
+    real_save, real_child = checkpoint.save, cli_run._child_command
+
+    def save(acc: Any, ckpt_dir: Any, at: int, *args: Any, **kwargs: Any) -> None:
+        real_save(acc, ckpt_dir, at, *args, **kwargs)
+        if at == step and not os.path.exists(marker):
+            with open(marker, "w") as f:
+                f.write(str(os.getpid()))
+            time.sleep(600)
+
+    def child_command(args: Any) -> Any:
+        command = real_child(args)
+
+        def held(stages: list[str]) -> list[str]:
+            argv = command(stages)
+            assert argv[1:3] == ["-m", "polymnesia"], argv
+            fault = f"hold-after-checkpoint={step}:{marker}"
+            return [argv[0], os.path.abspath(__file__), fault, "--", *argv[3:]]
+
+        return held
+
+    checkpoint.save = save  # type: ignore[assignment]
+    cli_run._child_command = child_command  # type: ignore[assignment]
+
+
 def main(argv: list[str]) -> int:
     split = argv.index("--")
     for fault in argv[:split]:
@@ -105,6 +141,9 @@ def main(argv: list[str]) -> int:
             kill_at_language(int(value))
         elif name == "fail-stage":
             fail_stage(value)
+        elif name == "hold-after-checkpoint":
+            at, marker = value.split(":", 1)
+            hold_after_checkpoint(int(at), marker)
         else:
             raise SystemExit(f"unknown fault {name}")
     from polymnesia.cli.main import main as cli
