@@ -265,3 +265,14 @@ def test_fsdp2_checkpoint_resumes_on_another_number_of_processes(
         assert _losses(tmp_path / case) == pytest.approx(
             _losses(uninterrupted["folder"] / case), rel=1e-6
         )
+
+
+def test_a_sharded_checkpoint_under_an_engine_of_whole_models_is_refused(tmp_path: Path) -> None:
+    meta = _write(tmp_path, 2)
+    (tmp_path / checkpoint.MANIFEST).write_text(json.dumps({**meta, "files": {}}))
+
+    class Acc:
+        process_index, num_processes, is_main_process = 0, 1, True
+
+    with pytest.raises(PolymnesiaError, match="resume it with train.engine: fsdp2$"):
+        checkpoint.load(Acc(), tmp_path, torch.nn.Linear(2, 2), {})
