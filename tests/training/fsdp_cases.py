@@ -10,7 +10,9 @@ Each case trains from the same seed on the same data and global batch and leaves
 ``OUT/CASE/``, the trained weights (``weights.safetensors``, written by the first process)
 and the loop's ``metrics.jsonl``. Case ``resume`` is interrupted after a checkpoint at a
 seeded random step, then resumed by a second call in the same processes. With
-``FSDP_CASES_NOISE=u`` each case runs as its rounding twin (:class:`Noise`).
+``FSDP_CASES_NOISE=u`` each case runs as its rounding twin (:class:`Noise`). With
+``FSDP_CASES_STOP_AT=N`` each case stops after step N (before its checkpoint) and leaves its
+checkpoints for a later launch, on as many processes as it likes, to resume.
 """
 
 from __future__ import annotations
@@ -273,6 +275,13 @@ def run_case(name: str, out: Path, engine: str) -> None:
             pass
         else:
             raise SystemExit("the interrupted run was not interrupted")
+    if os.environ.get("FSDP_CASES_STOP_AT"):  # stopped before checkpoint N, left to resume
+        stop = Interrupt(int(os.environ["FSDP_CASES_STOP_AT"]))
+        try:
+            train(model, data, cfg, folder, seed=0, plugins=[*plugins, stop], **extra)
+        except KeyboardInterrupt:
+            return
+        raise SystemExit("the interrupted run was not interrupted")
     model, result = train(model, data, cfg, folder, seed=0, plugins=plugins, **extra)
     if "after" in spec:
         spec["after"](model)

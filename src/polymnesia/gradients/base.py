@@ -74,6 +74,10 @@ class Combiner:
     """Base class: validation, the T = 1 and all-zero cases, and state plumbing."""
 
     name: ClassVar[str] = ""
+    #: keys of :meth:`state_dict` holding a flat vector over the combined parameters (inside
+    #: :func:`sharded_rows`: over this process's shards of them), which a checkpoint of a
+    #: sharded run cuts for another number of processes
+    flat_state: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self) -> None:
         self.weights: torch.Tensor | None = None

@@ -84,6 +84,7 @@ class LFMLF(Combiner):
     """LF-MLF with the accumulated update in its state; see the module docstring."""
 
     name = "lf_mlf"
+    flat_state = ("accumulated",)
 
     def __init__(
         self,

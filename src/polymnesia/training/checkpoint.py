@@ -21,7 +21,9 @@ damaged checkpoint is reported in one line and the next older one is tried.
 :class:`Checkpointer` saves and resumes a training run's state through these, with the
 trees its engine names (:meth:`polymnesia.training.engines.Engine.checkpoint_trees`).
 :func:`load` reads only listed files, checks their sizes, and checks the loaded
-parameters are finite. Files that are not in the manifest (an Accelerate
+parameters are finite. A sharded (FSDP2) checkpoint resumes on another number of
+processes than wrote it: :class:`Reshard` cuts each process's rows out of the written
+shards. Files that are not in the manifest (an Accelerate
 ``custom_checkpoint_0.pkl``, say) are never read, and folders written by older
 polymnesia versions (Accelerate's pickle-based ``save_state``) are skipped
 rather than unpickled.
@@ -47,6 +49,7 @@ from polymnesia.errors import PolymnesiaError, TrainingDiverged
 from polymnesia.io import atomic_write_json, sha256_file
 from polymnesia.training.engines import Engine
 from polymnesia.training.fsdp import local, shard_rows
+from polymnesia.training.reshard import Reshard, loop_layout, owner, processes
 from polymnesia.training.state_io import load_tree, save_tree
 
 FORMAT = 1
@@ -96,8 +99,15 @@ def set_rng_state(state: dict[str, Any]) -> None:
     random.setstate(state["python"])
     np.random.set_state(state["numpy"])
     torch.set_rng_state(state["torch"])
+    # one generator per visible device: restored where the devices are as many as when saved
     if "cuda" in state and torch.cuda.is_available():
-        torch.cuda.set_rng_state_all(state["cuda"])
+        if len(state["cuda"]) == torch.cuda.device_count():
+            torch.cuda.set_rng_state_all(state["cuda"])
+        else:
+            say(
+                f"the checkpoint's RNG state is for {len(state['cuda'])} CUDA devices, this "
+                f"process sees {torch.cuda.device_count()}; CUDA RNG not restored"
+            )
 
 
 def save(
@@ -111,6 +121,7 @@ def save(
     *,
     rank_states: dict[str, Callable[[], Any]] | None = None,
     layout: Callable[[], dict[str, Any]] | None = None,
+    resharding: Callable[[], dict[str, Any]] | None = None,
 ) -> None:
     """Write checkpoint ``step`` (atomically: a temporary folder renamed when whole).
 
@@ -120,7 +131,10 @@ def save(
     shards: no ``model.safetensors`` is written then). ``layout`` gives a sharded model's
     tensors with their full shapes and placements (:func:`polymnesia.training.fsdp.shard_layout`),
     kept in the manifest as ``shard_layout`` so that :func:`problem` checks every process's
-    shard against it.
+    shard against it. ``resharding`` gives what else a sharded checkpoint needs to be cut for
+    another number of processes (``optimizer_params``: the optimizer's parameters by name, in
+    its state's order; ``loop_layout``: the loop-state tensors that hold shards), kept in the
+    manifest too.
     """
     from safetensors.torch import save_model
 
@@ -151,6 +165,8 @@ def save(
             meta["model_shards"] = acc.num_processes
             if layout is not None:
                 meta["shard_layout"] = layout()
+            if resharding is not None:
+                meta.update(resharding())
         atomic_write_json(tmp / MANIFEST, meta)
         os.replace(tmp, ckpt_dir / f"step_{step:07d}")
         for _, old in checkpoints(ckpt_dir)[:-keep]:
@@ -189,7 +205,14 @@ class Checkpointer:
         #: trees every process writes and reads for itself (its shards, under FSDP2)
         self.rank_getters = {k: get for k, (get, _) in trees.per_rank.items()}
         self.rank_putters = {k: put for k, (_, put) in trees.per_rank.items()}
-        self.layout = trees.layout
+        self.layout, self.param_names = trees.layout, trees.param_names
+
+    def _resharding(self) -> dict[str, Any]:
+        """The manifest's ``optimizer_params`` and ``loop_layout`` (a sharded model's)."""
+        out: dict[str, Any] = {"loop_layout": loop_layout(self.loop, self.model)}
+        if self.param_names is not None:
+            out["optimizer_params"] = self.param_names()
+        return out
 
     def _load_loop(self, state: dict[str, Any]) -> None:
         for key, obj in self.loop.items():
@@ -215,6 +238,7 @@ class Checkpointer:
             loss,
             rank_states=self.rank_getters,
             layout=self.layout,
+            resharding=self._resharding if self.layout is not None else None,
         )
 
     def resume(self, ckpt_dir: Path) -> Path | None:
@@ -226,7 +250,15 @@ class Checkpointer:
         found = latest_good(ckpt_dir)
         if found is None:
             return None
-        load(self.acc, found[1], self.model, self.putters, rank_loaders=self.rank_putters)
+        load(
+            self.acc,
+            found[1],
+            self.model,
+            self.putters,
+            rank_loaders=self.rank_putters,
+            params=self.param_names() if self.param_names is not None else None,
+            owner=lambda where: owner(self.loop, where),
+        )
         return found[1]
 
 
@@ -386,12 +418,20 @@ def load(
     loaders: dict[str, Callable[[Any], None]],
     *,
     rank_loaders: dict[str, Callable[[Any], None]] | None = None,
+    params: list[str] | None = None,
+    owner: Callable[[list[str]], str] | None = None,
 ) -> None:
     """Restore a checkpoint written by :func:`save` (every process reads it).
 
     Only files that ``checkpoint.json`` lists are read, each with its recorded size; a state
     tree's tensors file lying there unlisted, or weights that are not finite once loaded,
-    refuse the checkpoint in one line (:func:`latest_good` has skipped such checkpoints)."""
+    refuse the checkpoint in one line (:func:`latest_good` has skipped such checkpoints).
+
+    A sharded checkpoint written by another number of processes is cut for this one
+    (:class:`Reshard`): ``params`` names the optimizer's parameters in this run (they must be
+    the ones the checkpoint's optimizer state is for), ``owner`` names who keeps a loop state
+    for the one line that refuses a per-process state that cannot be cut. A process the
+    writers did not have takes process 0's RNG state."""
     from safetensors.torch import load_model
 
     files = _manifest_files(path)
@@ -415,20 +455,37 @@ def load(
 
     rank_loaders = rank_loaders or {}
     rank = acc.process_index
-    if "model" in rank_loaders:  # a sharded run: this process's shards
-        written = _manifest(path).get("model_shards")
-        if written != acc.num_processes:
-            raise PolymnesiaError(
-                f"checkpoint {path} was written by {written} processes, this run has "
-                f"{acc.num_processes}: resume on {written} processes"
+    rng = f"rng_{rank}"
+    meta = _manifest(path)
+    written = meta.get("model_shards")
+    if "model" in rank_loaders and written != acc.num_processes:  # cut for this process count
+
+        def listed_tree(stem: str) -> Any:
+            if not listed(f"{stem}.json"):
+                raise PolymnesiaError(f"checkpoint {path} has no {stem}; not loaded")
+            return tree(stem)
+
+        cut = Reshard(path, meta, (rank, acc.num_processes), listed_tree, owner)
+        cut.load(rank_loaders, params)
+        if acc.is_main_process:
+            say(
+                f"checkpoint {path}: written by {processes(written)}, resharded for "
+                f"{processes(acc.num_processes)}"
             )
+        rank_loaders, rng = {}, cut.rng_stem()
+    elif "model" in rank_loaders:  # a sharded run: this process's shards
         if not listed(f"model_rank{rank}.json"):
             raise PolymnesiaError(
-                f"checkpoint {path} holds no shards for process {rank} (written by fewer "
-                "processes?); resume on the number of processes that wrote it"
+                f"checkpoint {path} holds no shards for process {rank}, though written by "
+                f"{written} processes; not loaded"
             )
         if not listed(f"model_rank{rank}.safetensors"):
             raise PolymnesiaError(f"checkpoint {path}: model_rank{rank}.safetensors is missing")
+    elif isinstance(written, int):
+        raise PolymnesiaError(
+            f"checkpoint {path} holds the shards of a sharded (FSDP2) run, this run's engine "
+            "holds the whole model; resume it with train.engine: fsdp2"
+        )
     elif not listed(MODEL):
         raise PolymnesiaError(f"checkpoint {path}: {MANIFEST} does not list {MODEL}; not loaded")
     else:
@@ -444,8 +501,7 @@ def load(
     for stem, put in loaders.items():
         if listed(f"{stem}.json"):
             put(tree(stem))
-    rng = f"rng_{acc.process_index}"
     if listed(f"{rng}.json"):
         set_rng_state(tree(rng))
     else:
-        say(f"checkpoint {path} has no RNG state for process {acc.process_index}; RNG not restored")
+        say(f"checkpoint {path} has no RNG state for process {rank}; RNG not restored")

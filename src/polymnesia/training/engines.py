@@ -137,6 +137,9 @@ class CheckpointTrees:
     #: the sharded model's tensors with their full shapes and placements, kept in the
     #: manifest (:func:`polymnesia.training.fsdp.shard_layout`); None for a whole model
     layout: Callable[[], dict[str, Any]] | None = None
+    #: the optimizer's parameters by name, in its state dict's order (sharded model only):
+    #: kept in the manifest so that its states can be cut for another number of processes
+    param_names: Callable[[], list[str]] | None = None
 
 
 class Engine:
@@ -302,6 +305,7 @@ class FSDP2(Engine):
                 ),
             },
             layout=lambda: fsdp.shard_layout(model),
+            param_names=lambda: fsdp.optimizer_param_names(model, optimizer),
         )
 
     def gather(self, acc: Any, model: torch.nn.Module) -> torch.nn.Module:

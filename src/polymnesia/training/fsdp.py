@@ -26,13 +26,16 @@ model.
   written from the resharded model whatever its state (a forward pass outside training, such
   as an evaluation, leaves the root gathered: :func:`reshard`), with each tensor's full shape
   and placement (:func:`shard_layout`) so that a shard of the wrong shape is found before it is
-  loaded: a run resumes on the same number of processes.
+  loaded. A run resumes on any number of processes: on another number than wrote the
+  checkpoint, each process copies its rows of every tensor out of the written shards that
+  overlap them (:func:`copy_rows`, :func:`copy_flat_rows`).
 """
 
 from __future__ import annotations
 
 import contextlib
 import copy
+import math
 import os
 import tempfile
 from collections.abc import Iterator
@@ -166,6 +169,60 @@ def shard_rows(rows: int, world: int, rank: int) -> int:
     return max(0, min(per, rows - rank * per))
 
 
+def row_range(rows: int, world: int, rank: int) -> tuple[int, int]:
+    """The rows ``[start, stop)`` of a dimension-0 sharded tensor of ``rows`` rows that process
+    ``rank`` of ``world`` holds (:func:`shard_rows` of them)."""
+    start = min(rows, rank * -(-rows // world))
+    return start, start + shard_rows(rows, world, rank)
+
+
+def local_shape(shape: list[int], world: int, rank: int) -> list[int]:
+    """The shape of process ``rank``'s shard of a dimension-0 sharded tensor of ``shape``."""
+    return [shard_rows(shape[0], world, rank), *shape[1:]] if shape else []
+
+
+def copy_rows(
+    dst: torch.Tensor,
+    src: torch.Tensor,
+    shape: list[int],
+    written: tuple[int, int],
+    current: tuple[int, int],
+) -> None:
+    """Copy into ``dst`` (process ``current = (rank, world)``'s shard of a dimension-0 sharded
+    tensor of full ``shape``) the rows of it that ``src`` holds (the shard of process
+    ``written = (rank, world)``), where the two overlap."""
+    a0, a1 = row_range(shape[0], written[1], written[0])
+    b0, b1 = row_range(shape[0], current[1], current[0])
+    lo, hi = max(a0, b0), min(a1, b1)
+    if lo < hi:
+        dst[lo - b0 : hi - b0].copy_(src[lo - a0 : hi - a0])
+
+
+def copy_flat_rows(
+    dst: torch.Tensor,
+    src: torch.Tensor,
+    shapes: list[list[int]],
+    written: tuple[int, int],
+    current: tuple[int, int],
+) -> None:
+    """:func:`copy_rows` for flat vectors that concatenate the shards of tensors of full
+    ``shapes`` (in order), as :func:`flat_local_grads` lays them out: ``src`` of process
+    ``written``, ``dst`` of process ``current``."""
+    a = b = 0
+    for shape in shapes:
+        src_shape = local_shape(shape, written[1], written[0])
+        dst_shape = local_shape(shape, current[1], current[0])
+        n_src, n_dst = math.prod(src_shape), math.prod(dst_shape)
+        piece = dst[b : b + n_dst].view(dst_shape)
+        copy_rows(piece, src[a : a + n_src].view(src_shape), shape, written, current)
+        a, b = a + n_src, b + n_dst
+
+
+def flat_size(shapes: list[list[int]], world: int, rank: int) -> int:
+    """The length of process ``rank``'s flat vector over tensors of full ``shapes``."""
+    return sum(math.prod(local_shape(s, world, rank)) for s in shapes)
+
+
 def shard_layout(model: torch.nn.Module) -> dict[str, dict[str, Any]]:
     """Each tensor of :func:`local_state` with its full shape and placement: ``shard0`` (split
     over processes on dimension 0, :func:`shard_rows`) or ``replicate`` (whole on every
@@ -202,7 +259,8 @@ def local_state(model: torch.nn.Module) -> dict[str, torch.Tensor]:
 
 
 def load_local_state(model: torch.nn.Module, state: dict[str, torch.Tensor]) -> None:
-    """Copy shards saved by :func:`local_state` back into ``model`` (same process count)."""
+    """Copy shards saved by :func:`local_state` (or cut from them for this process count)
+    back into ``model``."""
     own = dict([*model.named_parameters(), *model.named_buffers()])
     missing = [n for n in state if n not in own]
     if missing:
@@ -213,7 +271,7 @@ def load_local_state(model: torch.nn.Module, state: dict[str, torch.Tensor]) -> 
             if target.shape != value.shape:
                 raise ConfigError(
                     f"the sharded checkpoint's {name} has shape {tuple(value.shape)}, this "
-                    f"process's shard {tuple(target.shape)}: resume on the same number of processes"
+                    f"process's shard {tuple(target.shape)}; not loaded"
                 )
             target.copy_(value)
 
@@ -227,6 +285,12 @@ def optimizer_to_local(state: Any) -> Any:
     if isinstance(state, torch.Tensor):
         return local(state)
     return state
+
+
+def optimizer_param_names(model: torch.nn.Module, optimizer: torch.optim.Optimizer) -> list[str]:
+    """The name of each parameter of ``optimizer``, in the order its state dict numbers them."""
+    names = {id(p): n for n, p in model.named_parameters()}
+    return [names[id(p)] for g in optimizer.param_groups for p in g["params"]]
 
 
 def optimizer_from_local(optimizer: torch.optim.Optimizer, state: dict[str, Any]) -> dict[str, Any]:

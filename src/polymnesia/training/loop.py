@@ -156,6 +156,22 @@ class _PluginState:
         for i, p in enumerate(self.plugins):
             p.load_state_dict(s.get(str(i), {}))
 
+    def sharded_state(self, model: torch.nn.Module) -> dict[tuple[str, ...], list[str]]:
+        """Each plugin's :meth:`~TrainingPlugin.sharded_state`, under its index."""
+        return {
+            (str(i), *path): names
+            for i, p in enumerate(self.plugins)
+            for path, names in p.sharded_state(model).items()
+        }
+
+    def describe(self, path: list[str]) -> str:
+        """Who keeps the state at ``path`` (its first key a plugin's index), for a message."""
+        i = int(path[0]) if path and path[0].isdigit() else -1
+        if 0 <= i < len(self.plugins):
+            plugin = self.plugins[i]
+            return f"training plugin '{getattr(plugin, 'name', type(plugin).__name__)}'"
+        return "the training plugins' state"
+
 
 def default_param_groups(model: torch.nn.Module, cfg: TrainConfig) -> list[dict[str, Any]]:
     """Weight decay on matrices only (not on norms and biases); frozen parameters left out."""

@@ -265,6 +265,13 @@ class MultilingualStep(TrainingPlugin):
         if "combiner" in state:
             self.combiner.load_state_dict(state["combiner"])
 
+    def sharded_state(self, model: torch.nn.Module) -> dict[tuple[str, ...], list[str]]:
+        keys = type(self.combiner).flat_state
+        if not keys:
+            return {}
+        names = [n for n, _ in split_body_head(model, "per-language gradients")[0]]
+        return {("combiner", key): names for key in keys}
+
 
 def _all_reduce_mean(acc, grads, head_sum, losses):
     """Mean over processes of each language row, the head gradients and the losses."""

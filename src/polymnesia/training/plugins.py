@@ -145,6 +145,14 @@ class TrainingPlugin:
     def load_state_dict(self, state: dict[str, Any]) -> None:
         return None
 
+    def sharded_state(self, model: torch.nn.Module) -> dict[tuple[str, ...], list[str]]:
+        """The tensors of :meth:`state_dict` that hold this process's shards under a sharded
+        engine (FSDP2), by key path: each a flat vector over the local shards of the named
+        parameters of ``model``, concatenated in order (as LF-MLF's accumulated update). A
+        checkpoint cuts these for another number of processes; every other value of the state
+        must be the same on every process, or such a resume is refused naming the plugin."""
+        return {}
+
 
 #: computes gradients for one optimizer step from its micro-batches; returns the mean loss
 StepFn: TypeAlias = "Callable[[LoopState, list[dict[str, torch.Tensor]]], torch.Tensor]"
