@@ -197,3 +197,23 @@ def test_dry_run_prints_the_points_and_the_stages_to_build_and_reuse(
         "points (each built once): data, tokenizer"
     ) in text
     assert not out.exists() and not (isolated_cache / "stages").exists()
+
+
+def test_an_out_folder_that_cannot_hold_the_runs_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    afile = tmp_path / "afile"
+    afile.write_text("")
+    err = one_error_line(capsys, "sweep", QUICKSTART, "train.lr=[1e-3,2e-3]", "--out", str(afile))
+    assert f"--out {afile} is a file" in err, err
+    err = one_error_line(
+        capsys, "sweep", QUICKSTART, "train.lr=[1e-3,2e-3]", "--out", "/proc/polymnesia-sweep"
+    )
+    assert "sweep point 1 (train.lr=0.001): " in err and "/proc" in err, err
+
+
+def test_a_swept_cluster_key_is_refused_under_slurm(capsys: pytest.CaptureFixture[str]) -> None:
+    err = one_error_line(
+        capsys, "sweep", QUICKSTART, "cluster.partition=[a,b]", "--executor", "slurm", "--dry-run"
+    )
+    assert "fix cluster.* keys (key=value), do not sweep them" in err, err

@@ -230,7 +230,7 @@ def _print_dry_run(sweep: Any, points: list[Any], merged: Any, out: Path) -> Non
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
-    from polymnesia.errors import ConfigError
+    from polymnesia.errors import ConfigError, PolymnesiaError
     from polymnesia.experiments.model_checks import check_hub_models
     from polymnesia.experiments.preflight import preflight
     from polymnesia.experiments.sweep import expand, load_points, merge_plans, point_error
@@ -253,6 +253,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     out = (
         Path(args.out) if args.out else Path("runs") / f"sweep-{cfgs[0].name}-{sweep.digest()[:8]}"
     )
+    if out.exists() and not out.is_dir():
+        raise PolymnesiaError(f"--out {out} is a file; name a folder for the sweep's runs")
     points = _check_points(sweep, cfgs, out, args)
     if args.executor == "slurm":
         check_slurm(points[0].cfg.cluster)
