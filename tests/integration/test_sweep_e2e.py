@@ -11,6 +11,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from smoke import SMOKE
@@ -100,3 +101,34 @@ def test_a_sweep_shares_its_stages_compares_its_runs_and_reruns_as_nothing(
     assert "[polymnesia] start " not in again, again
     assert "6 distinct stages, 0 built, 6 reused from the cache" in again, again
     assert _scores(slow) == _scores(plain)
+
+
+def test_a_failed_stage_stops_only_the_points_that_need_it(
+    isolated_cache: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The executor (stood in for: its own failures are tests/integration/
+    test_executor_partial_e2e.py's) reports point 2's training failed: point 1's run folder
+    and report are written (built here, inline), point 2's is not, and the command exits 1
+    in one line naming the stage's log and the point."""
+    from polymnesia.pipeline import executors
+
+    log = tmp_path / "pretrain.p2.log"
+
+    def run_local(planned: Any, *args: Any, **kwargs: Any) -> executors.LocalResult:
+        assert [p.spec.name for p in planned][-2:] == ["pretrain.p2", "evaluate.p2"]
+        return executors.LocalResult(failed={"pretrain.p2": log}, held_back=["evaluate.p2"])
+
+    monkeypatch.setattr(executors, "run_local", run_local)
+    out = tmp_path / "sweep"
+    argv = ["sweep", CONFIG, *SMOKE, LRS, "--out", str(out), "--executor", "local"]
+    assert main(argv) == 1
+    text = capsys.readouterr().out
+    assert (out / "lr=0.002" / "report.md").is_file() and not (out / "lr=0.001").exists()
+    assert not (out / "compare.md").exists()  # one run: nothing to compare
+    assert (
+        f"[polymnesia] error: 1 stage(s) failed: pretrain.p2 (log {log}); points not finished: "
+        "2 (lr=0.001); the stages that finished are cached"
+    ) in text, text
