@@ -100,6 +100,10 @@ def test_a_sweep_of_one_point_runs_with_a_note() -> None:
             "(did you mean 'steps'?)",
         ),
         (["trian.steps=[1,2]"], "sweep key 'trian.steps' is not a config key"),
+        (
+            ["trian.steps=5", "train.lr=[1e-3,2e-3]"],
+            "override 'trian.steps=5' is not a config key: unknown key 'trian'",
+        ),
         (["train.lr=[]"], "sweep key 'train.lr' has no values"),
         (
             ["train.steps=[5,-1]"],
@@ -217,3 +221,11 @@ def test_a_swept_cluster_key_is_refused_under_slurm(capsys: pytest.CaptureFixtur
         capsys, "sweep", QUICKSTART, "cluster.partition=[a,b]", "--executor", "slurm", "--dry-run"
     )
     assert "fix cluster.* keys (key=value), do not sweep them" in err, err
+
+
+def test_the_driver_refuses_to_run_under_torchrun(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    err = one_error_line(capsys, "sweep", QUICKSTART, "train.lr=[1e-3,2e-3]", "--dry-run")
+    assert "polymnesia sweep runs in one process, not under torchrun" in err, err

@@ -14,6 +14,7 @@ puts the runs side by side (:func:`polymnesia.reports.compare.write_comparison`)
 from __future__ import annotations
 
 import argparse
+import os
 import time
 from pathlib import Path
 from typing import Any
@@ -244,6 +245,11 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     sweep = expand(args.config, args.overrides)
     if args.stage:
         return _build_child(args, sweep)
+    if int(os.environ.get("WORLD_SIZE", "1") or 1) > 1:
+        raise ConfigError(
+            "polymnesia sweep runs in one process, not under torchrun or accelerate launch; "
+            "a stage of several devices runs as under `run --executor slurm` (docs/sweeps.md)"
+        )
     if args.executor == "slurm" and any(k.split(".")[0] == "cluster" for k in sweep.values):
         raise ConfigError(
             "a sweep through --executor slurm submits every point's jobs with one cluster: "

@@ -282,12 +282,14 @@ def load_point(sweep: Sweep, point: SweepPoint) -> Any:
         return resolve_config(data, sweep.config)
     except ConfigError as e:
         text = str(e)
-        for key in point.values:
+        detail = text.removeprefix(f"{sweep.config}: ")
+        fixed = {item.split("=", 1)[0].strip(): item for item in sweep.fixed}
+        for key in [*point.values, *fixed]:
             parts = key.split(".")
             heads = {".".join(parts[: i + 1]) for i in range(len(parts))}
             if any(f"unknown key '{h}'" in text for h in heads):
-                detail = text.removeprefix(f"{sweep.config}: ")
-                raise ConfigError(f"sweep key '{key}' is not a config key: {detail}") from None
+                what = f"sweep key '{key}'" if key in point.values else f"override '{fixed[key]}'"
+                raise ConfigError(f"{what} is not a config key: {detail}") from None
         raise ConfigError(f"{_where(point)}: {text}") from None
 
 
