@@ -39,6 +39,7 @@ def test_each_subcommand_has_its_own_module() -> None:
         "report",
         "run",
         "status",
+        "sweep",
         "validate",
     ]
     assert names == expected

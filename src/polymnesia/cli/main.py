@@ -1,7 +1,7 @@
 """The ``polymnesia`` command: one module per subcommand (``cli/run.py``, ``validate.py``,
-``ls.py``, ``data.py``, ``report.py``, ``compare.py``, ``export.py``, ``cache.py``, ``env.py``,
-``plan.py``), each an ``add_parser(sub)`` and a ``cmd_*`` that parses, calls the library and
-prints.
+``ls.py``, ``data.py``, ``report.py``, ``compare.py``, ``sweep.py``, ``export.py``,
+``cache.py``, ``env.py``, ``plan.py``), each an ``add_parser(sub)`` and a ``cmd_*`` that
+parses, calls the library and prints.
 
 This module assembles the parser and turns errors into one line (:func:`main`). The
 library is imported inside the subcommands (a documented start-up cost: ``--help`` and
@@ -32,6 +32,7 @@ from polymnesia.cli import plan as plan_cli
 from polymnesia.cli import report as report_cli
 from polymnesia.cli import run as run_cli
 from polymnesia.cli import status as status_cli
+from polymnesia.cli import sweep as sweep_cli
 from polymnesia.cli import validate as validate_cli
 from polymnesia.cli.output import PolymnesiaLogLines, plain_library_output
 from polymnesia.errors import ConfigWarning, PolymnesiaError
@@ -45,6 +46,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True)
     for module in (run_cli, validate_cli, ls_cli, data_cli, report_cli, compare_cli, export_cli):
         module.add_parser(sub)
+    sweep_cli.add_parser(sub)
     status_cli.add_parser(sub)
     cache_cli.add_parser(sub)
     env_cli.add_parser(sub)

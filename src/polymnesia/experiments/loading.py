@@ -18,6 +18,12 @@ from polymnesia.experiments.base import EXPERIMENT_CONFIGS
 def resolve_config(data: dict[str, Any], source: str = "") -> Any:
     """Validate a raw mapping into the typed config of the experiment it names."""
     check_finite(data, source)
+    if "grid" in data:  # read by `polymnesia sweep` (polymnesia.experiments.sweep) only
+        raise ConfigError(
+            f"{source + ': ' if source else ''}the config has a 'grid:' section, which "
+            "`polymnesia sweep` expands into runs; `polymnesia run` runs one config: run it "
+            "with `polymnesia sweep`, or remove the section"
+        )
     name = data.get("experiment")
     if name is None:
         raise ConfigError(
