@@ -49,3 +49,29 @@ def test_adding_an_adapter_raises_no_deprecation_warning_from_peft() -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("error", FutureWarning)
         add_adapter(_classifier(), 2, LoraConfig(), "sequence")
+
+
+def _lora_a(model: torch.nn.Module) -> dict[str, torch.Tensor]:
+    return {n: p.detach().clone() for n, p in model.named_parameters() if "lora_A" in n}
+
+
+def test_a_seeded_adapter_does_not_depend_on_earlier_draws() -> None:
+    """An instruction stage run after others in one process (inline) gets the adapter it
+    gets alone (a child process): PEFT's draws come from a generator seeded with the seed."""
+    base = _classifier()
+    state = {k: v.clone() for k, v in base.state_dict().items()}
+    adapters = []
+    for earlier in (0, 1):
+        torch.manual_seed(earlier)  # what the process drew before differs
+        model = _classifier()
+        model.load_state_dict(state)
+        before = torch.random.get_rng_state()
+        adapters.append(_lora_a(add_adapter(model, 4, LoraConfig(), "sequence", seed=7)))
+        assert torch.equal(torch.random.get_rng_state(), before)  # the caller's state is kept
+    assert adapters[0].keys() and adapters[0].keys() == adapters[1].keys()
+    assert all(torch.equal(adapters[0][k], adapters[1][k]) for k in adapters[0])
+    torch.manual_seed(0)
+    other = _classifier()
+    other.load_state_dict(state)
+    unseeded = _lora_a(add_adapter(other, 4, LoraConfig(), "sequence"))
+    assert not all(torch.equal(adapters[1][k], unseeded[k]) for k in unseeded)

@@ -62,9 +62,18 @@ def check_rank(model: torch.nn.Module, rank: int, cfg: LoraConfig) -> None:
         )
 
 
-def add_adapter(model: torch.nn.Module, rank: int, cfg: LoraConfig, kind: str) -> Any:
+def add_adapter(
+    model: torch.nn.Module, rank: int, cfg: LoraConfig, kind: str, seed: int | None = None
+) -> Any:
     """Wrap ``model`` with a fresh trainable adapter (base frozen; a classification head,
-    ``kind`` sequence or token, is trained too; ``kind`` causal: a causal LM, head frozen)."""
+    ``kind`` sequence or token, is trained too; ``kind`` causal: a causal LM, head frozen).
+
+    PEFT draws the adapter's ``A`` matrices from torch's global generator. With ``seed`` they
+    are drawn from a generator seeded with it (forked: the caller's random state is left as it
+    was), so the adapter does not depend on what the process drew before: a stage run after
+    other stages in one process (``--executor inline``) starts from the adapter of the same
+    stage run alone (``local`` or ``slurm``). Without it, the caller has seeded the generator
+    (the lifelong steps seed it through their head)."""
     from peft import LoraConfig as PeftLoraConfig
     from peft import TaskType, get_peft_model
 
@@ -78,7 +87,11 @@ def add_adapter(model: torch.nn.Module, rank: int, cfg: LoraConfig, kind: str) -
         lora_dropout=cfg.dropout,
         target_modules=target_modules(model, cfg),
     )
-    with _peft_reads_a_deprecated_flag():
+    if seed is None:
+        with _peft_reads_a_deprecated_flag():
+            return get_peft_model(model, pcfg)
+    with torch.random.fork_rng(), _peft_reads_a_deprecated_flag():
+        torch.manual_seed(seed)
         return get_peft_model(model, pcfg)
 
 
