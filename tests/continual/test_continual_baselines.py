@@ -37,7 +37,8 @@ def test_merge_is_vanilla_averaged_with_the_previous_step() -> None:
     assert m.against_forgetting
     # no previous model on the first step: trained as VANILLA's, nothing merged
     assert with_baseline("merge", HYPER, False).plugins == []
-    assert entries(with_baseline("merge", HYPER, True)) == [{"name": "merge_average", "weight": 0.5}]
+    merged = with_baseline("merge", HYPER, True)
+    assert entries(merged) == [{"name": "merge_average", "weight": 0.5}]
 
 
 def test_paper_methods_keep_their_hyper_unchanged() -> None:
@@ -59,7 +60,9 @@ def test_each_step_gets_its_baseline_plugin_entry() -> None:
 
 
 def test_the_arms_own_entry_sets_the_hyperparameters() -> None:
-    own = HYPER.with_plugins({"name": "ewc", "lam": 5.0, "gamma": 0.9}, {"name": "l2sp", "alpha": 1})
+    own = HYPER.with_plugins(
+        {"name": "ewc", "lam": 5.0, "gamma": 0.9}, {"name": "l2sp", "alpha": 1.0}
+    )
     out = with_baseline("ewc", own, True).plugins
     assert [s.plugin_name for s in out] == ["l2sp", "ewc"]
     assert out[1].lam == 5.0 and out[1].gamma == 0.9 and out[1].fisher == "prev"

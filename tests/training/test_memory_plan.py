@@ -12,8 +12,8 @@ from polymnesia.cli.main import main
 from polymnesia.errors import ConfigError
 from polymnesia.training.memory import GIB, Setup, block_activation_bytes, plan
 from polymnesia.training.memory_fit import check_fits, frozen_fraction, plan_for_model, precision_of
-from polymnesia.training.plugins import plugin_options
 from polymnesia.training.model_shape import ModelShape
+from polymnesia.training.plugins import plugin_options
 
 CONFIGS = Path(__file__).resolve().parents[2] / "configs"
 #: 2 layers, 8 wide, 2 heads of 4 (1 key/value head), MLP 16, vocabulary 10, untied
