@@ -64,8 +64,8 @@ def plugin_names(src: Path) -> set[str]:
 def plugin_name_reads(path: Path, names: set[str]) -> list[int]:
     """The lines of ``path`` that read or build a plugin entry by name: a plugin's name as a
     string (not a docstring, nor the name of another registry's entry, ``X.register(NAME)``,
-    ``Literal[NAME]`` or ``experiment: ... = NAME``: a protocol called like a plugin), and ``["name"]`` or
-    ``.get("name")`` in a function that speaks of plugins."""
+    ``Literal[NAME]`` or ``experiment: ... = NAME``: a protocol called like a plugin), and
+    ``["name"]`` or ``.get("name")`` in a function that speaks of plugins."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
     skip = _docstrings(tree)
     for n in ast.walk(tree):
@@ -88,7 +88,7 @@ def plugin_name_reads(path: Path, names: set[str]) -> list[int]:
                 key = n.slice.value
             elif isinstance(n, ast.Call) and getattr(n.func, "attr", "") == "get" and n.args:
                 key = getattr(n.args[0], "value", None)
-            if key == "name":
+            if key == "name" and isinstance(n, ast.expr):
                 lines.append(n.lineno)
     return sorted(set(lines))
 
