@@ -20,6 +20,7 @@ per-language gradient combiners supply their own.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -268,11 +269,18 @@ class PluginRegistry(Registry[type[TrainingPlugin]]):
     def add(self, name: str, obj: type[TrainingPlugin], description: str = "") -> None:
         super().add(name, obj, description)
         options = obj.__dict__.get("Options", obj.Options)
-        if options is None or not issubclass(options, PluginOptions):
-            base = (options, PluginOptions) if options is not None else (AnyOptions,)
-            options = type(f"{obj.__name__}Options", base, {"__module__": obj.__module__})
-        if options.plugin_name and options.plugin_name != name:  # one class, two plugins
-            options = type(options.__name__, (options,), {"__module__": obj.__module__})
+        base: tuple[type[PluginOptions] | type[StrictModel], ...] = ()
+        if options is None:
+            base = (AnyOptions,)
+        elif not issubclass(options, PluginOptions):
+            base = (options, PluginOptions)
+        elif options.plugin_name and options.plugin_name != name:  # one class, two plugins
+            base = (options,)
+        if base:  # a class of its own, found by pickle in the plugin's module
+            made = f"{obj.__name__}Options"
+            options = type(made, base, {"__module__": obj.__module__, "__qualname__": made})
+            if obj.__module__ in sys.modules:
+                setattr(sys.modules[obj.__module__], made, options)
         options.plugin_name = name
         obj.Options = options
 
