@@ -6,6 +6,8 @@ from __future__ import annotations
 import pickle
 from typing import Any
 
+from polymnesia.experiments.two_phase.config import FreezingArm
+from polymnesia.methods.layer_freezing import LayerFreezingConfig
 from polymnesia.methods.regularization import EWCOptions
 from polymnesia.pipeline.stage import _canonical
 from polymnesia.training.config import TrainConfig
@@ -54,3 +56,10 @@ def test_a_plugin_without_options_takes_any_keys() -> None:
         assert pickle.loads(pickle.dumps(options)).entry() == options.entry()
     finally:
         PLUGINS._entries.pop("test_keywords")
+
+
+def test_a_model_deriving_the_options_enters_as_the_plugins_own() -> None:
+    arm = FreezingArm(name="LF", strategy="random", top_k=1)  # the options plus the arm's name
+    (options,) = TrainConfig(plugins=[arm]).plugins
+    assert type(options) is LayerFreezingConfig
+    assert options.entry() == arm.plugin().entry() and options.entry()["name"] == "layer_freezing"

@@ -297,7 +297,11 @@ def plugin_options(spec: Any) -> PluginOptions:
     settings give equal fingerprints. Raises ``ValueError`` (a pydantic validator turns it
     into one config line)."""
     if isinstance(spec, PluginOptions):
-        return spec
+        if spec.plugin_name in PLUGINS and type(spec) is PLUGINS.get(spec.plugin_name).Options:
+            return spec
+        # a model deriving the options (a two_phase freezing arm, whose own ``name`` is the
+        # arm's): checked as the plugin's options
+        spec = {**spec.model_dump(mode="json"), "name": spec.plugin_name}
     if not isinstance(spec, Mapping):
         raise ValueError(f"a plugin entry is a mapping with 'name', got {spec!r}")
     options = dict(spec)
