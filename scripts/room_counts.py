@@ -1,6 +1,7 @@
 """Print the counts of docs/architecture.md, "How well the rooms hold": modules over 450
-lines, imports of polymnesia's own modules inside functions in ``cli/``, and ``getattr``
-calls in ``cli/`` and in the modules that check and plan configs.
+lines, imports of polymnesia's own modules inside functions in ``cli/``, ``getattr``
+calls in ``cli/`` and in the modules that check and plan configs, and the places outside
+``methods/`` that read or build plugin entries by name.
 
 Usage: ``python scripts/room_counts.py [REPO_ROOT]`` (default: this checkout)."""
 
@@ -35,6 +36,63 @@ def _imports_in_functions(path: Path) -> int:
     return count
 
 
+def _docstrings(tree: ast.AST) -> set[int]:
+    out = set()
+    for n in ast.walk(tree):
+        body = getattr(n, "body", None)
+        if isinstance(n, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef) and (
+            body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant)
+        ):
+            out.add(id(body[0].value))
+    return out
+
+
+def plugin_names(src: Path) -> set[str]:
+    """The training plugins' names, as ``methods/`` registers them (``@PLUGINS.register`` or
+    ``@step_merge`` with the name first), read from the source."""
+    names = set()
+    for path in (src / "methods").glob("*.py"):
+        for n in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(n, ast.Call) and n.args and isinstance(n.args[0], ast.Constant):
+                func = n.func
+                called = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+                if called in ("register", "step_merge") and isinstance(n.args[0].value, str):
+                    names.add(n.args[0].value)
+    return names
+
+
+def plugin_name_reads(path: Path, names: set[str]) -> list[int]:
+    """The lines of ``path`` that read or build a plugin entry by name: a plugin's name as a
+    string (not a docstring, nor the name of another registry's entry, ``X.register(NAME)``,
+    ``Literal[NAME]`` or ``experiment: ... = NAME``: a protocol called like a plugin), and
+    ``["name"]`` or ``.get("name")`` in a function that speaks of plugins."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    skip = _docstrings(tree)
+    for n in ast.walk(tree):
+        registers = isinstance(n, ast.Call) and getattr(n.func, "attr", "") == "register"
+        literal = isinstance(n, ast.Subscript) and getattr(n.value, "id", "") == "Literal"
+        protocol = isinstance(n, ast.AnnAssign) and getattr(n.target, "id", "") == "experiment"
+        if registers or literal or protocol:
+            skip |= {id(c) for c in ast.walk(n) if isinstance(c, ast.Constant)}
+    lines = [
+        n.lineno
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Constant) and n.value in names and id(n) not in skip
+    ]
+    for fn in ast.walk(tree):
+        if not isinstance(fn, ast.FunctionDef) or "plugin" not in ast.unparse(fn):
+            continue
+        for n in ast.walk(fn):
+            key = None
+            if isinstance(n, ast.Subscript) and isinstance(n.slice, ast.Constant):
+                key = n.slice.value
+            elif isinstance(n, ast.Call) and getattr(n.func, "attr", "") == "get" and n.args:
+                key = getattr(n.args[0], "value", None)
+            if key == "name" and isinstance(n, ast.expr):
+                lines.append(n.lineno)
+    return sorted(set(lines))
+
+
 def main(root: Path) -> None:
     src = root / "src" / "polymnesia"
     sizes = sorted(
@@ -50,6 +108,20 @@ def main(root: Path) -> None:
         f"imports of polymnesia modules inside functions in cli/: "
         f"{sum(_imports_in_functions(p) for p in cli)}"
     )
+    names = plugin_names(src)
+    reads = {
+        p.relative_to(src).as_posix(): plugin_name_reads(p, names)
+        for p in sorted(src.rglob("*.py"))
+        if p.relative_to(src).parts[0] != "methods"
+        and p.relative_to(src).as_posix() != "training/plugins.py"  # the registry itself
+    }
+    reads = {k: v for k, v in reads.items() if v}
+    print(
+        f"plugin names read outside methods/ (and the registry): "
+        f"{sum(len(v) for v in reads.values())} lines in {len(reads)} modules"
+    )
+    for k, v in reads.items():
+        print(f"  {k} {','.join(map(str, v))}")
     checkers = [src / "experiments" / f"{m}.py" for m in CHECKERS]
     print(
         f"getattr calls in cli/: {sum(_calls_getattr(p) for p in cli)}; in "

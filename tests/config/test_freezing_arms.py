@@ -20,7 +20,7 @@ def _plugin_of(arms: str, name: str) -> dict[str, object]:
     cfg = load_config(SMOKE, [f"mitigation.freezing={arms}"])
     specs = {s.name: s for s in EXPERIMENTS.get("two_phase").build(cfg)}
     plugins = specs[f"mit_{name}"].params.instruct.train.plugins
-    return next(p for p in plugins if p["name"] == "layer_freezing")
+    return next(p.entry() for p in plugins if isinstance(p, LayerFreezingConfig))
 
 
 def test_an_arm_declares_no_option_of_its_own_but_its_name() -> None:
@@ -40,7 +40,7 @@ def test_every_plugin_option_reaches_the_arms_training_stage() -> None:
     assert plugin["pattern"] == "mlp" and plugin["by"] == "type"
     # the stage's plugin entry is the plugin's own validation of the arm's options
     arm = FreezingArm(name="S", strategy="spectrum", top_k=1, freeze="unselected", pattern="mlp")
-    assert plugin == TrainConfig(plugins=[arm.plugin()]).plugins[0]
+    assert plugin == TrainConfig(plugins=[arm.plugin()]).plugins[0].entry()
 
 
 def test_the_defaults_are_the_plugins() -> None:

@@ -74,7 +74,7 @@ def test_the_pipeline_shares_the_vocabulary_and_crosses_bases_with_inits() -> No
         }
         assert isinstance(s.params, RelearnParams) and s.params.steps() == [0, 2, 4]
         assert s.params.languages == {"en": "pretraining", "es": "pretraining", "fr": "adapting"}
-    plugins = [p["name"] for p in specs["pretrain_af"].params.train.plugins]
+    plugins = [p.plugin_name for p in specs["pretrain_af"].params.train.plugins]
     assert plugins == ["active_forgetting"] and not specs["pretrain_standard"].params.train.plugins
 
 

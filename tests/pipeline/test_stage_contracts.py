@@ -108,7 +108,7 @@ def test_a_plugin_names_an_input_role_the_spec_must_give() -> None:
     pretrain = by_name(specs, "pretrain")
     p: PretrainParams = pretrain.params
     entry = {"name": "layer_freezing", "strategy": "most_changed", "before": "base", "pct": 50}
-    train = p.train.model_copy(update={"plugins": [entry]})
+    train = p.train.with_plugins(entry)
     tuned = StageSpec(
         "tuned", "pretrain", p.model_copy(update={"train": train}), dict(pretrain.inputs)
     )

@@ -42,7 +42,8 @@ def test_plugin_entries_are_normalised_so_fingerprints_agree() -> None:
     long = TrainConfig(
         steps=10, plugins=[{"name": "active_forgetting", "reset_every": 5, "std": 0.02}]
     )
-    assert short.plugins == long.plugins and short.plugins[0]["replay_schedule"] is True
+    assert short.plugins == long.plugins and short.plugins[0].replay_schedule is True
+    assert short.model_dump()["plugins"] == long.model_dump()["plugins"]
 
 
 @pytest.mark.parametrize(

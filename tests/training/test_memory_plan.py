@@ -13,6 +13,7 @@ from polymnesia.errors import ConfigError
 from polymnesia.training.memory import GIB, Setup, block_activation_bytes, plan
 from polymnesia.training.memory_fit import check_fits, frozen_fraction, plan_for_model, precision_of
 from polymnesia.training.model_shape import ModelShape
+from polymnesia.training.plugins import plugin_options
 
 CONFIGS = Path(__file__).resolve().parents[2] / "configs"
 #: 2 layers, 8 wide, 2 heads of 4 (1 key/value head), MLP 16, vocabulary 10, untied
@@ -115,12 +116,17 @@ def test_precision_and_frozen_share_from_a_config() -> None:
     shape = ModelShape.from_preset("tiny", 1000)  # 2 layers
     matrices = sum(a * b for a, b in shape.matrices().values()) / shape.block_params
     freeze = {"name": "layer_freezing", "strategy": "random"}
-    assert frozen_fraction(shape, [freeze]) == pytest.approx(0.5 * matrices)  # pct 50
-    assert frozen_fraction(shape, [{**freeze, "top_k": 1}]) == pytest.approx(0.5 * matrices)
+
+    def share(*entries: dict) -> float:  # as a config's train.plugins holds them: typed
+        return frozen_fraction(shape, [plugin_options(e) for e in entries])
+
+    assert share(freeze) == pytest.approx(0.5 * matrices)  # pct 50
+    assert share({**freeze, "top_k": 1}) == pytest.approx(0.5 * matrices)
     qkv = {**freeze, "top_k": 2, "pattern": r"self_attn\.(q|k|v)_proj"}
     q, k, _ = (a * b for a, b in list(shape.matrices().values())[:3])
-    assert frozen_fraction(shape, [qkv]) == pytest.approx((q + 2 * k) / shape.block_params)
-    assert frozen_fraction(shape, [{"name": "other"}]) == 0.0
+    assert share(qkv) == pytest.approx((q + 2 * k) / shape.block_params)
+    assert share({**freeze, "top_k": 1, "freeze": "unselected"}) == pytest.approx(0.5 * matrices)
+    assert share({"name": "l2sp"}, {"name": "distill"}) == 0.0  # they freeze nothing
 
 
 def test_a_stage_that_does_not_fit_is_refused_in_one_line_naming_remedies() -> None:

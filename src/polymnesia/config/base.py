@@ -107,6 +107,10 @@ NOT_FINGERPRINTED: dict[str, Any] = {"fingerprint": False}
 #: were cached: it enters a stage's fingerprint only when it differs from its default, so the
 #: entries of configs that do not use it keep their fingerprints
 FINGERPRINTED_UNLESS_DEFAULT: dict[str, Any] = {"fingerprint": "unless_default"}
+#: ``Field(json_schema_extra=FINGERPRINTED_AS_DUMPED)`` marks a field of typed objects that
+#: serialise to another form (``train.plugins``: each plugin's options, dumped as its entry
+#: ``{name: NAME, ...}``): it enters fingerprints as its dump, not as the objects' fields
+FINGERPRINTED_AS_DUMPED: dict[str, Any] = {"fingerprint": "as_dumped"}
 
 
 def fingerprinted_as(old: str) -> dict[str, Any]:

@@ -32,6 +32,11 @@ pulls it towards the base). ``replay`` trains as VANILLA does with earlier langu
 training examples, kept in a buffer, mixed into each later step
 (:mod:`polymnesia.continual.replay`).
 
+The forgetting baselines made of a training plugin (the regularisers and the merges) are
+declared by their plugin (its ``baseline``: name, label, reference, description) and listed
+here from it, so a new one is its plugin file alone (docs/architecture.md, "A forgetting
+baseline").
+
 Departure: MONO and NON-SHARED LoRA do not depend on the order, so their
 per-language models are trained once and R is composed per order
 (:func:`polymnesia.continual.matrix.compose_independent`): a learned language
@@ -41,12 +46,13 @@ language learned last (its zero-shot transfer), so CFT is defined for them too.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
 
-from polymnesia.registry import Registry
+from polymnesia.registry import Entry, Registry
 from polymnesia.training.config import EpochTrainConfig
-from polymnesia.training.plugins import PLUGINS, validate_plugin_spec
+from polymnesia.training.plugins import PLUGINS, plugin_options
 
 Schedule = Literal["joint", "independent", "sequential"]
 
@@ -64,9 +70,10 @@ class Method:
     paper_lr: float
     paper_max_epochs: int
     paper_patience: int
-    #: a forgetting baseline's training plugin (``l2sp``, ``ewc``, ``distill``, or a step
-    #: merge: ``merge_average``, ``merge_ta``, ``merge_ties``): added to every step of the arm
-    #: with its defaults unless the arm's ``plugins`` configure it
+    #: a forgetting baseline's training plugin (one that declares a
+    #: :class:`~polymnesia.training.plugins.Baseline`: L2-SP, EWC, LwF, the step merges):
+    #: added to every step of the arm with its defaults unless the arm's ``plugins``
+    #: configure it
     baseline: str | None = None
     #: examples of the languages learned before mixed into each step from a stored buffer
     #: (:mod:`polymnesia.continual.replay`; the config's ``replay`` section)
@@ -82,7 +89,43 @@ class Method:
         return self.lora if self.lora is not None else rank is not None
 
 
-METHODS: Registry[Method] = Registry("continual-learning method", "continual-methods")
+class MethodRegistry(Registry[Method]):
+    """The methods: the paper's five and replay, declared here, and one forgetting baseline
+    per training plugin that declares one (:attr:`TrainingPlugin.baseline
+    <polymnesia.training.plugins.TrainingPlugin.baseline>`), read from the plugins on a
+    lookup of another name and on listing (so a config of the paper's methods is read
+    without importing a plugin, and a plugin registered later is found)."""
+
+    def _baselines(self) -> None:
+        for entry in PLUGINS:
+            b = entry.obj.baseline
+            if b is not None and b.method not in self._entries:
+                # VANILLA's schedule and paper defaults, with the plugin on every step
+                method = Method(
+                    b.method, b.label, b.reference, "sequential", False, 5e-5, 50, 5, entry.name
+                )
+                self.add(b.method, method, b.description)
+
+    def get(self, name: str) -> Method:
+        if name not in self._entries:
+            self._baselines()
+        return super().get(name)
+
+    def __contains__(self, name: object) -> bool:
+        if name not in self._entries:
+            self._baselines()
+        return super().__contains__(name)
+
+    def __iter__(self) -> Iterator[Entry[Method]]:
+        self._baselines()
+        return super().__iter__()
+
+    def names(self) -> list[str]:
+        self._baselines()
+        return super().names()
+
+
+METHODS = MethodRegistry("continual-learning method", "continual-methods")
 
 
 def _register(method: Method, description: str) -> None:
@@ -112,61 +155,6 @@ _register(
 )
 
 
-# VANILLA, then the step's model merged with the previous step's by a step-merge plugin
-# (methods.step_merge): averaged (merge_average), or against the lifelong base (the model
-# before the first step) by the plugin of the arm's name
-_register(
-    Method(
-        "merge",
-        "MERGE",
-        "weight averaging",
-        "sequential",
-        False,
-        5e-5,
-        50,
-        5,
-        "merge_average",
-    ),
-    "VANILLA, then each step's model averaged with the previous step's (weights 1/2, 1/2)",
-)
-_register(
-    Method(
-        "merge_ta", "MERGE-TA", "Ilharco et al. 2023", "sequential", False, 5e-5, 50, 5, "merge_ta"
-    ),
-    "VANILLA, then task arithmetic of the step's and the previous step's model against the "
-    "base, theta_0 + lam (tau_prev + tau_new) (Ilharco et al. 2023; lam 0.4)",
-)
-_register(
-    Method(
-        "merge_ties",
-        "MERGE-TIES",
-        "Yadav et al. 2023",
-        "sequential",
-        False,
-        5e-5,
-        50,
-        5,
-        "merge_ties",
-    ),
-    "VANILLA, then TIES-merging of the step's and the previous step's model against the base "
-    "(Yadav et al. 2023; density 0.2, lam 1)",
-)
-# the standard forgetting baselines (issue 27; docs/baselines.md): VANILLA's schedule with a
-# pull towards the previous step's model; full fine-tuning with VANILLA's paper defaults
-_register(
-    Method("l2sp", "L2-SP", "Xuhong et al. 2018", "sequential", False, 5e-5, 50, 5, "l2sp"),
-    "VANILLA plus an L2 pull towards the previous step's weights (L2-SP, Xuhong et al. 2018)",
-)
-_register(
-    Method("ewc", "EWC", "Kirkpatrick et al. 2017", "sequential", False, 5e-5, 50, 5, "ewc"),
-    "VANILLA plus online EWC: a Fisher-weighted pull to the previous step's weights "
-    "(Kirkpatrick et al. 2017, Schwarz et al. 2018)",
-)
-_register(
-    Method("lwf", "LwF", "Li & Hoiem 2017", "sequential", False, 5e-5, 50, 5, "distill"),
-    "VANILLA plus distillation (KL at temperature T) to the previous step's outputs "
-    "(LwF, Li & Hoiem 2017)",
-)
 _register(
     Method(
         "replay", "REPLAY", "Chaudhry et al. 2019", "sequential", False, 5e-5, 50, 5, replay=True
@@ -181,26 +169,28 @@ def get_method(name: str) -> Method:
     return METHODS.get(name)
 
 
+#: the input role of a lifelong step's previous step (``stages.sequential.PREV``): its model,
+#: and what it wrote beside it (EWC's Fisher)
+PREVIOUS = "prev"
+
+
 def with_baseline(method: str, hyper: EpochTrainConfig, has_prev: bool) -> EpochTrainConfig:
-    """``hyper`` of one step of ``method`` with its baseline's plugin entry (for the stage's
-    fingerprint): the arm's own entry of that plugin if it lists one, else the defaults.
-    ``ewc`` reads the Fisher of the previous step (input ``prev``); ``distill`` needs a
-    previous model as teacher and the step merges one to merge with, so a first step trains
-    without them; ``l2sp`` anchors the classification head only when it was carried over
-    from a previous step (unless set)."""
+    """``hyper`` of one step of ``method`` with its baseline's plugin options (for the
+    stage's fingerprint): the arm's own entry of that plugin if it lists one, else the
+    defaults, as the plugin sets them for a step after the input ``prev`` (or a first step,
+    without one; :meth:`~polymnesia.training.plugins.PluginOptions.for_step`): EWC reads the
+    previous step's Fisher, LwF and the step merges train without their previous model on a
+    first step, L2-SP anchors the classification head only when it was carried over."""
     name = get_method(method).baseline
     if name is None:
         return hyper
-    own = next((dict(s) for s in hyper.plugins if s["name"] == name), None)
-    others = [s for s in hyper.plugins if s["name"] != name]
-    spec: dict[str, Any] = own if own is not None else {"name": name}
-    if PLUGINS.get(name).needs_previous and not has_prev:  # distill, the step merges
-        return hyper.model_copy(update={"plugins": others})
-    if name == "ewc":
-        spec["fisher"] = "prev" if has_prev else None
-    if name == "l2sp" and own is None:
-        spec["anchor_head"] = has_prev
-    return hyper.model_copy(update={"plugins": [*others, validate_plugin_spec(spec)]})
+    own = next((s for s in hyper.plugins if s.plugin_name == name), None)
+    others = [s for s in hyper.plugins if s.plugin_name != name]
+    options = own if own is not None else plugin_options({"name": name})
+    step = options.for_step(
+        PREVIOUS if has_prev else None, configured=own is not None, head_carried=has_prev
+    )
+    return hyper.model_copy(update={"plugins": [*others, *([step] if step is not None else [])]})
 
 
 def arm_label(method: str, rank: int | None) -> str:

@@ -16,7 +16,6 @@
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +36,7 @@ from polymnesia.models.lora import LoraConfig, check_rank
 from polymnesia.stages.instruct import InstructConfig
 from polymnesia.tokenizers.bpe import load_tokenizer
 from polymnesia.training.config import TrainConfig
+from polymnesia.training.plugins import PluginOptions
 
 
 def _key_of(cfg: Any, model: ModelConfig) -> str:
@@ -230,7 +230,10 @@ def skeleton(model: Any) -> Any:
 
 
 def check_model_settings(cfg: Any) -> None:
-    checks: list[tuple[str, list[Any], int | None, LoraConfig | None, str | None]] = []
+    """A LoRA rank fits the models it adapts, and each training plugin's options fit the
+    models it trains (each plugin's own checks: a freezing ``pattern`` matches a weight
+    matrix), where the model is known without a download."""
+    checks: list[tuple[str, list[Any], int | None, LoraConfig | None, PluginOptions | None]] = []
     models = _candidate_models(cfg)
     trained = [m for m in models if not isinstance(m, str)] or models
     for path, node in submodels(cfg):
@@ -238,9 +241,8 @@ def check_model_settings(cfg: Any) -> None:
             checks.append((f"{path}.lora_rank", trained, node.lora_rank, node.lora, None))
         if isinstance(node, TrainConfig):
             for i, plugin in enumerate(node.plugins):
-                if plugin.get("name") == "layer_freezing" and plugin.get("pattern"):
-                    key = f"{path}.plugins.{i}.pattern"
-                    checks.append((key, models, None, None, plugin["pattern"]))
+                if plugin.checks_model:
+                    checks.append((f"{path}.plugins.{i}", models, None, None, plugin))
     lora, ranks = getattr(cfg, "lora", None), getattr(cfg, "ranks", None)
     if isinstance(lora, LoraConfig) and isinstance(ranks, list):  # lifelong's LoRA arms
         for i, rank in enumerate(ranks):
@@ -251,11 +253,11 @@ def check_model_settings(cfg: Any) -> None:
         tuned = [cfg.instruct_model if phase1 == INSTRUCT else cfg.base.model]
         if m.lora_rank is not None:
             checks.append(("mitigation.lora_rank", tuned, m.lora_rank, LoraConfig(), None))
-        for i, arm in enumerate(m.freezing):
-            if arm.pattern:
-                checks.append((f"mitigation.freezing.{i}.pattern", tuned, None, None, arm.pattern))
+        for i, arm in enumerate(m.freezing):  # a freezing arm is the plugin's options
+            if arm.checks_model:
+                checks.append((f"mitigation.freezing.{i}", tuned, None, None, arm))
     built: dict[int, Any] = {}
-    for key, targets, rank, lora, pattern in checks:
+    for key, targets, rank, lora, options in checks:
         for target in targets:
             if id(target) not in built:
                 built[id(target)] = skeleton(target)
@@ -267,14 +269,11 @@ def check_model_settings(cfg: Any) -> None:
                     check_rank(model, rank, lora)
                 except PolymnesiaError as e:
                     raise ConfigError(f"{key}: {e}") from None
-            if pattern is not None:
-                rx = re.compile(pattern)
-                names = [n for n, p in model.named_parameters() if p.ndim >= 2]
-                if not any(rx.search(n) for n in names):
-                    raise ConfigError(
-                        f"{key}: {pattern!r} matches no weight matrix of the model "
-                        f"({_describe(target)}; e.g. {', '.join(names[2:4])})"
-                    )
+            if options is not None:
+                try:
+                    options.check_model(model)
+                except ValueError as e:  # its message starts with the option's key
+                    raise ConfigError(f"{key}.{e}; model: {_describe(target)}") from None
 
 
 def _describe(model: Any) -> str:

@@ -49,11 +49,10 @@ from typing import Any
 import torch
 from pydantic import Field, ValidationError
 
-from polymnesia.config.base import StrictModel
 from polymnesia.errors import ConfigError
 from polymnesia.models.anatomy import input_embeddings, output_embeddings
 from polymnesia.training.fsdp import is_dtensor, local_rows
-from polymnesia.training.plugins import PLUGINS, LoopState, TrainingPlugin
+from polymnesia.training.plugins import PLUGINS, LoopState, PluginOptions, TrainingPlugin
 from polymnesia.training.schedule import windowed
 
 
@@ -115,7 +114,7 @@ def _broadcast(weight: torch.Tensor, accelerator: Any) -> None:
         dist.broadcast(weight, src=0)
 
 
-class ActiveForgettingOptions(StrictModel):
+class ActiveForgettingOptions(PluginOptions):
     """Options of the ``active_forgetting`` plugin (paper 000, Table 4)."""
 
     reset_every: int = Field(gt=0, description="K: optimizer steps between embedding resets")

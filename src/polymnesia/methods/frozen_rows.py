@@ -36,11 +36,10 @@ from typing import Any
 import torch
 from pydantic import Field
 
-from polymnesia.config.base import StrictModel
 from polymnesia.errors import ConfigError
 from polymnesia.models.anatomy import input_embeddings, output_embeddings
 from polymnesia.training.fsdp import row_slice
-from polymnesia.training.plugins import PLUGINS, LoopState, TrainingPlugin
+from polymnesia.training.plugins import PLUGINS, LoopState, PluginOptions, TrainingPlugin
 
 
 def mask_rows_(grad: torch.Tensor | None, n_frozen: int) -> None:
@@ -50,7 +49,7 @@ def mask_rows_(grad: torch.Tensor | None, n_frozen: int) -> None:
         row_slice(grad, 0, n_frozen).zero_()
 
 
-class FrozenRowsOptions(StrictModel):
+class FrozenRowsOptions(PluginOptions):
     """Options of the ``frozen_rows`` plugin (paper 000, vocabulary expansion)."""
 
     first_trainable_row: int = Field(ge=0, description="embedding rows below this stay frozen")

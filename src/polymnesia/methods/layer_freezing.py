@@ -34,22 +34,23 @@ Embeddings and the LM head are never frozen by a strategy (as in Spectrum).
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import torch
 from pydantic import Field, ValidationError, field_validator, model_validator
 
-from polymnesia.config.base import StrictModel
 from polymnesia.config.checks import check_regex
 from polymnesia.errors import ConfigError
 from polymnesia.layers.scores import most_changed_scan, random_scores, spectrum_scan
 from polymnesia.layers.select import frozen_names, select
 from polymnesia.layers.stream import iter_module_tensors
-from polymnesia.training.plugins import PLUGINS, LoopState, TrainingPlugin
+from polymnesia.training.model_shape import ModelShape
+from polymnesia.training.plugins import PLUGINS, LoopState, PluginOptions, TrainingPlugin
 
 
-class LayerFreezingConfig(StrictModel):
+class LayerFreezingConfig(PluginOptions):
     """Options of the ``layer_freezing`` plugin (one of ``params`` or ``strategy``)."""
 
     params: list[str] | None = Field(None, description="explicit parameter names to freeze")
@@ -114,6 +115,50 @@ class LayerFreezingConfig(StrictModel):
             raise ValueError("give pct or top_k, not both")
         return self
 
+    checks_model: ClassVar[bool] = True
+
+    def frozen_share(self, shape: ModelShape) -> float:
+        """The share of the blocks' parameters frozen in a model of ``shape`` (by weight type
+        or layer, pct or top_k, restricted to ``pattern``; explicit ``params`` by their names),
+        as the memory planner counts it: no gradient or optimizer state for them."""
+        mats = shape.matrices()
+        block = shape.block_params
+        if self.params is not None:
+            n = sum(
+                a * b
+                for name in self.params
+                for m, (a, b) in mats.items()
+                if re.search(rf"\.{m}\.weight$", name)
+            )
+            return n / (shape.num_layers * block)
+        rx = re.compile(self.pattern) if self.pattern else None
+        cand = sum(
+            a * b
+            for m, (a, b) in mats.items()
+            if rx is None
+            or rx.search(f"model.layers.0.{'self_attn' if m[0] in 'qkvo' else 'mlp'}.{m}.weight")
+        )
+        share = (
+            (min(self.top_k, shape.num_layers) / shape.num_layers)
+            if self.top_k is not None
+            else ((50.0 if self.pct is None else float(self.pct)) / 100)
+        )
+        if self.freeze == "unselected":
+            share = 1 - share
+        return share * cand / block
+
+    def check_model(self, model: Any) -> None:
+        """A ``pattern`` matches one of ``model``'s weight matrices."""
+        if self.pattern is None:
+            return
+        rx = re.compile(self.pattern)
+        names = [n for n, p in model.named_parameters() if p.ndim >= 2]
+        if not any(rx.search(n) for n in names):
+            raise ValueError(
+                f"pattern: {self.pattern!r} matches no weight matrix of the model "
+                f"(e.g. {', '.join(names[2:4])})"
+            )
+
     def check_depth(self, layers: int) -> None:
         """Refuse a ``top_k`` beyond a model of ``layers`` decoder layers (known before any
         training for a preset model), in one line."""
@@ -133,8 +178,6 @@ def layer_scores(cfg: LayerFreezingConfig, model: torch.nn.Module) -> dict[str, 
         assert cfg.before is not None
         after: Path | torch.nn.Module = Path(cfg.after) if cfg.after else model
         return most_changed_scan(Path(cfg.before), after, pattern=cfg.pattern)
-    import re
-
     rx = re.compile(cfg.pattern) if cfg.pattern else None
     names = [n for n, _ in iter_module_tensors(model) if rx is None or rx.search(n)]
     return random_scores(names, cfg.seed)

@@ -47,7 +47,6 @@ import torch
 import torch.nn.functional as F
 from pydantic import Field
 
-from polymnesia.config.base import StrictModel
 from polymnesia.errors import ConfigError, PolymnesiaError
 from polymnesia.models.anatomy import split_body_head
 from polymnesia.penalties.distillation import distillation_loss, distillation_rows
@@ -55,7 +54,14 @@ from polymnesia.penalties.fisher import FISHER_FILE, load_fisher
 from polymnesia.penalties.quadratic import Tensors, add_penalty_grad_, quadratic_penalty
 from polymnesia.training.fsdp import local, local_rows
 from polymnesia.training.loss import LogitTerm, chunked_head, final_hidden, head_dtype
-from polymnesia.training.plugins import PLUGINS, LoopState, TrainingPlugin
+from polymnesia.training.plugins import (
+    PLUGINS,
+    Baseline,
+    FisherEstimate,
+    LoopState,
+    PluginOptions,
+    TrainingPlugin,
+)
 
 # --- pure functions -------------------------------------------------------------------
 
@@ -120,7 +126,7 @@ class _Anchored(TrainingPlugin):
             )
 
 
-class L2SPOptions(StrictModel):
+class L2SPOptions(PluginOptions):
     """Options of the ``l2sp`` plugin (Xuhong et al. 2018)."""
 
     alpha: float = Field(0.01, ge=0, description="pull of the body to its starting weights")
@@ -128,6 +134,13 @@ class L2SPOptions(StrictModel):
     anchor_head: bool = Field(
         False, description="pull the head to its starting weights with alpha too (a carried head)"
     )
+
+    def for_step(
+        self, previous: str | None, *, configured: bool = True, head_carried: bool = False
+    ) -> PluginOptions | None:
+        """Left at its defaults, the pull anchors the head only where it was carried over
+        from the previous model (a lifelong step after the first)."""
+        return self if configured else self.model_copy(update={"anchor_head": head_carried})
 
 
 @PLUGINS.register(
@@ -137,6 +150,12 @@ class L2SPOptions(StrictModel):
 class L2SP(_Anchored):
     name = "l2sp"
     Options = L2SPOptions
+    baseline = Baseline(
+        "l2sp",
+        "L2-SP",
+        "Xuhong et al. 2018",
+        "VANILLA plus an L2 pull towards the previous step's weights (L2-SP, Xuhong et al. 2018)",
+    )
 
     def __init__(self, alpha: float = 0.01, beta: float = 0.0, anchor_head: bool = False) -> None:
         super().__init__()
@@ -180,7 +199,7 @@ class L2SP(_Anchored):
             add_penalty_grad_(self._head_params, zeros, [1.0] * len(zeros), self.beta)
 
 
-class EWCOptions(StrictModel):
+class EWCOptions(PluginOptions):
     """Options of the ``ewc`` plugin (Kirkpatrick et al. 2017; online: Schwarz et al. 2018)."""
 
     lam: float = Field(100.0, ge=0, description="lambda: strength of the Fisher-weighted pull")
@@ -197,6 +216,23 @@ class EWCOptions(StrictModel):
         1, gt=0, description="1: per-example empirical Fisher; more: per-batch (cheaper)"
     )
 
+    def for_step(
+        self, previous: str | None, *, configured: bool = True, head_carried: bool = False
+    ) -> PluginOptions | None:
+        """The Fisher is the one the previous model's stage wrote, or none (a first step:
+        plain training)."""
+        return self.model_copy(update={"fisher": previous})
+
+    def fisher_estimate(self) -> FisherEstimate:
+        return FisherEstimate(self.fisher_examples, self.fisher_batch_size)
+
+    def check_previous_tasks(self, count: int) -> None:
+        if count == 1 and self.gamma != 1.0:
+            raise ValueError(
+                "gamma is online EWC's decay over several tasks; this protocol has one previous "
+                "task (leave gamma out)"
+            )
+
 
 @PLUGINS.register(
     "ewc",
@@ -210,6 +246,13 @@ class EWC(_Anchored):
     #: the ``fisher`` input is a ``fisher`` stage (its ``fisher.safetensors``) or a training
     #: stage that wrote one beside its ``model/`` (a ``lifelong`` step): no one artifact
     input_reads: ClassVar[dict[str, str | None]] = {"fisher": None}
+    baseline = Baseline(
+        "ewc",
+        "EWC",
+        "Kirkpatrick et al. 2017",
+        "VANILLA plus online EWC: a Fisher-weighted pull to the previous step's weights "
+        "(Kirkpatrick et al. 2017, Schwarz et al. 2018)",
+    )
 
     def __init__(
         self,
@@ -318,7 +361,7 @@ class TeacherKL(LogitTerm):
         return value, g
 
 
-class DistillOptions(StrictModel):
+class DistillOptions(PluginOptions):
     """Options of the ``distill`` plugin (Li & Hoiem 2017)."""
 
     weight: float = Field(1.0, ge=0, description="lambda_o: weight of the distillation term")
@@ -345,6 +388,13 @@ class Distill(TrainingPlugin):
     name = "distill"
     Options = DistillOptions
     needs_previous = True  # its teacher
+    baseline = Baseline(
+        "lwf",
+        "LwF",
+        "Li & Hoiem 2017",
+        "VANILLA plus distillation (KL at temperature T) to the previous step's outputs "
+        "(LwF, Li & Hoiem 2017)",
+    )
     sharded_refusal = (
         "its teacher is a whole, unsharded copy of the model in every process, which would "
         "undo the sharding's memory saving"

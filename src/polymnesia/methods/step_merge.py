@@ -35,16 +35,15 @@ from typing import Any, ClassVar
 import torch
 from pydantic import Field
 
-from polymnesia.config.base import StrictModel
 from polymnesia.errors import ConfigError
 from polymnesia.merging.maths import average, check_compatible, check_step_merge, iter_merge_step
 from polymnesia.training.config import EpochTrainConfig
-from polymnesia.training.plugins import PLUGINS, TrainingPlugin
+from polymnesia.training.plugins import PLUGINS, Baseline, PluginOptions, TrainingPlugin
 
 State = Mapping[str, torch.Tensor]
 
 
-class MergeAverageOptions(StrictModel):
+class MergeAverageOptions(PluginOptions):
     """Options of the ``merge_average`` plugin (weight averaging, the MERGE arm)."""
 
     weight: float = Field(
@@ -55,7 +54,7 @@ class MergeAverageOptions(StrictModel):
     )
 
 
-class MergeTAOptions(StrictModel):
+class MergeTAOptions(PluginOptions):
     """Options of the ``merge_ta`` plugin (task arithmetic, Ilharco et al. 2023)."""
 
     lam: float = Field(
@@ -63,7 +62,7 @@ class MergeTAOptions(StrictModel):
     )
 
 
-class MergeTIESOptions(StrictModel):
+class MergeTIESOptions(PluginOptions):
     """Options of the ``merge_ties`` plugin (TIES-merging, Yadav et al. 2023)."""
 
     density: float = Field(
@@ -175,6 +174,13 @@ class MergeAverage(StepMerge):
     name = "merge_average"
     rule = "average"
     Options = MergeAverageOptions
+    baseline = Baseline(
+        "merge",
+        "MERGE",
+        "weight averaging",
+        "VANILLA, then each step's model averaged with the previous step's (weights 1/2, 1/2)",
+        two_phase=False,
+    )
 
     def __init__(self, weight: float = 0.5) -> None:
         super().__init__()
@@ -225,6 +231,14 @@ class MergeTA(_AgainstBase):
     name = "merge_ta"
     rule = "task_arithmetic"
     Options = MergeTAOptions
+    baseline = Baseline(
+        "merge_ta",
+        "MERGE-TA",
+        "Ilharco et al. 2023",
+        "VANILLA, then task arithmetic of the step's and the previous step's model against the "
+        "base, theta_0 + lam (tau_prev + tau_new) (Ilharco et al. 2023; lam 0.4)",
+        two_phase=False,
+    )
 
     def __init__(self, lam: float = 0.4) -> None:
         super().__init__(lam)
@@ -239,6 +253,14 @@ class MergeTIES(_AgainstBase):
     name = "merge_ties"
     rule = "ties"
     Options = MergeTIESOptions
+    baseline = Baseline(
+        "merge_ties",
+        "MERGE-TIES",
+        "Yadav et al. 2023",
+        "VANILLA, then TIES-merging of the step's and the previous step's model against the base "
+        "(Yadav et al. 2023; density 0.2, lam 1)",
+        two_phase=False,
+    )
 
     def __init__(self, density: float = 0.2, lam: float = 1.0) -> None:
         super().__init__(lam, density)

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar, get_args, get
 from pydantic import BaseModel
 
 from polymnesia.config.base import (
+    FINGERPRINTED_AS_DUMPED,
     FINGERPRINTED_UNLESS_DEFAULT,
     NOT_FINGERPRINTED,
     fingerprint_name,
@@ -224,6 +225,9 @@ def _canonical(obj: Any) -> Any:
                 and mark == FINGERPRINTED_UNLESS_DEFAULT
                 and value == f.get_default(call_default_factory=True)
             ):
+                continue
+            if mark == FINGERPRINTED_AS_DUMPED:
+                out[name] = _canonical(dumped[name])
                 continue
             out[fingerprint_name(mark, name)] = _nested(value, dumped[name])
         return out

@@ -25,7 +25,7 @@ from polymnesia.tokenizers.encode import token_ids
 from polymnesia.training.config import TrainConfig
 from polymnesia.training.data import TrainData, pack_documents
 from polymnesia.training.loop import TrainResult, train
-from polymnesia.training.plugins import PLUGINS, StepFn, TrainingPlugin, build_plugins
+from polymnesia.training.plugins import PluginOptions, StepFn, TrainingPlugin, build_plugins
 
 #: input roles several kinds read: prepared data, a model folder, a tokenizer
 DATA = Role("data", Artifact.SPLITS)
@@ -56,21 +56,11 @@ def load_evaluated(
 
 
 # -- the training glue of every training stage -------------------------------------------------
-def plugin_inputs(entries: Sequence[Mapping[str, Any]]) -> list[Role]:
-    """The input roles ``train.plugins`` entries name (``before: base``): model folders the
-    spec must give, so a missing one is refused at plan time."""
-    roles = []
-    for entry in entries:
-        name = entry.get("name")
-        if isinstance(name, str) and name in PLUGINS:
-            cls = PLUGINS.get(name)
-            reads = getattr(cls, "input_reads", {})  # what an input reads, if not a model
-            roles += [
-                Role(str(entry[key]), reads.get(key, Artifact.MODEL))
-                for key in cls.input_options
-                if entry.get(key)
-            ]
-    return roles
+def plugin_inputs(entries: Sequence[PluginOptions]) -> list[Role]:
+    """The input roles ``train.plugins`` entries name (``before: base``): model folders (or
+    what the plugin reads there) the spec must give, so a missing one is refused at plan
+    time."""
+    return [Role(role, reads) for entry in entries for role, reads in entry.input_roles()]
 
 
 @dataclass
@@ -90,7 +80,7 @@ def train_in_stage(
     cfg: TrainConfig,
     *,
     seed: int,
-    plugins: Sequence[dict[str, Any]] | None = None,
+    plugins: Sequence[PluginOptions] | None = None,
     before: Sequence[TrainingPlugin] = (),
     step_fn: StepFn | None = None,
     eval_fn: Callable[[torch.nn.Module], dict[str, float]] | None = None,

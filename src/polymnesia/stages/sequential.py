@@ -197,7 +197,7 @@ def _build_model(
 def _step_merge_specs(p: StepParams) -> list[str]:
     """The step-merge plugins (``merge_average``, ``merge_ta``, ``merge_ties``) among the step's
     plugins."""
-    return [s["name"] for s in p.train.plugins if s["name"] in STEP_MERGE_PLUGINS]
+    return [s.plugin_name for s in p.train.plugins if issubclass(s.plugin_class, StepMerge)]
 
 
 def _train(

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, field_serializer, field_validator, model_validator
 
 from polymnesia.config.base import (
+    FINGERPRINTED_AS_DUMPED,
     FINGERPRINTED_UNLESS_DEFAULT,
     MAX_BATCH,
     MAX_LENGTH,
@@ -16,7 +17,7 @@ from polymnesia.config.base import (
     submodels,
 )
 from polymnesia.errors import ConfigError
-from polymnesia.training.plugins import PLUGINS, validate_plugin_spec
+from polymnesia.training.plugins import PluginOptions, plugin_options
 
 
 class TrainConfig(StrictModel):
@@ -105,20 +106,28 @@ class TrainConfig(StrictModel):
         "states in CPU memory (slower; fits larger models)",
         json_schema_extra=NOT_FINGERPRINTED,
     )
-    plugins: list[dict[str, Any]] = Field(
+    plugins: list[PluginOptions] = Field(
         default_factory=list,
         description="training methods plugged into the loop: [{name: NAME, option: value}] "
-        "(polymnesia ls plugins)",
+        "(polymnesia ls plugins); each entry becomes its plugin's typed Options, and is "
+        "written back (config.yaml, fingerprints) as the entry with every option filled in",
+        json_schema_extra=FINGERPRINTED_AS_DUMPED,
     )
 
-    @field_validator("plugins")
+    @field_validator("plugins", mode="before")
     @classmethod
-    def _plugins(cls, v: list[Any]) -> list[dict[str, Any]]:
-        specs = [validate_plugin_spec(s) for s in v]
-        names = [s["name"] for s in specs]
+    def _plugins(cls, v: Any) -> Any:
+        if not isinstance(v, list | tuple):
+            return v  # pydantic says what a list is
+        specs = [plugin_options(s) for s in v]
+        names = [s.plugin_name for s in specs]
         if len(set(names)) < len(names):
             raise ValueError(f"a plugin is listed twice: {names}")
         return specs
+
+    @field_serializer("plugins")
+    def _entries(self, v: list[PluginOptions]) -> list[dict[str, Any]]:
+        return [p.entry() for p in v]
 
     @field_validator("mixed_precision", mode="before")
     @classmethod
@@ -141,15 +150,15 @@ class TrainConfig(StrictModel):
         if self.fsdp2_offload and self.engine == "ddp":
             raise ValueError("fsdp2_offload needs engine: fsdp2 (or auto with POLYMNESIA_ENGINE)")
         for spec in self.plugins:
-            options = {k: v for k, v in spec.items() if k != "name"}
-            PLUGINS.get(spec["name"]).check_train(options, self)
+            spec.plugin_class.check_train(spec.options(), self)
         return self
 
-    def with_plugins(self, *specs: dict[str, Any]) -> TrainConfig:
-        """This config with ``specs`` appended to its plugins (validated)."""
+    def with_plugins(self, *specs: PluginOptions | dict[str, Any]) -> TrainConfig:
+        """This config with ``specs`` (typed options or entries) appended to its plugins
+        (validated)."""
         data = self.model_dump()
         data["plugins"] = [*self.plugins, *specs]
-        return TrainConfig.model_validate(data)
+        return type(self).model_validate(data)
 
     @property
     def warmup_steps(self) -> int:

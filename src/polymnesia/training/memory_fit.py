@@ -7,8 +7,7 @@ training loop checks before its first step."""
 
 from __future__ import annotations
 
-import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from typing import Any
 
 from polymnesia.errors import ConfigError
@@ -22,6 +21,7 @@ from polymnesia.training.memory import (
     plan,
 )
 from polymnesia.training.model_shape import LORA_DEFAULT, ModelShape
+from polymnesia.training.plugins import PluginOptions
 
 
 def remedies(p: MemoryPlan, device_bytes: int, max_devices: int = 64) -> list[str]:
@@ -146,42 +146,10 @@ def precision_of(dtype: str | None, mixed_precision: str) -> Precision:
     return "fp32" if mixed_precision == "no" else "bf16-mixed"
 
 
-def frozen_fraction(shape: ModelShape, plugins: Iterable[Mapping[str, Any]]) -> float:
-    """The share of the blocks' parameters ``layer_freezing`` plugins freeze (by weight type
-    or layer, pct or top_k, restricted to ``pattern``; explicit ``params`` by their names)."""
-    mats = shape.matrices()
-    block = shape.block_params
-    total = 0.0
-    for spec in plugins:
-        if spec.get("name") != "layer_freezing":
-            continue
-        if spec.get("params") is not None:
-            names = list(spec["params"])
-            n = sum(
-                a * b
-                for name in names
-                for m, (a, b) in mats.items()
-                if re.search(rf"\.{m}\.weight$", name)
-            )
-            total += n / (shape.num_layers * block)
-            continue
-        rx = re.compile(spec["pattern"]) if spec.get("pattern") else None
-        cand = sum(
-            a * b
-            for m, (a, b) in mats.items()
-            if rx is None
-            or rx.search(f"model.layers.0.{'self_attn' if m[0] in 'qkvo' else 'mlp'}.{m}.weight")
-        )
-        pct, top_k = spec.get("pct"), spec.get("top_k")
-        share = (
-            (min(top_k, shape.num_layers) / shape.num_layers)
-            if top_k is not None
-            else ((50.0 if pct is None else float(pct)) / 100)
-        )
-        if spec.get("freeze", "selected") == "unselected":
-            share = 1 - share
-        total += share * cand / block
-    return min(1.0, total)
+def frozen_fraction(shape: ModelShape, plugins: Iterable[PluginOptions]) -> float:
+    """The share of the blocks' parameters that ``plugins`` (a training config's typed
+    entries) freeze, each as its options answer (:meth:`PluginOptions.frozen_share`)."""
+    return min(1.0, sum(p.frozen_share(shape) for p in plugins))
 
 
 def resolve_engine(engine: str, devices: int) -> Engine:

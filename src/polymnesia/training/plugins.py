@@ -20,12 +20,13 @@ per-language gradient combiners supply their own.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import sys
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias
 
-from pydantic import ValidationError
+from pydantic import ConfigDict, ValidationError
 
 from polymnesia.config.base import StrictModel
 from polymnesia.errors import PolymnesiaError
@@ -37,6 +38,7 @@ if TYPE_CHECKING:  # annotations only: a config's plugins are checked without to
 
     from polymnesia.training.engines import Engine
     from polymnesia.training.loss import LogitTerm
+    from polymnesia.training.model_shape import ModelShape
 
 
 @dataclass
@@ -73,21 +75,132 @@ class LoopState:
         return self.accelerator.unwrap_model(self.model)
 
 
+@dataclass(frozen=True)
+class FisherEstimate:
+    """How a plugin's Fisher input is estimated (a ``fisher`` stage): on how many examples of
+    the previous task's data, in batches of how many (1: the per-example empirical Fisher)."""
+
+    examples: int
+    batch_size: int
+
+
+@dataclass(frozen=True)
+class Baseline:
+    """A plugin's declaration as a forgetting baseline (docs/baselines.md): with it, the
+    plugin is an arm of ``lifelong`` (the method ``method``, VANILLA's schedule with the
+    plugin on every step) and of ``two_phase`` (a ``mitigation.baselines`` arm whose
+    ``method`` is the plugin's name, where ``two_phase`` is true), with no protocol edit."""
+
+    method: str  # the lifelong method's name
+    label: str  # its row label in tables
+    reference: str  # the paper it follows (lifelong's "equation" column)
+    description: str  # one line for ``polymnesia ls continual-methods``
+    two_phase: bool = True  # also a two_phase Phase 2 arm (step merges are lifelong only)
+
+
+class PluginOptions(StrictModel):
+    """The options of one training plugin (its ``Options``): the keys of its entry in a
+    config (``train.plugins: [{name: NAME, key: value}]``), typed, and what the plugin
+    answers about its settings to the modules that plan, check and build arms from them.
+
+    ``TrainConfig.plugins`` holds these objects; each serialises back to its entry
+    (:meth:`entry`: the plugin's name and every option), which is what fingerprints and
+    ``model_dump`` see. ``plugin_name`` is set when the plugin registers. Declarations only:
+    no torch here, so configs are checked without it."""
+
+    #: the registered plugin these options belong to (set by :data:`PLUGINS` on registration)
+    plugin_name: ClassVar[str] = ""
+
+    @property
+    def plugin_class(self) -> type[TrainingPlugin]:
+        """The plugin class these options configure."""
+        return PLUGINS.get(self.plugin_name)
+
+    def options(self) -> dict[str, Any]:
+        """Every option, as the entry lists it (JSON values), without the name."""
+        return self.model_dump(mode="json")
+
+    def entry(self) -> dict[str, Any]:
+        """The config entry: ``{"name": NAME, option: value, ...}``, every option filled in."""
+        return {"name": self.plugin_name, **self.options()}
+
+    def input_roles(self) -> list[tuple[str, str | None]]:
+        """``(role, artifact it reads)`` of each stage input role these options name (the
+        plugin's ``input_options``; artifact None: no one artifact)."""
+        cls = self.plugin_class
+        reads = cls.input_reads
+        values = self.options()
+        return [
+            (str(values[key]), reads.get(key, Artifact.MODEL))
+            for key in cls.input_options
+            if values.get(key)
+        ]
+
+    def frozen_share(self, shape: ModelShape) -> float:
+        """The share of the blocks' parameters of a model of ``shape`` this plugin freezes
+        (for the memory planner: frozen parameters keep no gradient or optimizer state)."""
+        return 0.0
+
+    #: whether :meth:`check_model` checks anything (a model is built only for those that do)
+    checks_model: ClassVar[bool] = False
+
+    def check_model(self, model: Any) -> None:
+        """Raise ``ValueError`` where the options do not fit ``model`` (a model on the meta
+        device, before any stage runs); the message starts with the option's key
+        (``pattern: ...``)."""
+
+    def for_step(
+        self, previous: str | None, *, configured: bool = True, head_carried: bool = False
+    ) -> PluginOptions | None:
+        """These options for one step of a forgetting-baseline arm: ``previous`` is the stage
+        input role of the model the step starts from (and what its stage wrote beside it),
+        None for a first step; ``configured``: the arm set the options itself (else they are
+        the defaults); ``head_carried``: the step's head comes from the previous model.
+        None: the step trains without the plugin (it ``needs_previous`` and there is none)."""
+        if self.plugin_class.needs_previous and previous is None:
+            return None
+        return self
+
+    def fisher_estimate(self) -> FisherEstimate | None:
+        """How the Fisher that :meth:`for_step` names is estimated, where the plugin reads one
+        (EWC); None: it reads none."""
+        return None
+
+    def check_previous_tasks(self, count: int) -> None:
+        """Raise ``ValueError`` where the options make no sense after ``count`` previous tasks
+        (online EWC's decay needs several)."""
+
+
+class AnyOptions(PluginOptions):
+    """The options of a plugin that declares none: any keys, passed on as they are."""
+
+    model_config = ConfigDict(extra="allow")
+
+    def options(self) -> dict[str, Any]:
+        return dict(self.model_extra or {})
+
+
 class TrainingPlugin:
     """Base class with no-op hooks; override what the method needs.
 
-    ``Options`` (a :class:`~polymnesia.config.base.StrictModel`) types the keys of a
-    plugin entry in a config (``train.plugins: [{name: NAME, key: value}]``); they are
-    validated once, when the config is loaded, and passed to ``__init__`` as keywords.
-    ``check_train`` checks options against the rest of the training config.
-    ``input_options`` name options whose value is a stage *input role* (another
-    stage's model), resolved to that stage's model folder when the plugin is built,
-    so no cache path ever enters a config or a fingerprint.
+    ``Options`` (a :class:`PluginOptions`) types the keys of a plugin entry in a config
+    (``train.plugins: [{name: NAME, key: value}]``); they are validated once, when the
+    config is loaded, and passed to ``__init__`` as keywords. What other modules ask of a
+    plugin's settings (the share it freezes, its checks on a model, its options for a
+    baseline arm's step) the ``Options`` answer. ``check_train`` checks options against the
+    rest of the training config. ``input_options`` name options whose value is a stage
+    *input role* (another stage's model), resolved to that stage's model folder when the
+    plugin is built, so no cache path ever enters a config or a fingerprint. ``baseline``
+    declares it a forgetting baseline, an arm of ``lifelong`` and ``two_phase``.
     """
 
     name: str = "plugin"
-    Options: ClassVar[type[StrictModel] | None] = None
+    Options: ClassVar[type[PluginOptions] | None] = None
     input_options: ClassVar[tuple[str, ...]] = ()
+    #: what an input option's role reads where it is not a model (None: no one artifact)
+    input_reads: ClassVar[dict[str, str | None]] = {}
+    #: the plugin as a forgetting baseline of lifelong and two_phase (None: it is not one)
+    baseline: ClassVar[Baseline | None] = None
     #: sharded engines ("fsdp", "deepspeed") this plugin is verified under; the others refuse
     #: it before training (:mod:`polymnesia.training.engines`)
     sharded_engines: ClassVar[tuple[str, ...]] = ()
@@ -95,8 +208,7 @@ class TrainingPlugin:
     #: parameters or gradients directly) is not the one
     sharded_refusal: ClassVar[str | None] = None
     #: whether the plugin needs a previous model (a teacher, a model to merge with): a
-    #: lifelong method's first step trains without it
-    #: (:func:`~polymnesia.continual.methods.with_baseline`)
+    #: baseline arm's first step trains without it (:meth:`PluginOptions.for_step`)
     needs_previous: ClassVar[bool] = False
     #: whether :meth:`loss_term` adds to the training loss (an instance may turn it off)
     adds_loss: bool = False
@@ -158,17 +270,47 @@ class TrainingPlugin:
 StepFn: TypeAlias = "Callable[[LoopState, list[dict[str, torch.Tensor]]], torch.Tensor]"
 
 
+class PluginRegistry(Registry[type[TrainingPlugin]]):
+    """The training plugins: registering one binds its ``Options`` to its name (a plugin
+    without ``Options`` gets :class:`AnyOptions`)."""
+
+    def add(self, name: str, obj: type[TrainingPlugin], description: str = "") -> None:
+        super().add(name, obj, description)
+        options = obj.__dict__.get("Options", obj.Options)
+        base: tuple[type[PluginOptions] | type[StrictModel], ...] = ()
+        if options is None:
+            base = (AnyOptions,)
+        elif not issubclass(options, PluginOptions):
+            base = (options, PluginOptions)
+        elif options.plugin_name and options.plugin_name != name:  # one class, two plugins
+            base = (options,)
+        if base:  # a class of its own, found by pickle in the plugin's module
+            made = f"{obj.__name__}Options"
+            options = type(made, base, {"__module__": obj.__module__, "__qualname__": made})
+            if obj.__module__ in sys.modules:
+                setattr(sys.modules[obj.__module__], made, options)
+        options.plugin_name = name
+        obj.Options = options
+
+
 #: methods that plug into the loop, chosen by name in a stage's ``plugins`` list
-PLUGINS: Registry[type[TrainingPlugin]] = Registry(
+PLUGINS: PluginRegistry = PluginRegistry(
     "training plugin", "training-plugins", "polymnesia.methods"
 )
 
 
-def validate_plugin_spec(spec: Any) -> dict[str, Any]:
-    """One plugin entry of a config, checked against the plugin's ``Options``; returns it with
-    every option filled in (defaults included), so equal settings give equal fingerprints.
-    Raises ``ValueError`` (a pydantic validator turns it into one config line)."""
-    if not isinstance(spec, dict):
+def plugin_options(spec: Any) -> PluginOptions:
+    """One plugin entry of a config (a mapping with ``name``, or typed options), checked
+    against the plugin's ``Options``: every option filled in (defaults included), so equal
+    settings give equal fingerprints. Raises ``ValueError`` (a pydantic validator turns it
+    into one config line)."""
+    if isinstance(spec, PluginOptions):
+        if spec.plugin_name in PLUGINS and type(spec) is PLUGINS.get(spec.plugin_name).Options:
+            return spec
+        # a model deriving the options (a two_phase freezing arm, whose own ``name`` is the
+        # arm's): checked as the plugin's options
+        spec = {**spec.model_dump(mode="json"), "name": spec.plugin_name}
+    if not isinstance(spec, Mapping):
         raise ValueError(f"a plugin entry is a mapping with 'name', got {spec!r}")
     options = dict(spec)
     name = options.pop("name", None)
@@ -177,10 +319,9 @@ def validate_plugin_spec(spec: Any) -> dict[str, Any]:
             f"unknown training plugin {name!r}; accepted: {', '.join(PLUGINS.names())}"
         )
     cls = PLUGINS.get(name)
-    if cls.Options is None:
-        return {"name": name, **options}
+    assert cls.Options is not None  # bound on registration
     try:
-        typed = cls.Options.model_validate(options)
+        return cls.Options.model_validate(options)
     except ValidationError as e:
         err = e.errors()[0]
         where = ".".join(str(x) for x in err["loc"])
@@ -189,27 +330,30 @@ def validate_plugin_spec(spec: Any) -> dict[str, Any]:
         raise ValueError(
             f"plugin {name}: {where + ': ' if where else ''}{msg} (options: {accepted})"
         ) from None
-    return {"name": name, **typed.model_dump(mode="json")}
 
 
-def plugin_input_roles(specs: list[dict[str, Any]]) -> set[str]:
+def validate_plugin_spec(spec: Any) -> dict[str, Any]:
+    """:func:`plugin_options` as its entry: ``{"name": NAME, option: value, ...}``."""
+    return plugin_options(spec).entry()
+
+
+def plugin_input_roles(specs: Sequence[Any]) -> set[str]:
     """The stage input roles that ``specs`` refer to (their ``input_options`` values)."""
-    roles: set[str] = set()
-    for spec in specs:
-        for key in PLUGINS.get(spec["name"]).input_options:
-            if spec.get(key):
-                roles.add(str(spec[key]))
-    return roles
+    return {role for spec in specs for role, _ in plugin_options(spec).input_roles()}
 
 
 def build_plugins(
-    specs: list[dict[str, Any]], inputs: Mapping[str, Path] | None = None
+    specs: Sequence[PluginOptions | Mapping[str, Any]], inputs: Mapping[str, Path] | None = None
 ) -> list[TrainingPlugin]:
-    """Config entries -> plugin objects; ``inputs`` (role -> stage folder) resolve input options."""
+    """Config entries (typed options, or mappings with ``name``, passed unchecked to the
+    plugin) -> plugin objects; ``inputs`` (role -> stage folder) resolve input options."""
     out = []
     for spec in specs:
-        options = dict(spec)
-        name = options.pop("name", None)
+        if isinstance(spec, PluginOptions):
+            name, options = spec.plugin_name, spec.options()
+        else:
+            options = dict(spec)
+            name = options.pop("name", None)
         if not name:
             raise PolymnesiaError(
                 f"training plugin entry {spec} has no 'name'; accepted: "

@@ -25,6 +25,7 @@ from polymnesia.experiments.sections import (
 from polymnesia.harness.config import HarnessConfig
 from polymnesia.harness.tasks import HARNESS_TASKS, expand
 from polymnesia.items import BootstrapConfig
+from polymnesia.methods.active_forgetting import ActiveForgettingOptions
 from polymnesia.models import PRESETS
 from polymnesia.stages.adapt_vocabulary import AdaptConfig
 from polymnesia.stages.evaluate_translation import check_tokenizer_name
@@ -33,17 +34,45 @@ from polymnesia.stages.instruct import InstructConfig
 ARMS = ("Baseline", "BA", "AFA")
 
 
-class ForgettingSection(StrictModel):
+class ForgettingSection(ActiveForgettingOptions):
     """Active forgetting during pretraining (Table 4: reset every 10,000 of 150,000 steps).
 
-    These keys become the ``active_forgetting`` plugin of the AFA arm's pretraining
-    (its warmup and decay follow ``pretrain``); the plugin's options validate them.
+    The ``active_forgetting`` plugin's own options (declared once, in
+    :class:`~polymnesia.methods.active_forgetting.ActiveForgettingOptions`), less those the
+    protocol sets (:data:`FROM_THE_PROTOCOL`: the window's warmup and decay follow
+    ``pretrain``, the draws the config's ``seed``); :meth:`plugin_for` is the AFA arm's plugin.
     """
 
-    reset_every: int = Field(gt=0, description="K: optimizer steps between embedding resets")
-    std: float = Field(0.02, gt=0, description="std of the re-drawn embeddings")
-    reset_head: bool = Field(False, description="also reset an untied LM head")
-    replay_schedule: bool = Field(True, description="embedding LR replays warmup+decay per window")
+    @model_validator(mode="before")
+    @classmethod
+    def _not_the_protocols(cls, data: Any) -> Any:
+        given = sorted(set(data) & set(FROM_THE_PROTOCOL)) if isinstance(data, dict) else []
+        if given:
+            raise ValueError(
+                f"{given[0]} is set from {FROM_THE_PROTOCOL[given[0]]}; remove it (accepted: "
+                f"{', '.join(k for k in cls.model_fields if k not in FROM_THE_PROTOCOL)})"
+            )
+        return data
+
+    def plugin_for(self, pretrain: TrainConfig, seed: int) -> ActiveForgettingOptions:
+        """The plugin's options for pretraining with ``pretrain`` under ``seed``."""
+        return ActiveForgettingOptions(
+            **self.model_dump(),
+            warmup_ratio=pretrain.warmup_ratio,
+            min_lr_ratio=pretrain.min_lr_ratio,
+            seed=seed,
+        )
+
+
+#: the plugin's options a :class:`ForgettingSection` leaves to the protocol, and where from
+FROM_THE_PROTOCOL = {
+    "warmup_ratio": "pretrain.warmup_ratio",
+    "min_lr_ratio": "pretrain.min_lr_ratio",
+    "seed": "the config's seed",
+}
+for _key in FROM_THE_PROTOCOL:  # not a key of the section: left out of its dump
+    ForgettingSection.model_fields[_key].exclude = True
+ForgettingSection.model_rebuild(force=True)
 
 
 class DownstreamSection(StrictModel):
@@ -186,15 +215,8 @@ class ActiveForgettingConfig(ExperimentConfig):
         """The base model (pretrained on ``groups.pretraining`` with ``pretrain``)."""
         return flat_base(self, self.pretrain)
 
-    def forgetting_plugin(self) -> dict[str, Any]:
-        f = self.forgetting
-        return {
-            "name": "active_forgetting",
-            **f.model_dump(),
-            "warmup_ratio": self.pretrain.warmup_ratio,
-            "min_lr_ratio": self.pretrain.min_lr_ratio,
-            "seed": self.seed,
-        }
+    def forgetting_plugin(self) -> ActiveForgettingOptions:
+        return self.forgetting.plugin_for(self.pretrain, self.seed)
 
     def forgetting_train(self) -> TrainConfig:
         """The AFA arm's pretraining: ``pretrain`` with the ``active_forgetting`` plugin."""

@@ -167,12 +167,4 @@ class NewTokenInitConfig(ExperimentConfig):
         """A base's pretraining: ``pretrain``, with the ``active_forgetting`` plugin if asked."""
         if arm.forgetting is None:
             return self.pretrain
-        return self.pretrain.with_plugins(
-            {
-                "name": "active_forgetting",
-                **arm.forgetting.model_dump(),
-                "warmup_ratio": self.pretrain.warmup_ratio,
-                "min_lr_ratio": self.pretrain.min_lr_ratio,
-                "seed": self.seed,
-            }
-        )
+        return self.pretrain.with_plugins(arm.forgetting.plugin_for(self.pretrain, self.seed))

@@ -18,12 +18,13 @@ from polymnesia.harness.config import HarnessOptions
 from polymnesia.harness.suites import expand_suites, is_suite, parse_suite
 from polymnesia.harness.tasks import check_tasks
 from polymnesia.methods.layer_freezing import LayerFreezing, LayerFreezingConfig
+from polymnesia.stages.common import MODEL
 from polymnesia.stages.drift import DriftConfig
 from polymnesia.stages.instruction_data import InstructionSetConfig
 from polymnesia.stages.merge import MergeParams
 from polymnesia.stages.replay_data import ReplayConfig
 from polymnesia.stages.similarity import SimilarityConfig
-from polymnesia.training.plugins import validate_plugin_spec
+from polymnesia.training.plugins import PLUGINS, FisherEstimate, PluginOptions, plugin_options
 
 INSTRUCT = "instruct"  # the name of the off-the-shelf Phase 1 "dataset" (the paper's Instruct rows)
 _NAME = re.compile(r"^[A-Za-z0-9_]+$")
@@ -71,9 +72,11 @@ class FreezingArm(LayerFreezingConfig):
                 )
         return self
 
-    def plugin(self) -> dict[str, Any]:
-        """The arm's ``layer_freezing`` plugin entry (every option but the name)."""
-        return {"name": "layer_freezing", **self.model_dump(exclude={"name"}, exclude_none=True)}
+    def plugin(self) -> LayerFreezingConfig:
+        """The arm's ``layer_freezing`` plugin options (every option but the arm's name)."""
+        return LayerFreezingConfig.model_validate(
+            self.model_dump(exclude={"name"}, exclude_none=True)
+        )
 
     def models(self) -> list[str]:
         """The models (of :data:`ARM_MODELS`) the plugin reads as stage inputs."""
@@ -87,20 +90,32 @@ class ReplayArm(ReplayConfig):
     name: str
 
 
-#: the input role of an ``ewc`` arm's Phase 2 stage that holds the Phase 1 Fisher
+#: the input role of a baseline arm's Phase 2 stage that holds the Phase 1 Fisher (an arm whose
+#: plugin reads one, EWC: a ``fisher`` stage)
 EWC_FISHER = "fisher"
+#: what a baseline arm's ``method`` may be besides a plugin: the models merged
+MERGE = "merge"
+
+
+def baseline_plugins() -> list[str]:
+    """The training plugins that are ``two_phase`` baseline arms: those declaring a
+    :class:`~polymnesia.training.plugins.Baseline` for ``two_phase``."""
+    return [e.name for e in PLUGINS if e.obj.baseline is not None and e.obj.baseline.two_phase]
 
 
 class BaselineArm(StrictModel):
     """A forgetting baseline as a Phase 2 arm (issue 27; docs/baselines.md), judged against
-    plain CFT like the mitigations: Phase 2 with ``l2sp`` (a pull towards the Phase 1
-    weights), ``ewc`` (a pull weighted by the Phase 1 model's Fisher on the Phase 1 data, a
-    ``fisher`` stage) or ``distill`` (LwF: KL to the Phase 1 model's outputs) as a training
-    plugin, or ``merge``: the Phase 1 and plain CFT models merged (``merge_models``)."""
+    plain CFT like the mitigations: Phase 2 with a baseline's training plugin (``l2sp``: a
+    pull towards the Phase 1 weights; ``ewc``: a pull weighted by the Phase 1 model's Fisher
+    on the Phase 1 data, a ``fisher`` stage; ``distill``: LwF, KL to the Phase 1 model's
+    outputs; any plugin that declares itself a baseline), its options set for a step after
+    the Phase 1 model as the plugin says, or ``merge``: the Phase 1 and plain CFT models
+    merged (``merge_models``)."""
 
     name: str = Field(description="the arm's name in tables (mit_NAME stages)")
-    method: Literal["l2sp", "ewc", "distill", "merge"] = Field(
-        description="l2sp, ewc or distill (training plugins), or merge (Phase 1 and CFT merged)"
+    method: str = Field(
+        description="a baseline's training plugin (l2sp, ewc, distill; polymnesia ls "
+        "training-plugins), or merge (Phase 1 and CFT merged)"
     )
     options: dict[str, Any] = Field(
         default_factory=dict,
@@ -109,34 +124,54 @@ class BaselineArm(StrictModel):
         "(method: average, task_arithmetic or ties; weights; lam; density)",
     )
 
+    @field_validator("method")
+    @classmethod
+    def _method(cls, v: str) -> str:
+        accepted = [*baseline_plugins(), MERGE]
+        if v not in accepted:
+            raise ValueError(f"unknown baseline {v!r}; accepted: {', '.join(accepted)}")
+        return v
+
     @model_validator(mode="after")
     def _options(self) -> BaselineArm:
-        if self.method == "merge":
+        if self.method == MERGE:
             merge = MergeParams.model_validate({"method": "average", **self.options})
             full = merge.model_dump(mode="json")
         else:  # every option filled in: equal settings, equal fingerprints
-            options = dict(self.options)
-            if self.method == "ewc":
-                if options.get("fisher", EWC_FISHER) != EWC_FISHER:  # a resolved config has it
-                    raise ValueError(
-                        f"baseline arm {self.name}: ewc's fisher is the Phase 1 model's, "
-                        "estimated by the protocol; leave it out (options: lam, "
-                        "fisher_examples, fisher_batch_size)"
-                    )
-                if options.get("gamma", 1.0) != 1.0:
-                    raise ValueError(
-                        f"baseline arm {self.name}: gamma is online EWC's decay over several "
-                        "tasks; two_phase has one previous task (leave gamma out)"
-                    )
-                options["fisher"] = EWC_FISHER
-            full = validate_plugin_spec({"name": self.method, **options})
-            del full["name"]
+            try:
+                step = self._step(self.options)
+            except ValueError as e:
+                raise ValueError(f"baseline arm {self.name}: {e}") from None
+            full = step.options()
         object.__setattr__(self, "options", full)  # past validate_assignment
         return self
 
-    def plugin(self) -> dict[str, Any]:
-        """The arm's training plugin entry (``l2sp``, ``ewc``, ``distill``)."""
-        return {"name": self.method, **self.options}
+    def _step(self, given: dict[str, Any]) -> PluginOptions:
+        """The plugin's options for Phase 2, a step after one previous task (Phase 1), as the
+        plugin sets them (:meth:`~polymnesia.training.plugins.PluginOptions.for_step`): its
+        input options (EWC's Fisher) are the protocol's."""
+        options = plugin_options({"name": self.method, **given})
+        role = EWC_FISHER if options.fisher_estimate() is not None else str(MODEL)
+        step = options.for_step(role)
+        if step is None:
+            raise ValueError(f"{self.method} trains without a previous model")
+        inputs, wanted = options.plugin_class.input_options, step.options()
+        for key in inputs:
+            if key in given and given[key] != wanted[key]:
+                raise ValueError(
+                    f"{self.method}'s {key} is the Phase 1 model's, set by the protocol; leave "
+                    f"it out (options: {', '.join(k for k in wanted if k not in inputs)})"
+                )
+        step.check_previous_tasks(1)
+        return step
+
+    def plugin(self) -> PluginOptions:
+        """The arm's training plugin options (``l2sp``, ``ewc``, ``distill``, ...)."""
+        return plugin_options({"name": self.method, **self.options})
+
+    def fisher(self) -> FisherEstimate | None:
+        """How the arm's Phase 1 Fisher is estimated, where its plugin reads one (EWC)."""
+        return None if self.method == MERGE else self.plugin().fisher_estimate()
 
 
 class MitigationConfig(StrictModel):
@@ -327,10 +362,11 @@ class TwoPhaseConfig(ExperimentConfig):
                     except ValueError as e:
                         raise ValueError(f"freezing arm {f.name}: {e}") from None
             names = m.arm_names()  # LoRA's arm is named LoRA
-            ewc = [b.name for b in m.baselines if b.method == "ewc"]
-            if ewc and self.pairs[m.pair].phase1 == INSTRUCT:
+            fisher = [b for b in m.baselines if b.fisher() is not None]
+            if fisher and self.pairs[m.pair].phase1 == INSTRUCT:
                 raise ValueError(
-                    f"baseline arm {ewc[0]} (ewc) needs the Phase 1 data for its Fisher, and "
+                    f"baseline arm {fisher[0].name} ({fisher[0].method}) needs the Phase 1 data "
+                    "for its Fisher, and "
                     f"the mitigated pair's Phase 1 is the off-the-shelf '{INSTRUCT}' model; "
                     "mitigate a pair whose phase1 is an instruction set, or drop the arm"
                 )

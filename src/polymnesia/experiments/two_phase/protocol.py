@@ -28,6 +28,7 @@ from polymnesia.experiments.shared import DATA, PRETRAIN, base_stages
 from polymnesia.experiments.two_phase.config import (
     EWC_FISHER,
     INSTRUCT,
+    MERGE,
     BaselineArm,
     PairConfig,
     TwoPhaseConfig,
@@ -63,6 +64,7 @@ from polymnesia.stages.similarity import (
     ModelDistanceParams,
 )
 from polymnesia.training.config import TrainConfig
+from polymnesia.training.plugins import FisherEstimate
 
 
 def data_languages(cfg: TwoPhaseConfig) -> list[str]:
@@ -148,30 +150,32 @@ def _mitigation_stages(cfg: TwoPhaseConfig) -> list[StageSpec]:
     if m.lora_rank is not None:
         specs.append(_tune(cfg, "mit_LoRA", p1, [p2], cfg.phase2, lora_rank=m.lora_rank))
     for b in m.baselines:  # forgetting baselines (issue 27): from the Phase 1 model, like CFT
-        if b.method == "merge":  # Phase 1 and plain CFT merged; task vectors from the base
+        if b.method == MERGE:  # Phase 1 and plain CFT merged; task vectors from the base
             merge = MergeParams.model_validate(b.options)
             inputs = roles.MODELS.bind([p1, cft_stage(pair)])
             inputs |= {MERGE_BASE: PRETRAIN} if merge.method != "average" else {}
             specs.append(StageSpec(f"mit_{b.name}", "merge_models", merge, inputs))
-        elif b.method == "ewc":  # anchored at the Phase 1 model, weighted by its Fisher
-            specs.append(_fisher_stage(cfg, b, p1, set_stage(pair.phase1)))
-            train = cfg.phase2.with_plugins(b.plugin())
-            extra = {EWC_FISHER: f"fisher_{b.name}"}
-            specs.append(_tune(cfg, f"mit_{b.name}", p1, [p2], train, extra_inputs=extra))
-        else:
-            train = cfg.phase2.with_plugins(b.plugin())
-            specs.append(_tune(cfg, f"mit_{b.name}", p1, [p2], train))
+            continue
+        fisher_input: dict[str, str] = {}
+        fisher = b.fisher()
+        if fisher is not None:  # EWC: anchored at the Phase 1 model, weighted by its Fisher
+            specs.append(_fisher_stage(cfg, b, fisher, p1, set_stage(pair.phase1)))
+            fisher_input = {EWC_FISHER: f"fisher_{b.name}"}
+        train = cfg.phase2.with_plugins(b.plugin())
+        specs.append(_tune(cfg, f"mit_{b.name}", p1, [p2], train, extra_inputs=fisher_input))
     return specs
 
 
-def _fisher_stage(cfg: TwoPhaseConfig, arm: BaselineArm, p1: str, data: str) -> StageSpec:
-    """An ``ewc`` arm's ``fisher`` stage: the Phase 1 model's diagonal empirical Fisher on the
-    Phase 1 set, as many examples and per batch as the arm's plugin options say."""
+def _fisher_stage(
+    cfg: TwoPhaseConfig, arm: BaselineArm, fisher: FisherEstimate, p1: str, data: str
+) -> StageSpec:
+    """A baseline arm's ``fisher`` stage (EWC's): the Phase 1 model's diagonal empirical
+    Fisher on the Phase 1 set, as many examples and per batch as the arm's plugin says."""
     sets = RECORDS.bind([data])
     params = FisherParams(
         records=list(sets),
-        examples=arm.options["fisher_examples"],
-        batch_size=arm.options["fisher_batch_size"],
+        examples=fisher.examples,
+        batch_size=fisher.batch_size,
         max_length=cfg.max_length,
         precision=cfg.evaluate.precision,
         seed=cfg.seed,
