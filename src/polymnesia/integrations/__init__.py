@@ -8,10 +8,13 @@ from polymnesia.integrations.callbacks import (
     FrozenRowsCallback,
     LayerFreezingCallback,
 )
+from polymnesia.integrations.penalties import EWCCallback, L2SPCallback
 
 __all__ = [
     "ActiveForgettingCallback",
+    "EWCCallback",
     "FrozenRowsCallback",
     "IntegrationWarning",
+    "L2SPCallback",
     "LayerFreezingCallback",
 ]
