@@ -24,7 +24,7 @@ STEPS, BATCH, LR, DECAY = 6, 4, 1e-2, 0.1
 #: of a weight of magnitude up to 1 at each step
 TOL = 16 * STEPS * 2.0**-23
 
-__all__ = ["random_data", "tiny_model"]
+__all__ = ["random_data", "tiny_model", "train_cfg"]
 
 
 def loop_batches(data: PackedLMData, steps: int = STEPS, seed: int = 0) -> list[dict[str, Any]]:

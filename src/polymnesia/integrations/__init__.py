@@ -8,6 +8,7 @@ from polymnesia.integrations.callbacks import (
     FrozenRowsCallback,
     LayerFreezingCallback,
 )
+from polymnesia.integrations.multilingual import MultilingualTrainer
 from polymnesia.integrations.penalties import EWCCallback, L2SPCallback
 
 __all__ = [
@@ -17,4 +18,5 @@ __all__ = [
     "IntegrationWarning",
     "L2SPCallback",
     "LayerFreezingCallback",
+    "MultilingualTrainer",
 ]
