@@ -84,8 +84,8 @@ def sync_step() -> bool:
 
 class PolymnesiaCallback(TrainerCallback):
     """A callback that sets the model up in ``on_init_end`` (before the Trainer builds its
-    optimizer and shards the model), or in ``on_train_begin`` when it was added after the
-    Trainer was made (then the model must not be sharded yet), and keeps its gradient hooks."""
+    optimizer and wraps or shards the model), or in ``on_train_begin`` when it was added after
+    the Trainer was made (then only in one process), and keeps its gradient hooks."""
 
     method = "callback"
 
@@ -114,10 +114,11 @@ class PolymnesiaCallback(TrainerCallback):
             raise ConfigError(f"{self.method}: the Trainer gave the callback no model")
         self.engine = engine_of(model)
         if not self._prepared:
-            if self.engine == FSDP2:
+            if self.engine != SINGLE:
                 raise ConfigError(
-                    f"{self.method}: added after the Trainer sharded the model; pass it in "
-                    "Trainer(callbacks=[...]) so that it sets the model up before FSDP2 does"
+                    f"{self.method}: added after the Trainer wrapped the model for "
+                    f"{self.engine}; pass it in Trainer(callbacks=[...]) so that it sets the "
+                    "model up first"
                 )
             self.prepare(model)
             self._prepared = True
