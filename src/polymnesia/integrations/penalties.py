@@ -7,8 +7,9 @@ As in polymnesia's loop the penalty is not put in the loss: its exact gradient,
 (:func:`~polymnesia.penalties.quadratic.add_penalty_grad_`), is added once per optimizer
 step to the final gradient, before the Trainer clips it (in a post-accumulate-grad hook on
 the step's last micro-batch: :mod:`polymnesia.integrations.base`). ``theta_0`` is the weights
-as training begins. Under FSDP2 each process adds it to the shard it holds; under DDP it is
-added in ``on_pre_optimizer_step``, after the clip (one warning line when clipping).
+as the Trainer is made, before it loads a checkpoint to resume from. Under FSDP2 each
+process adds it to the shard it holds; under DDP it is added in ``on_pre_optimizer_step``,
+after the clip (one warning line when clipping).
 :meth:`penalty` gives the current value, for logging.
 """
 
@@ -52,12 +53,25 @@ class _Quadratic(PolymnesiaCallback):
     def __init__(self) -> None:
         super().__init__()
         self._terms: list[Term] = []
+        self._start: Tensors = {}
 
     def terms(self, model: torch.nn.Module) -> list[Term]:
         raise NotImplementedError
 
+    def prepare(self, model: torch.nn.Module) -> None:
+        """Keep ``theta_0``: the weights before the Trainer loads a checkpoint to resume from
+        (in ``on_init_end``), so a resumed run pulls towards the same point."""
+        self._start = {
+            n: p.detach().float().clone() for n, p in model.named_parameters() if p.requires_grad
+        }
+
+    def anchor(self, name: str, p: torch.nn.Parameter) -> torch.Tensor:
+        """This process's part of ``theta_0`` of parameter ``name``."""
+        return local_part(self._start[name], p)
+
     def begin(self, args: Any, state: Any, model: torch.nn.Module, **kwargs: Any) -> None:
         self._terms = [t for t in self.terms(model) if t[3]]
+        self._start = {}
         by_param: dict[int, list[Term]] = {}
         for t in self._terms:
             by_param.setdefault(id(t[0]), []).append(t)
@@ -109,9 +123,7 @@ class L2SPCallback(_Quadratic):
         body = [(n, p) for n, p in body if p.requires_grad]
         head = [(n, p) for n, p in head if p.requires_grad]
         pulled = body + head if self.anchor_head else body
-        out: list[Term] = [
-            (p, local(p.detach()).float().clone(), 1.0, self.alpha) for _, p in pulled
-        ]
+        out: list[Term] = [(p, self.anchor(n, p), 1.0, self.alpha) for n, p in pulled]
         if self.beta and not self.anchor_head:
             out += [(p, torch.zeros((), device=local(p).device), 1.0, self.beta) for _, p in head]
         return out
@@ -150,7 +162,7 @@ class EWCCallback(_Quadratic):
                     f"{self.method}: the Fisher of {n} has shape {tuple(f.shape)}, the "
                     f"parameter {tuple(p.shape)}: it was estimated on another model"
                 )
-            out.append((p, local(p.detach()).float().clone(), local_part(f, p), self.lam))
+            out.append((p, self.anchor(n, p), local_part(f, p), self.lam))
         if not out:
             raise ConfigError(
                 f"{self.method}: the Fisher names {len(self.fisher)} tensors (e.g. "
