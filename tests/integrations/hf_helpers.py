@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from transformers import Trainer, TrainingArguments
+from transformers import Trainer, TrainerCallback, TrainingArguments
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "methods"))
 from methods_helpers import random_data, tiny_model, train_cfg  # noqa: E402
@@ -96,3 +96,14 @@ def weights(model: torch.nn.Module) -> dict[str, torch.Tensor]:
 def largest_difference(a: dict[str, torch.Tensor], b: dict[str, torch.Tensor]) -> float:
     assert set(a) == set(b)
     return max(float((a[k] - b[k]).abs().max()) for k in a)
+
+
+class StopAt(TrainerCallback):
+    """Ends training after step ``at`` (after its checkpoint), as an interruption would."""
+
+    def __init__(self, at: int) -> None:
+        self.at = at
+
+    def on_step_end(self, args, state, control, **kwargs):  # type: ignore[no-untyped-def]
+        if state.global_step == self.at:
+            control.should_training_stop = True

@@ -12,13 +12,17 @@ import torch
 from hf_helpers import (
     STEPS,
     TOL,
+    StopAt,
     largest_difference,
+    loop_batches,
     random_data,
     run_loop,
     run_trainer,
     tiny_model,
+    trainer_args,
     weights,
 )
+from transformers import Trainer
 
 from polymnesia.errors import ConfigError, PolymnesiaError
 from polymnesia.integrations import (
@@ -134,9 +138,6 @@ def test_layer_freezing_most_changed_reads_the_folder_before(tmp_path: Path) -> 
 def test_a_callback_added_after_the_trainer_was_made_still_freezes(tmp_path: Path) -> None:
     """``trainer.add_callback``: no on_init_end; the parameters are frozen at train begin,
     before any gradient, so they stay bit-identical although the optimizer holds them."""
-    from hf_helpers import loop_batches, trainer_args
-    from transformers import Trainer
-
     data, start = random_data(n=16), weights(tiny_model(num_hidden_layers=LAYERS))
     trainer = Trainer(
         model=tiny_model(num_hidden_layers=LAYERS),
@@ -188,3 +189,25 @@ def test_a_model_without_input_embeddings_is_refused_in_one_line(tmp_path: Path)
     with pytest.raises(PolymnesiaError, match="no input embedding matrix") as e:
         cb.prepare(NoEmbeddings())
     assert "\n" not in str(e.value)
+
+
+def test_active_forgetting_resumes_with_the_same_resets(tmp_path: Path) -> None:
+    """Without replay_schedule (whose optimizer group a Trainer checkpoint cannot restore): a
+    run stopped after its step-3 checkpoint and resumed draws the reset after step 4 from the
+    same seed and ends on the uninterrupted run's weights."""
+    data, opts = random_data(n=16), {"reset_every": 2, "replay_schedule": False}
+    whole = run_trainer(tiny_model(), data, tmp_path / "whole", [ActiveForgettingCallback(**opts)])
+    save = {"save_strategy": "steps", "save_steps": 3}
+    run_trainer(
+        tiny_model(), data, tmp_path / "cut", [ActiveForgettingCallback(**opts), StopAt(3)], **save
+    )
+    cb = ActiveForgettingCallback(**opts)
+    resumed = Trainer(
+        model=tiny_model(),
+        args=trainer_args(tmp_path / "cut", **save),
+        train_dataset=loop_batches(data),
+        callbacks=[cb],
+    )
+    resumed.train(resume_from_checkpoint=str(tmp_path / "cut" / "checkpoint-3"))
+    assert cb.resets == [4]
+    assert largest_difference(weights(whole.model), weights(resumed.model)) <= TOL

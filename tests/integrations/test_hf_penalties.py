@@ -10,6 +10,7 @@ import pytest
 import torch
 from hf_helpers import (
     TOL,
+    StopAt,
     largest_difference,
     loop_batches,
     random_data,
@@ -19,7 +20,7 @@ from hf_helpers import (
     trainer_args,
     weights,
 )
-from transformers import Trainer, TrainerCallback
+from transformers import Trainer
 
 from polymnesia.errors import ConfigError
 from polymnesia.integrations import EWCCallback, L2SPCallback
@@ -86,24 +87,13 @@ def test_bad_penalties_are_refused_in_one_line(tmp_path: Path) -> None:
         assert "\n" not in str(e.value)
 
 
-class _StopAt(TrainerCallback):
-    """Ends training after step ``at`` (after its checkpoint), as an interruption would."""
-
-    def __init__(self, at: int) -> None:
-        self.at = at
-
-    def on_step_end(self, args, state, control, **kwargs):  # type: ignore[no-untyped-def]
-        if state.global_step == self.at:
-            control.should_training_stop = True
-
-
 def test_a_resumed_trainer_pulls_towards_the_first_start(tmp_path: Path) -> None:
     """The anchor is taken when the Trainer is made, before it loads the checkpoint: a run
     interrupted after step 3 and resumed ends where the uninterrupted run ends."""
     data = random_data(n=16)
     whole = run_trainer(tiny_model(), data, tmp_path / "whole", [L2SPCallback(alpha=0.5)])
     save = {"save_strategy": "steps", "save_steps": 3}
-    run_trainer(tiny_model(), data, tmp_path / "cut", [L2SPCallback(alpha=0.5), _StopAt(3)], **save)
+    run_trainer(tiny_model(), data, tmp_path / "cut", [L2SPCallback(alpha=0.5), StopAt(3)], **save)
     resumed = Trainer(
         model=tiny_model(),
         args=trainer_args(tmp_path / "cut", **save),
