@@ -6,6 +6,7 @@ frozen weights stay bit-identical to the starting model."""
 from __future__ import annotations
 
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 import torch
@@ -30,6 +31,7 @@ from polymnesia.integrations import (
     FrozenRowsCallback,
     LayerFreezingCallback,
 )
+from polymnesia.integrations.base import check_args
 from polymnesia.methods.active_forgetting import ActiveForgetting
 from polymnesia.methods.frozen_rows import FrozenRows
 from polymnesia.methods.layer_freezing import LayerFreezing
@@ -211,3 +213,32 @@ def test_active_forgetting_resumes_with_the_same_resets(tmp_path: Path) -> None:
     resumed.train(resume_from_checkpoint=str(tmp_path / "cut" / "checkpoint-3"))
     assert cb.resets == [4]
     assert largest_difference(weights(whole.model), weights(resumed.model)) <= TOL
+
+
+def test_replay_needs_the_trainers_lambda_schedule(tmp_path: Path) -> None:
+    model = tiny_model()
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-2)
+    trainer = Trainer(
+        model=model,
+        args=trainer_args(tmp_path),
+        train_dataset=loop_batches(random_data(n=16)),
+        optimizers=(opt, torch.optim.lr_scheduler.StepLR(opt, step_size=2)),
+        callbacks=[ActiveForgettingCallback(reset_every=2)],
+    )
+    with pytest.raises(ConfigError, match="replay_schedule needs the Trainer's LambdaLR") as e:
+        trainer.train()
+    assert "\n" not in str(e.value)
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        ({"deepspeed": "ds_config.json"}, "DeepSpeed owns the gradients"),
+        ({"fsdp": True, "fsdp_config": {"version": 1}}, "FSDP version 1 flattens"),
+    ],
+    ids=["deepspeed", "fsdp1"],
+)
+def test_deepspeed_and_fsdp1_are_refused_in_one_line(args: dict, message: str) -> None:
+    with pytest.raises(ConfigError, match=message) as e:
+        check_args("FrozenRowsCallback", SimpleNamespace(**args))
+    assert "\n" not in str(e.value)

@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import datasets
 import pytest
 import torch
 from hf_helpers import (
@@ -133,3 +134,21 @@ def test_bad_language_columns_are_refused_in_one_line(tmp_path: Path) -> None:
         )
     with pytest.raises(ConfigError, match="languages must name"):
         MultilingualTrainer(model=tiny_model(), args=trainer_args(tmp_path), languages=[])
+
+
+def test_the_language_column_survives_remove_unused_columns(tmp_path: Path) -> None:
+    """A ``datasets.Dataset`` loses the columns the model's forward does not take (the
+    Trainer's default), but not the language column."""
+    rows = _rows(_data())
+    table = datasets.Dataset.from_list([{k: v.tolist() for k, v in r.items()} for r in rows])
+    trainer = MultilingualTrainer(
+        model=tiny_model(),
+        args=trainer_args(tmp_path, per_device_train_batch_size=BATCH * len(LANGS), max_steps=2),
+        train_dataset=table,
+        languages=LANGS,
+        combiner="pcgrad",
+        language_column=LANG_KEY,
+    )
+    assert trainer.args.remove_unused_columns
+    trainer.train()
+    assert trainer.state.global_step == 2 and trainer.last_weights is not None
