@@ -4,7 +4,7 @@ Layers, top to bottom (docs/architecture.md); a module may import its own layer 
 
     cli
     experiments
-    stages, testing, selfcheck
+    stages, testing, selfcheck, integrations
     methods, continual, tasks, evaluation, harness, training, penalties, reports
     models, tokenizers, gradients, merging, layers, metrics, items, data, instructions,
     pipeline
@@ -22,7 +22,7 @@ SRC = Path(__file__).resolve().parents[2] / "src"
 TIERS = [
     {"cli", "__main__"},
     {"experiments"},
-    {"stages", "testing", "selfcheck"},
+    {"stages", "testing", "selfcheck", "integrations"},
     {"methods", "continual", "tasks", "evaluation", "harness", "training", "penalties", "reports"},
     {
         "models",
@@ -201,3 +201,17 @@ def test_methods_hold_training_plugins() -> None:
         if plugins == {"TrainingPlugin"}:
             lacking.append(path.name)
     assert not lacking, f"modules of methods/ without a training plugin: {lacking}"
+
+
+def test_nothing_imports_the_integrations() -> None:
+    """``integrations/`` (the methods as Hugging Face Trainer callbacks) is an end point: it
+    imports the methods' functions and transformers' Trainer, and no other module of the
+    package imports it, so the loop and the stages never load the Trainer."""
+    bad = [
+        f"{m} (line {n}) imports {target}"
+        for m, edges in GRAPH.items()
+        for target, _, n in edges
+        if target.startswith("polymnesia.integrations")
+        and not m.startswith("polymnesia.integrations")
+    ]
+    assert not bad, "\n".join(bad)

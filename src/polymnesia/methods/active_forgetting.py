@@ -107,6 +107,33 @@ def redraw_(
     rows.copy_(fresh[start : start + rows.shape[0]].to(device=rows.device, dtype=rows.dtype))
 
 
+@torch.no_grad()
+def reset_embeddings_(
+    targets: list[torch.nn.Parameter],
+    optimizer: torch.optim.Optimizer,
+    *,
+    std: float,
+    seed: int,
+    step: int,
+    pad_id: int | None,
+    accelerator: Any = None,
+) -> None:
+    """One reset after optimizer step ``step``: re-draw ``targets`` (the input embeddings first,
+    whose padding row is zeroed) from N(0, std) with a generator seeded by ``(seed, step)`` and
+    reset their AdamW state. A sharded weight (FSDP2) is drawn whole on every process, which
+    keeps its own rows; a replicated one is drawn on the main process and broadcast (the draw
+    is the same on every process anyway: the generator is seeded and on the CPU)."""
+    gen = torch.Generator().manual_seed(seed * 1_000_003 + step)
+    for i, w in enumerate(targets):
+        if is_dtensor(w):  # sharded: every process draws, each keeps its own rows
+            redraw_(w.data, std, gen, pad_id if i == 0 else None)
+            continue
+        if accelerator is None or accelerator.is_main_process:
+            redraw_(w.data, std, gen, pad_id if i == 0 else None)
+        _broadcast(w.data, accelerator)
+    reset_adam_state(optimizer, targets)
+
+
 def _broadcast(weight: torch.Tensor, accelerator: Any) -> None:
     if accelerator is not None and accelerator.num_processes > 1:
         import torch.distributed as dist
@@ -211,16 +238,15 @@ class ActiveForgetting(TrainingPlugin):
         model = state.unwrapped
         targets = self._targets(model)
         pad_id = getattr(getattr(model, "config", None), "pad_token_id", None)
-        acc = state.accelerator
-        gen = torch.Generator().manual_seed(self.seed * 1_000_003 + state.step)
-        for i, w in enumerate(targets):
-            if is_dtensor(w):  # sharded: every process draws, each keeps its own rows
-                redraw_(w.data, self.std, gen, pad_id if i == 0 else None)
-                continue
-            if acc is None or acc.is_main_process:
-                redraw_(w.data, self.std, gen, pad_id if i == 0 else None)
-            _broadcast(w.data, acc)
-        reset_adam_state(state.optimizer, targets)
+        reset_embeddings_(
+            targets,
+            state.optimizer,
+            std=self.std,
+            seed=self.seed,
+            step=state.step,
+            pad_id=pad_id,
+            accelerator=state.accelerator,
+        )
         self.resets.append(state.step)
         state.extras.setdefault("embedding_resets", []).append(state.step)
 
