@@ -11,6 +11,7 @@ from __future__ import annotations
 import csv
 import json
 import os
+from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
@@ -71,7 +72,7 @@ def lm_eval_run(
     if log_samples:
         for task in results["configs"]:
             tracker.save_results_samples(task_name=task, samples=samples[task])
-    return out
+    return out.parent if out.suffix == ".json" else out  # NAME.json: NAME_DATE.json beside
 
 
 @pytest.fixture(scope="module")
@@ -94,10 +95,13 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     return {
         "a": lm_eval_run(a, TASKS, docs, root / "run-a"),
         "b": lm_eval_run(b, TASKS, docs, root / "run-b"),
-        "b_limit": lm_eval_run(b, TASKS[:1], docs, root / "run-b-limit", limit=8),
+        # --output_path ending in .json: lm-eval writes run-b-limit/b_DATE.json, samples beside
+        "b_limit": lm_eval_run(b, TASKS[:1], docs, root / "run-b-limit" / "b.json", limit=8),
         "b_fewshot": lm_eval_run(b, TASKS[:1], docs, root / "run-b-1shot", limit=4, num_fewshot=1),
         "b_other": lm_eval_run(b, ["poly_genre_de"], docs, root / "run-b-de", limit=2),
-        "a_bare": lm_eval_run(a, TASKS[:1], docs, root / "run-a-bare", limit=2, log_samples=False),
+        "a_again": lm_eval_run(a, TASKS[:1], docs, root / "run-a-twice", limit=2),
+        # the same folder again, the newer run without --log_samples
+        "a_bare": lm_eval_run(a, TASKS[:1], docs, root / "run-a-twice", limit=2, log_samples=False),
     }
 
 
@@ -108,7 +112,13 @@ def test_reads_lm_eval_layout(runs: dict[str, Path]) -> None:
     assert run.results_file.name.startswith("results_")
     assert sorted(run.docs) == sorted(TASKS)
     assert all(len(run.docs[t]) == N_DOCS for t in TASKS)
-    assert run.version == "0.4.13" and run.model.endswith("model-a")
+    assert run.version == version("lm_eval") and run.model.endswith("model-a")
+
+
+def test_reads_output_path_ending_in_json(runs: dict[str, Path]) -> None:
+    run = read_lm_eval(runs["b_limit"])
+    assert run.results_file.parent == runs["b_limit"] and run.results_file.name.startswith("b_")
+    assert list(run.docs) == TASKS[:1] and len(run.docs[TASKS[0]]) == 8
 
 
 def test_pairing_and_tests_match_the_logged_samples(runs: dict[str, Path]) -> None:
@@ -203,6 +213,10 @@ def test_bad_input_one_line_each(runs: dict[str, Path], capsys: pytest.CaptureFi
         assert len(lines) == 1, lines
         return lines[0]
 
+    # the folder's newest run is the one without samples (an older one has them)
+    (model_dir,) = runs["a_bare"].iterdir()
+    assert len(list(model_dir.glob("results_*.json"))) == 2
+    assert len({p.name.rsplit("_", 1)[1] for p in model_dir.glob("samples_*.jsonl")}) == 1
     assert "no samples_TASK_" in error(runs["a"], runs["a_bare"])
     assert "--log_samples" in error(runs["a_bare"], runs["a"])
     line = error(runs["a"], runs["b_other"])

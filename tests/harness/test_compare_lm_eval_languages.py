@@ -17,10 +17,10 @@ def belebele_tasks() -> list[str]:
 
 def test_every_belebele_task_maps() -> None:
     tasks = belebele_tasks()
-    assert len(tasks) == 122
+    assert len(tasks) >= 122  # lm-eval 0.4.13 has 122
     lost = [t for t in tasks if task_lang(t) == "und"]  # outside polymnesia's language table
-    assert len(lost) == 26
-    assert sorted(t.split("_")[1] for t in lost) == sorted(EXTRA_LANGUAGES)
+    assert len(lost) >= 26  # 26 in lm-eval 0.4.13: each has its row
+    assert {t.split("_")[1] for t in lost} <= set(EXTRA_LANGUAGES)
     infos = {t: task_info(t) for t in tasks}
     assert all(i.code != "und" and i.family != "unknown" for i in infos.values())
     assert all(i.script != "unknown" for i in infos.values())
