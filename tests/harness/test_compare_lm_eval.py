@@ -207,8 +207,8 @@ def test_documents_that_do_not_pair_are_counted(
 
 
 def test_bad_input_one_line_each(runs: dict[str, Path], capsys: pytest.CaptureFixture[str]) -> None:
-    def error(*dirs: Path) -> str:
-        assert main(["compare", *map(str, dirs), "--out", str(runs["a"].parent / "x")]) == 2
+    def error(*args: Path | str) -> str:
+        assert main(["compare", *map(str, args), "--out", str(runs["a"].parent / "x")]) == 2
         lines = capsys.readouterr().err.strip().splitlines()
         assert len(lines) == 1, lines
         return lines[0]
@@ -227,6 +227,11 @@ def test_bad_input_one_line_each(runs: dict[str, Path], capsys: pytest.CaptureFi
     polymnesia_run = runs["a"].parent / "not-lm-eval"
     polymnesia_run.mkdir()
     assert "cannot compare lm-eval output with polymnesia runs" in error(runs["a"], polymnesia_run)
+    margin = error(polymnesia_run, polymnesia_run, "--margin", "0.1")
+    assert "--margin applies to lm-eval output folders only" in margin
+    assert "--tables selects tables of polymnesia runs" in error(
+        runs["a"], runs["b"], "--tables", "x"
+    )
     with pytest.raises(PolymnesiaError, match="--margin must be a positive number"):
         compare_lm_eval([runs["a"], runs["b"]], margin=-1)
 
