@@ -198,9 +198,7 @@ class Instruct(Stage[InstructParams]):
             records = load_records(p, ctx.inputs.get(DATA))
         model, tok = load_model_and_tokenizer(ctx.input(MODEL) / "model")
         if p.instruct.lora_rank is not None:
-            model = add_adapter(
-                model, p.instruct.lora_rank, p.instruct.lora, "causal", seed=p.seed
-            )
+            model = add_adapter(model, p.instruct.lora_rank, p.instruct.lora, "causal", seed=p.seed)
         examples, dropped = sft_examples(tok, records, p.instruct)
         done = train_in_stage(
             ctx, model, PaddedExamples(examples, tok.pad_token_id), p.instruct.train, seed=p.seed
