@@ -8,9 +8,11 @@ from dataclasses import replace
 from pathlib import Path
 
 from polymnesia.config.base import StrictModel
+from polymnesia.experiments.seed_records import seed_view, seeded_run, seeded_scores
 from polymnesia.io import atomic_write_text
 from polymnesia.pipeline.runner import plan, run_pipeline
 from polymnesia.pipeline.stage import STAGES, Stage, StageContext, StageSpec
+from polymnesia.reports.frame import load_run
 from polymnesia.results import Score
 
 
@@ -18,11 +20,11 @@ class Params(StrictModel):
     value: int
 
 
-@STAGES.register("test_seed_write", "writes its value (tests only)")
+@STAGES.register("test_seed_write", "writes its value and scores it (tests only)")
 class Write(Stage[Params]):
     def run(self, ctx: StageContext[Params]) -> list[Score]:
         atomic_write_text(ctx.out_dir / "value.txt", str(ctx.params.value))
-        return []
+        return [Score("m", "en", "value", float(ctx.params.value))]
 
 
 def _specs() -> list[StageSpec]:
@@ -69,3 +71,24 @@ def test_the_runner_records_each_stages_seeds_in_run_json(
     assert (stages["train.seed1"]["seeds"], stages["train.seed1"]["unseeded"]) == ([1], "train")
     assert "seeds" not in stages["extra"] and "unseeded" not in stages["extra"]  # says none
     assert stages["train.seed1"]["status"] == "run"
+
+
+def test_a_stage_named_like_another_seeds_copy_is_read_by_its_seeds(
+    isolated_cache: Path, tmp_path: Path
+) -> None:
+    # contrived: "x.seed1" serves seed 0 and "x" seed 1; the report reads the records' seeds
+    # from run.json, never from the names
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "run.json").write_text(json.dumps({"experiment": "x", "stages": {}}))
+    specs = [
+        StageSpec("x.seed1", "test_seed_write", Params(value=10), seeds=[0], unseeded="x"),
+        StageSpec("x", "test_seed_write", Params(value=11), seeds=[1]),
+    ]
+    run_pipeline(specs, run, log=lambda m: None)
+    got = sorted((s.stage, s.seed) for s in seeded_scores(run, [0, 1]) if s.metric == "value")
+    assert got == [("x", 1), ("x.seed1", 0)]
+    assert [s.stage for s in seed_view(load_run(run), 0, [0, 1]).scores()] == []  # untagged
+    tagged = seeded_run(load_run(run), [0, 1])
+    assert [(s.stage, s.value) for s in seed_view(tagged, 0, [0, 1]).scores()] == [("x", 10.0)]
+    assert [(s.stage, s.value) for s in seed_view(tagged, 1, [0, 1]).scores()] == [("x", 11.0)]
