@@ -11,9 +11,9 @@ stages kept no items (an older run, a removed cache entry) gets no
 replicates: its report prints bare numbers and its claims are inconclusive.
 
 With several training seeds (:class:`Pool`) each seed is read as a run of its own (its arms,
-orders and item replicates, :func:`polymnesia.experiments.seeds.seed_view`), and every number
-is the mean over seeds (a :class:`SeedReplicates`: the per-seed values and the item
-replicates of the mean). The
+orders and item replicates, :func:`polymnesia.experiments.seed_records.seed_view`), and
+every number is the mean over seeds (a :class:`SeedReplicates`: the per-seed values and the
+item replicates of the mean). The
 seeds are scored on the same test items with the same draws, so replicate ``b`` of every
 seed reads the same item resample (a crossed design). Its interval and paired test are
 :func:`~polymnesia.metrics.seed_items.seed_item_interval` /

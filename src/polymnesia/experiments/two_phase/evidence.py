@@ -25,7 +25,7 @@ from polymnesia.reports.table_core import Estimate
 class Evidence:
     """Per-document EA and MA of every evaluated model of a run, per training seed, from the
     harness stages' items in the run folder (read once; ``run`` tagged with its seeds by
-    :func:`~polymnesia.experiments.seeds.seeded_run`). Cells and differences pool the seeds
+    :func:`~polymnesia.experiments.seed_records.seeded_run`). Cells and differences pool the seeds
     (one seed: that seed's items, as before seeds existed)."""
 
     def __init__(self, cfg: TwoPhaseConfig, run: RunTable) -> None:

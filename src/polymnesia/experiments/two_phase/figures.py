@@ -85,7 +85,8 @@ def figures(
 ) -> None:
     """Figures 1 and 2 and the EA/MA trade-off; Figure 1's points are the drift stages'
     ``tsne.json``, kept in the run's stage ``records``; ``owners`` (several seeds:
-    :func:`~polymnesia.experiments.seeds.run_stage_seeds`) says which stage is which seed's."""
+    :func:`~polymnesia.experiments.seed_records.run_stage_seeds`) says which drift stage is
+    which seed's."""
     figs = run_dir / "figures"
     layer = [s for s in scores if s.metric == "layer_covariance_drift"]
     n_layers = len({int(s.step or 0) for s in layer})
