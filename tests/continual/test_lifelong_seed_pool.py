@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -18,9 +19,9 @@ from polymnesia.experiments.lifelong.evidence import (
     arm_quantity,
     best_of,
     metric_replicates,
-    seed_view,
 )
 from polymnesia.experiments.lifelong.results import Arm, matrix_metrics
+from polymnesia.experiments.seed_records import seed_view
 from polymnesia.items import ItemSet
 from polymnesia.metrics.seed_items import seed_item_interval
 from polymnesia.reports.baselines import label_baselines
@@ -157,13 +158,16 @@ def test_seed_view_reads_a_later_seed_under_the_first_seeds_stage_names(tmp_path
         Score("VANILLA", "en", "accuracy", 0.7, seed=1, stage="vanilla_o_0.seed1"),
     ]
     write_scores(tmp_path / "results" / "scores.jsonl", scores[:1])  # a run holds a record
-    (tmp_path / "run.json").write_text('{"stages": []}')
+    # the names each stage has in its seed's own pipeline, as the runner records them
+    owners = {"vanilla_o_0": [0], "vanilla_o_0.seed1": [1], "x.seed1": [1]}
+    stages = {n: {"seeds": k, "unseeded": n.removesuffix(".seed1")} for n, k in owners.items()}
+    (tmp_path / "run.json").write_text(json.dumps({"stages": stages}))
     items = [ItemSet("VANILLA", "en", "values", [0], {"values": [1.0]}, seed=1, stage="x.seed1")]
-    view = seed_view(RunTable(tmp_path).with_records(scores, items), 1)
+    view = seed_view(RunTable(tmp_path).with_records(scores, items), 1, [0, 1])
     assert [(s.value, s.stage) for s in view.scores()] == [(0.7, "vanilla_o_0")]
     assert [s.stage for s in view.items()] == ["x"]
     assert [
-        s.stage for s in seed_view(RunTable(tmp_path).with_records(scores, []), 0).scores()
+        s.stage for s in seed_view(RunTable(tmp_path).with_records(scores, []), 0, [0, 1]).scores()
     ] == ["vanilla_o_0"]
 
 

@@ -16,6 +16,13 @@ from pydantic import ValidationError
 from polymnesia.errors import ConfigError, DataError
 from polymnesia.experiments.base import EXPERIMENTS, ExperimentConfig
 from polymnesia.experiments.loading import load_config
+from polymnesia.experiments.seed_records import (
+    StageSeeds,
+    legacy_seeds_from_names,
+    run_stage_seeds,
+    seeded_items,
+    seeded_scores,
+)
 from polymnesia.experiments.seeds import (
     BandRecord,
     _fingerprints,
@@ -24,9 +31,6 @@ from polymnesia.experiments.seeds import (
     fan_out,
     read_bands,
     seed_list,
-    seeded_items,
-    seeded_scores,
-    stage_seeds,
     variance_note,
     with_seed_band,
     write_band,
@@ -88,13 +92,52 @@ def test_seeds_are_checked_in_one_line() -> None:
             load_config(QUICKSTART, [bad])
 
 
-def test_stage_seeds_names_the_owner_of_each_stage() -> None:
+def test_seeded_specs_carry_their_seeds_and_keep_their_fingerprints() -> None:
+    _, three = _build(["seeds=[0,1,2]"])
+    by_name = {s.name: s for s in three}
+    assert (by_name["data"].seeds, by_name["data"].unseeded) == ((0, 1, 2), "data")
+    assert (by_name["pretrain"].seeds, by_name["pretrain"].unseeded) == ((0,), "pretrain")
+    assert (by_name["pretrain.seed2"].seeds, by_name["pretrain.seed2"].unseeded) == (
+        (2,),
+        "pretrain",
+    )
+    # the seeds are data about the run, not fingerprinted: the same specs without them (the
+    # rule of a spec that names no seed) have the same fingerprints
+    bare = [replace(s, seeds=(), unseeded="") for s in three]
+    assert [s.seeds for s in bare] == [()] * len(three) and bare[1].unseeded == bare[1].name
+    assert _fingerprints(three, {}) == _fingerprints(bare, {})
+    one = EXPERIMENTS.get("language_modeling").build(load_config(QUICKSTART))
+    assert {s.seeds for s in one} == {(0,)}
+    assert [s.seed_record() for s in bare[:1]] == [{}]
+    assert by_name["pretrain.seed1"].seed_record() == {"seeds": [1], "unseeded": "pretrain"}
+
+
+def test_a_stage_is_read_by_the_seeds_it_records_not_by_its_name(tmp_path: Path) -> None:
+    # contrived: a stage named like seed 1's copy that serves seed 0, and the other way round
+    s = lambda m, v: Score(m, "fr", "accuracy", v, task="t")  # noqa: E731
+    run = _run(tmp_path, {"x.seed1": [s("A", 0.8)], "x": [s("A", 0.7)], "d": [s("c", 0.5)]}, {})
+    stages = {"x.seed1": ([0], "x"), "x": ([1], "x"), "d": ([0, 1], "d")}
+    record = {"stages": {n: {"seeds": k, "unseeded": u} for n, (k, u) in stages.items()}}
+    (run / "run.json").write_text(json.dumps(record))
+    got = sorted((r.value, r.seed) for r in seeded_scores(run, [0, 1]))
+    assert got == [(0.5, 0), (0.5, 1), (0.7, 1), (0.8, 0)]
+    assert run_stage_seeds(record, [0, 1])["x.seed1"] == StageSeeds((0,), "x")
+    bad = {"stages": {"x": {"seeds": ["one"]}}}
+    with pytest.raises(DataError, match="stage x's seeds \\['one'\\] are not a list of int"):
+        run_stage_seeds(bad, [0, 1])
+
+
+def test_legacy_run_folders_read_their_seeds_from_stage_names() -> None:
+    # run.json written before stages recorded their seeds: the old name rule
     names = ["data", "pretrain", "eval", "pretrain.seed1", "eval.seed1", "pretrain.seed2"]
-    got = stage_seeds(names, [0, 1, 2])
-    assert got["data"] == [0, 1, 2]
-    assert got["pretrain"] == [0]
-    assert got["eval"] == [0, 2]  # seed 2 has no eval of its own, so it shares seed 0's
-    assert got["pretrain.seed1"] == [1] and got["eval.seed1"] == [1]
+    got = legacy_seeds_from_names(names, [0, 1, 2])
+    assert got["data"] == StageSeeds((0, 1, 2), "data")
+    assert got["pretrain"] == StageSeeds((0,), "pretrain")
+    assert got["eval"].seeds == (0, 2)  # seed 2 has no eval of its own, so it shares seed 0's
+    assert got["pretrain.seed1"] == StageSeeds((1,), "pretrain")
+    assert got["eval.seed1"] == StageSeeds((1,), "eval")
+    record = {"stages": {n: {"kind": "k"} for n in names}}
+    assert run_stage_seeds(record, [0, 1, 2]) == got  # no stage records seeds: the old rule
 
 
 def _run(tmp_path: Path, stages: dict[str, list[Score]], items: dict[str, list[ItemSet]]) -> Path:

@@ -66,4 +66,4 @@ def test_two_seeds_pool_in_one_report_with_seed_and_item_intervals(
     f0, f1 = float(r0[-1].mean()), float(r1[-1].mean())
     assert lo <= min(f0, f1) + 0.01 and hi >= max(f0, f1) - 0.01
     assert float(alone["final avg"]) == pytest.approx(r0[-1].mean(), abs=1e-9)
-    assert_report_rebuilds(two, isolated_cache, tmp_path / "copy")
+    assert_report_rebuilds(two, isolated_cache, tmp_path / "copy", legacy=tmp_path / "old")

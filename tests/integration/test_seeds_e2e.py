@@ -25,6 +25,12 @@ def test_two_seeds_share_data_and_report_seed_and_item_intervals(
     stages = json.loads((run / "run.json").read_text())["stages"]
     assert {"data", "pretrain", "pretrain.seed1", "evaluate.seed1"} <= set(stages)
     assert "data.seed1" not in stages
+    # each stage's record says which seeds it serves: the data both, a later seed's copy its own
+    assert stages["data"]["seeds"] == [0, 1] and stages["pretrain"]["seeds"] == [0]
+    assert (stages["pretrain.seed1"]["seeds"], stages["pretrain.seed1"]["unseeded"]) == (
+        [1],
+        "pretrain",
+    )
     report = (run / "report.md").read_text()
     assert "cover training seeds and test items: 2 training seeds (0, 1)" in report
     assert "training seeds (Student t) and test items (bootstrap)" in report

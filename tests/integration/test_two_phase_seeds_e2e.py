@@ -77,4 +77,4 @@ def test_two_seeds_pool_into_one_report(isolated_cache: Path, tmp_path: Path) ->
     for name in ("fig1_tsne_english__similar_seed0", "fig1_tsne_english__similar_seed1"):
         assert (run / "figures" / f"{name}.png").is_file(), name
     assert "Figure 2: per-layer covariance change against the Phase 1 model, mean over 2" in report
-    assert_report_rebuilds(run, isolated_cache, tmp_path / "copy")
+    assert_report_rebuilds(run, isolated_cache, tmp_path / "copy", legacy=tmp_path / "old")

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from polymnesia.errors import DataError
-from polymnesia.experiments.seeds import seeded_run
+from polymnesia.experiments.seed_records import seeded_run
 from polymnesia.items import ItemSet, write_items
 from polymnesia.pipeline.run_dir import merge_stage_outputs
 from polymnesia.reports import RunTable, load_run, load_runs

@@ -139,6 +139,7 @@ def _record_children(run_dir: Path, planned: list[Any], done: Any, executor: str
                 "executor": executor,
                 "seconds": done.seconds[name],
                 "log": str(done.logs[name]),
+                **p.spec.seed_record(),
             }
             if executor == "slurm":
                 record["job"] = done.where[name].removeprefix("job ")

@@ -5,12 +5,13 @@ A protocol's config takes ``seeds: [..]`` (:class:`~polymnesia.experiments.base.
 first seed's stages keep their names and specs, so a one-seed run has exactly the stages and
 fingerprints it had before seeds existed. Every later seed's stage whose fingerprint equals a
 first-seed stage's (data preparation: it takes no seed) is that stage, shared; any other is
-added as ``NAME.seedS``. The cache then computes each distinct stage once.
+added as ``NAME.seedS``. The cache then computes each distinct stage once. Each spec carries
+the seeds it serves as data (:attr:`~polymnesia.pipeline.stage.StageSpec.seeds`, with its
+name in its seed's own pipeline, ``unseeded``; neither is fingerprinted), and the runner
+writes them into each stage's record in ``run.json``.
 
-Stages do not all tag their score records and item sets with the seed they ran with, so
-:func:`seeded_scores` and :func:`seeded_items` tag each merged record of the run folder (which
-names its stage) with the seed its stage belongs to (a stage shared by every seed gives its
-records to each seed). With one seed they return the run's records as they are.
+Which seeds a run's stages and records belong to is read back from ``run.json``, never from a
+stage's name: :mod:`polymnesia.experiments.seed_records`.
 
 With several seeds, intervals and paired tests cover seeds and test items together (item
 bootstrap variance plus the variance over seeds, Student t; :mod:`polymnesia.metrics.uncertainty`,
@@ -36,13 +37,10 @@ from typing import Any, TypeVar
 
 from polymnesia.errors import ConfigError, DataError, PolymnesiaError
 from polymnesia.experiments.base import EXPERIMENTS, Experiment, ExperimentConfig
-from polymnesia.items import ItemSet, run_items
 from polymnesia.pipeline.stage import StageSpec
 from polymnesia.reports.claims import Claim
-from polymnesia.reports.frame import RunTable
 from polymnesia.reports.measured import SET_ASIDE
 from polymnesia.reports.verdicts import MEASURE_HINT, UNMEASURED, SeedNoise
-from polymnesia.results import Score, read_scores
 
 C = TypeVar("C", bound=ExperimentConfig)
 
@@ -242,7 +240,8 @@ def seed_list(cfg: ExperimentConfig) -> list[int]:
 
 
 def seed_stage_name(name: str, seed: int) -> str:
-    """The name of a later seed's copy of stage ``name``."""
+    """The name :func:`fan_out` gives a later seed's copy of stage ``name`` (a name, never
+    read back for its seed: the spec carries it)."""
     return f"{name}{SEED_TAG}{seed}"
 
 
@@ -263,14 +262,15 @@ def _fingerprints(specs: Sequence[StageSpec], known: dict[str, str]) -> list[str
 
 
 def fan_out(cfg: C, build_one: Callable[[C], list[StageSpec]]) -> list[StageSpec]:
-    """The stages of ``build_one`` for every seed of ``cfg`` (see the module docstring).
+    """The stages of ``build_one`` for every seed of ``cfg`` (see the module docstring), each
+    carrying the seeds it serves (:attr:`StageSpec.seeds`: a stage shared by several seeds
+    lists them all) and its name in its seed's own pipeline (:attr:`StageSpec.unseeded`).
 
     With one seed (the default) this is ``build_one(cfg)`` with ``seed`` set to that seed.
     """
     seeds = seed_list(cfg)
     first = build_one(cfg.model_copy(update={"seed": seeds[0]}))
-    if len(seeds) == 1:
-        return first
+    serves: dict[str, list[int]] = {spec.name: [seeds[0]] for spec in first}
     shared = {fp: spec.name for spec, fp in zip(first, _fingerprints(first, {}), strict=True)}
     out = list(first)
     for seed in seeds[1:]:
@@ -280,12 +280,14 @@ def fan_out(cfg: C, build_one: Callable[[C], list[StageSpec]]) -> list[StageSpec
         for spec, fp in zip(specs, _fingerprints(specs, known), strict=True):
             if fp in shared:
                 renamed[spec.name] = shared[fp]
+                serves[shared[fp]].append(seed)
                 continue
             name = seed_stage_name(spec.name, seed)
             renamed[spec.name] = name
             inputs = {role: renamed[up] for role, up in spec.inputs.items()}
-            out.append(replace(spec, name=name, inputs=inputs))
-    return out
+            out.append(replace(spec, name=name, inputs=inputs, unseeded=spec.name))
+            serves[name] = [seed]
+    return [replace(spec, seeds=tuple(serves[spec.name])) for spec in out]
 
 
 class SeededExperiment(Experiment):
@@ -304,78 +306,6 @@ class SeededExperiment(Experiment):
     @abstractmethod
     def build_one(cls, cfg: Any) -> list[StageSpec]:
         """The stages of one training seed (``cfg.seed``), a ``cls.Config``."""
-
-
-def stage_seeds(stage_names: Sequence[str], seeds: Sequence[int]) -> dict[str, list[int]]:
-    """Which seeds each stage of a fanned-out run belongs to: ``NAME.seedS`` to seed S; a
-    first-seed stage ``NAME`` to the first seed and to every later seed that has no
-    ``NAME.seedS`` of its own (a stage the seed does not reach is shared)."""
-    if not seeds:
-        raise ConfigError("need at least one seed")
-    names = set(stage_names)
-    tags = {seed_stage_name("", s): s for s in seeds[1:]}
-    out: dict[str, list[int]] = {}
-    for name in stage_names:
-        own = next((s for tag, s in tags.items() if name.endswith(tag)), None)
-        if own is not None and name[: -len(seed_stage_name("", own))] in names:
-            out[name] = [own]
-        else:
-            out[name] = [seeds[0], *(s for s in seeds[1:] if seed_stage_name(name, s) not in names)]
-    return out
-
-
-def _run_stages(run_dir: Path) -> list[str]:
-    try:
-        record = json.loads((run_dir / "run.json").read_text(encoding="utf-8"))
-        return list(record["stages"])
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError):
-        raise DataError(f"{run_dir}/run.json is missing or damaged; run the experiment") from None
-
-
-def seeded_scores(run_dir: Path, seeds: Sequence[int]) -> list[Score]:
-    """The run's score records (``results/scores.jsonl``), each tagged with the training seed
-    of the stage that wrote it (once per seed for a stage shared by all seeds); a record that
-    already names its seed keeps it. One seed: the records as they are."""
-    scores = read_scores(run_dir / "results" / "scores.jsonl")
-    return scores if len(seeds) < 2 else _tag_seeds(scores, run_dir, seeds, "score records")
-
-
-def seeded_items(run_dir: Path, seeds: Sequence[int]) -> list[ItemSet]:
-    """The run's item sets (:func:`polymnesia.items.run_items`), each tagged with the seed of
-    the stage that wrote it as :func:`seeded_scores` tags records (one seed: as they are)."""
-    sets = run_items(run_dir)
-    return sets if len(seeds) < 2 else _tag_seeds(sets, run_dir, seeds, "item sets")
-
-
-def seeded_run(run: RunTable, seeds: Sequence[int]) -> RunTable:
-    """The run's table (:func:`polymnesia.reports.frame.load_run`) with its score records and
-    item sets tagged as :func:`seeded_scores` and :func:`seeded_items` tag them (one seed: the
-    table as it is)."""
-    if len(seeds) < 2:
-        return run
-    scores = _tag_seeds(run.scores(), run.run_dir, seeds, "score records")
-    return run.with_records(scores, _tag_seeds(run.items(), run.run_dir, seeds, "item sets"))
-
-
-_Seeded = TypeVar("_Seeded", Score, ItemSet)
-
-
-def _tag_seeds(
-    records: Sequence[_Seeded], run_dir: Path, seeds: Sequence[int], what: str
-) -> list[_Seeded]:
-    owners = stage_seeds(_run_stages(run_dir), seeds)
-    out: list[_Seeded] = []
-    for rec in records:
-        if rec.seed is not None:
-            out.append(rec)
-        elif rec.stage is None or rec.stage not in owners:
-            raise DataError(
-                f"{what} of {rec.model} name no stage of this run; run the experiment "
-                "again (it reuses every stage) to merge them with their stages"
-            )
-        else:
-            out += [replace(rec, seed=s) for s in owners[rec.stage]]
-    return out
 
 
 def with_seed_band(

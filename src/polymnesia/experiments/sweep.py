@@ -28,7 +28,7 @@ import re
 import types
 import typing
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +37,6 @@ from polymnesia.errors import ConfigError
 from polymnesia.experiments.base import EXPERIMENT_CONFIGS
 from polymnesia.experiments.loading import resolve_config
 from polymnesia.pipeline.runner import PlannedStage
-from polymnesia.pipeline.stage import StageSpec
 
 #: the config section that lists a sweep's keys and values
 SECTION = "grid"
@@ -345,13 +344,8 @@ def merge_plans(plans: Sequence[Sequence[PlannedStage]]) -> MergedPlan:
                     p.spec.name if len(by_name[p.spec.name]) == 1 else f"{p.spec.name}.p{i + 1}"
                 )
                 entries[p.entry] = merged
-                spec = StageSpec(
-                    merged,
-                    p.spec.kind,
-                    p.spec.params,
-                    {role: own[up] for role, up in p.spec.inputs.items()},
-                    p.spec.label,
-                )
+                inputs = {role: own[up] for role, up in p.spec.inputs.items()}
+                spec = replace(p.spec, name=merged, inputs=inputs)  # keeps its seeds
                 out.append(PlannedStage(spec, p.fingerprint, p.entry, p.status, p.note))
             own[p.spec.name] = merged
             points.setdefault(merged, []).append(i)

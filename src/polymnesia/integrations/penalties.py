@@ -111,8 +111,8 @@ class L2SPCallback(_Quadratic):
 
     def __init__(self, alpha: float = 0.01, beta: float = 0.0, anchor_head: bool = False) -> None:
         super().__init__()
-        self.alpha = _strength("l2sp", "alpha", alpha)
-        self.beta = _strength("l2sp", "beta", beta)
+        self.alpha = _strength(self.method, "alpha", alpha)
+        self.beta = _strength(self.method, "beta", beta)
         self.anchor_head = bool(anchor_head)
 
     def terms(self, model: torch.nn.Module) -> list[Term]:
@@ -140,7 +140,7 @@ class EWCCallback(_Quadratic):
 
     def __init__(self, fisher: Mapping[str, torch.Tensor] | str | Path, lam: float = 100.0) -> None:
         super().__init__()
-        self.lam = _strength("ewc", "lam", lam)
+        self.lam = _strength(self.method, "lam", lam)
         if isinstance(fisher, str | Path):
             path = Path(fisher)
             fisher = load_fisher(path / FISHER_FILE if path.is_dir() else path)

@@ -400,6 +400,7 @@ def _run_pipeline(
                     "fingerprint": p.fingerprint,
                     "status": status,
                     "entry": str(p.entry),
+                    **p.spec.seed_record(),
                 },
             )
             rd.merge_stage_outputs(run_dir, entries)

@@ -257,13 +257,20 @@ def _nested(value: Any, dumped: Any) -> Any:
 @dataclass(init=False)
 class StageSpec:
     """One node of a pipeline; its kind's contract (:func:`check_spec`) says what ``params``
-    and ``inputs`` must be."""
+    and ``inputs`` must be. ``seeds`` and ``unseeded`` say which training seeds the stage
+    serves (set where seeds fan out, :func:`polymnesia.experiments.seeds.fan_out`); they are
+    not fingerprinted."""
 
     name: str
     kind: str
     params: Any
     inputs: dict[str, str]  # role -> upstream stage name
     label: str  # a human description for --dry-run and the report
+    #: the training seeds whose pipeline this stage belongs to (several for a stage the seed
+    #: does not reach, shared by them; empty: not said), recorded in ``run.json``
+    seeds: tuple[int, ...]
+    #: the stage's name in one seed's own pipeline (``pretrain`` for ``pretrain.seed1``)
+    unseeded: str
 
     def __init__(
         self,
@@ -272,10 +279,19 @@ class StageSpec:
         params: Any,
         inputs: Mapping[Role, str] | Mapping[str, str] | None = None,
         label: str = "",
+        seeds: Sequence[int] = (),
+        unseeded: str = "",
     ) -> None:
         self.name, self.kind, self.params, self.label = name, kind, params, label
         # roles (Role constants or strings) are plain strings from here on (fingerprints)
         self.inputs = {str(role): up for role, up in (inputs or {}).items()}
+        # which seeds a stage serves is data about the run, not about what the stage computes:
+        # neither enters the fingerprint (the seed a stage computes with is in its params)
+        self.seeds, self.unseeded = tuple(seeds), unseeded or name
+
+    def seed_record(self) -> dict[str, Any]:
+        """What ``run.json`` records of the stage's seeds (nothing when it says none)."""
+        return {"seeds": list(self.seeds), "unseeded": self.unseeded} if self.seeds else {}
 
     def fingerprint(self, input_fingerprints: dict[str, str]) -> str:
         cls = STAGES.get(self.kind)

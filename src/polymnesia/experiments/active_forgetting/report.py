@@ -25,12 +25,8 @@ from polymnesia.experiments.reporting import (
     missing_arms_aside,
     training_curves,
 )
-from polymnesia.experiments.seeds import (
-    seed_list,
-    seeded_run,
-    variance_note,
-    with_seed_band,
-)
+from polymnesia.experiments.seed_records import seeded_run
+from polymnesia.experiments.seeds import seed_list, variance_note, with_seed_band
 from polymnesia.items import group_intervals
 from polymnesia.metrics.base import metric_title
 from polymnesia.reports.claims import correct

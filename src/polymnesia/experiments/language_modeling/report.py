@@ -8,7 +8,8 @@ from polymnesia.experiments.base import banner_of
 from polymnesia.experiments.language_modeling.config import LanguageModelingConfig
 from polymnesia.experiments.papers import cite
 from polymnesia.experiments.reporting import lm_bar_plot, lm_tables, training_curves
-from polymnesia.experiments.seeds import seed_list, seeded_run, variance_note
+from polymnesia.experiments.seed_records import seeded_run
+from polymnesia.experiments.seeds import seed_list, variance_note
 from polymnesia.reports.frame import load_run
 from polymnesia.reports.render import Report
 

@@ -22,6 +22,7 @@ TyDiQA-GoldP and XNLI are in configs/lf_mlf_paper.yaml (needs the Hub).
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 from polymnesia.evaluation.config import EvalConfig
@@ -132,7 +133,8 @@ def finetune_stage(
     inputs = {roles.DATA: data_name(cfg, task), roles.MODEL: PRETRAIN}
     if measure_fp and cfg.forgetting_data is not None:
         inputs[FORGETTING_TEXT] = FORGETTING_DATA  # F_p's texts (default: the "data" input)
-    return StageSpec(f"ft_{setting}_{prefix}{tag}_s{seed}", "finetune_task", params, inputs)
+    name = f"ft_{setting}_{prefix}{tag}_s{seed}"
+    return StageSpec(name, "finetune_task", params, inputs, seeds=[seed])
 
 
 def arms(
@@ -207,7 +209,8 @@ class LFMLF(Experiment):
         specs = base_specs(cfg)
         for task in cfg.task_list():
             specs += part_specs(cfg, task)
-        return specs
+        # the fine-tuning stages are their seed's; the others serve every seed
+        return [s if s.seeds else replace(s, seeds=tuple(cfg.seeds)) for s in specs]
 
     @classmethod
     def report(cls, cfg: ExperimentConfig, run_dir: Path) -> Path:

@@ -11,8 +11,9 @@ stages kept no items (an older run, a removed cache entry) gets no
 replicates: its report prints bare numbers and its claims are inconclusive.
 
 With several training seeds (:class:`Pool`) each seed is read as a run of its own (its arms,
-orders and item replicates, :func:`seed_view`), and every number is the mean over seeds
-(a :class:`SeedReplicates`: the per-seed values and the item replicates of the mean). The
+orders and item replicates, :func:`polymnesia.experiments.seed_records.seed_view`), and
+every number is the mean over seeds (a :class:`SeedReplicates`: the per-seed values and the
+item replicates of the mean). The
 seeds are scored on the same test items with the same draws, so replicate ``b`` of every
 seed reads the same item resample (a crossed design). Its interval and paired test are
 :func:`~polymnesia.metrics.seed_items.seed_item_interval` /
@@ -27,7 +28,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -213,20 +214,6 @@ class SeedRun:
             if a.label == label:
                 return a
         raise DataError(f"seed {self.seed} has no scores of {label}; run the experiment again")
-
-
-def seed_view(run: RunTable, seed: int) -> RunTable:
-    """The records of one training seed of a fanned-out run (tagged by
-    :func:`polymnesia.experiments.seeds.seeded_run`), each stage named as the first seed
-    names it (``NAME.seedS`` read as ``NAME``), so one seed reads like a one-seed run."""
-    tag = f".seed{seed}"
-
-    def base(stage: str | None) -> str | None:
-        return stage[: -len(tag)] if stage is not None and stage.endswith(tag) else stage
-
-    scores = [replace(s, stage=base(s.stage)) for s in run.scores() if s.seed == seed]
-    items = [replace(s, stage=base(s.stage)) for s in run.items() if s.seed == seed]
-    return run.with_records(scores, items)
 
 
 @dataclass(frozen=True)

@@ -48,7 +48,6 @@ from polymnesia.experiments.lifelong.evidence import (
     SeedRun,
     as_pool,
     attach_evidence,
-    seed_view,
 )
 from polymnesia.experiments.lifelong.figures import figures
 from polymnesia.experiments.lifelong.orders import order_lines
@@ -65,7 +64,8 @@ from polymnesia.experiments.lifelong.results import (
 )
 from polymnesia.experiments.papers import cite
 from polymnesia.experiments.reporting import compute_table, missing_arms_aside, run_health
-from polymnesia.experiments.seeds import seed_list, seeded_run, variance_note, with_seed_band
+from polymnesia.experiments.seed_records import seed_view, seeded_run
+from polymnesia.experiments.seeds import seed_list, variance_note, with_seed_band
 from polymnesia.metrics.continual import Kind
 from polymnesia.reports.claims import correct
 from polymnesia.reports.claims_table import claims_table
@@ -371,7 +371,7 @@ def seed_runs(cfg: LifelongConfig, run: RunTable) -> list[SeedRun]:
     if len(seeds) == 1:
         return [_seed_run(cfg, run, seeds[0])]
     tagged = seeded_run(run, seeds)
-    return [_seed_run(cfg, seed_view(tagged, s), s) for s in seeds]
+    return [_seed_run(cfg, seed_view(tagged, s, seeds), s) for s in seeds]
 
 
 def _order_bullets(cfg: LifelongConfig, pool: Pool) -> list[str]:

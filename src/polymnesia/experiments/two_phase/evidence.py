@@ -4,7 +4,8 @@ differences and chance checks every table and claim of the report is built from.
 
 from __future__ import annotations
 
-from polymnesia.experiments.seeds import SEED_TAG, seed_list
+from polymnesia.experiments.seed_records import run_stage_seeds
+from polymnesia.experiments.seeds import seed_list
 from polymnesia.experiments.two_phase.abilities import (
     Ability,
     ability,
@@ -21,27 +22,24 @@ from polymnesia.reports.frame import RunTable
 from polymnesia.reports.table_core import Estimate
 
 
-def unseeded(stage: str, seed: int | None) -> str:
-    """The first seed's name of a later seed's stage ``NAME.seedS`` (other names as they are)."""
-    tag = f"{SEED_TAG}{seed}"
-    return stage[: -len(tag)] if seed is not None and stage.endswith(tag) else stage
-
-
 class Evidence:
     """Per-document EA and MA of every evaluated model of a run, per training seed, from the
     harness stages' items in the run folder (read once; ``run`` tagged with its seeds by
-    :func:`~polymnesia.experiments.seeds.seeded_run`). Cells and differences pool the seeds
+    :func:`~polymnesia.experiments.seed_records.seeded_run`). Cells and differences pool the seeds
     (one seed: that seed's items, as before seeds existed)."""
 
     def __init__(self, cfg: TwoPhaseConfig, run: RunTable) -> None:
         self.cfg = cfg
         self.seeds = seed_list(cfg)
         several = len(self.seeds) > 1
+        # a later seed's stage under its own pipeline's name (run.json's stage seeds)
+        owners = run_stage_seeds(run.record, self.seeds) if several else {}
         self.sets: dict[tuple[str, int], list[ItemSet]] = {}
         for s in run.items():
             if s.kind == "docs" and s.stage is not None:
                 seed = s.seed if several and s.seed is not None else self.seeds[0]
-                self.sets.setdefault((unseeded(s.stage, seed), seed), []).append(s)
+                stage = owners[s.stage].unseeded if s.stage in owners else s.stage
+                self.sets.setdefault((stage, seed), []).append(s)
         self._cache: dict[tuple[str, int], tuple[Ability, Ability]] = {}
         self._chance: dict[str, tuple[bool | None, float | None]] = {}
 

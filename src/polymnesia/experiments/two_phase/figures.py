@@ -17,7 +17,8 @@ from typing import Any
 
 import numpy as np
 
-from polymnesia.experiments.seeds import seed_list, seed_stage_name
+from polymnesia.experiments.seed_records import StageSeeds
+from polymnesia.experiments.seeds import seed_list
 from polymnesia.experiments.shared import PRETRAIN
 from polymnesia.experiments.two_phase.config import TwoPhaseConfig
 from polymnesia.reports.curves import line_plot, scatter_plot
@@ -80,9 +81,12 @@ def figures(
     scores: list[Score],
     labels: dict[str, str],
     records: Mapping[str, StageRecord],
+    owners: Mapping[str, StageSeeds] | None = None,
 ) -> None:
     """Figures 1 and 2 and the EA/MA trade-off; Figure 1's points are the drift stages'
-    ``tsne.json``, kept in the run's stage ``records``."""
+    ``tsne.json``, kept in the run's stage ``records``; ``owners`` (several seeds:
+    :func:`~polymnesia.experiments.seed_records.run_stage_seeds`) says which drift stage is
+    which seed's."""
     figs = run_dir / "figures"
     layer = [s for s in scores if s.metric == "layer_covariance_drift"]
     n_layers = len({int(s.step or 0) for s in layer})
@@ -94,8 +98,8 @@ def figures(
     tsne: list[tuple[Any, int, dict[str, Any]]] = []  # (pair, seed, model -> layer points)
     for pair, seed in [(p, s) for p in cfg.pairs for s in seeds] if layer else []:
         name = f"drift_{pair.key}"
-        own = seed_stage_name(name, seed) if seed != seeds[0] else name
-        drift = records.get(own, records.get(name))
+        own = [n for n, o in (owners or {}).items() if o.unseeded == name and seed in o.seeds]
+        drift = records.get(own[0] if own else name, records.get(name))
         pts = drift.files.get("tsne.json") if drift is not None else None
         if isinstance(pts, dict):
             tsne.append((pair, seed, pts))

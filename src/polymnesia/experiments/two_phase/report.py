@@ -19,7 +19,8 @@ from scipy.stats import spearmanr
 from polymnesia.experiments.base import banner_of
 from polymnesia.experiments.papers import cite
 from polymnesia.experiments.reporting import missing_arms_aside, training_curves
-from polymnesia.experiments.seeds import SEED_TAG, seed_list, seeded_run, variance_note
+from polymnesia.experiments.seed_records import run_stage_seeds, seeded_run
+from polymnesia.experiments.seeds import seed_list, variance_note
 from polymnesia.experiments.two_phase.claims import claims, similarity_series
 from polymnesia.experiments.two_phase.config import PairConfig, TwoPhaseConfig
 from polymnesia.experiments.two_phase.evidence import Evidence
@@ -101,18 +102,19 @@ def write_report(cfg: TwoPhaseConfig, run_dir: Path) -> Path:
         rep.heading("EA change against dataset similarity", 3).bullets(lines)
     records = run.stages()
     seeds = seed_list(cfg)
-    later = tuple(f"{SEED_TAG}{s}" for s in seeds[1:])  # each seed samples sets of one design
+    owners = run_stage_seeds(run.record, seeds) if len(seeds) > 1 else {}
+    # each seed samples sets of one design: the first seed's cards describe them
     cards = [
         str(records[name].files.get("DATA_CARD.md", "")).splitlines()[0]
         for name in sorted(records)
         if name.startswith("set_")
-        and not (later and name.endswith(later))
+        and (name not in owners or seeds[0] in owners[name].seeds)
         and records[name].files.get("DATA_CARD.md")
     ]
     if cards:
         rep.heading("Instruction sets", 3).bullets([c.lstrip("# ") for c in cards if c])
     rep.heading("Figures", 2)
-    figures(cfg, rep, run_dir, ev, scores, labels, records)
+    figures(cfg, rep, run_dir, ev, scores, labels, records, owners)
     training_curves(rep, run_dir)
     md, _ = rep.write(run_dir)
     return md
