@@ -85,6 +85,16 @@ def atomic_write_csv(
     atomic_write_text(path, buf.getvalue())
 
 
+def read_json_object(path: str | os.PathLike[str]) -> dict[str, Any] | None:
+    """The JSON object in ``path`` (a run's ``run.json``, a stage's marker); None when the
+    file is missing, unreadable, not JSON or not an object: the caller says what that means."""
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
 def append_jsonl(path: str | os.PathLike[str], record: dict[str, Any]) -> None:
     """Append one JSON line; a torn last line (from a crash) is skipped by :func:`read_jsonl`."""
     path = Path(path)

@@ -13,7 +13,6 @@ seeds (:func:`legacy_seeds_from_names`, the old name rule).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -21,6 +20,7 @@ from typing import Any, TypeVar
 
 from polymnesia.errors import ConfigError, DataError
 from polymnesia.experiments.seeds import seed_stage_name
+from polymnesia.io import read_json_object
 from polymnesia.items import ItemSet, run_items
 from polymnesia.reports.frame import RunTable
 from polymnesia.results import Score, read_scores
@@ -82,11 +82,8 @@ def legacy_seeds_from_names(
 
 
 def _run_record(run_dir: Path) -> dict[str, Any]:
-    try:
-        record = json.loads((run_dir / "run.json").read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
-        record = None
-    if not isinstance(record, dict):
+    record = read_json_object(run_dir / "run.json")
+    if record is None:
         raise DataError(f"{run_dir}/run.json is missing or damaged; run the experiment")
     return record
 

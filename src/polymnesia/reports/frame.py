@@ -29,13 +29,13 @@ folder that is not a run gives one line.
 from __future__ import annotations
 
 import copy
-import json
 import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from polymnesia.errors import DataError
+from polymnesia.io import read_json_object
 from polymnesia.items import ItemSet, run_items, select_items
 from polymnesia.results import (
     STAGES_FILE,
@@ -71,11 +71,8 @@ COLUMNS = (
 
 
 def _run_record(run_dir: Path) -> dict[str, Any]:
-    try:
-        record = json.loads((run_dir / "run.json").read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
-        record = None
-    if not isinstance(record, dict):
+    record = read_json_object(run_dir / "run.json")
+    if record is None:
         raise DataError(f"{run_dir} is not a polymnesia run folder (no readable run.json)")
     return record
 
