@@ -6,11 +6,9 @@ The library (:mod:`polymnesia.runtime` loads torch) is imported inside the funct
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import sys
-from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -50,15 +48,7 @@ class PolymnesiaLogLines(logging.Handler):
 
 
 def run_summary(run_dir: Path, seconds: float) -> str:
-    """``40 stages in 32 s: 39 built (2 resumed), 1 reused from the cache`` from ``run.json``
-    (every stage's status as this run left it)."""
-    from polymnesia.training.progress import duration
+    """:func:`polymnesia.experiments.run_driver.run_summary` (imported when first called)."""
+    from polymnesia.experiments.run_driver import run_summary as summary
 
-    stages = json.loads((run_dir / "run.json").read_text(encoding="utf-8")).get("stages", {})
-    status = Counter(str(v.get("status")) for v in stages.values())
-    built = status["run"] + status["resume"]
-    resumed = f" ({status['resume']} resumed)" if status["resume"] else ""
-    return (
-        f"{len(stages)} stage{'' if len(stages) == 1 else 's'} in {duration(seconds)}: {built} "
-        f"built{resumed}, {status['reuse']} reused from the cache"
-    )
+    return summary(run_dir, seconds)

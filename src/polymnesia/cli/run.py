@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any
 
 from polymnesia.cli.argtypes import amount
-from polymnesia.cli.output import run_summary
 
 
 def build_specs(exp: Any, cfg: Any, source: str) -> list[Any]:
@@ -103,109 +102,6 @@ def _child_command(args: argparse.Namespace) -> Any:
     return command
 
 
-def _one_stage(specs: list[Any], names: str) -> list[Any]:
-    """The stages ``names`` (comma-separated) and every stage they need, in pipeline order
-    (so with the pipeline's fingerprints)."""
-    from polymnesia.errors import ConfigError
-
-    by_name = {s.name: s for s in specs}
-    wanted = names.split(",")
-    unknown = [n for n in wanted if n not in by_name]
-    if unknown:
-        raise ConfigError(f"--stage {unknown[0]!r} is not a stage of this config")
-    keep: set[str] = set()
-    todo = list(wanted)
-    while todo:
-        n = todo.pop()
-        if n not in keep:
-            keep.add(n)
-            todo.extend(by_name[n].inputs.values())
-    return [s for s in specs if s.name in keep]
-
-
-def _record_children(run_dir: Path, planned: list[Any], done: Any, executor: str) -> None:
-    """In ``run.json``, the stages that ``--executor local`` children or ``slurm`` jobs built,
-    as built (the inline pass that wrote the run folder found them complete)."""
-    from polymnesia.pipeline.run_dir import update_run_record
-
-    for p in planned:
-        name = p.spec.name
-        if name in done.built:
-            record = {
-                "kind": p.spec.kind,
-                "fingerprint": p.fingerprint,
-                "status": p.status,
-                "entry": str(p.entry),
-                "executor": executor,
-                "seconds": done.seconds[name],
-                "log": str(done.logs[name]),
-                **p.spec.seed_record(),
-            }
-            if executor == "slurm":
-                record["job"] = done.where[name].removeprefix("job ")
-                record["attempts"] = done.attempts[name]
-            update_run_record(run_dir, name, record)
-
-
-def _partial_report(
-    exp: Any, cfg: Any, specs: list[Any], planned: list[Any], done: Any, args: Any, run_dir: Path
-) -> str:
-    """After stages failed for good: the run folder and the report from the stages that
-    completed, without the arms that lost a stage (:mod:`polymnesia.pipeline.partial`);
-    the words the error line says about it."""
-    from polymnesia.pipeline.partial import arm_of, partial_plan, write_missing
-    from polymnesia.pipeline.run_dir import forget_stages
-    from polymnesia.pipeline.runner import plan, run_pipeline
-
-    complete = {p.spec.name for p in plan(specs) if p.status == "reuse"}
-    partial = partial_plan(planned, done.failed, complete)
-    kept = set(partial.kept)
-    missing = f"missing arms: {', '.join(partial.arms) or '(none)'}"
-    if not any(arm_of(s) for s in specs if s.name in kept):
-        return f"no report ({missing}: no arm finished); "
-    forget_stages(run_dir, list(partial.stages))  # recorded by an earlier run, if any
-    run_pipeline(
-        [s for s in specs if s.name in kept],
-        run_dir,
-        log=lambda m: print(m, flush=True),
-        lock_timeout=args.lock_timeout,
-    )
-    _record_children(run_dir, [p for p in planned if p.spec.name in kept], done, args.executor)
-    write_missing(run_dir, partial)
-    try:
-        report = exp.report(cfg, run_dir)
-    except Exception as e:  # the protocol's report cannot stand without a missing arm
-        reason = str(e).strip().splitlines()
-        return (
-            f"no report ({missing}; the {cfg.experiment} report needs them: "
-            f"{type(e).__name__}: {reason[-1] if reason else ''}); "
-        )
-    return f"report of the other arms: {report} ({missing}); "
-
-
-def _cluster_gpus(cfg: Any, specs: list[Any], planned: list[Any]) -> dict[str, int] | None:
-    """Each stage's GPUs for ``--executor slurm`` from the memory planner, when the config's
-    ``cluster.gpu_memory_gb`` is set (None: every job gets ``cluster.gpus_per_job``)."""
-    cluster = cfg.cluster
-    if cluster.gpu_memory_gb is None:
-        return None
-    from polymnesia.experiments.planning import stage_gpus
-
-    return stage_gpus(
-        specs,
-        {p.spec.name for p in planned if p.status != "reuse"},
-        gpu_bytes=int(cluster.gpu_memory_gb * 2**30),
-        gpus_per_node=cluster.gpus_per_node,
-        max_nodes=cluster.max_nodes,
-    )
-
-
-def _gpu_count() -> int:
-    import torch
-
-    return torch.cuda.device_count() if torch.cuda.is_available() else 0
-
-
 def cmd_run(args: argparse.Namespace) -> int:
     import yaml
 
@@ -218,6 +114,14 @@ def cmd_run(args: argparse.Namespace) -> int:
         check_run_record,
         check_settings,
         preflight,
+    )
+    from polymnesia.experiments.run_driver import (
+        build_child,
+        cluster_gpus,
+        gpu_count,
+        partial_report,
+        record_children,
+        run_summary,
     )
     from polymnesia.io import file_lock
     from polymnesia.pipeline.executors import check_executor, run_local
@@ -238,16 +142,14 @@ def cmd_run(args: argparse.Namespace) -> int:
     exp = EXPERIMENTS.get(cfg.experiment)
     specs = build_specs(exp, cfg, args.config)
     if args.stage:  # a child of --executor local: the driver checked and owns the run folder
-        check_remote_code(cfg, args.trust_remote_code)
-        if args.no_memory_check:
-            from polymnesia.training.memory_fit import skip_memory_checks
-
-            skip_memory_checks()
-        run_pipeline(
-            _one_stage(specs, args.stage),
-            None,
-            log=lambda m: print(m, flush=True),
+        build_child(
+            cfg,
+            specs,
+            args.stage,
+            trust_remote_code=args.trust_remote_code,
+            no_memory_check=args.no_memory_check,
             lock_timeout=args.lock_timeout,
+            log=lambda m: print(m, flush=True),
         )
         return 0
     n_all, skipped = len(specs), list[str]()
@@ -263,7 +165,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         check_slurm(cfg.cluster)
     planned = plan(specs)
     check_hub_models(cfg, specs, {p.spec.name for p in planned if p.status != "reuse"}, args.config)
-    gpus = _cluster_gpus(cfg, specs, planned) if args.executor == "slurm" else None
+    gpus = cluster_gpus(cfg, specs, planned) if args.executor == "slurm" else None
     if args.dry_run:
         check_run_dir(run_dir, cfg)  # what the run would refuse, the dry run refuses too
         check_harness_names(specs)  # `run` checks them in its preflight, validate too
@@ -315,7 +217,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     started = time.monotonic()
     try:
         if args.executor == "local" and state.is_main_process:
-            n_gpus = _gpu_count()
+            n_gpus = gpu_count()
             jobs = args.jobs or (n_gpus or 2)
             planned = plan(specs)
             done = run_local(
@@ -343,7 +245,19 @@ def cmd_run(args: argparse.Namespace) -> int:
             failed = ", ".join(f"{n} (log {p})" for n, p in done.failed.items())
             held = f"; not run: {', '.join(done.held_back)}" if done.held_back else ""
             partial = (
-                "" if categories else _partial_report(exp, cfg, specs, planned, done, args, run_dir)
+                ""
+                if categories
+                else partial_report(
+                    exp,
+                    cfg,
+                    specs,
+                    planned,
+                    done,
+                    run_dir,
+                    executor=args.executor,
+                    lock_timeout=args.lock_timeout,
+                    log=lambda m: print(m, flush=True),
+                )
             )
             print(
                 f"[polymnesia] error: {len(done.failed)} stage(s) failed: {failed}{held}; "
@@ -359,7 +273,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             lock_timeout=args.lock_timeout,
         )
         if args.executor != "inline" and state.is_main_process:
-            _record_children(run_dir, planned, done, args.executor)
+            record_children(run_dir, planned, done, args.executor)
         if state.is_main_process and not categories:
             from polymnesia.pipeline.partial import write_missing
 
