@@ -1,5 +1,6 @@
 """What the command line writes besides its results: log lines that say whose they are,
-no progress-bar debris when the output is a file, and a run's closing summary.
+and no progress-bar debris when the output is a file (a run's closing summary is
+:func:`polymnesia.experiments.run_driver.run_summary`).
 
 The library (:mod:`polymnesia.runtime` loads torch) is imported inside the functions, so
 ``polymnesia --help`` and argument errors answer without loading it."""
@@ -9,7 +10,6 @@ from __future__ import annotations
 import logging
 import os
 import sys
-from pathlib import Path
 from typing import Any
 
 PROGRESS_BAR_SWITCHES = ("HF_HUB_DISABLE_PROGRESS_BARS", "HF_DATASETS_DISABLE_PROGRESS_BARS")
@@ -45,10 +45,3 @@ class PolymnesiaLogLines(logging.Handler):
             say(f"{level}{record.getMessage()}")
         except Exception:  # noqa: BLE001  (logging must not end the run)
             self.handleError(record)
-
-
-def run_summary(run_dir: Path, seconds: float) -> str:
-    """:func:`polymnesia.experiments.run_driver.run_summary` (imported when first called)."""
-    from polymnesia.experiments.run_driver import run_summary as summary
-
-    return summary(run_dir, seconds)
