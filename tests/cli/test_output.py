@@ -75,7 +75,7 @@ def test_polymnesia_log_records_are_prefixed_lines_while_a_command_runs(
 
 
 def test_run_summary_counts_what_this_run_built_and_reused(tmp_path: Path) -> None:
-    from polymnesia.cli.output import run_summary
+    from polymnesia.experiments.run_driver import run_summary
 
     stages = {"a": "reuse", "b": "run", "c": "resume", "d": "run"}
     record = {"stages": {k: {"status": v} for k, v in stages.items()}}

@@ -1,17 +1,15 @@
 """What the command line writes besides its results: log lines that say whose they are,
-no progress-bar debris when the output is a file, and a run's closing summary.
+and no progress-bar debris when the output is a file (a run's closing summary is
+:func:`polymnesia.experiments.run_driver.run_summary`).
 
 The library (:mod:`polymnesia.runtime` loads torch) is imported inside the functions, so
 ``polymnesia --help`` and argument errors answer without loading it."""
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import sys
-from collections import Counter
-from pathlib import Path
 from typing import Any
 
 PROGRESS_BAR_SWITCHES = ("HF_HUB_DISABLE_PROGRESS_BARS", "HF_DATASETS_DISABLE_PROGRESS_BARS")
@@ -47,18 +45,3 @@ class PolymnesiaLogLines(logging.Handler):
             say(f"{level}{record.getMessage()}")
         except Exception:  # noqa: BLE001  (logging must not end the run)
             self.handleError(record)
-
-
-def run_summary(run_dir: Path, seconds: float) -> str:
-    """``40 stages in 32 s: 39 built (2 resumed), 1 reused from the cache`` from ``run.json``
-    (every stage's status as this run left it)."""
-    from polymnesia.training.progress import duration
-
-    stages = json.loads((run_dir / "run.json").read_text(encoding="utf-8")).get("stages", {})
-    status = Counter(str(v.get("status")) for v in stages.values())
-    built = status["run"] + status["resume"]
-    resumed = f" ({status['resume']} resumed)" if status["resume"] else ""
-    return (
-        f"{len(stages)} stage{'' if len(stages) == 1 else 's'} in {duration(seconds)}: {built} "
-        f"built{resumed}, {status['reuse']} reused from the cache"
-    )

@@ -159,100 +159,21 @@ def cluster_shape(text: str) -> tuple[int, int]:
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
-    from polymnesia.errors import ConfigError
-    from polymnesia.experiments import EXPERIMENTS, load_config
-    from polymnesia.experiments.model_checks import check_model_folders
-    from polymnesia.experiments.planning import stage_plans
-    from polymnesia.pipeline.runner import check_specs
-    from polymnesia.training.memory import gib
+    from polymnesia.experiments.plan_command import plan_config
 
-    cfg = load_config(args.config, args.overrides)
-    specs = args.build_specs(EXPERIMENTS.get(cfg.experiment), cfg, args.config)
-    check_specs(specs)  # a spec its stage kind would refuse is refused here, in one line
-    try:  # a local model folder is read as validate reads it (its sizes size the plan)
-        check_model_folders(cfg, specs)
-    except ConfigError as e:
-        raise ConfigError(f"config {args.config}: {e}") from None
-    plans = stage_plans(
-        specs,
+    return plan_config(
+        args.config,
+        args.overrides,
+        build_specs=args.build_specs,
         devices=args.devices,
         engine=args.engine,
         offload=args.offload,
-        checkpointing=args.gradient_checkpointing,
+        gradient_checkpointing=args.gradient_checkpointing,
         device_type=args.device_type,
-    )
-    memory = f", {gib(args.memory)} GiB each" if args.memory else ""
-    print(f"# {args.config}: {len(plans)} training stage(s), {args.devices} device(s){memory}")
-    if not plans:
-        print("# no training stage")
-        return 0
-    width = max(len(p.label) for p in plans)
-    shapes = {p.shape for p in plans}
-    for shape in sorted(shapes, key=lambda s: s.name):
-        print(
-            f"# model {shape.name}: {shape.total_params / 1e6:,.1f}M parameters "
-            f"({shape.num_layers} layers x {shape.hidden_size} wide, vocabulary {shape.vocab_size})"
-        )
-    bad = 0
-    for p in plans:
-        verdict = ""
-        if args.memory:
-            fits = p.total <= args.memory
-            bad += not fits
-            verdict = "  fits" if fits else "  DOES NOT FIT"
-        print(f"{p.label:{width}s}  {p.line()}{verdict}")
-    if args.memory and bad:
-        from polymnesia.training.memory_fit import remedies
-
-        worst = max(plans, key=lambda p: p.total)
-        print(
-            f"# {bad} stage(s) do not fit in {gib(args.memory)} GiB; the largest "
-            f"({worst.label}) would fit with " + "; or ".join(remedies(worst, args.memory))
-        )
-    if args.schedule:
-        print_schedule(specs, args)
-    return 0
-
-
-def print_schedule(specs: list[Any], args: argparse.Namespace) -> None:
-    """``--schedule``: each stage's GPUs and estimated time, laid out on the cluster by
-    :func:`polymnesia.pipeline.schedule.schedule`."""
-    from polymnesia.experiments.planning import stage_jobs
-    from polymnesia.pipeline.schedule import schedule, sequential_seconds
-
-    nodes, per_node = args.schedule
-    jobs = stage_jobs(
-        specs,
-        gpus_per_node=per_node,
-        max_gpus=nodes * per_node,
         memory=args.memory,
-        devices=args.devices,
-        engine=args.engine,
-        peak_flops=args.peak_tflops * 1e12,
+        schedule=args.schedule,
+        peak_tflops=args.peak_tflops,
         mfu=args.mfu,
-        other_seconds=args.other_minutes * 60,
+        other_minutes=args.other_minutes,
+        log=print,
     )
-    laid = schedule(jobs, nodes, per_node)
-    seq = sequential_seconds(jobs)
-    print(
-        f"\n# schedule on {nodes} node(s) x {per_node} GPU(s): training at {args.mfu:.0%} of "
-        f"{args.peak_tflops:g} TFLOP/s per GPU (6N + 12LdT FLOPs per token over "
-        f"steps x batch x length tokens), {args.other_minutes:g} min per stage that trains "
-        "nothing; no queue wait or start-up"
-    )
-    width = max(len(j.name) for j in jobs)
-    print(f"{'stage':{width}s}  gpus  {'hours':>7s}  {'start':>7s}  {'end':>7s}  nodes")
-    for job in sorted(jobs, key=lambda j: (laid.start[j.name], j.name)):
-        where = ",".join(str(n) for n in laid.nodes[job.name]) or "-"
-        print(
-            f"{job.name:{width}s}  {job.gpus:4d}  {job.seconds / 3600:7.2f}  "
-            f"{laid.start[job.name] / 3600:7.2f}  {laid.end[job.name] / 3600:7.2f}  {where}"
-        )
-    ratio = laid.makespan / seq if seq else 0.0
-    print(
-        f"# the whole graph: {laid.makespan / 3600:.2f} h on the cluster; one stage at a time "
-        f"(each on its GPUs): {seq / 3600:.2f} h; {ratio:.2f}x"
-    )
-
-
-# -- stages -> plans ---------------------------------------------------------------------------

@@ -1,20 +1,18 @@
 """``polymnesia run CONFIG``: run an experiment's stages through the cache, then its report.
 
 The checks before anything trains live in :mod:`polymnesia.experiments.preflight` (shared
-with ``validate``, ``plan`` and the tests); this module parses, calls them in order and
-prints. ``--only CATEGORIES`` runs the stages of some stage categories (data, training,
-evaluation, analysis, other) and what they need."""
+with ``validate``, ``plan`` and the tests), the run itself in
+:mod:`polymnesia.experiments.run_command`; this module parses, calls it and prints.
+``--only CATEGORIES`` runs the stages of some stage categories (data, training, evaluation,
+analysis, other) and what they need."""
 
 from __future__ import annotations
 
 import argparse
 import os
-import time
-from pathlib import Path
 from typing import Any
 
 from polymnesia.cli.argtypes import amount
-from polymnesia.cli.output import run_summary
 
 
 def build_specs(exp: Any, cfg: Any, source: str) -> list[Any]:
@@ -103,283 +101,21 @@ def _child_command(args: argparse.Namespace) -> Any:
     return command
 
 
-def _one_stage(specs: list[Any], names: str) -> list[Any]:
-    """The stages ``names`` (comma-separated) and every stage they need, in pipeline order
-    (so with the pipeline's fingerprints)."""
-    from polymnesia.errors import ConfigError
-
-    by_name = {s.name: s for s in specs}
-    wanted = names.split(",")
-    unknown = [n for n in wanted if n not in by_name]
-    if unknown:
-        raise ConfigError(f"--stage {unknown[0]!r} is not a stage of this config")
-    keep: set[str] = set()
-    todo = list(wanted)
-    while todo:
-        n = todo.pop()
-        if n not in keep:
-            keep.add(n)
-            todo.extend(by_name[n].inputs.values())
-    return [s for s in specs if s.name in keep]
-
-
-def _record_children(run_dir: Path, planned: list[Any], done: Any, executor: str) -> None:
-    """In ``run.json``, the stages that ``--executor local`` children or ``slurm`` jobs built,
-    as built (the inline pass that wrote the run folder found them complete)."""
-    from polymnesia.pipeline.run_dir import update_run_record
-
-    for p in planned:
-        name = p.spec.name
-        if name in done.built:
-            record = {
-                "kind": p.spec.kind,
-                "fingerprint": p.fingerprint,
-                "status": p.status,
-                "entry": str(p.entry),
-                "executor": executor,
-                "seconds": done.seconds[name],
-                "log": str(done.logs[name]),
-                **p.spec.seed_record(),
-            }
-            if executor == "slurm":
-                record["job"] = done.where[name].removeprefix("job ")
-                record["attempts"] = done.attempts[name]
-            update_run_record(run_dir, name, record)
-
-
-def _partial_report(
-    exp: Any, cfg: Any, specs: list[Any], planned: list[Any], done: Any, args: Any, run_dir: Path
-) -> str:
-    """After stages failed for good: the run folder and the report from the stages that
-    completed, without the arms that lost a stage (:mod:`polymnesia.pipeline.partial`);
-    the words the error line says about it."""
-    from polymnesia.pipeline.partial import arm_of, partial_plan, write_missing
-    from polymnesia.pipeline.run_dir import forget_stages
-    from polymnesia.pipeline.runner import plan, run_pipeline
-
-    complete = {p.spec.name for p in plan(specs) if p.status == "reuse"}
-    partial = partial_plan(planned, done.failed, complete)
-    kept = set(partial.kept)
-    missing = f"missing arms: {', '.join(partial.arms) or '(none)'}"
-    if not any(arm_of(s) for s in specs if s.name in kept):
-        return f"no report ({missing}: no arm finished); "
-    forget_stages(run_dir, list(partial.stages))  # recorded by an earlier run, if any
-    run_pipeline(
-        [s for s in specs if s.name in kept],
-        run_dir,
-        log=lambda m: print(m, flush=True),
-        lock_timeout=args.lock_timeout,
-    )
-    _record_children(run_dir, [p for p in planned if p.spec.name in kept], done, args.executor)
-    write_missing(run_dir, partial)
-    try:
-        report = exp.report(cfg, run_dir)
-    except Exception as e:  # the protocol's report cannot stand without a missing arm
-        reason = str(e).strip().splitlines()
-        return (
-            f"no report ({missing}; the {cfg.experiment} report needs them: "
-            f"{type(e).__name__}: {reason[-1] if reason else ''}); "
-        )
-    return f"report of the other arms: {report} ({missing}); "
-
-
-def _cluster_gpus(cfg: Any, specs: list[Any], planned: list[Any]) -> dict[str, int] | None:
-    """Each stage's GPUs for ``--executor slurm`` from the memory planner, when the config's
-    ``cluster.gpu_memory_gb`` is set (None: every job gets ``cluster.gpus_per_job``)."""
-    cluster = cfg.cluster
-    if cluster.gpu_memory_gb is None:
-        return None
-    from polymnesia.experiments.planning import stage_gpus
-
-    return stage_gpus(
-        specs,
-        {p.spec.name for p in planned if p.status != "reuse"},
-        gpu_bytes=int(cluster.gpu_memory_gb * 2**30),
-        gpus_per_node=cluster.gpus_per_node,
-        max_nodes=cluster.max_nodes,
-    )
-
-
-def _gpu_count() -> int:
-    import torch
-
-    return torch.cuda.device_count() if torch.cuda.is_available() else 0
-
-
 def cmd_run(args: argparse.Namespace) -> int:
-    import yaml
+    from polymnesia.experiments.run_command import run_config
 
-    from polymnesia.experiments import EXPERIMENTS, load_config
-    from polymnesia.experiments.model_checks import check_hub_models
-    from polymnesia.experiments.preflight import (
-        check_harness_names,
-        check_remote_code,
-        check_run_dir_place,
-        check_run_record,
-        check_settings,
-        preflight,
+    return run_config(
+        args.config,
+        args.overrides,
+        out=args.run_dir,
+        dry_run=args.dry_run,
+        trust_remote_code=args.trust_remote_code,
+        lock_timeout=args.lock_timeout,
+        only=args.only,
+        no_memory_check=args.no_memory_check,
+        executor=args.executor,
+        jobs=args.jobs,
+        child_command=_child_command(args),
+        log=lambda m: print(m, flush=True),
+        stage=args.stage,
     )
-    from polymnesia.io import file_lock
-    from polymnesia.pipeline.executors import check_executor, run_local
-    from polymnesia.pipeline.run_dir import check_run_dir, default_run_dir, prepare_run_dir
-    from polymnesia.pipeline.runner import (
-        describe_plan,
-        parse_roles,
-        plan,
-        run_pipeline,
-        select_stages,
-    )
-    from polymnesia.pipeline.slurm import check_slurm, run_slurm
-    from polymnesia.runtime import partial_state
-
-    check_executor(args.executor, args.jobs)
-    categories = parse_roles(args.only) if args.only else None
-    cfg = load_config(args.config, args.overrides)
-    exp = EXPERIMENTS.get(cfg.experiment)
-    specs = build_specs(exp, cfg, args.config)
-    if args.stage:  # a child of --executor local: the driver checked and owns the run folder
-        check_remote_code(cfg, args.trust_remote_code)
-        if args.no_memory_check:
-            from polymnesia.training.memory_fit import skip_memory_checks
-
-            skip_memory_checks()
-        run_pipeline(
-            _one_stage(specs, args.stage),
-            None,
-            log=lambda m: print(m, flush=True),
-            lock_timeout=args.lock_timeout,
-        )
-        return 0
-    n_all, skipped = len(specs), list[str]()
-    if categories:
-        complete = {p.spec.name for p in plan(specs) if p.status == "reuse"}
-        specs, skipped = select_stages(specs, categories, complete)
-    check_settings(cfg, specs, args.config)
-    check_remote_code(cfg, args.trust_remote_code)
-    run_dir = Path(args.run_dir) if args.run_dir else default_run_dir(cfg)
-    check_run_dir_place(run_dir)
-    check_run_record(run_dir)
-    if args.executor == "slurm":  # no sbatch, no controller, no such partition: before all
-        check_slurm(cfg.cluster)
-    planned = plan(specs)
-    check_hub_models(cfg, specs, {p.spec.name for p in planned if p.status != "reuse"}, args.config)
-    gpus = _cluster_gpus(cfg, specs, planned) if args.executor == "slurm" else None
-    if args.dry_run:
-        check_run_dir(run_dir, cfg)  # what the run would refuse, the dry run refuses too
-        check_harness_names(specs)  # `run` checks them in its preflight, validate too
-        print(
-            yaml.safe_dump(
-                cfg.model_dump(mode="json"), sort_keys=False, allow_unicode=True
-            ).rstrip()
-        )
-        print(
-            f"\n# run folder: {run_dir}\n# stages (reuse = cached, resume = interrupted, run = "
-            "new):"
-        )
-        print(describe_plan(planned))
-        if gpus:
-            sized = ", ".join(f"{name} {n}" for name, n in gpus.items() if n != 1)
-            print(
-                f"# slurm jobs sized by the memory planner for GPUs of "
-                f"{cfg.cluster.gpu_memory_gb:g} GiB: 1 GPU each"
-                + (f", except (GPUs): {sized}" if sized else "")
-            )
-        if skipped:
-            print(
-                "# skipped by --only (they need stages of other categories): " + ", ".join(skipped)
-            )
-        return 0
-    state = partial_state()
-    if categories is None or set(categories) - {"data"}:  # `--only data` runs no model
-        preflight(cfg, state.device.type, args.config, specs)
-        if not args.no_memory_check and gpus is None:  # sized for the cluster's GPUs: above
-            from polymnesia.experiments.planning import check_memory
-
-            to_run = {p.spec.name for p in planned if p.status != "reuse"}
-            check_memory(specs, to_run, state, args.config)
-        else:
-            from polymnesia.training.memory_fit import skip_memory_checks
-
-            skip_memory_checks()  # the training loop's own check before its first step too
-    if state.is_main_process:
-        from polymnesia.reports.measured import machine_info
-
-        # the machine each run ran on, for its measured-run record (docs/reports.md)
-        extra = {"trust_remote_code": bool(args.trust_remote_code), "machine": machine_info()}
-        prepare_run_dir(run_dir, cfg, extra=extra)
-        if args.trust_remote_code:
-            print("[polymnesia] trust_remote_code is ON for this run (recorded in run.json)")
-        lock = file_lock(run_dir / ".lock", f"run folder {run_dir}")
-        lock.__enter__()
-    state.wait_for_everyone()
-    started = time.monotonic()
-    try:
-        if args.executor == "local" and state.is_main_process:
-            n_gpus = _gpu_count()
-            jobs = args.jobs or (n_gpus or 2)
-            planned = plan(specs)
-            done = run_local(
-                planned,
-                _child_command(args),
-                run_dir / "logs",
-                jobs,
-                log=lambda m: print(m, flush=True),
-                gpus=n_gpus,
-                status=run_dir / "logs" / "executor.json",
-            )
-        elif args.executor == "slurm" and state.is_main_process:
-            planned = plan(specs)
-            done = run_slurm(
-                planned,
-                _child_command(args),
-                run_dir / "logs" / "slurm",
-                cfg.cluster,
-                jobs=args.jobs or 256,
-                log=lambda m: print(m, flush=True),
-                status=run_dir / "logs" / "executor.json",
-                gpus=gpus,
-            )
-        if args.executor != "inline" and state.is_main_process and not done.ok:
-            failed = ", ".join(f"{n} (log {p})" for n, p in done.failed.items())
-            held = f"; not run: {', '.join(done.held_back)}" if done.held_back else ""
-            partial = (
-                "" if categories else _partial_report(exp, cfg, specs, planned, done, args, run_dir)
-            )
-            print(
-                f"[polymnesia] error: {len(done.failed)} stage(s) failed: {failed}{held}; "
-                f"{partial}the stages that finished are cached: run the same command again to "
-                "retry the rest",
-                flush=True,
-            )
-            return 1
-        run_pipeline(
-            specs,
-            run_dir,
-            log=lambda m: print(m, flush=True),
-            lock_timeout=args.lock_timeout,
-        )
-        if args.executor != "inline" and state.is_main_process:
-            _record_children(run_dir, planned, done, args.executor)
-        if state.is_main_process and not categories:
-            from polymnesia.pipeline.partial import write_missing
-
-            write_missing(run_dir, None)  # every stage is complete: the report is whole
-        if state.is_main_process and categories:
-            if skipped:
-                print(
-                    f"[polymnesia] skipped {len(skipped)} {'/'.join(categories)} stage(s) that "
-                    f"need stages of other categories first: {', '.join(skipped)}"
-                )
-            print(
-                f"[polymnesia] ran the {', '.join(categories)} stages and what they need "
-                f"({len(specs)} of {n_all}); no report: `polymnesia run` with the same config "
-                "runs the rest (reusing these) and writes it"
-            )
-        elif state.is_main_process:
-            report = exp.report(cfg, run_dir)
-            print(f"[polymnesia] {run_summary(run_dir, time.monotonic() - started)}")
-            print(f"[polymnesia] report: {report}")
-    finally:
-        if state.is_main_process:
-            lock.__exit__(None, None, None)
-    return 0
