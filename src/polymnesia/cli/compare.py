@@ -10,8 +10,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from polymnesia.errors import PolymnesiaError
-
 
 def add_parser(sub: Any) -> None:
     cmp = sub.add_parser(
@@ -33,61 +31,14 @@ def add_parser(sub: Any) -> None:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from polymnesia.experiments.preflight import check_run_record
-    from polymnesia.harness.lm_eval_output import is_lm_eval_folder
-    from polymnesia.reports.compare import write_comparison
+    from polymnesia.experiments.compare_command import compare_folders
 
-    dirs = [Path(d) for d in args.run_dirs]
-    lm_eval = [is_lm_eval_folder(d) for d in dirs]
-    if any(lm_eval) and not all(lm_eval):
-        kinds = ", ".join(
-            f"{d} is {'lm-eval output' if e else 'a polymnesia run'}"
-            for d, e in zip(dirs, lm_eval, strict=True)
-        )
-        raise PolymnesiaError(
-            f"cannot compare lm-eval output with polymnesia runs ({kinds}); pass folders of "
-            "one kind"
-        )
-    if not any(lm_eval):
-        for run_dir in dirs:
-            if run_dir.is_dir():
-                check_run_record(run_dir, "leave it out, or run its config again into a new folder")
-        if args.margin is not None:
-            raise PolymnesiaError(
-                "--margin applies to lm-eval output folders only; these are polymnesia runs"
-            )
-    elif args.tables:
-        raise PolymnesiaError(
-            "--tables selects tables of polymnesia runs; lm-eval folders are compared by task"
-        )
-    tables = [t for t in args.tables.split(",") if t] if args.tables else None
-    if args.out is not None:
-        out = Path(args.out)
-        if out.exists() and not out.is_dir():
-            raise PolymnesiaError(
-                f"--out {out} is a file; name a folder for compare.md and compare.html"
-            )
-        try:
-            out.mkdir(parents=True, exist_ok=True)
-        except OSError as e:
-            raise PolymnesiaError(
-                f"cannot write the comparison to {out}: {e.strerror or type(e).__name__}; "
-                "pass a writable --out folder"
-            ) from None
-    if any(lm_eval):
-        from polymnesia.reports.lm_eval_compare import write_lm_eval_comparison
-
-        notes: list[str] = []
-        md, page, csvs = write_lm_eval_comparison(dirs, args.out, args.margin, notes)
-        print(md.read_text(encoding="utf-8"))
-        for line in notes:
-            print(
-                f"[polymnesia] not paired: {line}; only paired documents are compared",
-                file=sys.stderr,
-            )
-        print(f"[polymnesia] comparison: {md}, {page} and {len(csvs)} CSV tables in {md.parent}")
-        return 0
-    md, page = write_comparison(args.run_dirs, args.out, tables)
-    print(md.read_text(encoding="utf-8"))
-    print(f"[polymnesia] comparison: {md} and {page}")
+    compare_folders(
+        [Path(d) for d in args.run_dirs],
+        out=args.out,
+        tables=args.tables,
+        margin=args.margin,
+        say=print,
+        warn=lambda line: print(line, file=sys.stderr),
+    )
     return 0
