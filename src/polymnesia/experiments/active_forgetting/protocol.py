@@ -32,6 +32,7 @@ from pathlib import Path
 from polymnesia.experiments.active_forgetting.config import ActiveForgettingConfig
 from polymnesia.experiments.active_forgetting.report import write_report
 from polymnesia.experiments.base import EXPERIMENTS, ExperimentConfig
+from polymnesia.experiments.papers import cite
 from polymnesia.experiments.seeds import SeededExperiment
 from polymnesia.experiments.shared import (
     DATA,
@@ -159,7 +160,8 @@ def _evaluation_stages(
 
 @EXPERIMENTS.register(
     "active_forgetting",
-    "paper 000: Baseline / BA / AFA (active forgetting, vocabulary expansion, English-only SFT)",
+    f"{cite('000')}: Baseline / BA / AFA (active forgetting, vocabulary expansion, "
+    "English-only SFT)",
 )
 class ActiveForgetting(SeededExperiment):
     Config = ActiveForgettingConfig

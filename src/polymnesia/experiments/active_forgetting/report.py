@@ -134,7 +134,7 @@ def vocab_table(scores: Sequence[Score]) -> Table | None:
         title="Vocabulary sizes",
         columns=["base |V|", "adapting |V^L|", "merged |V_merged|"],
         rows=[[int(v.get("base", 0)), int(v.get("new", 0)), int(v.get("merged", 0))]],
-        caption="Paper 000: 32,000 + 16,000 = 48,000 (appendix A).",
+        caption=f"{cite('000')}: 32,000 + 16,000 = 48,000 (appendix A).",
     )
 
 

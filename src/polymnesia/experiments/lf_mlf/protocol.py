@@ -29,6 +29,7 @@ from polymnesia.evaluation.config import EvalConfig
 from polymnesia.experiments.base import EXPERIMENTS, Experiment, ExperimentConfig
 from polymnesia.experiments.lf_mlf.config import LFMLFConfig, TaskSection, label_of
 from polymnesia.experiments.lf_mlf.report import write_report
+from polymnesia.experiments.papers import cite
 from polymnesia.experiments.shared import (
     DATA,
     PRETRAIN,
@@ -198,7 +199,7 @@ def part_specs(cfg: LFMLFConfig, task: TaskSection) -> list[StageSpec]:
 
 @EXPERIMENTS.register(
     "lf_mlf",
-    "multi-lingual fine-tuning: uniform, PCGrad, GradVac, MGDA, LF-MLF and SLF (paper 003)",
+    f"multi-lingual fine-tuning: uniform, PCGrad, GradVac, MGDA, LF-MLF and SLF ({cite('003')})",
 )
 class LFMLF(Experiment):
     Config = LFMLFConfig

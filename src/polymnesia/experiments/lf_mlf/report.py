@@ -113,7 +113,7 @@ def zero_shot_table(
         name=f"zero_shot{_suffix(cfg, task)}",
         title=f"Zero-shot performance on {task.name} ({metric}, averaged over {n_targets} target "
         "languages)",
-        caption="Paper 003 Tables 1-3 layout.",
+        caption=f"{cite('003')}, Tables 1-3 layout.",
         legend=LEGEND,
     )
     _show(rep, run_dir, table)
@@ -141,8 +141,8 @@ def finetune_table(
         best=None,
         name=f"fine_tuning{_suffix(cfg, task)}",
         title=f"Fine-tuning performance on {task.name} ({metric}) per source language",
-        caption="Paper 003 Tables 4-6; SLF: each column from the model fine-tuned on that language "
-        "alone.",
+        caption=f"{cite('003')}, Tables 4-6; SLF: each column from the model fine-tuned on "
+        "that language alone.",
         legend=LEGEND,
     )
     _show(rep, run_dir, table)

@@ -19,6 +19,7 @@ from polymnesia.experiments.base import EXPERIMENTS, ExperimentConfig
 from polymnesia.experiments.lifelong.config import LifelongConfig
 from polymnesia.experiments.lifelong.keys import arm_key
 from polymnesia.experiments.lifelong.report import build_report
+from polymnesia.experiments.papers import cite
 from polymnesia.experiments.seeds import SeededExperiment
 from polymnesia.experiments.shared import DATA, PRETRAIN, base_stages
 from polymnesia.pipeline.stage import StageSpec
@@ -74,7 +75,8 @@ def order_stage(cfg: LifelongConfig, o: OrderConfig) -> StageSpec:
 
 
 @EXPERIMENTS.register(
-    "lifelong", "sequential learning over many languages: 5 methods, orders, R matrices (paper 004)"
+    "lifelong",
+    f"sequential learning over many languages: 5 methods, orders, R matrices ({cite('004')})",
 )
 class Lifelong(SeededExperiment):
     Config = LifelongConfig

@@ -23,6 +23,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from polymnesia.experiments.base import EXPERIMENTS, ExperimentConfig
+from polymnesia.experiments.papers import cite
 from polymnesia.experiments.seeds import SeededExperiment
 from polymnesia.experiments.shared import DATA, PRETRAIN, base_stages
 from polymnesia.experiments.two_phase.config import (
@@ -244,7 +245,7 @@ def _analysis_stages(cfg: TwoPhaseConfig) -> list[StageSpec]:
 
 @EXPERIMENTS.register(
     "two_phase",
-    "paper 002: English then multilingual instruction tuning vs mixture, similarity, drift, "
+    f"{cite('002')}: English then multilingual instruction tuning vs mixture, similarity, drift, "
     "mitigations, baselines (L2-SP, EWC, LwF, merging)",
 )
 class TwoPhase(SeededExperiment):
