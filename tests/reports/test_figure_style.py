@@ -159,3 +159,16 @@ def test_scatter_points_can_carry_labels_intervals_and_their_order(
     assert len(ax.containers) == 2  # an error bar per arm
     with pytest.raises(Exception, match="one label per point"):
         curves.scatter_plot(arms, tmp_path / "x.png", point_labels={"CFT": ["a", "b"]})
+
+
+def test_labels_of_points_at_one_place_are_stacked(drawn: list[Figure], tmp_path: Path) -> None:
+    """Arms with the same scores (a smoke run's untrained arms) sit on one point: their names
+    go one above the other instead of over each other."""
+    arms = {"CFT": ([0.04], [0.04]), "Mix": ([0.04], [0.04]), "LoRA": ([0.04], [0.04])}
+    arms["GR_10"] = ([0.0], [0.0])
+    curves.scatter_plot(arms, tmp_path / "s.png", point_labels={k: [k] for k in arms})
+    ax = drawn[0].axes[0]
+    offsets = {t.get_text(): t.xyann for t in ax.texts}
+    assert offsets["GR_10"] == (3, 3)
+    ys = sorted(offsets[k][1] for k in ("CFT", "Mix", "LoRA"))
+    assert ys == [3, 3 + curves.LABEL_STEP, 3 + 2 * curves.LABEL_STEP]

@@ -164,6 +164,10 @@ def panel_lines(
     return save_figure(fig, path)
 
 
+#: points between the labels of points drawn at one place (6-point text)
+LABEL_STEP = 7
+
+
 def scatter_plot(
     series: Mapping[str, tuple[Sequence[float], Sequence[float]]],
     path: str | os.PathLike[str],
@@ -179,13 +183,15 @@ def scatter_plot(
 ) -> Path:
     """Points per series name (e.g. each model's layers in a t-SNE, or each arm's EA/MA change);
     ``colours`` as in :func:`line_plot`. ``point_labels`` (series -> one text per point)
-    writes beside each point (a t-SNE point's layer, an arm's name); ``intervals`` (series of
+    writes beside each point (a t-SNE point's layer, an arm's name; the labels of points at
+    one place stacked, so each stays readable); ``intervals`` (series of
     one point -> its x and y bounds) draws error bars; ``connect`` joins a series' points in
     order with a thin line (layer 0 to the last)."""
     if not series:
         raise DataError("scatter_plot: no series to draw")
     fig = Figure(figsize=(6.4, 4.8))
     ax = fig.add_subplot()
+    texts_at: dict[tuple[float, float], int] = {}  # labels already written at a point
     for i, (label, (xs, ys)) in enumerate(series.items()):
         if len(xs) != len(ys) or len(xs) == 0:
             raise DataError(f"scatter_plot: series '{label}' needs as many x as y values (>= 1)")
@@ -211,10 +217,13 @@ def scatter_plot(
             if len(texts) != len(xs):
                 raise DataError(f"scatter_plot: series '{label}' needs one label per point")
             for x, y, text in zip(xs, ys, texts, strict=True):
+                # arms at one point (the same scores) get their names one above the other
+                at = (round(float(x), 9), round(float(y), 9))
+                above = texts_at[at] = texts_at.get(at, -1) + 1
                 ax.annotate(
                     text,
                     (x, y),
-                    xytext=(3, 3),
+                    xytext=(3, 3 + LABEL_STEP * above),
                     textcoords="offset points",
                     fontsize=6,
                     color=st.colour,
