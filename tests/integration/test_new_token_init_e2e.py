@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
+from matplotlib.backends.backend_agg import FigureCanvasAgg
 from partial_run import assert_partial_report
 
 from polymnesia.cli.main import main
+from polymnesia.experiments.new_token_init import report as nti_report
 from polymnesia.items import run_items
 from polymnesia.reports.verdicts import VERDICTS
 from polymnesia.results import read_scores
@@ -18,10 +21,30 @@ INITS = {"mean", "subtoken_mean", "focus", "align", "wechsel"}
 
 
 @pytest.mark.integration
-def test_smoke_run_scores_every_arm_at_every_step(isolated_cache: Path, tmp_path: Path) -> None:
+def test_smoke_run_scores_every_arm_at_every_step(
+    isolated_cache: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     run_dir = tmp_path / "run"
     config = str(ROOT / "configs" / "new_token_init_smoke.yaml")
+    drawn: list[Any] = []
+    real_save = nti_report.save_figure
+
+    def keep(fig: Any, path: Any) -> Path:
+        drawn.append(fig)
+        return real_save(fig, path)
+
+    monkeypatch.setattr(nti_report, "save_figure", keep)
     assert main(["run", config, "--run-dir", str(run_dir)]) == 0
+    # the figure style: one colour per init, whole-number steps, the legend beside the panels
+    (fig,) = drawn
+    top = fig.axes[1]  # the last base's upper panel holds the legend
+    colours = {line.get_label(): line.get_color() for line in top.get_lines()}
+    assert set(colours) == INITS and len(set(colours.values())) == len(INITS)
+    assert all(float(t).is_integer() for t in top.get_xticks())
+    FigureCanvasAgg(fig)
+    renderer = fig.canvas.get_renderer()
+    fig.draw(renderer)
+    assert top.get_legend().get_window_extent(renderer).x0 >= top.bbox.x1
     scores = [s for s in read_scores(run_dir / "results" / "scores.jsonl") if s.step is not None]
     cells = {(s.model, s.setting, s.step, s.lang) for s in scores if s.metric == "bits_per_byte"}
     assert cells == {

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
 
 from polymnesia.experiments.base import banner_of
 from polymnesia.experiments.new_token_init.claims import REFERENCE, Cell, Evidence, claims
@@ -15,8 +16,9 @@ from polymnesia.experiments.seeds import variance_note, with_seed_band
 from polymnesia.items import ItemSet, run_items
 from polymnesia.reports.claims import correct
 from polymnesia.reports.claims_table import claims_table
-from polymnesia.reports.plots import save_figure
+from polymnesia.reports.plots import outside_legend, save_figure
 from polymnesia.reports.render import Report
+from polymnesia.reports.style import series_style
 from polymnesia.reports.table_core import Estimate, Table, write_table
 from polymnesia.reports.verdicts import format_p
 
@@ -78,29 +80,39 @@ def step_table(ev: Evidence, cfg: NewTokenInitConfig, step: int) -> Table:
 
 def figure(ev: Evidence, cfg: NewTokenInitConfig, path: Path) -> Path:
     """A panel per base: the adapting group's bpb against relearning steps, a line per init
-    (top), and each init's paired difference against mean with its 95% interval (bottom)."""
+    (top), and each init's paired difference against mean with its 95% interval (bottom); an
+    init keeps its colour and marker in every panel (the figure style), the legend sits
+    outside the panels, and steps are whole numbers."""
     bases = ev.bases()
-    fig = Figure(figsize=(4.6 * len(bases), 7.0))
+    fig = Figure(figsize=(4.6 * len(bases) + 1.6, 7.0))
     axes = fig.subplots(2, len(bases), sharex=True, sharey="row", squeeze=False)
     adapting = cfg.groups.adapting
     for col, base in enumerate(bases):
         top, bottom = axes[0][col], axes[1][col]
         for i, init in enumerate(ev.inits()):
+            st = series_style(i)
             pts = [s for s in ev.steps() if ev.has(Cell(base, init, s), adapting)]
             ys = [ev.interval(Cell(base, init, s), adapting).estimate for s in pts]
-            top.plot(pts, ys, marker="o", ms=3, label=init, color=f"C{i % 10}")
+            top.plot(pts, ys, marker=st.marker, ms=3, ls=st.linestyle, label=init, color=st.colour)
             refs = [s for s in pts if ev.has(Cell(base, REFERENCE, s), adapting)]
             if init == REFERENCE or not refs:
                 continue
             tests = [
                 ev.versus(Cell(base, init, s), Cell(base, REFERENCE, s), adapting) for s in refs
             ]
-            bottom.plot(refs, [t.effect for t in tests], marker="o", ms=3, color=f"C{i % 10}")
+            bottom.plot(
+                refs,
+                [t.effect for t in tests],
+                marker=st.marker,
+                ms=3,
+                ls=st.linestyle,
+                color=st.colour,
+            )
             bottom.fill_between(
                 refs,
                 [t.low for t in tests],
                 [t.high for t in tests],
-                color=f"C{i % 10}",
+                color=st.colour,
                 alpha=0.15,
             )
         top.set_title(f"{base} base")
@@ -108,9 +120,10 @@ def figure(ev: Evidence, cfg: NewTokenInitConfig, path: Path) -> Path:
         bottom.set_xlabel("relearning steps")
         for ax in (top, bottom):
             ax.grid(alpha=0.3)
+            ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     axes[0][0].set_ylabel("bits per byte (adapting group)")
     axes[1][0].set_ylabel("Δ bpb vs mean (95% paired interval)")
-    axes[0][-1].legend(fontsize=8)
+    outside_legend(axes[0][-1])
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     return save_figure(fig, path)
