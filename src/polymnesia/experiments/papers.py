@@ -7,7 +7,7 @@ from __future__ import annotations
 #: paper number -> how a report cites it
 CITATIONS = {
     "000": "Aggarwal, Sathe and Sitaram 2024",
-    "002": "the two-phase CFT paper (anonymous ACL submission)",
+    "002": "the two-phase CFT paper, an anonymous ACL submission",
     "003": "Mao et al. 2022",
     "004": "Khelli et al. 2025",
 }

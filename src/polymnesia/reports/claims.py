@@ -247,9 +247,10 @@ class Claim:
         return two_sided_p(d / se, df)
 
     def evidence(self, fmt: str = ".3f") -> str:
-        """ "+0.042 [+0.010, +0.075]" (or the effect alone when there is no interval), then the
-        interval with seed noise and its band, then the margin where there is one."""
-        eff = format(self.effect, "+" + fmt)
+        """ "+0.042 [+0.010, +0.075]" (or the effect alone when there is no interval; "–" for
+        an effect that could not be measured), then the interval with seed noise and its band,
+        then the margin where there is one."""
+        eff = format(self.effect, "+" + fmt) if math.isfinite(self.effect) else "–"
         if math.isfinite(self.low) and math.isfinite(self.high):
             eff += f" [{format(self.low, '+' + fmt)}, {format(self.high, '+' + fmt)}]"
         if self.noise is not None:
