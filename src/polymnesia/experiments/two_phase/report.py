@@ -21,7 +21,11 @@ from polymnesia.experiments.papers import cite
 from polymnesia.experiments.reporting import missing_arms_aside, training_curves
 from polymnesia.experiments.seed_records import run_stage_seeds, seeded_run
 from polymnesia.experiments.seeds import seed_list, variance_note
-from polymnesia.experiments.two_phase.claims import claims, similarity_series
+from polymnesia.experiments.two_phase.claims import (
+    MIN_CORRELATION_PAIRS,
+    claims,
+    similarity_series,
+)
 from polymnesia.experiments.two_phase.config import PairConfig, TwoPhaseConfig
 from polymnesia.experiments.two_phase.evidence import Evidence
 from polymnesia.experiments.two_phase.figures import figures
@@ -49,7 +53,8 @@ def correlation_lines(cfg: TwoPhaseConfig, ev: Evidence, scores: list[Score]) ->
         if len(keys) < 3:
             out.append(
                 f"EA change vs {name}: {len(keys)} pair(s); a rank correlation needs at least 3 "
-                f"(the paper expects sign {sign})."
+                f"to be computed and {MIN_CORRELATION_PAIRS} to reach p < 0.05 (the paper "
+                f"expects sign {sign})."
             )
             continue
         rho, p = spearmanr([change[k] for k in keys], [other[k] for k in keys])
