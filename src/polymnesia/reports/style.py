@@ -2,7 +2,8 @@
 
 A report's figures draw up to a few dozen series (lf_mlf's training-loss plot has one per
 arm, language and seed). Twelve colours are told apart on screen and in print (Paul Tol's
-"muted" and "bright" schemes, less their near-duplicates); series 13 and up repeat the
+"muted" and "bright" schemes, less their near-duplicates: no second green or rose, a dark
+grey instead); series 13 and up repeat the
 colours with another line style and marker, so no two series of one figure look alike.
 Legends sit outside the axes, so they never hide data.
 """
@@ -21,8 +22,8 @@ PALETTE = (
     "#AA3377",
     "#332288",
     "#DDAA33",
-    "#117733",
-    "#CC6677",
+    "#44AA99",
+    "#555555",
     "#882255",
     "#999933",
 )
