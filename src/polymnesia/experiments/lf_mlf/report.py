@@ -111,8 +111,12 @@ def zero_shot_table(
         marks=_marks(_seed_means(tgt)),
         best=None,  # seed_table bolds per row; the paper bolds per column
         name=f"zero_shot{_suffix(cfg, task)}",
-        title=f"Zero-shot performance on {task.name} ({metric}, averaged over {n_targets} target "
-        "languages)",
+        title=f"Zero-shot performance on {task.name} ({metric}, "
+        + (
+            f"averaged over {n_targets} target languages)"
+            if n_targets != 1
+            else "1 target language)"
+        ),
         caption=f"{cite('003')}, Tables 1-3 layout.",
         legend=LEGEND,
     )
