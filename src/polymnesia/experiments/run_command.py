@@ -33,7 +33,7 @@ from polymnesia.experiments.run_driver import (
     run_summary,
 )
 from polymnesia.io import file_lock
-from polymnesia.pipeline import executors, slurm
+from polymnesia.pipeline import executors, runner, slurm
 from polymnesia.pipeline.executors import check_executor
 from polymnesia.pipeline.partial import write_missing
 from polymnesia.pipeline.run_dir import check_run_dir, default_run_dir, prepare_run_dir
@@ -41,7 +41,6 @@ from polymnesia.pipeline.runner import (
     describe_plan,
     parse_roles,
     plan,
-    run_pipeline,
     select_stages,
 )
 from polymnesia.reports.measured import machine_info
@@ -194,7 +193,7 @@ def run_config(
                 "retry the rest",
             )
             return 1
-        run_pipeline(
+        runner.run_pipeline(
             specs,
             run_dir,
             log=log,

@@ -17,9 +17,10 @@ import torch
 from polymnesia.errors import ConfigError
 from polymnesia.experiments.planning import stage_gpus
 from polymnesia.experiments.preflight import check_remote_code
+from polymnesia.pipeline import runner
 from polymnesia.pipeline.partial import arm_of, partial_plan, write_missing
 from polymnesia.pipeline.run_dir import forget_stages, update_run_record
-from polymnesia.pipeline.runner import plan, run_pipeline
+from polymnesia.pipeline.runner import plan
 from polymnesia.training.memory_fit import skip_memory_checks
 from polymnesia.training.progress import duration
 
@@ -59,7 +60,7 @@ def build_child(
     check_remote_code(cfg, trust_remote_code)
     if no_memory_check:
         skip_memory_checks()
-    run_pipeline(one_stage(specs, stages), None, log=log, lock_timeout=lock_timeout)
+    runner.run_pipeline(one_stage(specs, stages), None, log=log, lock_timeout=lock_timeout)
 
 
 def record_children(run_dir: Path, planned: list[Any], done: Any, executor: str) -> None:
@@ -106,7 +107,8 @@ def partial_report(
     if not any(arm_of(s) for s in specs if s.name in kept):
         return f"no report ({missing}: no arm finished); "
     forget_stages(run_dir, list(partial.stages))  # recorded by an earlier run, if any
-    run_pipeline([s for s in specs if s.name in kept], run_dir, log=log, lock_timeout=lock_timeout)
+    kept_specs = [s for s in specs if s.name in kept]
+    runner.run_pipeline(kept_specs, run_dir, log=log, lock_timeout=lock_timeout)
     record_children(run_dir, [p for p in planned if p.spec.name in kept], done, executor)
     write_missing(run_dir, partial)
     try:

@@ -42,11 +42,11 @@ from polymnesia.experiments.sweep import (
     point_error,
 )
 from polymnesia.io import atomic_write_json, file_lock
-from polymnesia.pipeline import executors, slurm
+from polymnesia.pipeline import executors, runner, slurm
 from polymnesia.pipeline.executors import LocalResult, check_executor
 from polymnesia.pipeline.partial import write_missing
 from polymnesia.pipeline.run_dir import check_run_dir, prepare_run_dir
-from polymnesia.pipeline.runner import describe_plan, plan, run_pipeline
+from polymnesia.pipeline.runner import describe_plan, plan
 from polymnesia.reports.compare import write_comparison
 from polymnesia.reports.measured import machine_info
 from polymnesia.runtime import partial_state
@@ -120,7 +120,7 @@ def _finish_point(
     extra = {"trust_remote_code": bool(trust_remote_code), "machine": machine_info()}
     prepare_run_dir(run_dir, point.cfg, extra=extra)
     with file_lock(run_dir / ".lock", f"run folder {run_dir}"):
-        run_pipeline(point.specs, run_dir, log=log, lock_timeout=lock_timeout)
+        runner.run_pipeline(point.specs, run_dir, log=log, lock_timeout=lock_timeout)
         if done is not None:
             record_children(run_dir, point.planned, done, executor)
         write_missing(run_dir, None)
