@@ -16,7 +16,6 @@ from hf_helpers import (
     StopAt,
     largest_difference,
     loop_batches,
-    random_data,
     run_loop,
     run_trainer,
     tiny_model,
@@ -35,23 +34,24 @@ from polymnesia.integrations.base import check_args
 from polymnesia.methods.active_forgetting import ActiveForgetting
 from polymnesia.methods.frozen_rows import FrozenRows
 from polymnesia.methods.layer_freezing import LayerFreezing
+from polymnesia.training.data import PackedLMData
 
 N_OLD = 30  # of the tiny model's 50 rows: rows 30..49 are the "new tokens"
 LAYERS = 4  # for layer freezing: a choice among decoder layers
 
 
-def test_plain_trainer_equals_the_loop(tmp_path: Path) -> None:
+def test_plain_trainer_equals_the_loop(tmp_path: Path, data: PackedLMData) -> None:
     """The comparison's footing: with no method, the Trainer and the loop agree bit for bit
     (so any difference below is the callback's)."""
-    data = random_data(n=16)
     loop = weights(run_loop(tiny_model(), data, tmp_path / "loop", []))
     tr = run_trainer(tiny_model(), data, tmp_path / "hf", [])
     assert largest_difference(loop, weights(tr.model)) == 0.0
 
 
 @pytest.mark.parametrize("tied", [False, True])
-def test_frozen_rows_trainer_equals_the_loop(tmp_path: Path, tied: bool) -> None:
-    data = random_data(n=16)
+def test_frozen_rows_trainer_equals_the_loop(
+    tmp_path: Path, data: PackedLMData, tied: bool
+) -> None:
     start = weights(tiny_model(tied))
     loop = weights(run_loop(tiny_model(tied), data, tmp_path / "loop", [FrozenRows(N_OLD)]))
     cb = FrozenRowsCallback(N_OLD)
@@ -65,11 +65,10 @@ def test_frozen_rows_trainer_equals_the_loop(tmp_path: Path, tied: bool) -> None
     assert body and all(torch.equal(got[k], start[k]) for k in body)  # the body is frozen
 
 
-def test_frozen_rows_mask_before_the_clip(tmp_path: Path) -> None:
+def test_frozen_rows_mask_before_the_clip(tmp_path: Path, data: PackedLMData) -> None:
     """With a clip that binds (max_grad_norm far below the gradient norm) the new rows' step
     depends on whether the old rows' gradient is in the norm: the callback masks it before
     the Trainer clips, as the loop does."""
-    data = random_data(n=16)
     loop = weights(
         run_loop(tiny_model(), data, tmp_path / "loop", [FrozenRows(N_OLD)], grad_clip=1e-3)
     )
@@ -79,9 +78,8 @@ def test_frozen_rows_mask_before_the_clip(tmp_path: Path) -> None:
     assert largest_difference(loop, weights(tr.model)) <= TOL
 
 
-def test_active_forgetting_trainer_equals_the_loop(tmp_path: Path) -> None:
+def test_active_forgetting_trainer_equals_the_loop(tmp_path: Path, data: PackedLMData) -> None:
     """Resets after steps 2 and 4 of 6, with the embeddings' replayed window schedule."""
-    data = random_data(n=16)
     opts = {"reset_every": 2, "seed": 3}
     loop = weights(run_loop(tiny_model(), data, tmp_path / "loop", [ActiveForgetting(**opts)]))
     cb = ActiveForgettingCallback(**opts)
@@ -91,8 +89,9 @@ def test_active_forgetting_trainer_equals_the_loop(tmp_path: Path) -> None:
     assert len(tr.optimizer.param_groups) == 3  # decay, no decay, the embeddings' window
 
 
-def test_active_forgetting_without_replay_keeps_the_trainers_groups(tmp_path: Path) -> None:
-    data = random_data(n=16)
+def test_active_forgetting_without_replay_keeps_the_trainers_groups(
+    tmp_path: Path, data: PackedLMData
+) -> None:
     opts = {"reset_every": 3, "replay_schedule": False, "reset_head": True}
     loop = weights(run_loop(tiny_model(), data, tmp_path / "loop", [ActiveForgetting(**opts)]))
     cb = ActiveForgettingCallback(**opts)
@@ -111,8 +110,9 @@ def test_active_forgetting_without_replay_keeps_the_trainers_groups(tmp_path: Pa
     ],
     ids=["random", "spectrum", "names"],
 )
-def test_layer_freezing_trainer_equals_the_loop(tmp_path: Path, opts: dict) -> None:
-    data = random_data(n=16)
+def test_layer_freezing_trainer_equals_the_loop(
+    tmp_path: Path, data: PackedLMData, opts: dict
+) -> None:
     start = weights(tiny_model(num_hidden_layers=LAYERS))
     plugin = LayerFreezing(**opts)
     loop = weights(run_loop(tiny_model(num_hidden_layers=LAYERS), data, tmp_path / "l", [plugin]))
@@ -124,11 +124,12 @@ def test_layer_freezing_trainer_equals_the_loop(tmp_path: Path, opts: dict) -> N
     assert largest_difference(loop, got) <= TOL
 
 
-def test_layer_freezing_most_changed_reads_the_folder_before(tmp_path: Path) -> None:
+def test_layer_freezing_most_changed_reads_the_folder_before(
+    tmp_path: Path, data: PackedLMData
+) -> None:
     before = tiny_model(seed=5)
     before.save_pretrained(tmp_path / "before")
     opts = {"strategy": "most_changed", "before": str(tmp_path / "before"), "top_k": 1}
-    data = random_data(n=16)
     plugin = LayerFreezing(**opts)
     loop = weights(run_loop(tiny_model(), data, tmp_path / "loop", [plugin]))
     cb = LayerFreezingCallback(**opts)
@@ -137,10 +138,12 @@ def test_layer_freezing_most_changed_reads_the_folder_before(tmp_path: Path) -> 
     assert largest_difference(loop, weights(tr.model)) <= TOL
 
 
-def test_a_callback_added_after_the_trainer_was_made_still_freezes(tmp_path: Path) -> None:
+def test_a_callback_added_after_the_trainer_was_made_still_freezes(
+    tmp_path: Path, data: PackedLMData
+) -> None:
     """``trainer.add_callback``: no on_init_end; the parameters are frozen at train begin,
     before any gradient, so they stay bit-identical although the optimizer holds them."""
-    data, start = random_data(n=16), weights(tiny_model(num_hidden_layers=LAYERS))
+    start = weights(tiny_model(num_hidden_layers=LAYERS))
     trainer = Trainer(
         model=tiny_model(num_hidden_layers=LAYERS),
         args=trainer_args(tmp_path),
@@ -162,9 +165,11 @@ def test_a_callback_added_after_the_trainer_was_made_still_freezes(tmp_path: Pat
     ],
     ids=["no-new-rows", "no-old-rows", "k-too-large"],
 )
-def test_bad_setups_are_refused_in_one_line(tmp_path: Path, make, message: str) -> None:
+def test_bad_setups_are_refused_in_one_line(
+    tmp_path: Path, data: PackedLMData, make, message: str
+) -> None:
     with pytest.raises(ConfigError, match=message) as e:
-        run_trainer(tiny_model(), random_data(n=16), tmp_path, [make()])
+        run_trainer(tiny_model(), data, tmp_path, [make()])
     assert "\n" not in str(e.value)
 
 
@@ -193,35 +198,51 @@ def test_a_model_without_input_embeddings_is_refused_in_one_line(tmp_path: Path)
     assert "\n" not in str(e.value)
 
 
-def test_active_forgetting_resumes_with_the_same_resets(tmp_path: Path) -> None:
-    """Without replay_schedule (whose optimizer group a Trainer checkpoint cannot restore): a
-    run stopped after its step-3 checkpoint and resumed draws the reset after step 4 from the
-    same seed and ends on the uninterrupted run's weights."""
-    data, opts = random_data(n=16), {"reset_every": 2, "replay_schedule": False}
-    whole = run_trainer(tiny_model(), data, tmp_path / "whole", [ActiveForgettingCallback(**opts)])
-    save = {"save_strategy": "steps", "save_steps": 3}
-    run_trainer(
-        tiny_model(), data, tmp_path / "cut", [ActiveForgettingCallback(**opts), StopAt(3)], **save
-    )
-    cb = ActiveForgettingCallback(**opts)
-    resumed = Trainer(
-        model=tiny_model(),
-        args=trainer_args(tmp_path / "cut", **save),
-        train_dataset=loop_batches(data),
-        callbacks=[cb],
-    )
-    resumed.train(resume_from_checkpoint=str(tmp_path / "cut" / "checkpoint-3"))
-    assert cb.resets == [4]
-    assert largest_difference(weights(whole.model), weights(resumed.model)) <= TOL
+@pytest.mark.parametrize("replay", [True, False], ids=["replay", "no-replay"])
+def test_active_forgetting_resumes_exactly(make_trainer, resume, replay: bool) -> None:
+    """A run stopped after its step-3 checkpoint and resumed: with replay_schedule the
+    Trainer's optimizer loads the checkpoint (saved in its own layout) and the callback makes
+    the embeddings' window group again; the reset after step 4 is drawn from the same seed,
+    the resets before the checkpoint come back from the Trainer's state, and the weights are
+    the uninterrupted run's, bit for bit."""
+    opts = {"reset_every": 2, "replay_schedule": replay}
+    cbs: list[ActiveForgettingCallback] = []
+
+    def callbacks() -> list[ActiveForgettingCallback]:
+        cbs.append(ActiveForgettingCallback(**opts))
+        return cbs[-1:]
+
+    whole, resumed = resume(make_trainer, callbacks)
+    assert cbs[0].resets == cbs[2].resets == [2, 4]
+    assert largest_difference(weights(whole.model), weights(resumed.model)) == 0.0
+    assert len(resumed.optimizer.param_groups) == (3 if replay else 2)
+    assert [g["lr"] for g in whole.optimizer.param_groups] == [
+        g["lr"] for g in resumed.optimizer.param_groups
+    ]
 
 
-def test_replay_needs_the_trainers_lambda_schedule(tmp_path: Path) -> None:
+def test_replay_checkpoints_the_optimizer_in_the_trainers_layout(make_trainer, tmp_path) -> None:
+    """The saved optimizer has the Trainer's two groups (the embeddings back in the first),
+    and every parameter's moments."""
+    save = {"save_strategy": "steps", "save_steps": 2}
+    cut = make_trainer(
+        tmp_path / "cut", [ActiveForgettingCallback(reset_every=3), StopAt(2)], **save
+    )
+    cut.train()
+    assert len(cut.optimizer.param_groups) == 3
+    saved = torch.load(tmp_path / "cut" / "checkpoint-2" / "optimizer.pt", weights_only=True)
+    assert len(saved["param_groups"]) == 2
+    live = [p for g in cut.optimizer.param_groups for p in g["params"]]
+    assert sum(len(g["params"]) for g in saved["param_groups"]) == len(live) == len(saved["state"])
+
+
+def test_replay_needs_the_trainers_lambda_schedule(tmp_path: Path, data: PackedLMData) -> None:
     model = tiny_model()
     opt = torch.optim.AdamW(model.parameters(), lr=1e-2)
     trainer = Trainer(
         model=model,
         args=trainer_args(tmp_path),
-        train_dataset=loop_batches(random_data(n=16)),
+        train_dataset=loop_batches(data),
         optimizers=(opt, torch.optim.lr_scheduler.StepLR(opt, step_size=2)),
         callbacks=[ActiveForgettingCallback(reset_every=2)],
     )

@@ -26,6 +26,7 @@ from hf_helpers import (
 from polymnesia.errors import ConfigError
 from polymnesia.gradients import get_combiner
 from polymnesia.integrations import MultilingualTrainer
+from polymnesia.integrations.multilingual import COMBINER_FILE
 from polymnesia.training.data import IndexStream
 from polymnesia.training.loop import train
 from polymnesia.training.multilingual_step import LANG_KEY, MultilingualData, MultilingualStep
@@ -152,3 +153,45 @@ def test_the_language_column_survives_remove_unused_columns(tmp_path: Path) -> N
     assert trainer.args.remove_unused_columns
     trainer.train()
     assert trainer.state.global_step == 2 and trainer.last_weights is not None
+
+
+def _maker(case: str, data: MultilingualData):
+    name, options = _combiner(case)
+
+    def make(out: Path, callbacks: list[Any], **kw: Any) -> MultilingualTrainer:
+        return MultilingualTrainer(
+            model=tiny_model(),
+            args=trainer_args(out, per_device_train_batch_size=BATCH * len(LANGS), **kw),
+            train_dataset=_rows(data),
+            languages=LANGS,
+            combiner=name,
+            combiner_options=options,
+            language_column=LANG_KEY,
+            callbacks=callbacks,
+        )
+
+    return make
+
+
+@pytest.mark.parametrize("case", ["pcgrad", "gradvac", "lf_mlf", "lf_mlf_update"])
+def test_multilingual_trainer_resumes_the_combiners_state(resume, case: str) -> None:
+    """Interrupted after its step-3 checkpoint and resumed: GradVac's EMA targets, the
+    random orders' generator, LF-MLF's accumulated vector come back from combiner.pt, so the
+    weights are the uninterrupted run's, bit for bit."""
+    whole, resumed = resume(_maker(case, _data()), list)
+    assert resumed.state.global_step == STEPS
+    assert largest_difference(weights(whole.model), weights(resumed.model)) == 0.0
+    assert resumed.last_weights == whole.last_weights
+    assert str(whole.combiner.state_dict()) == str(resumed.combiner.state_dict())
+
+
+def test_a_checkpoint_without_the_combiners_state_is_refused_in_one_line(tmp_path: Path) -> None:
+    make = _maker("gradvac", _data())
+    save = {"save_strategy": "steps", "save_steps": 2, "max_steps": 2}
+    make(tmp_path, [], **save).train()
+    (tmp_path / "checkpoint-2" / COMBINER_FILE).unlink()
+    with pytest.raises(ConfigError, match=f"has no {COMBINER_FILE}") as e:
+        make(tmp_path, [], **{**save, "max_steps": 3}).train(
+            resume_from_checkpoint=str(tmp_path / "checkpoint-2")
+        )
+    assert "\n" not in str(e.value)

@@ -88,6 +88,9 @@ class PolymnesiaCallback(TrainerCallback):
     the Trainer was made (then only in one process), and keeps its gradient hooks."""
 
     method = "callback"
+    #: whether setting the model up may wait until train begin under DDP or FSDP2 (a callback
+    #: that freezes nothing)
+    late_setup_ok = False
 
     def __init__(self) -> None:
         self._prepared = False
@@ -114,7 +117,7 @@ class PolymnesiaCallback(TrainerCallback):
             raise ConfigError(f"{self.method}: the Trainer gave the callback no model")
         self.engine = engine_of(model)
         if not self._prepared:
-            if self.engine != SINGLE:
+            if self.engine != SINGLE and not self.late_setup_ok:
                 raise ConfigError(
                     f"{self.method}: added after the Trainer wrapped the model for "
                     f"{self.engine}; pass it in Trainer(callbacks=[...]) so that it sets the "

@@ -20,9 +20,10 @@ from __future__ import annotations
 from typing import Any
 
 import torch
+from transformers.trainer_callback import ExportableState
 
 from polymnesia.errors import ConfigError
-from polymnesia.integrations.base import DDP, PolymnesiaCallback, warn_after_clipping
+from polymnesia.integrations.base import DDP, FSDP2, PolymnesiaCallback, warn_after_clipping
 from polymnesia.methods.active_forgetting import (
     ActiveForgetting,
     check_reset_every,
@@ -102,7 +103,7 @@ class FrozenRowsCallback(PolymnesiaCallback):
             row_slice(w, 0, self.n_frozen).copy_(frozen)
 
 
-class ActiveForgettingCallback(PolymnesiaCallback):
+class ActiveForgettingCallback(PolymnesiaCallback, ExportableState):
     """Every ``reset_every`` optimizer steps (never after the last) re-draw the token
     embeddings from N(0, ``std``), padding row zero, and reset their AdamW moments and step
     counter (:func:`~polymnesia.methods.active_forgetting.reset_embeddings_`, the draw seeded
@@ -112,21 +113,34 @@ class ActiveForgettingCallback(PolymnesiaCallback):
     their own optimizer group at the start of training, whose learning rate follows the
     warmup and cosine decay replayed inside each K-step window
     (:func:`~polymnesia.training.schedule.windowed`), added to the Trainer's ``LambdaLR``
-    schedule; the rest keeps the Trainer's schedule. That group is made at train begin, so a
-    Trainer checkpoint of such a run does not resume (its optimizer has one group more than
-    the one the Trainer builds): use ``replay_schedule=False`` to resume. Under DDP every
-    process draws the same embeddings (a seeded generator on the CPU); under FSDP2 every
-    process draws the whole matrix and keeps its own rows.
+    schedule; the rest keeps the Trainer's schedule. The optimizer's state dict, as the
+    Trainer checkpoints it, is given back in the Trainer's own layout (the embeddings in the
+    group they came from), so ``trainer.train(resume_from_checkpoint=...)`` loads it and the
+    callback makes the group again from the restored schedule: a resumed run takes the
+    uninterrupted run's steps. ``resets`` is in the Trainer's state
+    (``TrainerState.stateful_callbacks``) and comes back on resume. Under DDP every process
+    draws the same embeddings (a seeded generator on the CPU); under FSDP2 every process
+    draws the whole matrix and keeps its own rows (resuming such a run under FSDP2 is not
+    tested).
     """
 
     method = "ActiveForgettingCallback"
+    late_setup_ok = True  # it freezes nothing (so the Trainer may rebuild it on resume)
 
     def __init__(self, reset_every: int, **options: Any) -> None:
         super().__init__()
         self.plugin = ActiveForgetting(reset_every=reset_every, **options)
+        self._args = {"reset_every": reset_every, **options}
         self.resets: list[int] = []
         self._targets: list[torch.nn.Parameter] = []
         self._pad_id: int | None = None
+        #: the optimizer's groups as the Trainer made them, before the embeddings moved out
+        self._layout: list[list[torch.nn.Parameter]] = []
+        self._layout_hook: Any = None
+
+    def state(self) -> dict[str, Any]:
+        """What the Trainer keeps in its checkpoints' ``trainer_state.json``."""
+        return {"args": dict(self._args), "attributes": {"resets": list(self.resets)}}
 
     def prepare(self, model: torch.nn.Module) -> None:
         input_embeddings(model, self.method)  # a model without embeddings: one line
@@ -139,12 +153,19 @@ class ActiveForgettingCallback(PolymnesiaCallback):
         if self.plugin.reset_head and head is not None and head.weight is not emb.weight:
             self._targets.append(head.weight)
         self._pad_id = getattr(getattr(model, "config", None), "pad_token_id", None)
-        if self.plugin.replay and state.global_step == 0:
+        if state.global_step > 0:  # resumed: the resets before the checkpoint
+            saved = (getattr(state, "stateful_callbacks", None) or {}).get(type(self).__name__)
+            saved = saved[0] if isinstance(saved, list) and saved else saved
+            if isinstance(saved, dict):
+                done = saved.get("attributes", {}).get("resets", [])
+                self.resets = [int(s) for s in done if int(s) <= state.global_step]
+        if self.plugin.replay:
             self._own_group(_optimizer(self.method, kwargs), kwargs.get("lr_scheduler"))
 
     def _own_group(self, optimizer: torch.optim.Optimizer, scheduler: Any) -> None:
-        """Move the embeddings to their own group under the window schedule (before any step,
-        so no optimizer state moves)."""
+        """Move the embeddings to their own group under the window schedule: before the first
+        step, or on resume right after the Trainer loaded the optimizer's state in its own
+        layout (the state stays with the parameters)."""
         inner = getattr(scheduler, "scheduler", scheduler)
         if not isinstance(inner, torch.optim.lr_scheduler.LambdaLR):
             raise ConfigError(
@@ -153,6 +174,7 @@ class ActiveForgettingCallback(PolymnesiaCallback):
                 f"{type(inner).__name__}; or set replay_schedule=False"
             )
         targets = {id(p) for p in self._targets}
+        layout = [list(g["params"]) for g in optimizer.param_groups]
         moved: list[torch.nn.Parameter] = []
         decay, base = 0.0, 0.0
         for g in optimizer.param_groups:
@@ -163,14 +185,48 @@ class ActiveForgettingCallback(PolymnesiaCallback):
                 g["params"] = keep
         if not moved:
             return
-        lam = self.plugin.window_lambda()
+        window = self.plugin.window_lambda()
+
+        def lam(step: int) -> float:
+            # a plain function: LambdaLR's state dict keeps no entry for it, so the Trainer's
+            # scheduler (without this group) loads a checkpoint of this run
+            return window(step)
+
         lr = base * lam(inner.last_epoch)
         optimizer.add_param_group(
             {"params": moved, "weight_decay": decay, "lr": lr, "initial_lr": base}
         )
         inner.lr_lambdas.append(lam)
-        inner.base_lrs.append(base)
+        # a resumed scheduler has the saved run's base_lrs, this group's included
+        inner.base_lrs = [*inner.base_lrs[: len(inner.lr_lambdas) - 1], base]
         inner._last_lr = [g["lr"] for g in optimizer.param_groups]
+        self._layout = layout
+        if self.engine != FSDP2:  # FSDP2 checkpoints the optimizer by parameter name
+            self._layout_hook = optimizer.register_state_dict_post_hook(self._trainer_layout)
+
+    def _trainer_layout(
+        self, optimizer: torch.optim.Optimizer, sd: dict[str, Any]
+    ) -> dict[str, Any]:
+        """The optimizer's state dict with the embeddings back in the groups the Trainer made
+        (so that the Trainer's optimizer, as it builds it on resume, loads it)."""
+        live = [p for g in optimizer.param_groups for p in g["params"]]
+        index = {id(p): i for i, p in enumerate(live)}
+        n = len(self._layout)
+        groups = sd["param_groups"]
+        if len(groups) <= n:  # the embeddings' group is gone (e.g. moved back by hand)
+            return sd
+        layout = [*self._layout, *(g["params"] for g in optimizer.param_groups[n + 1 :])]
+        saved = [*groups[:n], *groups[n + 1 :]]
+        new_id: dict[int, int] = {}
+        out_groups = []
+        for g, params in zip(saved, layout, strict=True):
+            ids = []
+            for p in params:
+                new_id[index[id(p)]] = len(new_id)
+                ids.append(new_id[index[id(p)]])
+            out_groups.append({**g, "params": ids})
+        state = {new_id[i]: v for i, v in sd["state"].items()}
+        return {**sd, "state": state, "param_groups": out_groups}
 
     def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         step = state.global_step

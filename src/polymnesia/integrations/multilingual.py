@@ -18,13 +18,17 @@ and why. LF-MLF's ``accumulate="update"`` sees each optimizer update through a c
 Trainer adds itself.
 
 This trainer runs in one process: polymnesia's loop runs the same step under DDP and FSDP2
-(``train.engine``), which here is refused in one line. The combiner's state (EMA targets,
-accumulated updates) is not in the Trainer's checkpoints: a resumed run starts it afresh.
+(``train.engine``), which here is refused in one line. The combiner's state (GradVac's EMA
+targets, PCGrad's and GradVac's random generator, LF-MLF's accumulated directions or updates
+and its stop) goes into each Trainer checkpoint as :data:`COMBINER_FILE`, next to the
+optimizer's, and ``trainer.train(resume_from_checkpoint=...)`` loads it back: a resumed run
+takes the uninterrupted run's steps.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -41,6 +45,9 @@ from polymnesia.gradients import (
 from polymnesia.gradients.base import ObservesUpdates
 from polymnesia.integrations.base import SINGLE, check_args, engine_of
 from polymnesia.training.multilingual_step import split_params
+
+#: the combiner's state in a Trainer checkpoint folder (``torch.save``, tensors and numbers)
+COMBINER_FILE = "combiner.pt"
 
 
 class MultilingualTrainer(Trainer):
@@ -147,6 +154,44 @@ class MultilingualTrainer(Trainer):
         if self.accelerator.sync_gradients:
             self._combine(shared, head)
         return losses.mean()
+
+    def _save_optimizer_and_scheduler(self, output_dir: str) -> None:
+        super()._save_optimizer_and_scheduler(output_dir)
+        if self.args.should_save:
+            state = {
+                "combiner": self.combiner.name,
+                "state": self.combiner.state_dict(),
+                "last_weights": self.last_weights,
+                "stop_info": self.stop_info,
+            }
+            torch.save(state, Path(output_dir) / COMBINER_FILE)
+
+    def _load_optimizer_and_scheduler(self, checkpoint: str | None) -> None:
+        super()._load_optimizer_and_scheduler(checkpoint)
+        if checkpoint is None:
+            return
+        path = Path(checkpoint) / COMBINER_FILE
+        if not path.is_file():
+            if self.combiner.state_dict():
+                raise ConfigError(
+                    f"MultilingualTrainer: checkpoint {checkpoint} has no {COMBINER_FILE}, so "
+                    f"{self.combiner.name}'s state cannot resume; accepted: a checkpoint "
+                    "MultilingualTrainer wrote (not save_only_model)"
+                )
+            return
+        saved = torch.load(path, map_location="cpu", weights_only=True)
+        if saved["combiner"] != self.combiner.name:
+            raise ConfigError(
+                f"MultilingualTrainer: checkpoint {checkpoint} holds the state of combiner "
+                f"{saved['combiner']!r}, this trainer combines with {self.combiner.name!r}; "
+                "accepted: the same combiner as the checkpointed run"
+            )
+        state = dict(saved["state"])
+        for key in self.combiner.flat_state:  # flat vectors live on the gradients' device
+            if isinstance(state.get(key), torch.Tensor):
+                state[key] = state[key].to(self.args.device)
+        self.combiner.load_state_dict(state)
+        self.last_weights, self.stop_info = saved["last_weights"], dict(saved["stop_info"])
 
     def _combine(self, shared: list[torch.nn.Parameter], head: list[torch.nn.Parameter]) -> None:
         rows, heads = self._rows, self._heads
