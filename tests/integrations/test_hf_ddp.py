@@ -58,3 +58,16 @@ def test_ddp_with_clipping_warns_in_one_line_and_keeps_old_rows(ddp: Path) -> No
     assert torch.equal(got[emb][:30], start[emb][:30])
     (line,) = json.loads((ddp / "frozen_rows_clipped.warnings.json").read_text())
     assert "under DDP" in line and "after the Trainer clips" in line and "\n" not in line
+
+
+@pytest.mark.integration
+def test_fsdp2_through_the_trainer_on_cpu_runs_ddp_and_says_so(ddp: Path, tmp_path: Path) -> None:
+    """FSDP2 through Accelerate (fsdp_version 2) on 2 CPU processes: Accelerate shards only
+    on accelerators, so the Trainer trains under DDP (no parameter is a DTensor); the
+    callback says so in one line and ends where DDP and the loop end."""
+    assert json.loads((ddp / "frozen_rows_fsdp2.sharded.json").read_text()) is False
+    (line,) = json.loads((ddp / "frozen_rows_fsdp2.warnings.json").read_text())
+    assert "did not shard the model" in line and "\n" not in line
+    loop = run_loop(tiny_model(), random_data(n=16), tmp_path, [FrozenRows(30)], grad_clip=None)
+    got = load_file(str(ddp / "frozen_rows_fsdp2.safetensors"))
+    assert largest_difference(weights(loop), got) <= TOL

@@ -74,6 +74,17 @@ def warn_after_clipping(method: str, args: Any, what: str) -> None:
         )
 
 
+def warn_not_sharded(method: str, engine: str) -> None:
+    """``fsdp`` was asked but the model is not sharded (Accelerate on CPU): one line."""
+    warnings.warn(
+        f"{method}: fsdp is set but the Trainer did not shard the model (Accelerate runs FSDP "
+        f"only on accelerators; on CPU it trains under {engine.upper()}): the callback runs as "
+        f"under {engine.upper()}",
+        IntegrationWarning,
+        stacklevel=3,
+    )
+
+
 def sync_step() -> bool:
     """Whether the micro-batch being back-propagated is the optimizer step's last (the Trainer
     sets Accelerate's gradient state before each micro-batch)."""
@@ -125,6 +136,8 @@ class PolymnesiaCallback(TrainerCallback):
                 )
             self.prepare(model)
             self._prepared = True
+        if getattr(args, "fsdp", None) and self.engine != FSDP2:
+            warn_not_sharded(self.method, self.engine)
         self.begin(args, state, model, **kwargs)
 
     def on_train_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
