@@ -58,8 +58,8 @@ def test_a_stage_that_holds_no_model_is_refused(run: Path, tmp_path: Path) -> No
     with pytest.raises(PolymnesiaError) as e:
         check_export(run, "evaluate", tmp_path / "out")
     assert one_line(e) == (
-        "stage 'evaluate' (evaluate_lm) holds no model (its entry has no model/ folder); "
-        "stages with a model: pretrain"
+        "stage 'evaluate' (evaluate_lm) holds no model (its entry has no model/ or adapter/ "
+        "folder); stages with a model: pretrain"
     )
 
 
@@ -70,7 +70,8 @@ def test_a_run_without_a_model_stage_says_so(run: Path, tmp_path: Path) -> None:
     with pytest.raises(PolymnesiaError) as e:
         check_export(run, "evaluate", tmp_path / "out")
     assert one_line(e).endswith(
-        "holds no model (its entry has no model/ folder); this run has no stage with a model yet"
+        "holds no model (its entry has no model/ or adapter/ folder); this run has no stage "
+        "with a model yet"
     )
 
 

@@ -12,16 +12,18 @@ from its ``config.yaml`` as ``polymnesia report`` rebuilds them
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import polymnesia
 from polymnesia.data.sources import SOURCES
+from polymnesia.errors import PolymnesiaError
 from polymnesia.experiments.base import EXPERIMENTS
 from polymnesia.experiments.loading import load_run_config
 from polymnesia.experiments.preflight import build_specs
 from polymnesia.io import read_jsonl_strict
+from polymnesia.models.build import save_pretrained
 from polymnesia.pipeline.export import (
     RecordedStage,
     check_export,
@@ -29,10 +31,12 @@ from polymnesia.pipeline.export import (
     push_folder,
     recorded_stages,
     run_record,
+    write_merged,
 )
 from polymnesia.pipeline.stage import STAGES, StageSpec
 from polymnesia.reports.model_card import CardFacts, DataSource, model_card
 from polymnesia.results import score_from_dict
+from polymnesia.stages.sequential import BASE
 
 #: the input role an evaluation stage reads the model it scores from (``stages.common.MODEL``)
 EVALUATED = "model"
@@ -112,7 +116,7 @@ def card_facts(run_dir: Path, stage: RecordedStage, *, license: str | None = Non
         bases += p.base_models
         sources += [data_source(n, o) for n, o in p.sources]
     recorded = recorded_stages(run_dir)
-    models = [n for n in lineage_names if n in recorded and recorded[n].holds_model]
+    models = [n for n in lineage_names if n in recorded and recorded[n].exportable]
     wanted = {stage.name, *evaluations_of(specs, stage.name)} if stage.name in specs else set()
     scores_path = run_dir / "results" / "scores.jsonl"
     records = read_jsonl_strict(scores_path, missing_ok=True, advice="run `polymnesia report`")
@@ -156,9 +160,39 @@ def export_model(
     repository ``push_to`` if given (:func:`polymnesia.pipeline.export.check_push` first)."""
     recorded = check_export(run_dir, stage, dest)
     facts = card_facts(run_dir, recorded, license=license)
-    files = copy_model(recorded, dest, model_card(facts))
+    if recorded.holds_adapter:
+        files, facts = _export_merged(run_dir, recorded, dest, facts)
+    else:
+        files = copy_model(recorded, dest, model_card(facts))
     url = None
     if push_to is not None:
         message = f"polymnesia export: {facts.run_name} {stage} ({facts.fingerprint[:12]})"
         url = push_folder(dest, push_to, private=private, message=message)
     return Export(dest, files, url)
+
+
+def _export_merged(
+    run_dir: Path, recorded: RecordedStage, dest: Path, facts: CardFacts
+) -> tuple[list[str], CardFacts]:
+    """A LoRA stage (adapter only): its adapter merged into its base, saved as a whole model
+    with its tokenizer, the adapter in ``adapter/`` beside it."""
+    cfg = load_run_config(run_dir)
+    built = build_specs(EXPERIMENTS.get(cfg.experiment), cfg, str(run_dir / "config.yaml"))
+    spec = {s.name: s for s in built}.get(recorded.name)
+    merged_model = getattr(STAGES.get(recorded.kind), "merged_model", None)
+    stages = recorded_stages(run_dir)
+    if spec is None or merged_model is None or any(up not in stages for up in spec.inputs.values()):
+        raise PolymnesiaError(
+            f"stage {recorded.name!r} ({recorded.kind}) holds a LoRA adapter that polymnesia "
+            "cannot merge into its base; accepted: a sequential_step of a LoRA method, with "
+            "its base stage finished in the run"
+        )
+    inputs = {role: stages[up].entry for role, up in spec.inputs.items()}
+    model, tok = merged_model(spec.params, inputs, recorded.entry)
+    facts = replace(facts, architecture=type(model).__name__, merged_into=spec.inputs[BASE])
+
+    def save(folder: Path) -> None:
+        save_pretrained(model, folder, safe_serialization=True)
+        tok.save_pretrained(folder)
+
+    return write_merged(recorded, dest, model_card(facts), save), facts

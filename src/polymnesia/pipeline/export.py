@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,6 +25,9 @@ from polymnesia.pipeline.integrity import MARKER, check_entry, read_marker
 
 #: the model folder of a stage's cache entry (``pipeline.stage.Artifact.MODEL``)
 MODEL_FOLDER = "model"
+#: a LoRA step's adapter folder in its entry (``stages.sequential.ADAPTER``), with PEFT's
+#: ``adapter_config.json``: exported merged into its base, the adapter beside it
+ADAPTER_FOLDER = "adapter"
 #: the card's file name in an exported folder (what the Hub shows)
 CARD = "README.md"
 
@@ -44,6 +48,19 @@ class RecordedStage:
     @property
     def holds_model(self) -> bool:
         return (self.model / "config.json").is_file()
+
+    @property
+    def adapter(self) -> Path:
+        return self.entry / ADAPTER_FOLDER
+
+    @property
+    def holds_adapter(self) -> bool:
+        """A LoRA adapter without a whole model (exported merged into its base)."""
+        return not self.holds_model and (self.adapter / "adapter_config.json").is_file()
+
+    @property
+    def exportable(self) -> bool:
+        return self.holds_model or self.holds_adapter
 
 
 def run_record(run_dir: Path) -> dict[str, Any]:
@@ -74,7 +91,7 @@ def recorded_stages(run_dir: Path) -> dict[str, RecordedStage]:
 
 def model_stages(stages: dict[str, RecordedStage]) -> list[str]:
     """The names of the stages whose entries hold a model folder."""
-    return [name for name, s in stages.items() if s.holds_model]
+    return [name for name, s in stages.items() if s.exportable]
 
 
 def _accepted(stages: dict[str, RecordedStage]) -> str:
@@ -98,10 +115,10 @@ def check_export(run_dir: Path, stage: str, dest: Path) -> RecordedStage:
     if stage not in stages:
         raise PolymnesiaError(f"{run_dir} has no finished stage {stage!r}; {_accepted(stages)}")
     s = stages[stage]
-    if not s.holds_model:
+    if not s.exportable:
         raise PolymnesiaError(
             f"stage {stage!r} ({s.kind}) holds no model (its entry has no {MODEL_FOLDER}/ "
-            f"folder); {_accepted(stages)}"
+            f"or {ADAPTER_FOLDER}/ folder); {_accepted(stages)}"
         )
     state = check_entry(s.entry)
     if not state.usable:
@@ -114,27 +131,52 @@ def check_export(run_dir: Path, stage: str, dest: Path) -> RecordedStage:
     return s
 
 
+def _copy_verified(
+    src_root: Path, prefix: str, out_root: Path, manifest: dict[str, Any]
+) -> list[Path]:
+    """Copy the files under ``src_root`` (the entry's folder ``prefix``) to ``out_root``, each
+    checked against the entry's manifest (sha256) where it records one."""
+    files = sorted(p for p in src_root.rglob("*") if p.is_file() and p.name != MARKER)
+    for src in files:
+        rel = src.relative_to(src_root)
+        out = out_root / rel
+        out.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(src, out)
+        record = manifest.get(f"{prefix}/{rel.as_posix()}")
+        if isinstance(record, dict) and record.get("sha256") != sha256_file(out):
+            raise PolymnesiaError(
+                f"{src} differs from the entry's manifest (sha256); run the run's config "
+                "again to rebuild the entry, then export"
+            )
+    return [f.relative_to(src_root) for f in files]
+
+
 def copy_model(stage: RecordedStage, dest: Path, card: str) -> list[str]:
     """Copy ``stage``'s model folder to ``dest`` with ``card`` as its ``README.md``; each file
     checked against the entry's manifest (sha256) where it records one. The files copied."""
     manifest = (read_marker(stage.entry) or {}).get("files") or {}
     check_dest(dest)
-    files = sorted(p for p in stage.model.rglob("*") if p.is_file() and p.name != MARKER)
     with atomic_dir(dest) as tmp:  # an empty ``dest`` is replaced by the finished copy
-        for src in files:
-            rel = src.relative_to(stage.model)
-            out = tmp / rel
-            out.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(src, out)
-            record = manifest.get(f"{MODEL_FOLDER}/{rel.as_posix()}")
-            if isinstance(record, dict) and record.get("sha256") != sha256_file(out):
-                raise PolymnesiaError(
-                    f"{src} differs from the entry's manifest (sha256); run the run's config "
-                    "again to rebuild the entry, then export"
-                )
+        files = _copy_verified(stage.model, MODEL_FOLDER, tmp, manifest)
         atomic_write_text(tmp / CARD, card)
         os.chmod(tmp, 0o777 & ~current_umask())
-    return [str(p.relative_to(stage.model)) for p in files] + [CARD]
+    return [str(p) for p in files] + [CARD]
+
+
+def write_merged(
+    stage: RecordedStage, dest: Path, card: str, save: Callable[[Path], None]
+) -> list[str]:
+    """An adapter stage's export: ``save(folder)`` writes the merged model there, the entry's
+    adapter is copied (verified) to ``adapter/`` beside it, and ``card`` is its README.md."""
+    manifest = (read_marker(stage.entry) or {}).get("files") or {}
+    check_dest(dest)
+    with atomic_dir(dest) as tmp:
+        save(tmp)
+        _copy_verified(stage.adapter, ADAPTER_FOLDER, tmp / ADAPTER_FOLDER, manifest)
+        atomic_write_text(tmp / CARD, card)
+        os.chmod(tmp, 0o777 & ~current_umask())
+        files = sorted(str(p.relative_to(tmp)) for p in tmp.rglob("*") if p.is_file())
+    return files
 
 
 def check_push(repo: str) -> None:

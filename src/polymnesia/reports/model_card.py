@@ -85,6 +85,8 @@ class CardFacts:
     train_summary: dict[str, Any] = field(default_factory=dict)
     scores: tuple[Score, ...] = ()
     license: str | None = None  # a licence id the exporter gives (None: not known)
+    #: a LoRA stage exported merged: the stage of the base its adapter was merged into
+    merged_into: str | None = None
 
 
 def pipeline_tag(architecture: str | None) -> str | None:
@@ -124,6 +126,11 @@ def front_matter(facts: CardFacts) -> dict[str, Any]:
         "config_hash": facts.config_hash,
         "sources": [s.name for s in facts.sources],
     }
+    if facts.merged_into:
+        meta["polymnesia"]["merged_adapter"] = {
+            "base_stage": facts.merged_into,
+            "folder": "adapter",
+        }
     return meta
 
 
@@ -229,6 +236,12 @@ def model_card(facts: CardFacts) -> str:
         lines.append(f"Model stages: {chain}.")
     if facts.languages:
         lines.append(f"Languages trained on: {', '.join(facts.languages)}.")
+    if facts.merged_into:
+        lines.append(
+            f"The stage trained a LoRA adapter on the model of stage `{facts.merged_into}`: "
+            "this folder is that base with the adapter merged in (PEFT's `merge_and_unload`), "
+            "a whole model; `adapter/` holds the adapter itself, for PEFT on that base."
+        )
     lines.append("")
     lines += ["## Training", "", *summary_lines(facts.train_summary), ""]
     lines += ["## Evaluation", ""]

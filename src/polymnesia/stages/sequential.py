@@ -28,6 +28,7 @@ import shutil
 import time
 from collections import Counter
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -55,7 +56,13 @@ from polymnesia.methods.regularization import EWC
 from polymnesia.methods.step_merge import STEP_MERGE_PLUGINS, StepMerge
 from polymnesia.models.build import save_pretrained
 from polymnesia.models.io import save_model_and_tokenizer
-from polymnesia.models.lora import LoraConfig, add_adapter, load_adapter, trainable_parameters
+from polymnesia.models.lora import (
+    LoraConfig,
+    add_adapter,
+    load_adapter,
+    merge_adapter,
+    trainable_parameters,
+)
 from polymnesia.penalties.fisher import FISHER_FILE, diagonal_fisher, online_fisher, save_fisher
 from polymnesia.pipeline.stage import STAGES, Artifact, Role, Stage, StageContext
 from polymnesia.results import Score
@@ -77,6 +84,8 @@ BASE = Role("base", Artifact.MODEL)
 PREV = Role("prev", Artifact.MATRIX, required=False)
 #: the language order a sequential step takes its language from
 ORDER = Role("order", Artifact.ORDER, required=False)
+#: a LoRA step's adapter folder in its entry (PEFT's ``save_pretrained``, head included)
+ADAPTER = "adapter"
 
 
 class StepParams(StrictModel):
@@ -176,7 +185,7 @@ def _build_model(
     prev = ctx.inputs.get(PREV)
     if lora and p.rank is not None:
         if prev is not None:
-            return load_adapter(model, prev / "adapter"), tok, None
+            return load_adapter(model, prev / ADAPTER), tok, None
         return add_adapter(model, p.rank, p.lora, p.task.kind), tok, None
     merging = prev is not None and not p.evaluate_only
     against_base = merging and any(STEP_MERGE_PLUGINS[n].needs_base for n in _step_merge_specs(p))
@@ -316,7 +325,7 @@ def _start_state(model: torch.nn.Module) -> dict[str, torch.Tensor]:
 
 def _save(ctx: StageContext, p: StepParams, model: torch.nn.Module, tok: Any) -> None:
     if get_method(p.method).uses_lora(p.rank):
-        with atomic_dir(ctx.out_dir / "adapter") as tmp:
+        with atomic_dir(ctx.out_dir / ADAPTER) as tmp:
             save_pretrained(model, tmp)
     else:
         save_model_and_tokenizer(model, tok, ctx.out_dir / "model")
@@ -401,6 +410,24 @@ class SequentialStep(Stage[StepParams]):
     def arm(cls, params: StepParams) -> str | None:
         """The arm the step's scores name: ``VANILLA``, ``SHARED LoRA r=4``, ``untrained``."""
         return "untrained" if params.evaluate_only else arm_label(params.method, params.rank)
+
+    @classmethod
+    def merged_model(
+        cls, params: StepParams, inputs: dict[str, Path], entry: Path
+    ) -> tuple[torch.nn.Module, Any]:
+        """A LoRA step's classifier as one model, for ``polymnesia export``: its base (input
+        ``base``) with the classification head as the step builds it, the adapter of
+        ``entry/adapter`` (and the head trained with it) loaded, then merged into the base
+        (PEFT's ``merge_and_unload``); and its tokenizer."""
+        n_labels = num_labels(params.task, inputs[DATA], params.languages, params.slot_field)
+        model, tok = load_classifier(
+            inputs[BASE],
+            n_labels,
+            params.task.kind,
+            seed=params.seed + 1234,
+            bidirectional=params.task.context == "bidirectional",
+        )
+        return merge_adapter(load_adapter(model, entry / ADAPTER)), tok
 
     def run(self, ctx: StageContext[StepParams]) -> list[Score]:
         p = ctx.params
