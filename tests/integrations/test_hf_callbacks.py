@@ -221,6 +221,22 @@ def test_active_forgetting_resumes_exactly(make_trainer, resume, replay: bool) -
     ]
 
 
+def test_active_forgetting_rebuilt_by_the_trainer_on_resume(make_trainer, resume) -> None:
+    """With ``restore_callback_states_from_checkpoint`` the Trainer builds the callback anew
+    from its saved state (``ExportableState``): the new one has the resets before the
+    checkpoint and the run ends on the uninterrupted run's weights."""
+
+    def make(out, callbacks, **kw):  # type: ignore[no-untyped-def]
+        return make_trainer(out, callbacks, restore_callback_states_from_checkpoint=True, **kw)
+
+    whole, resumed = resume(make, lambda: [ActiveForgettingCallback(reset_every=2)])
+    (cb,) = [
+        c for c in resumed.callback_handler.callbacks if isinstance(c, ActiveForgettingCallback)
+    ]
+    assert cb.resets == [2, 4]
+    assert largest_difference(weights(whole.model), weights(resumed.model)) == 0.0
+
+
 def test_replay_checkpoints_the_optimizer_in_the_trainers_layout(make_trainer, tmp_path) -> None:
     """The saved optimizer has the Trainer's two groups (the embeddings back in the first),
     and every parameter's moments."""
