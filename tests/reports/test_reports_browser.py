@@ -293,24 +293,29 @@ window.addEventListener("load", () => {
 
 def _realistic_claims() -> list[Claim]:
     """paper 002's eleven claims as a laptop run prints them (long labels and test names, a
-    non-inferiority margin, claims set aside with their reasons, a p-value of 0) and a
-    one-seed claim judged with its seed-noise band, the paper's number and its headroom."""
+    non-inferiority margin, claims set aside with their reasons, a p-value of 0), the four
+    Phase 2 claims with the seed-noise band a one-seed two_phase report prints beside each
+    (as active_forgetting's and lifelong's do), and a one-seed claim judged with its band,
+    the paper's number and its headroom."""
     test = "paired bootstrap over documents, stratified by task (1000 resamples)"
     src = "paper 002, Table 5"
+    band = SeedNoise(0.0213, (1, 2), "configs/two_phase.yaml at commit 1c6073a")
     return [
         Claim("Phase 1 on english teaches the English tasks (EA above the base)", 1, 0.117, 0.037,
               0.2, 1500, test, 0.004, "EA(P1) - EA(base)", "setup"),
         Claim("CFT beats the mixture (english -> similar), mean of EA and MA", 1, 0.015, -0.013,
               0.044, 2700, test, 0.31, "Combined(CFT) - Combined(mixture)",
-              "paper 002, Tables 1-2"),
+              "paper 002, Tables 1-2", noise=band),
         Claim("Phase 2 on a similar set keeps English ability, within the margin of 0.05 "
               "(english -> similar)", 1, -0.01, -0.057, 0.037, 1500, test, 0.68,
-              "EA(P2) - EA(P1)", "paper 002, Table 1 ('retains (or improves)')", margin=0.05),
+              "EA(P2) - EA(P1)", "paper 002, Table 1 ('retains (or improves)')", margin=0.05,
+              noise=band),
         Claim("CFT beats the mixture (english -> dissimilar), mean of EA and MA", 1, -0.202,
               -0.244, -0.163, 2700, test, 0.0, "Combined(CFT) - Combined(mixture)",
-              "paper 002, Tables 1-2"),
+              "paper 002, Tables 1-2", noise=band),
         Claim("Phase 2 on a dissimilar set loses English ability (english -> dissimilar)", -1,
-              -0.247, -0.313, -0.177, 1500, test, 0.0, "EA(P2) - EA(P1)", "paper 002, Table 1"),
+              -0.247, -0.313, -0.177, 1500, test, 0.0, "EA(P2) - EA(P1)", "paper 002, Table 1",
+              noise=band),
         *[Claim(f"{arm} keeps English ability better than plain CFT", 1, e, e - 0.05, e + 0.05,
                 1500, test, 0.04, f"EA({arm}) - EA(CFT)", src)
           for arm, e in (("GR_10", 0.057), ("ER_10", 0.067), ("LF_H2", 0.0), ("Spectrum", 0.027))],
@@ -360,3 +365,5 @@ def test_claims_table_fits_a_1280_px_window(tmp_path: Path) -> None:
     assert got["rows"] == 12 and got["tallest"] < 160, got  # no row of blank space
     text = page.read_text(encoding="utf-8")
     assert "&lt; 0.001" in text and "p = 0" not in text
+    # the bands are there, each on its own lines inside the effect and verdict cells
+    assert text.count("with seed noise") == 5 and text.count("seed sd 0.021") == 4
