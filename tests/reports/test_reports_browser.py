@@ -28,7 +28,7 @@ from polymnesia.reports.claims import Claim
 from polymnesia.reports.heatmaps import heatmap
 from polymnesia.reports.plots import bar_by_language
 from polymnesia.reports.render import Report
-from polymnesia.reports.tables import group_table, language_table, matrix_table
+from polymnesia.reports.tables import Table, group_table, language_table, matrix_table
 from polymnesia.reports.verdicts import SeedNoise
 from polymnesia.results import Score
 
@@ -192,6 +192,20 @@ def _report(run_dir: Path) -> Report:
     rep.heading("Did the models learn?", 2).table(
         baseline_table([("AFA", "en", "accuracy", Interval(0.61, 0.52, 0.70, 100), base)])
     )
+    # active_forgetting's setup checks: a sentence per row, which once widened its table past
+    # the page (the cells of text wrap now)
+    rep.table(
+        Table(
+            "translation_floor",
+            "Did the models translate? chrF against the floor of unrelated references",
+            ["#", "Check", "Verdict", "Effect [95% CI]", "p", "n"],
+            [
+                [i, f"{arm} translates: chrF above the floor of unrelated references (3 languages)",
+                 "? inconclusive", "chrF − floor: +0.000 [-0.477, +0.477]", 1.0, 6]
+                for i, arm in enumerate(("Baseline", "BA", "AFA"), 1)
+            ],
+        )
+    )  # fmt: skip
     rep.code(
         "polymnesia compare " + " ".join(f"runs/run-{i:02d}-0123456789abcdef" for i in range(8))
     )
@@ -241,7 +255,8 @@ def test_report_renders_within_a_laptop_screen(
     assert got["width"] == width
     assert got["images"] == 2 and got["broken"] == [] and got["tooWide"] == []
     assert got["pageWidth"] == width and got["outside"] == [], got
-    assert got["tables"] == 5 and got["scrolling"] >= 1  # the 23-column matrix scrolls in its box
+    # the 23-column matrix scrolls in its box; the setup checks' sentences wrap instead
+    assert got["tables"] == 6 and got["scrolling"] == 1, got
     assert got["firstSection"] == "The paper's claims at this scale"
     assert got["toc"] == 5  # claims, Table 1, Per language, Transfer, Did the models learn?
 
