@@ -160,4 +160,4 @@ def test_ls_tasks(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["ls", "lm-eval-tasks"]) == 0
     out = capsys.readouterr().out
     assert out.startswith("lm-eval-tasks:\n")
-    assert "poly_ifeval_en" in out and "(paper 002: IFEval)" in out
+    assert "poly_ifeval_en" in out and "(the two-phase CFT paper: IFEval)" in out

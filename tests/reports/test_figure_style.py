@@ -172,3 +172,60 @@ def test_labels_of_points_at_one_place_are_stacked(drawn: list[Figure], tmp_path
     assert offsets["GR_10"] == (3, 3)
     ys = sorted(offsets[k][1] for k in ("CFT", "Mix", "LoRA"))
     assert ys == [3, 3 + curves.LABEL_STEP, 3 + 2 * curves.LABEL_STEP]
+
+
+def test_heatmap_numbers_take_the_decimals_their_colour_scale_needs(
+    drawn: list[Figure], tmp_path: Path
+) -> None:
+    """lifelong's R maps wrote '0.04' on a purple (0.030) and a yellow (0.039) cell, and MBT
+    maps '-0.00' and '0.01' on a scale of +-0.005: the numbers now tell the colours apart."""
+    r = np.array([[0.0301, 0.0389], [0.035, np.nan]])
+    heatmaps.heatmap(r, ["0:en", "1:fr"], ["en", "fr"], tmp_path / "r.png", limits=(0.03, 0.039))
+    assert sorted(t.get_text() for t in drawn[0].axes[0].texts) == ["0.030", "0.035", "0.039"]
+    mbt = np.array([[0.0055, -0.0004], [-0.0013, 0.0]])
+    heatmaps.heatmap(mbt, ["0", "1"], ["fr", "en"], tmp_path / "m.png", center=0.0)
+    texts = sorted(t.get_text() for t in drawn[1].axes[0].texts)
+    assert texts == ["-0.001", "0.000", "0.000", "0.005"]  # no '-0.000'
+    # an explicit format is kept
+    heatmaps.heatmap(r, ["a", "b"], ["x", "y"], tmp_path / "f.png", fmt=".1f")
+    assert {t.get_text() for t in drawn[2].axes[0].texts} == {"0.0"}
+    assert heatmaps.annotation_format(-0.5, 0.5) == ".2f"
+    assert heatmaps.annotation_format(0.0, 0.0) == ".2f"
+
+
+def test_bar_plots_read_side_by_side_share_one_value_axis(
+    drawn: list[Figure], tmp_path: Path
+) -> None:
+    """lifelong's Figure 3, one bar plot per arm: an arm whose changes are all zero was drawn
+    on +-0.04 and the next on 0-0.005; with one range both show the same scale."""
+    arms = {"VANILLA": {"en": 0.0, "fr": -0.00001}, "LoRA": {"fr": 0.0055, "ru": -0.0014}}
+    limits = plots.shared_range(v for c in arms.values() for v in c.values())
+    assert limits is not None and limits[0] < -0.0014 and limits[1] > 0.0055
+    for name, change in arms.items():
+        plots.bar_plot(
+            change, tmp_path / f"{name}.png", signed_colors=True, fmt=".3f", limits=limits
+        )
+    assert [f.axes[0].get_ylim() for f in drawn] == [limits, limits]
+    labels = [t.get_text() for t in drawn[0].axes[0].texts]
+    assert labels == ["0.000", "0.000"]  # a tiny loss is not written '-0.000'
+    assert plots.shared_range([float("nan")]) is None
+    assert plots.shared_range([0.0]) == (-0.05, 0.05)
+
+
+def test_training_loss_panels_stand_in_one_column_as_wide_as_one_plot(
+    drawn: list[Figure], tmp_path: Path
+) -> None:
+    """Side by side, a report scaled a two-column loss figure to half its size and its text
+    became unreadable (active_forgetting_smoke): the panels now stand one above the other."""
+    panels = {
+        f"family {k}": {f"stage {k}{j}": ([1, 2, 3], [3.0, 2.0 + j, 1.0]) for j in range(3)}
+        for k in range(3)
+    }
+    curves.panel_lines(panels, tmp_path / "t.png", xlabel="optimizer step")
+    fig = drawn[0]
+    visible = [ax for ax in fig.axes if ax.get_visible()]
+    assert len(visible) == 3 and fig.get_figwidth() == 6.4
+    assert len({round(ax.get_position().x0, 6) for ax in visible}) == 1
+    tops = [ax.get_position().y0 for ax in visible]
+    assert tops == sorted(tops, reverse=True)  # in the order of the families, top to bottom
+    assert all(_legend_outside(fig, ax) for ax in visible)

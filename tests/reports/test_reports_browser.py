@@ -28,7 +28,7 @@ from polymnesia.reports.claims import Claim
 from polymnesia.reports.heatmaps import heatmap
 from polymnesia.reports.plots import bar_by_language
 from polymnesia.reports.render import Report
-from polymnesia.reports.tables import group_table, language_table, matrix_table
+from polymnesia.reports.tables import Table, group_table, language_table, matrix_table
 from polymnesia.reports.verdicts import SeedNoise
 from polymnesia.results import Score
 
@@ -192,6 +192,20 @@ def _report(run_dir: Path) -> Report:
     rep.heading("Did the models learn?", 2).table(
         baseline_table([("AFA", "en", "accuracy", Interval(0.61, 0.52, 0.70, 100), base)])
     )
+    # active_forgetting's setup checks: a sentence per row, which once widened its table past
+    # the page (the cells of text wrap now)
+    rep.table(
+        Table(
+            "translation_floor",
+            "Did the models translate? chrF against the floor of unrelated references",
+            ["#", "Check", "Verdict", "Effect [95% CI]", "p", "n"],
+            [
+                [i, f"{arm} translates: chrF above the floor of unrelated references (3 languages)",
+                 "? inconclusive", "chrF − floor: +0.000 [-0.477, +0.477]", 1.0, 6]
+                for i, arm in enumerate(("Baseline", "BA", "AFA"), 1)
+            ],
+        )
+    )  # fmt: skip
     rep.code(
         "polymnesia compare " + " ".join(f"runs/run-{i:02d}-0123456789abcdef" for i in range(8))
     )
@@ -241,7 +255,8 @@ def test_report_renders_within_a_laptop_screen(
     assert got["width"] == width
     assert got["images"] == 2 and got["broken"] == [] and got["tooWide"] == []
     assert got["pageWidth"] == width and got["outside"] == [], got
-    assert got["tables"] == 5 and got["scrolling"] >= 1  # the 23-column matrix scrolls in its box
+    # the 23-column matrix scrolls in its box; the setup checks' sentences wrap instead
+    assert got["tables"] == 6 and got["scrolling"] == 1, got
     assert got["firstSection"] == "The paper's claims at this scale"
     assert got["toc"] == 5  # claims, Table 1, Per language, Transfer, Did the models learn?
 
@@ -293,24 +308,29 @@ window.addEventListener("load", () => {
 
 def _realistic_claims() -> list[Claim]:
     """paper 002's eleven claims as a laptop run prints them (long labels and test names, a
-    non-inferiority margin, claims set aside with their reasons, a p-value of 0) and a
-    one-seed claim judged with its seed-noise band, the paper's number and its headroom."""
+    non-inferiority margin, claims set aside with their reasons, a p-value of 0), the four
+    Phase 2 claims with the seed-noise band a one-seed two_phase report prints beside each
+    (as active_forgetting's and lifelong's do), and a one-seed claim judged with its band,
+    the paper's number and its headroom."""
     test = "paired bootstrap over documents, stratified by task (1000 resamples)"
     src = "paper 002, Table 5"
+    band = SeedNoise(0.0213, (1, 2), "configs/two_phase.yaml at commit 1c6073a")
     return [
         Claim("Phase 1 on english teaches the English tasks (EA above the base)", 1, 0.117, 0.037,
               0.2, 1500, test, 0.004, "EA(P1) - EA(base)", "setup"),
         Claim("CFT beats the mixture (english -> similar), mean of EA and MA", 1, 0.015, -0.013,
               0.044, 2700, test, 0.31, "Combined(CFT) - Combined(mixture)",
-              "paper 002, Tables 1-2"),
+              "paper 002, Tables 1-2", noise=band),
         Claim("Phase 2 on a similar set keeps English ability, within the margin of 0.05 "
               "(english -> similar)", 1, -0.01, -0.057, 0.037, 1500, test, 0.68,
-              "EA(P2) - EA(P1)", "paper 002, Table 1 ('retains (or improves)')", margin=0.05),
+              "EA(P2) - EA(P1)", "paper 002, Table 1 ('retains (or improves)')", margin=0.05,
+              noise=band),
         Claim("CFT beats the mixture (english -> dissimilar), mean of EA and MA", 1, -0.202,
               -0.244, -0.163, 2700, test, 0.0, "Combined(CFT) - Combined(mixture)",
-              "paper 002, Tables 1-2"),
+              "paper 002, Tables 1-2", noise=band),
         Claim("Phase 2 on a dissimilar set loses English ability (english -> dissimilar)", -1,
-              -0.247, -0.313, -0.177, 1500, test, 0.0, "EA(P2) - EA(P1)", "paper 002, Table 1"),
+              -0.247, -0.313, -0.177, 1500, test, 0.0, "EA(P2) - EA(P1)", "paper 002, Table 1",
+              noise=band),
         *[Claim(f"{arm} keeps English ability better than plain CFT", 1, e, e - 0.05, e + 0.05,
                 1500, test, 0.04, f"EA({arm}) - EA(CFT)", src)
           for arm, e in (("GR_10", 0.057), ("ER_10", 0.067), ("LF_H2", 0.0), ("Spectrum", 0.027))],
@@ -360,3 +380,5 @@ def test_claims_table_fits_a_1280_px_window(tmp_path: Path) -> None:
     assert got["rows"] == 12 and got["tallest"] < 160, got  # no row of blank space
     text = page.read_text(encoding="utf-8")
     assert "&lt; 0.001" in text and "p = 0" not in text
+    # the bands are there, each on its own lines inside the effect and verdict cells
+    assert text.count("with seed noise") == 5 and text.count("seed sd 0.021") == 4

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from polymnesia.errors import ConfigError, DataError
+from polymnesia.reports.table_core import Estimate, number_text
 from polymnesia.reports.tables import (
     Table,
     format_cell,
@@ -251,3 +252,14 @@ def test_seed_table_best_along_columns() -> None:
     assert seed_table(scores, "ppl", best="min", best_along="col").bold == [(0, 1), (1, 2)]
     with pytest.raises(ConfigError, match="best_along 'diag'"):
         seed_table(scores, "ppl", best_along="diag")
+
+
+def test_huge_numbers_are_shown_in_scientific_notation_not_31_digits() -> None:
+    """The quickstart's word perplexity of never-seen languages (2.6e30) printed 31 digits
+    and pushed its table off a 1,280 px page; the CSV keeps full precision."""
+    assert number_text(2.6438e30) == "2.644e+30" and number_text(999_999.5) == "999999.500"
+    assert number_text(float("inf")) == "inf" and number_text(2e7, ",.0f") == "20,000,000"
+    cell = Estimate(2.6438e30, 2.3e30, 2.9e30)
+    t = Table("wppl", "Word perplexity", ["Model", "ppl"], [["Baseline", cell], ["BA", 4.0e9]])
+    assert "2.644e+30 ± 3.000e+29" in to_markdown(t) and "4.000e+09" in to_markdown(t)
+    assert to_csv_rows(t)[1][0][1] == repr(2.6438e30)

@@ -66,9 +66,9 @@ class OrderConfig(StrictModel):
     source_method: str = Field("vanilla", description="the sequential method those runs used")
     destructive: Literal["move_to_end", "sort"] = Field(
         "move_to_end",
-        description="destructive_last procedure: move_to_end (paper 004, A.1: shuffle with 'seed', "
-        "then move the 'destructive_count' most destructive languages to the end); sort: every "
-        "language by P_avg",
+        description="destructive_last procedure: move_to_end (Khelli et al. 2025, A.1: shuffle "
+        "with 'seed', then move the 'destructive_count' most destructive languages to the end); "
+        "sort: every language by P_avg",
     )
     destructive_count: int | None = Field(
         None, ge=0, description="languages moved to the end (move_to_end); default about a tenth"

@@ -135,23 +135,24 @@ def _register(method: Method, description: str) -> None:
 # (name, label, equation, schedule, lora, paper lr, max epochs, patience), then the description
 _register(
     Method("multi", "MULTI", "eq. 1", "joint", None, 5e-5, 50, 5),
-    "one model (or one LoRA adapter) trained on all languages at once (004 eq. 1)",
+    "one model (or one LoRA adapter) trained on all languages at once (Khelli et al. 2025, eq. 1)",
 )
 _register(
     Method("mono", "MONO", "eqs. 2-3", "independent", False, 5e-5, 50, 5),
-    "one full model per language (004 eqs. 2-3)",
+    "one full model per language (Khelli et al. 2025, eqs. 2-3)",
 )
 _register(
     Method("vanilla", "VANILLA", "eq. 4", "sequential", False, 5e-5, 50, 5),
-    "one model trained language after language, all parameters updated (004 eq. 4)",
+    "one model trained language after language, all parameters updated (Khelli et al. 2025, eq. 4)",
 )
 _register(
     Method("shared_lora", "SHARED LoRA", "eq. 5", "sequential", True, 5e-6, 100, 15),
-    "one LoRA adapter trained language after language, base frozen (004 eq. 5)",
+    "one LoRA adapter trained language after language, base frozen (Khelli et al. 2025, eq. 5)",
 )
 _register(
     Method("nonshared_lora", "NON-SHARED LoRA", "eq. 6", "independent", True, 5e-6, 100, 15),
-    "a fresh LoRA adapter per language, base frozen; each language uses its own (004 eq. 6)",
+    "a fresh LoRA adapter per language, base frozen; each language uses its own (Khelli et al. "
+    "2025, eq. 6)",
 )
 
 

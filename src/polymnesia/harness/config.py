@@ -24,7 +24,9 @@ class HarnessOptions(StrictModel):
     """How lm-evaluation-harness runs its tasks (lm-eval's options)."""
 
     num_fewshot: int | None = Field(
-        None, ge=0, description="few-shot examples (null: the task's own; paper 002: 0)"
+        None,
+        ge=0,
+        description="few-shot examples (null: the task's own; the two-phase CFT paper: 0)",
     )
     limit: int | float | None = Field(
         None, gt=0, description="documents per task (lm-eval --limit; null: all)"

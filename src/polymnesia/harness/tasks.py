@@ -237,7 +237,7 @@ for _fam in FAMILIES.values():
             _t.name,
             _t,
             f"[{_t.ability}] {_lang}: {_fam.what}; {', '.join(_fam.metrics)} "
-            f"(paper 002: {_fam.stands_for[0 if _lang == 'en' else 1]})",
+            f"(the two-phase CFT paper: {_fam.stands_for[0 if _lang == 'en' else 1]})",
         )
 
 

@@ -44,7 +44,8 @@ PRESETS: dict[str, InstructionSource] = {
     "alpaca": InstructionSource(
         "tatsu-lab/alpaca",
         {"instruction": "instruction", "input": "input", "output": "output"},
-        note="52k English self-instruct records (Taori et al. 2023); Phase 1 of paper 002",
+        note="52k English self-instruct records (Taori et al. 2023); Phase 1 of the two-phase "
+        "CFT paper",
     ),
     "multialpaca": InstructionSource(
         "DAMO-NLP-MT/multialpaca",
@@ -53,13 +54,14 @@ PRESETS: dict[str, InstructionSource] = {
             f"{x}.jsonl" for x in ("ar", "de", "es", "fr", "id", "ja", "ko", "pt", "ru", "th", "vi")
         ],
         note="Alpaca's seed tasks in 11 languages (PolyLM); one file per language, "
-        "data_files='fr.jsonl' for one language; Phase 2 of paper 002",
+        "data_files='fr.jsonl' for one language; Phase 2 of the two-phase CFT paper",
     ),
     "openorca": InstructionSource(
         "Open-Orca/OpenOrca",
         {"instruction": "system_prompt", "input": "question", "output": "response"},
         note="English FLAN questions with GPT-3.5/4 answers; an empty system prompt "
-        "makes the question the instruction; Phase 1 alternative in paper 002 (appendix A.2)",
+        "makes the question the instruction; Phase 1 alternative in the two-phase CFT paper "
+        "(appendix A.2)",
     ),
     "aya": InstructionSource(
         "CohereForAI/aya_dataset",

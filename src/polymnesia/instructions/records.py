@@ -41,7 +41,7 @@ stage seed. Test and validation verses are never used, so the zero-shot genre
 evaluation (which asks the genre question about *test* verses in every
 language) sees no verse the model was tuned on. Limits: the genre of a verse is
 a property of its book, not always of its content, so the task is hard even
-for people; English only (paper 000 tunes on English OpenOrca).
+for people; English only (Aggarwal et al. 2024 tune on English OpenOrca).
 """
 
 

@@ -68,7 +68,8 @@ def to_learning_order(
 @register_metric(
     "average_learned",
     higher_is_better=True,
-    description="mean score over the languages learned so far, after each step (004, Figure 2)",
+    description="mean score over the languages learned so far, after each step (Khelli et al. "
+    "2025, Figure 2)",
 )
 def average_learned(R: npt.ArrayLike) -> np.ndarray:
     """Average score over the languages learned so far, after each step: ``P`` of paper 004.
@@ -116,7 +117,8 @@ def performance_shift_steps(R: npt.ArrayLike, shift: Shift = "literal") -> np.nd
     "performance_shift",
     higher_is_better=False,
     description=(
-        "P_avg: average drop P_t - P_t+1 caused by learning each language, over orders (004 eq. 9)"
+        "P_avg: average drop P_t - P_t+1 caused by learning each language, over orders (Khelli "
+        "et al. 2025, eq. 9)"
     ),
 )
 def performance_shift(
@@ -152,7 +154,8 @@ def performance_shift(
     "cft",
     higher_is_better=True,
     description=(
-        "cross-lingual forward transfer: mean score on not-yet-learned languages (004 eqs. 10-11)"
+        "cross-lingual forward transfer: mean score on not-yet-learned languages (Khelli et al. "
+        "2025, eqs. 10-11)"
     ),
 )
 def cft(R: npt.ArrayLike) -> float:
@@ -170,8 +173,8 @@ def cft(R: npt.ArrayLike) -> float:
     "cbt",
     higher_is_better=True,
     description=(
-        "cross-lingual backward transfer: final minus just-learned score, earlier languages (004 "
-        "eq. 12)"
+        "cross-lingual backward transfer: final minus just-learned score, earlier languages "
+        "(Khelli et al. 2025, eq. 12)"
     ),
 )
 def cbt(R: npt.ArrayLike, row: Literal["last", "paper"] = "last") -> float:
@@ -211,7 +214,8 @@ def _multi_hop(R: npt.ArrayLike, hops: int, kind: Kind) -> np.ndarray:
 @register_metric(
     "mft",
     higher_is_better=True,
-    description="multi-hop forward transfer MFT_h = P_{i+h} - P_{i-1} per language (004 eq. 13)",
+    description="multi-hop forward transfer MFT_h = P_{i+h} - P_{i-1} per language (Khelli et "
+    "al. 2025, eq. 13)",
 )
 def mft(R: npt.ArrayLike, hops: int) -> np.ndarray:
     """Multi-hop forward transfer for one order (004, eq. 13): ``[T, hops+1]``.
@@ -230,7 +234,8 @@ def mft(R: npt.ArrayLike, hops: int) -> np.ndarray:
 @register_metric(
     "mbt",
     higher_is_better=True,
-    description="multi-hop backward transfer MBT_h = P_i - P_{i-h-1} per language (004 eq. 14)",
+    description="multi-hop backward transfer MBT_h = P_i - P_{i-h-1} per language (Khelli et "
+    "al. 2025, eq. 14)",
 )
 def mbt(R: npt.ArrayLike, hops: int) -> np.ndarray:
     """Multi-hop backward transfer for one order (004, eq. 14): ``[T, hops+1]``.
@@ -272,7 +277,8 @@ def multi_hop_by_language(
 @register_metric(
     "average_relative_score",
     higher_is_better=True,
-    description="R_T: mean ratio of multi-lingual to single-lingual fine-tuning score (003, 5.3.2)",
+    description="R_T: mean ratio of multi-lingual to single-lingual fine-tuning score (Mao et "
+    "al. 2022, 5.3.2)",
 )
 def average_relative_score(
     multi_scores: Mapping[str, float] | npt.ArrayLike,

@@ -66,7 +66,8 @@ def _same_shape(X1: np.ndarray, X2: np.ndarray) -> None:
 @register_metric(
     "covariance_drift",
     higher_is_better=False,
-    description="paper 002 sec. 4.4: ||Sigma_1 - Sigma_2|| of layer-mean activation covariances",
+    description="the two-phase CFT paper, sec. 4.4: ||Sigma_1 - Sigma_2|| of layer-mean "
+    "activation covariances",
 )
 def covariance_drift(X1: Any, X2: Any, ord: Literal["fro", "spectral"] = "fro") -> float:
     """L2 norm of the difference of the two models' activation covariances (paper 002, sec. 4.4)."""

@@ -107,8 +107,8 @@ def mlm_loss(nll_sum: float, n_masked: int) -> float:
     "forgetting",
     higher_is_better=False,
     description=(
-        "F_p = L_p(theta_f) - L_p(theta_p): rise of the pre-training loss after fine-tuning (003 "
-        "3.1)"
+        "F_p = L_p(theta_f) - L_p(theta_p): rise of the pre-training loss after fine-tuning "
+        "(Mao et al. 2022, 3.1)"
     ),
 )
 def forgetting(loss_after: float, loss_before: float) -> float:

@@ -62,7 +62,8 @@ def normalized_mean(E: Any) -> np.ndarray:
 @register_metric(
     "des",
     higher_is_better=True,
-    description="paper 002 Def. 1: dataset embedding similarity, <normalised mean emb 1, ... 2>",
+    description="the two-phase CFT paper, Def. 1: dataset embedding similarity, <normalised "
+    "mean emb 1, ... 2>",
 )
 def des(E1: Any, E2: Any) -> float:
     """Dataset Embedding Similarity of two ``[n_i, d]`` embedding sets (paper 002, Definition 1)."""
@@ -77,7 +78,8 @@ def des(E1: Any, E2: Any) -> float:
 @register_metric(
     "mpd",
     higher_is_better=False,
-    description="paper 002 Def. 2: model parameter difference, mean over tensors of ||w1 - w2||_2",
+    description="the two-phase CFT paper, Def. 2: model parameter difference, mean over "
+    "tensors of ||w1 - w2||_2",
 )
 def mpd(params1: Mapping[str, Any], params2: Mapping[str, Any]) -> float:
     """Model Parameter Difference of two name -> tensor mappings with the same names and shapes."""

@@ -34,15 +34,15 @@ PRESETS.add("base", Preset(512, 8, 8, 4, 1536), "512 wide, 8 layers (~30M body p
 PRESETS.add(
     "paper-400m",
     Preset(1024, 24, 16, 8, 3584),
-    "about 400M parameters with a 32k vocabulary (paper 000)",
+    "about 400M parameters with a 32k vocabulary (Aggarwal et al. 2024)",
 )
 PRESETS.add(
     "paper-782m",
     Preset(1536, 24, 16, 8, 4480),
-    "about 780M parameters with a 32k vocabulary (paper 000)",
+    "about 780M parameters with a 32k vocabulary (Aggarwal et al. 2024)",
 )
 PRESETS.add(
     "paper-1.6b",
     Preset(2048, 28, 16, 8, 6144),
-    "about 1.6B parameters with a 32k vocabulary (paper 000)",
+    "about 1.6B parameters with a 32k vocabulary (Aggarwal et al. 2024)",
 )

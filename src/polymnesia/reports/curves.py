@@ -124,13 +124,15 @@ def panel_lines(
 ) -> Path:
     """One panel per key of ``panels`` (e.g. a stage family), each a :func:`line_plot` of its
     series with its own legend outside it; ``dashed[panel][series]`` adds a dashed line in
-    the series' colour (e.g. its validation curve, labelled as such)."""
+    the series' colour (e.g. its validation curve, labelled as such). The panels stand one
+    above the other, each as wide as a :func:`line_plot`, so that at a report's width their
+    text is as large as a single plot's (side by side, a report shrank it to half)."""
     if not panels:
         raise DataError("panel_lines: no panel to draw")
     n = len(panels)
-    cols = 1 if n == 1 else 2
-    rows = -(-n // cols)
-    fig = Figure(figsize=(6.4 * cols + 1.5 * cols, 3.6 * rows))
+    cols = 1
+    rows = n
+    fig = Figure(figsize=(6.4, 3.4 * rows))
     axes = fig.subplots(rows, cols, squeeze=False)
     for k, (name, series) in enumerate(panels.items()):
         ax = axes[k // cols][k % cols]

@@ -16,6 +16,7 @@ from matplotlib.figure import Figure
 
 from polymnesia.errors import ConfigError
 from polymnesia.reports.plots import figure_width, save_figure
+from polymnesia.reports.style import number_text
 
 
 def heatmap(
@@ -26,7 +27,7 @@ def heatmap(
     *,
     title: str = "",
     cmap: str | None = None,
-    fmt: str = ".2f",
+    fmt: str | None = None,
     center: float | None = None,
     annotate: bool | None = None,
     xlabel: str = "",
@@ -40,7 +41,9 @@ def heatmap(
     ``center`` (e.g. 0 for transfer scores) uses a diverging map with that
     value white (default cmap "coolwarm_r": positive transfer cool, as in
     paper 004 Figures 5-6); otherwise "viridis". Cells are annotated with
-    ``fmt`` when ``annotate`` is true, by default when there are at most 600.
+    ``fmt`` when ``annotate`` is true, by default when there are at most 600; without
+    ``fmt``, with as many decimals as the colour scale needs (:func:`annotation_format`:
+    0.035 and 0.039 on a scale from 0.030 read as two numbers, not "0.04" twice).
     """
     data = np.asarray(matrix, dtype=float)
     if data.ndim != 2 or data.shape != (len(row_labels), len(col_labels)):
@@ -66,7 +69,9 @@ def heatmap(
     ax.set_yticks(np.arange(n_rows))
     ax.set_yticklabels(list(row_labels), fontsize=8)
     if annotate if annotate is not None else data.size <= 600:
-        _annotate(ax, data, fmt, image)
+        scale = image.norm  # its bounds, set by the limits or from the data
+        lo, hi = float(scale.vmin), float(scale.vmax)  # type: ignore[arg-type]
+        _annotate(ax, data, fmt or annotation_format(lo, hi), image)
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     ax.set_title(title)
@@ -101,6 +106,16 @@ def shared_limits(matrices: Iterable[Any]) -> tuple[float, float] | None:
     return (lo, hi) if hi > lo else (lo - 0.5, hi + 0.5)
 
 
+def annotation_format(vmin: float, vmax: float) -> str:
+    """The format of a heatmap's cell numbers on a colour scale from ``vmin`` to ``vmax``:
+    enough decimals that half the scale's span shows a non-zero digit (at least 2, at most
+    6), so cells of different colours do not read as the same number."""
+    half = abs(float(vmax) - float(vmin)) / 2
+    if not math.isfinite(half) or half <= 0:
+        return ".2f"
+    return f".{min(6, max(2, -math.floor(math.log10(half))))}f"
+
+
 def _annotate(ax: Any, data: np.ndarray, fmt: str, image: Any) -> None:
     size = 7 if max(data.shape) <= 15 else 5
     for (i, j), v in np.ndenumerate(data):
@@ -111,7 +126,7 @@ def _annotate(ax: Any, data: np.ndarray, fmt: str, image: Any) -> None:
         ax.text(
             j,
             i,
-            format(v, fmt),
+            number_text(v, fmt),
             ha="center",
             va="center",
             fontsize=size,

@@ -38,6 +38,7 @@ from polymnesia.reports.style import (
     PALETTE,
     SeriesStyle,
     legend_columns,
+    number_text,
     series_style,
 )
 from polymnesia.reports.table_core import Estimate
@@ -223,12 +224,15 @@ def bar_plot(
     signed_colors: bool = False,
     sort: bool = False,
     fmt: str | None = None,
+    limits: tuple[float, float] | None = None,
 ) -> Path:
     """One bar per label (insertion order, or descending with ``sort``).
 
     ``signed_colors`` paints gains blue and losses red with a zero line (paper
     004 Figure 3, performance change per language); ``errors`` adds error
-    bars; ``fmt`` writes each value above its bar.
+    bars; ``fmt`` writes each value above its bar (a value that rounds to zero without a
+    minus sign). ``limits`` fixes the value axis, so that bar plots read side by side (one
+    per arm) share one scale (:func:`shared_range`).
     """
     if not values:
         raise DataError("bar_plot: no values to draw")
@@ -246,7 +250,9 @@ def bar_plot(
     if signed_colors:
         ax.axhline(0.0, color="0.3", linewidth=0.8)
     if fmt:
-        ax.bar_label(bars, labels=[format(y, fmt) for y in ys], fontsize=7)
+        ax.bar_label(bars, labels=[number_text(y, fmt) for y in ys], fontsize=7)
+    if limits is not None:
+        ax.set_ylim(*limits)
     ax.set_xticks(np.arange(len(labels)))
     ax.set_xticklabels(labels, rotation=90 if len(labels) > 12 else 0, fontsize=8)
     ax.set_xlabel(xlabel)
@@ -254,3 +260,15 @@ def bar_plot(
     ax.set_title(title)
     ax.grid(axis="y", alpha=0.3)
     return save_figure(fig, path)
+
+
+def shared_range(values: Iterable[float], margin: float = 0.15) -> tuple[float, float] | None:
+    """One value axis for bar plots read side by side: from the smallest to the largest
+    finite value over all of them, zero included, widened by ``margin`` of the span on each
+    side for the values written above the bars (None when no value is finite)."""
+    finite = [float(v) for v in values if math.isfinite(float(v))]
+    if not finite:
+        return None
+    lo, hi = min(0.0, *finite), max(0.0, *finite)
+    pad = (hi - lo) * margin or 0.05
+    return lo - pad, hi + pad

@@ -50,6 +50,7 @@ p, li, figcaption, .caption, .table-title, h1, h2, h3, h4 { overflow-wrap: anywh
 table { border-collapse: collapse; font-size: 0.9em; }
 th, td { border: 1px solid #ccc; padding: 0.25em 0.6em; text-align: right; white-space: nowrap; }
 th:first-child, td:first-child { text-align: left; }
+td.prose { white-space: normal; text-align: left; min-width: 14em; max-width: 32em; }
 th { background: #f2f2f2; position: sticky; top: 0; }
 tr.block td { background: #fafafa; font-style: italic; text-align: left; }
 .table-title { font-weight: 600; margin-top: 1.2em; }
@@ -304,10 +305,15 @@ def _html_section(
     return f"<pre><code>{html.escape(s.payload)}</code></pre>"
 
 
+#: text cells longer than this wrap in their cell (``td.prose``); shorter ones stay on one line
+PROSE_FROM = 40
+
+
 def table_html(table: Table, floatfmt: str = ".3f") -> str:
     """An HTML ``<table>`` straight from a :class:`Table`, in a box that scrolls sideways when wide.
 
-    Block rows span all columns; a cell with an interval gets a tooltip with its bounds and ``n``.
+    Block rows span all columns; a cell with an interval gets a tooltip with its bounds and ``n``;
+    a text cell longer than :data:`PROSE_FROM` characters wraps (``td.prose``).
     """
     floatfmt = table.floatfmt or floatfmt
     width = len(table.columns)
@@ -325,7 +331,9 @@ def table_html(table: Table, floatfmt: str = ".3f") -> str:
         for j, v in enumerate(row):
             text = html.escape(format_cell(v, floatfmt))
             text = f"<strong>{text}</strong>" if (i, j) in bold else text
-            cells.append(f"<td{_tooltip(v, floatfmt)}>{text}</td>")
+            # a sentence (a setup check's wording) wraps in its cell instead of widening the table
+            prose = ' class="prose"' if isinstance(v, str) and len(v) > PROSE_FROM else ""
+            cells.append(f"<td{prose}{_tooltip(v, floatfmt)}>{text}</td>")
         rows.append("<tr>" + "".join(cells) + "</tr>")
     title = f'<div class="table-title">{inline_html(table.title)}</div>\n' if table.title else ""
     caption = f'\n<div class="caption">{inline_html(table.caption)}</div>' if table.caption else ""

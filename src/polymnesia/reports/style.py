@@ -57,3 +57,12 @@ def legend_columns(n_series: int, per_column: int = 16) -> int:
     """Columns of an outside legend holding ``n_series`` entries (at most ``per_column`` per
     column)."""
     return max(1, -(-n_series // per_column))
+
+
+def number_text(value: float, fmt: str) -> str:
+    """``value`` written in ``fmt`` for a figure, without the sign of a negative number that
+    rounds to zero ("0.000", not "-0.000")."""
+    text = format(value, fmt)
+    if text.startswith("-") and float(text) == 0.0:
+        return text[1:]
+    return text

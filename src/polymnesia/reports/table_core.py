@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 import numbers
 import os
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -65,11 +66,11 @@ class Estimate:
     def text(self, floatfmt: str = ".3f") -> str:
         if math.isnan(self.value):
             return NA
-        out = format(self.value, floatfmt)
+        out = number_text(self.value, floatfmt)
         if self.spread is not None and math.isfinite(self.spread):
-            out += f"±{format(self.spread, floatfmt)}"
+            out += f"±{number_text(self.spread, floatfmt)}"
         elif self.has_ci:
-            out += f" ± {format(self.half_width, floatfmt)}"
+            out += f" ± {number_text(self.half_width, floatfmt)}"
         return out + self.mark
 
 
@@ -109,6 +110,21 @@ class Table:
         return self.block_format.format(self.block_labels.get(raw, raw))
 
 
+#: from this size on, a fixed-point number is shown in scientific notation
+SCIENTIFIC_FROM = 1e6
+
+
+def number_text(value: float, floatfmt: str = ".3f") -> str:
+    """``value`` in ``floatfmt``; a fixed-point format (".3f") writes a number of a million or
+    more in scientific notation with as many decimals ("2.644e+30", not 31 digits that push
+    a table off the page: word perplexity of a language the model never saw)."""
+    v = float(value)
+    fixed = re.fullmatch(r"\.(\d+)f", floatfmt)
+    if fixed and math.isfinite(v) and abs(v) >= SCIENTIFIC_FROM:
+        return format(v, f".{fixed.group(1)}e")
+    return format(v, floatfmt)
+
+
 def format_cell(value: Any, floatfmt: str = ".3f") -> str:
     """Text of one cell: reals with ``floatfmt``, NaN and ``None`` as "N/A", the rest ``str``."""
     if value is None:
@@ -118,7 +134,7 @@ def format_cell(value: Any, floatfmt: str = ".3f") -> str:
     if isinstance(value, (bool, numbers.Integral)):
         return str(value)
     if isinstance(value, numbers.Real):
-        return NA if math.isnan(float(value)) else format(float(value), floatfmt)
+        return NA if math.isnan(float(value)) else number_text(float(value), floatfmt)
     return str(value)
 
 

@@ -96,8 +96,8 @@ class AdaptConfig(StrictModel):
     )
     head: Literal["reinit", "keep"] = Field(
         "reinit",
-        description="LM head: reinit (paper 000: replaced, every row drawn afresh) or keep (old "
-        "rows kept as a warm start, new rows initialised like the embeddings)",
+        description="LM head: reinit (Aggarwal et al. 2024: replaced, every row drawn afresh) or "
+        "keep (old rows kept as a warm start, new rows initialised like the embeddings)",
     )
     strict: bool = Field(
         False, description="refuse (rather than warn) adapting languages that overlap pretraining"

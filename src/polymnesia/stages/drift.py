@@ -73,7 +73,8 @@ def tsne_points(states: dict[str, np.ndarray], seed: int) -> dict[str, list[list
 
 
 @STAGES.register(
-    "representation_drift", "covariance change of mean hidden activations per layer (paper 002)"
+    "representation_drift",
+    "covariance change of mean hidden activations per layer (the two-phase CFT paper)",
 )
 class RepresentationDrift(Stage[DriftParams]):
     category = "analysis"

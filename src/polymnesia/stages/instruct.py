@@ -85,7 +85,7 @@ class InstructConfig(StrictModel):
         None,
         gt=0,
         description="train a LoRA adapter of this rank instead of every weight, "
-        "merged into the saved model (paper 002's LoRA baseline: 64)",
+        "merged into the saved model (the two-phase CFT paper's LoRA baseline: 64)",
     )
     lora: LoraConfig = Field(default_factory=LoraConfig)
     too_long: Literal["error", "drop"] = Field(

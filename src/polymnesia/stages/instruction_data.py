@@ -60,8 +60,8 @@ class InstructionSetConfig(StrictModel):
     kind: SetKind = Field(
         description="phase1_english | phase2_similar (Phase 1's tasks in other languages) | "
         "phase2_dissimilar (other task types) | english_counterpart (of the set named in 'of': "
-        "the English pool of replay) | hf (a Hub dataset with field mapping) | bible (paper "
-        "000's genre and continuation records)"
+        "the English pool of replay) | hf (a Hub dataset with field mapping) | bible (the genre "
+        "and continuation records of Aggarwal et al. 2024)"
     )
     records: int | None = Field(
         600, gt=0, description="records in the set (offline kinds; hf and bible: a cap, or none)"
@@ -201,7 +201,10 @@ def build_set(ctx: StageContext[InstructionDataParams], p: InstructionDataParams
     return english_counterpart(read_instruction_set(ctx.input(OF), c.of), data, split=c.split)
 
 
-@STAGES.register("instruction_data", "an instruction set with its data card (papers 000 and 002)")
+@STAGES.register(
+    "instruction_data",
+    "an instruction set with its data card (Aggarwal et al. 2024 and the two-phase CFT paper)",
+)
 class InstructionData(Stage[InstructionDataParams]):
     category = "data"
     version = "1"

@@ -86,7 +86,9 @@ def generative_replay(
     return answered_records(instructions, answers, drop_empty=drop_empty)
 
 
-@STAGES.register("replay_data", "mix English or generative replay into Phase 2 records (paper 002)")
+@STAGES.register(
+    "replay_data", "mix English or generative replay into Phase 2 records (the two-phase CFT paper)"
+)
 class ReplayData(Stage[ReplayDataParams]):
     category = "data"
     version = "1"

@@ -392,7 +392,7 @@ def _scores(
 
 @STAGES.register(
     "sequential_step",
-    "train on one language (or all) and score every language: a row of R (paper 004)",
+    "train on one language (or all) and score every language: a row of R (Khelli et al. 2025)",
 )
 class SequentialStep(Stage[StepParams]):
     category = "training"

@@ -87,7 +87,8 @@ def _destructive(
 
 
 @STAGES.register(
-    "sequential_order", "a language order for sequential training (paper 004) -> order.json"
+    "sequential_order",
+    "a language order for sequential training (Khelli et al. 2025) -> order.json",
 )
 class SequentialOrder(Stage[OrderParams]):
     category = "data"

@@ -80,7 +80,9 @@ def _texts(folder: Path, field: str) -> list[str]:
     return [f"{r['instruction']}\n{r.get('input', '')}".strip() for r in rows]
 
 
-@STAGES.register("dataset_similarity", "DES of two instruction datasets (paper 002, Definition 1)")
+@STAGES.register(
+    "dataset_similarity", "DES of two instruction datasets (the two-phase CFT paper, Definition 1)"
+)
 class DatasetSimilarity(Stage[DatasetSimilarityParams]):
     category = "analysis"
     version = "1"
@@ -124,7 +126,9 @@ class ModelDistanceParams(StrictModel):
         return check_regex(v)
 
 
-@STAGES.register("model_distance", "MPD of two models fine-tuned from one base (paper 002, Def. 2)")
+@STAGES.register(
+    "model_distance", "MPD of two models fine-tuned from one base (the two-phase CFT paper, Def. 2)"
+)
 class ModelDistance(Stage[ModelDistanceParams]):
     category = "analysis"
     version = "1"

@@ -19,7 +19,10 @@ class TokenizerConfig(StrictModel):
         "(model.name_or_path) null means the model's own",
     )
     vocab_size: int = Field(
-        8000, ge=300, le=MAX_VOCAB, description="size of the trained vocabulary (paper 000: 32,000)"
+        8000,
+        ge=300,
+        le=MAX_VOCAB,
+        description="size of the trained vocabulary (Aggarwal et al. 2024: 32,000)",
     )
     temperature: float = Field(
         3.0, gt=0, description="language sampling temperature for the training mixture"

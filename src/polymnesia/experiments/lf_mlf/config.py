@@ -237,7 +237,8 @@ class LFMLFConfig(ExperimentConfig):
         ge=0,
         le=1,
         description="non-inferiority margin of 'LF-MLF's fine-tuning performance is comparable "
-        "to each baseline's' (score 0-1; paper 003's largest deficit in Tables 4-6: 0.0077)",
+        "to each baseline's' (score 0-1; the largest deficit in Tables 4-6 of Mao et al. 2022: "
+        "0.0077)",
     )
     sweep: SweepSection | None = None
     branches: BranchSection | None = None

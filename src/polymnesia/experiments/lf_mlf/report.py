@@ -45,7 +45,7 @@ from polymnesia.reports.claims import correct
 from polymnesia.reports.claims_table import claims_block_table, claims_table
 from polymnesia.reports.curves import line_plot
 from polymnesia.reports.frame import load_run
-from polymnesia.reports.heatmaps import heatmap
+from polymnesia.reports.heatmaps import heatmap, shared_limits
 from polymnesia.reports.render import Report
 from polymnesia.reports.table_core import Table
 from polymnesia.reports.tables import seed_table, write_table
@@ -406,6 +406,7 @@ def branch_heatmaps(
     scores = filter_scores(scores, task=task.name)
     groups = cfg.branches.groups
     names = list(groups)
+    mats: dict[str, np.ndarray] = {}
     for m in cfg.branches.methods:
         lab = label_of(m)
         mat = np.full((len(names), len(names)), np.nan)
@@ -418,20 +419,26 @@ def branch_heatmaps(
                 if i != j and vals:
                     mat[i, j] = float(np.mean(vals))
         if np.isfinite(mat).any():
-            rel = f"plots/branches_{m}{_suffix(cfg, task)}.png"
-            heatmap(
-                mat,
-                names,
-                names,
-                run_dir / rel,
-                title=f"Cross-branch zero-shot, {lab} (Figure 5a)",
-                xlabel="target branch",
-                ylabel="source branch",
-            )
-            rep.image(
-                rel,
-                f"{lab}: rows fine-tuned on a branch, columns zero-shot {task.metric} on another.",
-            )
+            mats[m] = mat
+    limits = shared_limits(mats.values())  # the methods' maps are compared: one colour scale
+    for m, mat in mats.items():
+        lab = label_of(m)
+        rel = f"plots/branches_{m}{_suffix(cfg, task)}.png"
+        heatmap(
+            mat,
+            names,
+            names,
+            run_dir / rel,
+            title=f"Cross-branch zero-shot, {lab} (Figure 5a)",
+            xlabel="target branch",
+            ylabel="source branch",
+            limits=limits,
+        )
+        rep.image(
+            rel,
+            f"{lab}: rows fine-tuned on a branch, columns zero-shot {task.metric} on another "
+            "(one colour scale for every method).",
+        )
 
 
 def _setup(cfg: LFMLFConfig) -> str:

@@ -46,7 +46,7 @@ def figures(
     rep.image(
         "figures/fig2_average_over_steps.png",
         f"Figure 2: average over learned languages after each step{over}"
-        + ("; shaded: the 95% interval over test items" if bands else "")
+        + ("; error bars: the 95% interval over test items" if bands else "")
         + (" and seeds" if bands and several else ""),
     )
     drawn = [a for a in arms if a.method in ("vanilla", "shared_lora")]
@@ -72,10 +72,14 @@ def figures(
         for kind in ("mbt", "mft")
     }
     r_limits = heatmaps.shared_limits(R for R, _ in r_maps.values())
+    changes = {
+        a.label: {k: -v for k, v in per_lang[a.label]["shift"].items() if not math.isnan(v)}
+        for a in drawn
+    }
+    change_range = plots.shared_range(v for c in changes.values() for v in c.values())
     for arm in drawn:
         stem = f"{arm.method}_r{arm.rank}" if arm.rank else arm.method
-        pl = per_lang[arm.label]
-        change = {k: -v for k, v in pl["shift"].items() if not math.isnan(v)}
+        change = changes[arm.label]
         if change:
             plots.bar_plot(
                 change,
@@ -83,13 +87,14 @@ def figures(
                 signed_colors=True,
                 sort=True,
                 fmt=".3f",
+                limits=change_range,
                 ylabel="performance change (-P_avg)",
                 title=f"Figure 3: change caused by each language, {arm.label}",
             )
             rep.image(
                 f"figures/fig3_change_{stem}.png",
                 f"Figure 3 ({arm.label}): performance change after training each language "
-                f"(-P_avg, eq. 9 read '{shift}'){over}",
+                f"(-P_avg, eq. 9 read '{shift}'){over} (one scale for every arm)",
             )
         for kind, fig in (("mbt", 5), ("mft", 6)):
             mat, langs = hop_maps[(arm.label, kind)]

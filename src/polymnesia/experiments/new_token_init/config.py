@@ -34,7 +34,8 @@ class BaseArm(StrictModel):
 
     name: str = Field(description="the base's label in tables and figures (standard, af)")
     forgetting: ForgettingSection | None = Field(
-        None, description="active forgetting during pretraining (paper 000); null: standard"
+        None,
+        description="active forgetting during pretraining (Aggarwal et al. 2024); null: standard",
     )
 
     @field_validator("name")
@@ -65,7 +66,7 @@ class RelearnSection(StrictModel):
     head: Literal["keep", "reinit"] = Field(
         "keep",
         description="LM head: keep (old rows kept, new rows initialised like the embeddings) or "
-        "reinit (paper 000: every row drawn afresh, so 0 steps scores a random head)",
+        "reinit (Aggarwal et al. 2024: every row drawn afresh, so 0 steps scores a random head)",
     )
     vocabulary: VocabularySection = Field(default_factory=VocabularySection)
     train: TrainConfig = Field(default_factory=TrainConfig, description="the relearning")
