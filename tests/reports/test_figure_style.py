@@ -212,6 +212,22 @@ def test_bar_plots_read_side_by_side_share_one_value_axis(
     assert plots.shared_range([0.0]) == (-0.05, 0.05)
 
 
+def test_bar_plot_draws_asymmetric_intervals_around_each_bar(
+    drawn: list[Figure], tmp_path: Path
+) -> None:
+    """lifelong's Figure 3 had no intervals: each bar now spans its own (low, high), which a
+    bootstrap gives asymmetric; a label without a finite interval gets no bar."""
+    values = {"fr": 0.02, "ru": -0.01, "de": 0.005}
+    spans = {"fr": (0.01, 0.05), "ru": (-0.03, -0.005), "de": (float("nan"), 0.01)}
+    plots.bar_plot(values, tmp_path / "b.png", intervals=spans, sort=True)
+    ax = drawn[0].axes[0]
+    (caps_and_lines,) = [c for c in ax.containers if hasattr(c, "lines")]
+    segments = caps_and_lines.lines[2][0].get_segments()
+    # sorted by value: fr, de, ru; each segment runs from low to high at its bar
+    ends = [(round(float(s[0][1]), 6), round(float(s[1][1]), 6)) for s in segments]
+    assert ends == [(0.01, 0.05), (0.005, 0.005), (-0.03, -0.005)]
+
+
 def test_training_loss_panels_stand_in_one_column_as_wide_as_one_plot(
     drawn: list[Figure], tmp_path: Path
 ) -> None:

@@ -64,7 +64,9 @@ class LayerFreezingConfig(PluginOptions):
         description="percent of layers per weight type (default 50 when top_k is not given)",
     )
     top_k: int | None = Field(
-        None, gt=0, description="a fixed number of layers instead of pct (paper 002: 10)"
+        None,
+        gt=0,
+        description="a fixed number of layers instead of pct (the two-phase CFT paper: 10)",
     )
     by: Literal["type", "layer"] | None = Field(
         None,
@@ -73,7 +75,8 @@ class LayerFreezingConfig(PluginOptions):
         "for Key, Query and Value; Spectrum per module)",
     )
     freeze: Literal["selected", "unselected"] = Field(
-        "selected", description="freeze the selected layers (paper 002) or the others (Spectrum)"
+        "selected",
+        description="freeze the selected layers (the two-phase CFT paper) or the others (Spectrum)",
     )
     pattern: str | None = Field(None, description="regex: only matching matrices are candidates")
     source: str | None = Field(
@@ -204,7 +207,8 @@ def resolve_frozen(cfg: LayerFreezingConfig, model: torch.nn.Module) -> list[str
 
 @PLUGINS.register(
     "layer_freezing",
-    "freeze layers chosen by name, random, most-changed or Spectrum SNR (paper 002); bit-identical",
+    "freeze layers chosen by name, random, most-changed or Spectrum SNR (the two-phase CFT "
+    "paper); bit-identical",
 )
 class LayerFreezing(TrainingPlugin):
     name = "layer_freezing"

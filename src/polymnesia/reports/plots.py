@@ -221,6 +221,7 @@ def bar_plot(
     xlabel: str = "",
     ylabel: str = "",
     errors: Mapping[str, float] | None = None,
+    intervals: Mapping[str, tuple[float, float]] | None = None,
     signed_colors: bool = False,
     sort: bool = False,
     fmt: str | None = None,
@@ -229,10 +230,11 @@ def bar_plot(
     """One bar per label (insertion order, or descending with ``sort``).
 
     ``signed_colors`` paints gains blue and losses red with a zero line (paper
-    004 Figure 3, performance change per language); ``errors`` adds error
-    bars; ``fmt`` writes each value above its bar (a value that rounds to zero without a
-    minus sign). ``limits`` fixes the value axis, so that bar plots read side by side (one
-    per arm) share one scale (:func:`shared_range`).
+    004 Figure 3, performance change per language); ``errors`` adds symmetric error
+    bars, ``intervals`` asymmetric ones from each label's ``(low, high)`` (a label without a
+    finite interval gets none); ``fmt`` writes each value above its bar (a value that
+    rounds to zero without a minus sign). ``limits`` fixes the value axis, so that bar plots
+    read side by side (one per arm) share one scale (:func:`shared_range`).
     """
     if not values:
         raise DataError("bar_plot: no values to draw")
@@ -243,9 +245,18 @@ def bar_plot(
     colors = (
         [("#4C72B0" if y >= 0 else "#C44E52") for y in ys] if signed_colors else GROUP_COLORS[0]
     )
-    yerr = [float(errors.get(k, 0.0)) for k in labels] if errors else None
+    yerr: Any = [float(errors.get(k, 0.0)) for k in labels] if errors else None
+    if intervals:
+        yerr = np.array(
+            [_below_above(y, intervals.get(k)) for k, y in zip(labels, ys, strict=True)]
+        ).T
     bars = ax.bar(
-        np.arange(len(labels)), ys, 0.7, color=colors, yerr=yerr, capsize=2 if yerr else 0
+        np.arange(len(labels)),
+        ys,
+        0.7,
+        color=colors,
+        yerr=yerr,
+        capsize=2 if yerr is not None else 0,
     )
     if signed_colors:
         ax.axhline(0.0, color="0.3", linewidth=0.8)
@@ -260,6 +271,14 @@ def bar_plot(
     ax.set_title(title)
     ax.grid(axis="y", alpha=0.3)
     return save_figure(fig, path)
+
+
+def _below_above(y: float, iv: tuple[float, float] | None) -> tuple[float, float]:
+    """How far an interval ``(low, high)`` reaches below and above the bar's value ``y`` (no
+    bar where it is missing or not finite)."""
+    if iv is None or not all(math.isfinite(v) for v in iv):
+        return 0.0, 0.0
+    return max(0.0, y - iv[0]), max(0.0, iv[1] - y)
 
 
 def shared_range(values: Iterable[float], margin: float = 0.15) -> tuple[float, float] | None:

@@ -404,6 +404,25 @@ class Pool:
         per_seed = [fn(r.arm(arm.label).Rs, r.orders) for r in self.runs]
         return {lang: _nanmean([p.get(lang, math.nan) for p in per_seed]) for lang in per_seed[0]}
 
+    def lang_quantities(self, arm: Arm, fn: LangFn) -> dict[str, Replicates]:
+        """``fn`` per language of ``arm`` with its replicates (one seed's; with several, the
+        mean over seeds of each language's, as :meth:`quantity`)."""
+        per_seed = [_seed_lang_quantities(r, r.arm(arm.label), fn) for r in self.runs]
+        if not self.several:
+            return per_seed[0]
+        return {lang: self.pooled([p[lang] for p in per_seed]) for lang in per_seed[0]}
+
+
+def _seed_lang_quantities(run: SeedRun, arm: Arm, fn: LangFn) -> dict[str, Replicates]:
+    orders, ev = run.orders, run.ev
+    return replicate_dict(
+        lambda rs, _k: fn(rs, orders),
+        arm.Rs,
+        arm.reps if ev else None,
+        ev.n if ev else 0,
+        _level(ev),
+    )
+
 
 def _seed_quantity(run: SeedRun, arm: Arm, fn: Fn) -> Replicates:
     orders = run.orders

@@ -12,7 +12,7 @@ import numpy as np
 from polymnesia.continual.analysis import hop_average, ranking
 from polymnesia.experiments.lifelong.evidence import Pool
 from polymnesia.experiments.lifelong.results import Arm, average_curve, per_language
-from polymnesia.metrics.continual import Shift, average_learned
+from polymnesia.metrics.continual import Shift, average_learned, performance_shift
 from polymnesia.reports import curves, heatmaps, plots
 from polymnesia.reports.render import Report
 
@@ -76,7 +76,11 @@ def figures(
         a.label: {k: -v for k, v in per_lang[a.label]["shift"].items() if not math.isnan(v)}
         for a in drawn
     }
-    change_range = plots.shared_range(v for c in changes.values() for v in c.values())
+    spans = {a.label: _change_intervals(a, shift, pool) for a in drawn}
+    change_range = plots.shared_range(
+        [v for c in changes.values() for v in c.values()]
+        + [v for s in spans.values() for iv in s.values() for v in iv]
+    )
     for arm in drawn:
         stem = f"{arm.method}_r{arm.rank}" if arm.rank else arm.method
         change = changes[arm.label]
@@ -84,6 +88,7 @@ def figures(
             plots.bar_plot(
                 change,
                 fig_dir / f"fig3_change_{stem}.png",
+                intervals=spans[arm.label],
                 signed_colors=True,
                 sort=True,
                 fmt=".3f",
@@ -94,7 +99,9 @@ def figures(
             rep.image(
                 f"figures/fig3_change_{stem}.png",
                 f"Figure 3 ({arm.label}): performance change after training each language "
-                f"(-P_avg, eq. 9 read '{shift}'){over} (one scale for every arm)",
+                f"(-P_avg, eq. 9 read '{shift}'){over}"
+                + (f"; error bars: the 95% interval over {_over(pool)}" if spans[arm.label] else "")
+                + " (one scale for every arm)",
             )
         for kind, fig in (("mbt", 5), ("mft", 6)):
             mat, langs = hop_maps[(arm.label, kind)]
@@ -151,6 +158,29 @@ def _curve_band(arm: Arm, pool: Pool | None, steps: int) -> tuple[list[float], l
         lo.append(100 * iv.low)
         hi.append(100 * iv.high)
     return lo, hi
+
+
+def _change_intervals(arm: Arm, shift: Shift, pool: Pool | None) -> dict[str, tuple[float, float]]:
+    """Figure 3's 95% interval of each language's change (-P_avg), from the item replicates
+    (and seeds) of ``pool``: languages without a finite one are left out (empty without
+    item evidence)."""
+    if pool is None:
+        return {}
+
+    def shifts(rs: Any, orders: Any) -> dict[str, float]:
+        names = list(rs)
+        return performance_shift([orders[n] for n in names], [rs[n] for n in names], shift=shift)
+
+    out: dict[str, tuple[float, float]] = {}
+    for lang, reps in pool.lang_quantities(arm, shifts).items():
+        iv = reps.interval()
+        if math.isfinite(iv.low) and math.isfinite(iv.high):
+            out[lang] = (-iv.high, -iv.low)
+    return out
+
+
+def _over(pool: Pool | None) -> str:
+    return "test items and seeds" if pool is not None and pool.several else "test items"
 
 
 def _curve(arm: Arm, pool: Pool | None) -> np.ndarray:
