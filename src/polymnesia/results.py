@@ -50,7 +50,7 @@ class Score:
     ``model`` is the arm or method label ("Baseline", "BA", "LF-MLF");
     ``task`` the evaluation ("lm", "belebele", "xnli"); ``group`` the language
     group ("pretraining", "adapting", "other") when the stage knows it;
-    ``size``/``params`` the model size label and parameter count (paper 000
+    ``size``/``params`` the model size label and parameter count (Aggarwal et al. 2024
     blocks its tables by size); ``seed``, ``step`` and ``setting`` (a
     source-language set, a language order) distinguish repeated runs;
     ``extra`` holds anything else and must be JSON-serialisable.

@@ -1,4 +1,4 @@
-"""MASSIVE slot annotations -> words and BIO tags (paper 004's slot filling)."""
+"""MASSIVE slot annotations -> words and BIO tags (Khelli et al. 2025's slot filling)."""
 
 import pytest
 

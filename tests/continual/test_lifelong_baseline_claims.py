@@ -79,7 +79,8 @@ def test_baseline_claims_join_the_block_under_its_correction() -> None:
     }
     claims = correct(method_claims(arms, m) + baseline_claims(arms, m))
     assert len(claims) == 2 and all(c.p_adjusted is not None for c in claims if c.testable)
-    # paper 004 runs none of the baselines: their claims are extensions, a family of their own
+    # Khelli et al. 2025 runs none of the baselines: their claims are extensions, a family of their
+    # own
     vanilla, ewc = claims
     assert (vanilla.kind, vanilla.id) == ("paper", "ll.vanilla_forgets")
     assert (ewc.kind, ewc.id) == ("extension", "ll.baseline.ewc.cbt_gt_vanilla")

@@ -68,7 +68,7 @@ def test_zero_shot_and_forgetting_claims_on_an_arm_that_did_not_learn() -> None:
 
 
 def test_lf_mlf_against_mgda_is_an_extension() -> None:
-    """Paper 003 runs no MGDA: LF-MLF against it is judged apart (issue 44)."""
+    """Mao et al. 2022 runs no MGDA: LF-MLF against it is judged apart (issue 44)."""
     cfg = load_config(SMOKE, ["methods=[uniform,mgda,lf_mlf]"])
     task = cfg.task_list()[0]
     scores, items = [], []

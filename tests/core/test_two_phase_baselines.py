@@ -1,4 +1,5 @@
-"""Forgetting baselines as two_phase arms (paper 002's protocol): config, stage graph, claims."""
+"""Forgetting baselines as two_phase arms (the two-phase CFT paper's protocol): config, stage graph,
+claims."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Masked-LM loss (paper 003's F_p for encoders) on hand-checkable models and a tiny XLM-R."""
+"""Masked-LM loss (Mao et al. 2022's F_p for encoders) on hand-checkable models and a tiny XLM-R."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The offline task families paper 002's abilities need besides genre and continuation:
+"""The offline task families the two-phase CFT paper's abilities need besides genre and
+continuation:
 title and quote (one IFEval kind each), verse reference lookup and translation from English
 (multiple choice), and the shipped two_phase configs measuring EA and MA on at least three
 tasks each that are not a Phase 2 set's own training task."""

@@ -1,4 +1,5 @@
-"""Replay (paper 002, sec. 5.1): deterministic mixing shares; generative replay from a model
+"""Replay (the two-phase CFT paper, sec. 5.1): deterministic mixing shares; generative replay from a
+model
 (the model runs in the replay_data stage; the data module pairs its answers)."""
 
 from __future__ import annotations

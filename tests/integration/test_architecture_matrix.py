@@ -4,9 +4,10 @@ models of Llama, Qwen2, Gemma, GPT-2 and Mistral, saved as local HF folders by
 
 The whole matrix: every protocol on every decoder architecture, each protocol cut to one arm
 of each kind of work (LF-MLF's per-language gradients, the lifelong full and LoRA arms, paper
-000's embedding resets and vocabulary expansion, paper 002's two phases, similarity, drift and
+000's embedding resets and vocabulary expansion, the two-phase CFT paper's two phases, similarity,
+drift and
 layer freezing), and the two classification protocols on an XLM-R encoder with a SentencePiece
-Unigram tokenizer, as papers 003 and 004 used.
+Unigram tokenizer, as Mao et al. 2022 and Khelli et al. 2025 used.
 """
 
 from __future__ import annotations
@@ -84,7 +85,8 @@ ARCH_EXTRA: dict[tuple[str, str], list[str]] = {
         "pattern: 'attn\\.c_attn'}, {name: Spectrum, strategy: spectrum, pct: 50}]"
     ],
 }
-#: the classification protocols (papers 003 and 004 used XLM-R) also run on an encoder
+#: the classification protocols (Mao et al. 2022 and Khelli et al. 2025 used XLM-R) also run on an
+#: encoder
 CLASSIFICATION = ("lf_mlf_smoke", "lifelong_smoke")
 
 
@@ -123,7 +125,7 @@ def test_a_tied_head_cannot_be_replaced_at_adaptation(
 
 
 def test_lf_mlf_on_an_encoder(encoder, isolated_cache, tmp_path) -> None:  # type: ignore[no-untyped-def]
-    """Paper 003's setting: XLM-R imported and fine-tuned as it is (no pretraining stage), its
+    """Mao et al. 2022's setting: XLM-R imported and fine-tuned as it is (no pretraining stage), its
     F_p a masked-LM loss."""
     run = tmp_path / "run"
     keys, extra = PROTOCOLS["lf_mlf_smoke"]
@@ -136,7 +138,7 @@ def test_lf_mlf_on_an_encoder(encoder, isolated_cache, tmp_path) -> None:  # typ
 
 
 def test_lifelong_on_an_encoder(encoder, isolated_cache, tmp_path) -> None:  # type: ignore[no-untyped-def]
-    """Paper 004's setting: XLM-R imported as it is (``base.pretrain: false``), then the
+    """Khelli et al. 2025's setting: XLM-R imported as it is (``base.pretrain: false``), then the
     sequential steps put a sequence classifier on its body."""
     run = tmp_path / "run"
     keys, extra = PROTOCOLS["lifelong_smoke"]

@@ -1,4 +1,5 @@
-"""Paper 004's protocol end to end through the CLI on the smoke config (3 Bible languages)."""
+"""Khelli et al. 2025's protocol end to end through the CLI on the smoke config (3 Bible
+languages)."""
 
 from __future__ import annotations
 

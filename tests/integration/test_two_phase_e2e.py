@@ -1,4 +1,4 @@
-"""Paper 002's protocol end to end through the CLI on configs/two_phase_smoke.yaml."""
+"""The two-phase CFT paper's protocol end to end through the CLI on configs/two_phase_smoke.yaml."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Representation drift (paper 002, sec. 4.4): covariance of layer-mean activations, CKA, states."""
+"""Representation drift (the two-phase CFT paper, sec. 4.4): covariance of layer-mean activations,
+CKA, states."""
 
 from __future__ import annotations
 

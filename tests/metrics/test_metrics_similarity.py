@@ -1,4 +1,5 @@
-"""DES and MPD (paper 002, Definitions 1-2) on hand-checkable inputs and real encoders."""
+"""DES and MPD (the two-phase CFT paper, Definitions 1-2) on hand-checkable inputs and real
+encoders."""
 
 from __future__ import annotations
 

@@ -104,7 +104,7 @@ def test_claims_verdicts() -> None:
     bad = by["active forgetting narrows the gap between bad and mean (10 steps)"]
     assert bad.verdict == "not applicable"  # bad does not beat mean to begin with
     assert all(c.p_adjusted is not None for c in by.values() if c.testable)
-    # issue 26's questions are extensions, Holm-corrected apart from paper 000's finding
+    # issue 26's questions are extensions, Holm-corrected apart from Aggarwal et al. 2024's finding
     assert af.kind == "paper" and af.id == "nti.af_relearns_better"
     assert {c.kind for c in by.values() if c is not af} == {"extension"}
     alone = correct([af])[0]

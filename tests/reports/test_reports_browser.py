@@ -131,7 +131,7 @@ def _scores() -> list[Score]:
 
 def _report(run_dir: Path) -> Report:
     scores = _scores()
-    rep = Report("laptop run: active forgetting (paper 000)")
+    rep = Report("laptop run: active forgetting (Aggarwal et al. 2024)")
     rep.paragraph(
         "Written to `runs/active_forgetting-0123456789abcdef/results/"
         "a_very_long_file_name_without_any_space_that_must_wrap_instead_of_overflowing.csv`."
@@ -146,7 +146,7 @@ def _report(run_dir: Path) -> Report:
                 -0.01,
                 6600,
                 "paired bootstrap over 6600 texts (1000 resamples)",
-                source="paper 000, Table 1",
+                source="Aggarwal et al. 2024, Table 1",
             ),
             Claim(
                 "BA is worse than Baseline on 'other' languages",
@@ -307,29 +307,33 @@ window.addEventListener("load", () => {
 
 
 def _realistic_claims() -> list[Claim]:
-    """paper 002's eleven claims as a laptop run prints them (long labels and test names, a
+    """the two-phase CFT paper's eleven claims as a laptop run prints them (long labels and test
+    names, a
     non-inferiority margin, claims set aside with their reasons, a p-value of 0), the four
     Phase 2 claims with the seed-noise band a one-seed two_phase report prints beside each
     (as active_forgetting's and lifelong's do), and a one-seed claim judged with its band,
     the paper's number and its headroom."""
     test = "paired bootstrap over documents, stratified by task (1000 resamples)"
-    src = "paper 002, Table 5"
+    src = "the two-phase CFT paper, Table 5"
     band = SeedNoise(0.0213, (1, 2), "configs/two_phase.yaml at commit 1c6073a")
     return [
         Claim("Phase 1 on english teaches the English tasks (EA above the base)", 1, 0.117, 0.037,
               0.2, 1500, test, 0.004, "EA(P1) - EA(base)", "setup"),
         Claim("CFT beats the mixture (english -> similar), mean of EA and MA", 1, 0.015, -0.013,
               0.044, 2700, test, 0.31, "Combined(CFT) - Combined(mixture)",
-              "paper 002, Tables 1-2", noise=band),
+              "the two-phase CFT paper, Tables 1-2", noise=band),
         Claim("Phase 2 on a similar set keeps English ability, within the margin of 0.05 "
               "(english -> similar)", 1, -0.01, -0.057, 0.037, 1500, test, 0.68,
-              "EA(P2) - EA(P1)", "paper 002, Table 1 ('retains (or improves)')", margin=0.05,
+              "EA(P2) - EA(P1)", "the two-phase CFT paper, Table 1 ('retains (or improves)')",
+              margin=0.05,
               noise=band),
         Claim("CFT beats the mixture (english -> dissimilar), mean of EA and MA", 1, -0.202,
               -0.244, -0.163, 2700, test, 0.0, "Combined(CFT) - Combined(mixture)",
-              "paper 002, Tables 1-2", noise=band),
+              "the two-phase CFT paper, Tables 1-2",
+              noise=band),
         Claim("Phase 2 on a dissimilar set loses English ability (english -> dissimilar)", -1,
-              -0.247, -0.313, -0.177, 1500, test, 0.0, "EA(P2) - EA(P1)", "paper 002, Table 1",
+              -0.247, -0.313, -0.177, 1500, test, 0.0, "EA(P2) - EA(P1)",
+              "the two-phase CFT paper, Table 1",
               noise=band),
         *[Claim(f"{arm} keeps English ability better than plain CFT", 1, e, e - 0.05, e + 0.05,
                 1500, test, 0.04, f"EA({arm}) - EA(CFT)", src)
@@ -340,18 +344,19 @@ def _realistic_claims() -> list[Claim]:
               "(-0.010 [-0.057, +0.037])"),
         Claim("VANILLA forgets: CBT < 0", -1, -0.061, -0.075, -0.047, 660,
               "paired bootstrap over test items (1000 resamples)", 0.001, "CBT(VANILLA)",
-              "paper 004 Table 2: -0.08", df=812.4, noise=SeedNoise(0.0093, (1, 2)),
+              "Khelli et al. 2025 Table 2: -0.08", df=812.4, noise=SeedNoise(0.0093, (1, 2)),
               paper="-0.08 (Table 2)", headroom=0.75),
         Claim("SHARED LoRA r=11 forgets more than VANILLA (lower CBT)", -1, -0.02, -0.04, -0.001,
               660, "paired bootstrap over test items (1000 resamples)", 0.03,
-              "CBT(SHARED LoRA r=11) − CBT(VANILLA)", "paper 004 Table 2: -0.12 to -0.14 vs -0.08",
+              "CBT(SHARED LoRA r=11) − CBT(VANILLA)",
+              "Khelli et al. 2025 Table 2: -0.12 to -0.14 vs -0.08",
               not_testable="arm SHARED LoRA r=11 did not learn"),
     ]  # fmt: skip
 
 
 @needs_chromium
 def test_claims_table_fits_a_1280_px_window(tmp_path: Path) -> None:
-    rep = Report("two_phase: two-phase continual instruction fine-tuning (paper 002)")
+    rep = Report("two_phase: two-phase continual instruction fine-tuning (the two-phase CFT paper)")
     rep.paragraph("Base: a tiny decoder pretrained on six Bible languages.")
     rep.claims(_realistic_claims())
     _, page = rep.write(tmp_path)

@@ -220,7 +220,8 @@ def test_csv_rows_and_write_table_exact(tmp_path: Path) -> None:
 
 
 def test_group_table_reproduces_paper_000_table1_overall() -> None:
-    """400M Baseline of paper 000 Table 1: 25.041 / 31.440 / 34.663 over 12 / 14 / 24 languages."""
+    """400M Baseline of Aggarwal et al. 2024 Table 1: 25.041 / 31.440 / 34.663 over 12 / 14 / 24
+    languages."""
     groups = {
         "pretraining": [f"p{i}" for i in range(12)],
         "adapting": [f"a{i}" for i in range(14)],

@@ -1,4 +1,4 @@
-"""The fuzzer's protocol-level findings for paper 000's configs, now refused in one line.
+"""The fuzzer's protocol-level findings for Aggarwal et al. 2024's configs, now refused in one line.
 
 The seeded fuzzer (fuzz_configs.py) marks empty lists, upper-case codes and the like as
 "any" because whether they make sense depends on the protocol. For active_forgetting and

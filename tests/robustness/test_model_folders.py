@@ -324,7 +324,7 @@ def test_the_stages_refuse_a_tokenizer_that_does_not_fit_a_loaded_model(folder: 
 def test_vocabulary_expansion_still_pairs_a_loaded_model_with_its_expanded_tokenizer(  # type: ignore[no-untyped-def]
     folder: Path, capsys
 ) -> None:
-    """Paper 000's protocol on a loaded model: its own tokenizer for the base stages, the
+    """Aggarwal et al. 2024's protocol on a loaded model: its own tokenizer for the base stages, the
     expanded one made by adapt_vocabulary (not a pair these checks refuse)."""
     from polymnesia.experiments.preflight import check_config
 

@@ -1,4 +1,5 @@
-"""Paper 000's downstream stages keep per-item evidence: the items reproduce every score exactly,
+"""Aggarwal et al. 2024's downstream stages keep per-item evidence: the items reproduce every score
+exactly,
 and each score carries its bootstrap interval (zero-shot genre, translation, self-similarity)."""
 
 from __future__ import annotations

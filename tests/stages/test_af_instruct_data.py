@@ -1,5 +1,6 @@
-"""Instruction records from the Bible (built by the instruction_data stage for paper 000 as for
-paper 002), Hub refusals, and the instruct stage's one-line errors."""
+"""Instruction records from the Bible (built by the instruction_data stage for Aggarwal et al. 2024
+as for
+the two-phase CFT paper), Hub refusals, and the instruct stage's one-line errors."""
 
 from __future__ import annotations
 

@@ -93,7 +93,7 @@ def test_evaluate_lm_stage_writes_items_and_intervals(tok_model, tmp_path: Path)
 
 
 def test_pretraining_loss_of_an_encoder_is_its_masked_lm_loss(tmp_path: Path) -> None:
-    """paper 003's L_p for a loaded encoder: the masked-LM loss, chosen by the model."""
+    """Mao et al. 2022's L_p for a loaded encoder: the masked-LM loss, chosen by the model."""
     tok, _ = tiny_sentencepiece(corpus(("en", "fr")), 300, "unigram")
     model = tiny_model("xlm-roberta", len(tok), **special_ids(tok)).eval()
     scores, out = run_stage(PretrainingLoss, tmp_path, model, tok, FORGETTING)

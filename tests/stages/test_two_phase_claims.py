@@ -1,4 +1,5 @@
-"""Paper 002's claims judged with the right test (issue 29, item 2): non-inferiority with the
+"""The two-phase CFT paper's claims judged with the right test (issue 29, item 2): non-inferiority
+with the
 config's margin for "a similar Phase 2 keeps English ability", mitigations judged only where
 plain CFT loses English ability, and Holm's correction over the paper's claims (issue 44:
 extensions and the setup check apart, a failed premise makes its claims not applicable, a

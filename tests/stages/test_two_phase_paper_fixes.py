@@ -1,4 +1,4 @@
-"""Paper 002 as the paper says it (issue 29, item 3): LF_H1 freezes whole layers, the
+"""The two-phase CFT paper as the paper says it (issue 29, item 3): LF_H1 freezes whole layers, the
 hidden-state DES embedder gets its model, Figures 1-2 need 3 layers and use integer ticks,
 and EA and MA are each measured on at least three tasks that Phase 2 does not train."""
 
@@ -32,7 +32,7 @@ def _plugin(spec: Any) -> dict[str, Any]:
 
 
 def test_lf_h1_freezes_whole_layers_and_lf_h2_per_weight_type() -> None:
-    """Paper 002, section 5.2: LF_H1 freezes "a random set of 10 layers"; LF_H2 picks
+    """The two-phase CFT paper, section 5.2: LF_H1 freezes "a random set of 10 layers"; LF_H2 picks
     layers "separately for Key, Query, and Value"; Spectrum per module."""
     from polymnesia.methods.layer_freezing import LayerFreezingConfig, resolve_frozen
     from polymnesia.testing import tiny_model

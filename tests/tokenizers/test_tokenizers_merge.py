@@ -1,4 +1,4 @@
-"""Vocabulary merge of byte-level BPE tokenizers (paper 000, section 3)."""
+"""Vocabulary merge of byte-level BPE tokenizers (Aggarwal et al. 2024, section 3)."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 
 Every registry appears by itself (:func:`polymnesia.registry.all_registries`). Names that
 meant two or three things have one meaning each: ``training-plugins`` (what
-``train.plugins`` takes), ``continual-methods`` (paper 004's methods table, the lifelong
+``train.plugins`` takes), ``continual-methods`` (Khelli et al. 2025's methods table, the lifelong
 protocol's ``methods:``), ``gradient-combiners`` (``lf_mlf``'s per-language gradient
 combiners), ``lm-eval-tasks`` (the tasks ``harness.tasks`` takes). The stages list shows
 each stage's *category* (what ``run --only`` selects), not to be confused with the *input

@@ -1,4 +1,4 @@
-"""Sequential learning over many languages (paper 004, Khelli et al.).
+"""Sequential learning over many languages (Khelli et al. 2025).
 
 ``methods``: the five training methods MULTI, MONO, VANILLA, SHARED LoRA and
 NON-SHARED LoRA (eqs. 1-6), registered by name; ``orders``: language orders;

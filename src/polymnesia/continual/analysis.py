@@ -1,4 +1,5 @@
-"""Language analysis of paper 004 (section 5): script, family, resource class, donors and receivers.
+"""Language analysis of Khelli et al. 2025 (section 5): script, family, resource class, donors and
+receivers.
 
 Groups come from the language table (:mod:`polymnesia.data.languages`).
 Resource classes follow Table 1's "Language Vitality" columns with the Joshi

@@ -46,7 +46,7 @@ OrderKind = Literal["resource", "shuffle", "explicit", "destructive_last"]
 
 
 class OrderConfig(StrictModel):
-    """One language order (paper 004 section 3.2)."""
+    """One language order (Khelli et al. 2025 section 3.2)."""
 
     name: str = Field(pattern=r"^[A-Za-z0-9_-]+$", description="short name used in file names")
     kind: OrderKind = Field(

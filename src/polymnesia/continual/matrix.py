@@ -1,4 +1,5 @@
-"""The accuracy matrix R of paper 004 (section 3.3): build it from score records, compose it, store
+"""The accuracy matrix R of Khelli et al. 2025 (section 3.3): build it from score records, compose
+it, store
 it.
 
 ``R[i, j]`` is the score on language ``order[j]`` after training step ``i``

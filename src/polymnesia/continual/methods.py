@@ -1,4 +1,5 @@
-"""The five training methods of paper 004 (section 3.1, eqs. 1-6), and the standard forgetting
+"""The five training methods of Khelli et al. 2025 (section 3.1, eqs. 1-6), and the standard
+forgetting
 baselines, registered by name.
 
 Each method says how the models of a run are trained, which decides how many
@@ -66,7 +67,7 @@ class Method:
     equation: str
     schedule: Schedule
     lora: bool | None  # None: both (MULTI is reported with and without LoRA)
-    #: paper 004 section 3.5 defaults: learning rate, max epochs, patience
+    #: Khelli et al. 2025 section 3.5 defaults: learning rate, max epochs, patience
     paper_lr: float
     paper_max_epochs: int
     paper_patience: int

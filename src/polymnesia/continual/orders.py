@@ -1,4 +1,4 @@
-"""Language orders for sequential training (paper 004, section 3.2).
+"""Language orders for sequential training (Khelli et al. 2025, section 3.2).
 
 The paper trains in five orders: the first sorts languages by the size of
 their pretraining data, three are random shuffles, and the fifth is "randomly

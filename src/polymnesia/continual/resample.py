@@ -1,7 +1,7 @@
 """Bootstrap replicates of accuracy matrices R from the per-item evidence of their entries (paper
 004).
 
-Every entry ``R[i, j]`` of paper 004's accuracy matrix is a score on the
+Every entry ``R[i, j]`` of Khelli et al. 2025's accuracy matrix is a score on the
 test items of language ``order[j]`` (stage ``sequential_step`` keeps them in
 ``items.jsonl``). A replicate draws, for each *language*, one resample of its
 test items (with replacement; Efron & Tibshirani 1993, ch. 6) and recomputes

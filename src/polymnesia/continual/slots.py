@@ -1,7 +1,7 @@
-"""Slot filling from MASSIVE-style annotations (paper 004's task), as word-level BIO tags.
+"""Slot filling from MASSIVE-style annotations (Khelli et al. 2025's task), as word-level BIO tags.
 
 MASSIVE (FitzGerald et al. 2023) marks slots inline in ``annot_utt``:
-``wake me up at [time : nine am] on [date : friday]``. Paper 004 trains a
+``wake me up at [time : nine am] on [date : friday]``. Khelli et al. 2025 trains a
 token classifier on these slots and reports F1 over spans. Here an
 annotation becomes whitespace words (a bracket boundary also ends a word, so
 ``[date : 明日]の天気`` gives ``明日`` and ``の天気``) tagged ``O``, ``B-slot``,

@@ -4,7 +4,7 @@ One row per language in ``languages.tsv`` (package data) with the columns
 ``iso639_1`` (empty where the language has none), ``iso639_3``, ``name``,
 ``script`` (ISO 15924 name), ``family``, ``branch`` and ``joshi_class``.
 It covers every language a built-in source offers (the 22 Bible languages,
-every committed UDHR language), all languages of Table 6 of paper 000
+every committed UDHR language), all languages of Table 6 of Aggarwal et al. 2024
 (Aggarwal, Sathe, Sitaram 2024) and the 52 MASSIVE languages.
 
 ``joshi_class`` (0-5) follows the taxonomy of Joshi et al. 2020, "The State
@@ -18,7 +18,7 @@ estimate, in the class of comparable languages.
 classes 0-2 are ``"low"``, class 3 ``"mid"``, classes 4-5 ``"high"``.
 
 Codes: :func:`get_language` accepts ISO 639-1, ISO 639-3 and a few aliases
-(deprecated 639-1 codes such as ``iw`` for Hebrew, which Table 6 of paper 000
+(deprecated 639-1 codes such as ``iw`` for Hebrew, which Table 6 of Aggarwal et al. 2024
 uses, and individual-language 639-3 codes that the sources use for a
 macrolanguage, such as ``arb``, ``cmn`` or ``pes``). Table 6 lists ``se``;
 we read it as ISO 639-1 Northern Sami, although the authors may have meant

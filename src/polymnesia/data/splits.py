@@ -1,6 +1,6 @@
 """Train/validation/test splits drawn by aligned id, identical in every language.
 
-Khelli et al. (paper 004) and Mao et al. (paper 003) measure cross-lingual
+Khelli et al. 2025 and Mao et al. 2022 measure cross-lingual
 transfer and forgetting on held-out data; if a translation of a test text
 were trained on in another language, transfer would be overstated. So the
 split of a record is a pure function of its *aligned* id (or of its

@@ -1,4 +1,5 @@
-"""Running models for paper 002's analyses: per-layer mean hidden states (representation
+"""Running models for the two-phase CFT paper's analyses: per-layer mean hidden states
+(representation
 drift, Figures 1-2), sentence embedders and dataset similarity (DES, Definition 1), and MPD
 between two model folders (Definition 2).
 

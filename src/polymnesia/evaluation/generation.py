@@ -1,4 +1,4 @@
-"""Prompted greedy generation and answer scoring in the model's chat format (paper 000,
+"""Prompted greedy generation and answer scoring in the model's chat format (Aggarwal et al. 2024,
 appendix C: ChatML, the format polymnesia's instruction tuning uses when a tokenizer has no
 template of its own; a model with its own chat template is prompted in it, and its end-of-turn
 marker takes ``<|im_end|>``'s place below: :func:`polymnesia.tokenizers.chat.turn_end`).

@@ -1,6 +1,6 @@
 """Masked-LM loss of held-out text: the pre-training loss of an encoder (XLM-R, BERT).
 
-Paper 003 (Mao et al. 2022, Section 3.1) defines forgetting as
+Mao et al. 2022 (Section 3.1) defines forgetting as
 ``F_p = L_p(theta_f) - L_p(theta_p)``, the loss "on the multi-lingual
 pre-training task (e.g., masking tokens)" of the fine-tuned model minus that
 of the pre-trained one; its models, mBERT and XLM-R, are masked LMs. This

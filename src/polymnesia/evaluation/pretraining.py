@@ -1,4 +1,4 @@
-"""A model's own pre-training loss on held-out text: what paper 003's F_p compares.
+"""A model's own pre-training loss on held-out text: what Mao et al. 2022's F_p compares.
 
 Mao et al. 2022, Section 3.1: ``F_p = L_p(theta_f) - L_p(theta_p)`` with
 ``L_p`` the loss "on the multi-lingual pre-training task (e.g., masking

@@ -41,7 +41,8 @@ def lm_tables(
     items: Sequence[ItemSet] = (),
     bootstrap: BootstrapConfig | None = None,
 ) -> None:
-    """Table 1 of paper 000 for the headline metric, then one for each other metric registered
+    """Table 1 of Aggarwal et al. 2024 for the headline metric, then one for each other metric
+    registered
     for ``lm`` items that ``scores`` hold (:func:`~polymnesia.metrics.base.scored_metrics`, in
     name order: bits per byte, token perplexity, word perplexity), plus per-language tables.
     Titles and directions are the metrics' registrations.

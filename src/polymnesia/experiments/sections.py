@@ -5,7 +5,7 @@ in :mod:`polymnesia.data.config`, ``TokenizerConfig`` in
 :mod:`polymnesia.tokenizers.config`, ``ModelConfig`` in :mod:`polymnesia.models`,
 ``TrainConfig`` in :mod:`polymnesia.training.config`, ``EvalConfig`` in
 :mod:`polymnesia.evaluation.config`); they are re-exported here. This module
-adds the two that are protocol concepts: the language groups of paper 000 and
+adds the two that are protocol concepts: the language groups of Aggarwal et al. 2024 and
 the base model that every protocol pretrains (or loads) in the same way.
 """
 
@@ -51,7 +51,7 @@ def unique_languages(codes: list[str], key: str = "languages") -> list[str]:
 
 
 class GroupsConfig(StrictModel):
-    """Language groups as paper 000 groups them (Table 6)."""
+    """Language groups as Aggarwal et al. 2024 groups them (Table 6)."""
 
     pretraining: list[str] = Field(description="languages the base model is pretrained on")
     adapting: list[str] = Field(default_factory=list, description="languages added by adaptation")
@@ -160,7 +160,8 @@ def own_tokenizer(data: Any) -> Any:
 
 
 def flat_base(cfg: Any, train: TrainConfig) -> BaseModelSection:
-    """The base model of a protocol whose config keeps its pieces at the top level (paper 000's
+    """The base model of a protocol whose config keeps its pieces at the top level (Aggarwal et al.
+    2024's
     layout: ``tokenizer``, ``model``, ``mixture_temperature``, ``groups.pretraining``)."""
     return BaseModelSection(
         languages=cfg.groups.pretraining,

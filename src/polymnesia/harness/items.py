@@ -12,7 +12,8 @@ Documents are identified by lm-eval's ``doc_hash`` (their content), else ``doc_i
 lm-eval keeps a translation task's ``chrf`` per document as a (reference, prediction) pair
 and aggregates it over the corpus, so it gets no ``chrf`` column; the documents' sentence
 chrF on a 0-1 scale is kept as :data:`SENTENCE_CHRF` instead, the per-document value of a
-translation task in paper 002's abilities. A multiple-choice task's documents also keep
+translation task in the two-phase CFT paper's abilities. A multiple-choice task's documents also
+keep
 their chance accuracy (:data:`CHANCE`, one over the number of choices lm-eval scored), so a
 report can tell a model at chance from one that answers.
 """

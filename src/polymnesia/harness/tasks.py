@@ -24,7 +24,7 @@ Families (``LANG`` is an ISO 639-1 code of the Bible source):
   ``prompt_level_strict_acc`` etc. Stands in for IFEval.
 * ``poly_title_LANG``, ``poly_quote_LANG``: one IFEval kind each (a ``<<title>>``
   before the verse; the verse in double quotes), the instructions Phase 1 of
-  paper 002's offline sets teaches, scored by the same checkers.
+  the two-phase CFT paper's offline sets teaches, scored by the same checkers.
 * ``poly_reference_LANG``: which ``BOOK.CHAPTER.VERSE`` a verse in LANG is (the
   reference lookup of the dissimilar Phase 2 set), multiple choice among 4
   references (3 of other verses): ``acc``.
@@ -32,7 +32,7 @@ Families (``LANG`` is an ISO 639-1 code of the Bible source):
   English verse, multiple choice among 4 verses in LANG (3 of other verses): ``acc``.
 
 Tags: each family name (``poly_genre``...), ``poly_ea`` (the English tasks:
-English Ability, Table 1 of paper 002) and ``poly_ma`` (every other language:
+English Ability, Table 1 of the two-phase CFT paper) and ``poly_ma`` (every other language:
 Multilingual Ability, Table 2).
 """
 
@@ -65,7 +65,8 @@ class Family:
     name: str
     what: str
     metrics: tuple[str, ...]
-    stands_for: tuple[str, str]  # paper 002's task it stands in for: (English, other languages)
+    #: the two-phase CFT paper's task it stands in for: (English, other languages)
+    stands_for: tuple[str, str]
     languages: tuple[str, ...]
     head: str  # the YAML shared by the family's tasks: before the generation settings...
     tail: str  # ...and after them
@@ -225,7 +226,8 @@ class HarnessTask:
 
     @property
     def ability(self) -> str:
-        """``EA`` (English Ability, paper 002 Table 1) or ``MA`` (Multilingual Ability, Table 2)."""
+        """``EA`` (English Ability, the two-phase CFT paper Table 1) or ``MA`` (Multilingual
+        Ability, Table 2)."""
         return "EA" if self.lang == "en" else "MA"
 
 

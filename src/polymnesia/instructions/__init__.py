@@ -1,8 +1,8 @@
 """Instruction data in one place: records and templates, Hub datasets, IFEval-checked
-verifiable instructions, the offline two-phase sets (paper 002) and replay mixing.
+verifiable instructions, the offline two-phase sets (the two-phase CFT paper) and replay mixing.
 
 * :mod:`~polymnesia.instructions.records`: Alpaca-style records, the shared instruction
-  templates and paper 000's Bible-derived English records;
+  templates and Aggarwal et al. 2024's Bible-derived English records;
 * :mod:`~polymnesia.instructions.hub`: Hub instruction datasets by field mapping (presets
   for Alpaca, MultiAlpaca, OpenOrca, Aya), read through the one Hub loader;
 * :mod:`~polymnesia.instructions.ifeval` and :mod:`~polymnesia.instructions.punkt`:

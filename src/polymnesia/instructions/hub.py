@@ -1,4 +1,5 @@
-"""Online instruction datasets by field mapping (paper 002: Alpaca, MultiAlpaca, OpenOrca; Aya).
+"""Online instruction datasets by field mapping (the two-phase CFT paper: Alpaca, MultiAlpaca,
+OpenOrca; Aya).
 
 :func:`load_instruction_dataset` reads any Hugging Face instruction dataset
 (by name, through the one Hub loader :func:`polymnesia.data.sources.hf.load_hf`:
@@ -8,7 +9,7 @@ already loaded ``datasets.Dataset`` / list of dicts, and maps its columns to
 column the data does not have is one line naming it and the columns it has,
 before any row is read. :data:`PRESETS` holds the configurations of the
 paper's datasets (see docs/two_phase.md for how to use them).
-:func:`hf_instructions` is the same reader for paper 000's ``instruct`` stage
+:func:`hf_instructions` is the same reader for Aggarwal et al. 2024's ``instruct`` stage
 (``source: hf``, OpenOrca), returning records without their language.
 """
 

@@ -1,6 +1,6 @@
 """Verifiable instructions about Bible verses, checked by lm-eval's IFEval checkers.
 
-IFEval (Zhou et al. 2023; paper 002's first English-ability task) asks for a
+IFEval (Zhou et al. 2023; the two-phase CFT paper's first English-ability task) asks for a
 response with properties a program can check ("wrap your answer in double
 quotes", "no commas"). Here each instruction is about one verse, so the
 correct answer is known: the verse itself, formatted as asked. Five kinds,
@@ -17,7 +17,7 @@ bullets      the verse in exactly 3 ``* `` bullets   ``detectable_format:number_
 ============ ======================================= ==================================
 
 The instructions are written in English and in the ten languages of
-MultiAlpaca (paper 002's Phase 2 set) that the Bible source has: fr, ar, de,
+MultiAlpaca (the two-phase CFT paper's Phase 2 set) that the Bible source has: fr, ar, de,
 es, id, ja, ko, pt, ru, vi (MultiAlpaca's eleventh, Thai, is not in the Bible).
 The checkers are language-independent for these kinds (they look at quotes,
 commas, ``<<>>``, the ending and bullet lines), so the same ids score every

@@ -1,7 +1,7 @@
 """Instruction records and the instruction templates every instruction task shares.
 
 Records are Alpaca-style ``{"instruction", "input", "output"}``
-(:class:`InstructionRecord`). :func:`bible_instructions` derives paper 000's
+(:class:`InstructionRecord`). :func:`bible_instructions` derives Aggarwal et al. 2024's
 English records offline from the Bible verses of the prepared data (see
 :data:`DATA_CARD`); Hub datasets (OpenOrca, Alpaca, ...) are read by
 :mod:`polymnesia.instructions.hub`. The templates (the genre question, verse

@@ -1,4 +1,5 @@
-"""Distribution replay for Phase 2 (paper 002, section 5.1): English and generative replay.
+"""Distribution replay for Phase 2 (the two-phase CFT paper, section 5.1): English and generative
+replay.
 
 During Phase 2 the multilingual training set is extended by a share of
 English instruction examples, "5% (GR_5) and 10% (GR_10) of the Phase 2

@@ -1,6 +1,7 @@
-"""Offline instruction sets for two-phase continual instruction fine-tuning (paper 002).
+"""Offline instruction sets for two-phase continual instruction fine-tuning (the two-phase CFT
+paper).
 
-Paper 002 tunes on an English set in Phase 1 (Alpaca) and a multilingual set
+The two-phase CFT paper tunes on an English set in Phase 1 (Alpaca) and a multilingual set
 in Phase 2 that is either *similar* (MultiAlpaca: Alpaca's seed tasks asked in
 11 languages) or *dissimilar* (the vendor's "Instruct" data vs MultiAlpaca).
 Offline, the verse-aligned Bible lets us set that similarity on purpose:
@@ -346,7 +347,8 @@ def english_counterpart(
 
 
 def verse_overlap(a: InstructionSet, b: InstructionSet) -> set[str]:
-    """Verse ids used by both sets (paper 002's Phase 2 has no access to Phase 1 data)."""
+    """Verse ids used by both sets (the two-phase CFT paper's Phase 2 has no access to Phase 1
+    data)."""
     return a.verse_ids & b.verse_ids
 
 

@@ -2,11 +2,11 @@
 Face Trainer and its subclasses (TRL's ``SFTTrainer``):
 
 * :class:`FrozenRowsCallback` -- only the new token rows of the embeddings (and the LM head)
-  train; the old rows stay bit-identical (the ``frozen_rows`` plugin, paper 000);
+  train; the old rows stay bit-identical (the ``frozen_rows`` plugin, Aggarwal et al. 2024);
 * :class:`ActiveForgettingCallback` -- the embeddings re-drawn and their AdamW moments reset
-  every K steps (the ``active_forgetting`` plugin, paper 000);
+  every K steps (the ``active_forgetting`` plugin, Aggarwal et al. 2024);
 * :class:`LayerFreezingCallback` -- layers frozen by name, at random, most changed or by
-  Spectrum's SNR (the ``layer_freezing`` plugin, paper 002).
+  Spectrum's SNR (the ``layer_freezing`` plugin, the two-phase CFT paper).
 
 Each calls the pure functions the plugin of :mod:`polymnesia.methods` calls in polymnesia's
 loop, at the same point of the step, so the Trainer and the loop train the same weights from

@@ -1,4 +1,4 @@
-"""Layer scoring and selection for layer freezing (paper 002, section 5.2; Spectrum).
+"""Layer scoring and selection for layer freezing (the two-phase CFT paper, section 5.2; Spectrum).
 
 * :mod:`~polymnesia.layers.stream` -- one-tensor-at-a-time reads of safetensors folders;
 * :mod:`~polymnesia.layers.scores` -- Spectrum SNR, relative change, random scores;

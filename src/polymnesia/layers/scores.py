@@ -1,12 +1,12 @@
 """Per-matrix layer scores: Spectrum SNR, relative change between checkpoints, random.
 
-Paper 002 (section 5.2) freezes layers in Phase 2 chosen by three heuristics:
+The two-phase CFT paper (section 5.2) freezes layers in Phase 2 chosen by three heuristics:
 
 * LF_H1 -- random layers (:func:`random_scores` with a seed);
 * LF_H2 -- the layers that changed most from the base model to the Phase 1
   model (:func:`relative_change`, streamed over two folders by
   :func:`most_changed_scan`);
-* Spectrum (Hartford et al. 2024; paper 002, appendix D.1) -- the layers with
+* Spectrum (Hartford et al. 2024; the two-phase CFT paper, appendix D.1) -- the layers with
   the highest signal-to-noise ratio (:func:`spectrum_snr`, streamed by
   :func:`spectrum_scan`).
 

@@ -11,12 +11,12 @@ reference also drops the part before that number; it is kept here so that two
 stacks of one model (an encoder's and a decoder's ``layer.0...``) are not one type;
 for a decoder-only model both give the same groups. Within each type the
 ``int(len * pct / 100)`` highest-scoring layers are kept (ties broken by name, so
-the result is deterministic). Paper 002's
+the result is deterministic). The two-phase CFT paper's
 LF_H1/LF_H2 pick a fixed number of layers (10) instead: ``top_k``.
 
 Which side is frozen (``freeze``):
 
-* ``"selected"`` -- paper 002 (section 5.2; appendix D.1): the layers the
+* ``"selected"`` -- the two-phase CFT paper (section 5.2; appendix D.1): the layers the
   heuristic calls important (highest SNR, most changed, or the random draw)
   are *frozen* during Phase 2, the rest train;
 * ``"unselected"`` -- Spectrum's own use: the selected layers *train* and
@@ -28,7 +28,7 @@ are never candidates and never frozen by either mode, as in Spectrum. A
 selected ``x.weight`` also freezes the rest of module ``x`` (e.g. ``x.bias``).
 
 ``by="layer"`` ranks whole decoder layers (mean score of their matrices)
-instead of one matrix per type: paper 002's LF_H1 freezes "a random set of 10
+instead of one matrix per type: the two-phase CFT paper's LF_H1 freezes "a random set of 10
 layers of the model".
 """
 
@@ -146,7 +146,7 @@ def frozen_names(
 ) -> set[str]:
     """Parameter names (of ``all_names``) to freeze, given the selected matrix names.
 
-    ``selected``: freeze the modules of the selected matrices (paper 002).
+    ``selected``: freeze the modules of the selected matrices (the two-phase CFT paper).
     ``unselected``: freeze every parameter outside the selected modules (other
     matrices, norms, ...), as Spectrum trains only its chosen layers; the
     embeddings and the LM head stay trainable in both modes.

@@ -1,6 +1,6 @@
 """Training plugin ``active_forgetting``: periodic token-embedding resets.
 
-Paper 000 (Aggarwal et al. 2024, section 3 and Table 4) after Chen et al.
+Aggarwal et al. 2024 (section 3 and Table 4) after Chen et al.
 (2023, code facebookresearch/language-model-plasticity): every K optimizer
 steps the token embeddings are re-drawn from N(0, 0.02) with the padding row
 zeroed; the embeddings are *not* reset after the final step (Table 4 note).
@@ -142,7 +142,7 @@ def _broadcast(weight: torch.Tensor, accelerator: Any) -> None:
 
 
 class ActiveForgettingOptions(PluginOptions):
-    """Options of the ``active_forgetting`` plugin (paper 000, Table 4)."""
+    """Options of the ``active_forgetting`` plugin (Aggarwal et al. 2024, Table 4)."""
 
     reset_every: int = Field(gt=0, description="K: optimizer steps between embedding resets")
     std: float = Field(0.02, gt=0, description="std of the re-drawn embeddings")

@@ -1,4 +1,4 @@
-"""Early stopping on the validation score (paper 004, section 3.5), as a training plugin.
+"""Early stopping on the validation score (Khelli et al. 2025, section 3.5), as a training plugin.
 
 The paper stops when the validation F1 has not improved for ``patience``
 epochs (15 with LoRA, 5 without), within at most ``max_epochs`` (100 / 50).

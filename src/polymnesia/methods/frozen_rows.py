@@ -1,6 +1,6 @@
 """Training plugin ``frozen_rows``: train only new embedding rows (and the LM head).
 
-Paper 000, section 3 (vocabulary expansion): after merging the adapting
+Aggarwal et al. 2024, section 3 (vocabulary expansion): after merging the adapting
 vocabulary, "only the new token embeddings" and the LM head are trained, the
 Transformer stack and the base embedding rows stay frozen.
 
@@ -50,7 +50,7 @@ def mask_rows_(grad: torch.Tensor | None, n_frozen: int) -> None:
 
 
 class FrozenRowsOptions(PluginOptions):
-    """Options of the ``frozen_rows`` plugin (paper 000, vocabulary expansion)."""
+    """Options of the ``frozen_rows`` plugin (Aggarwal et al. 2024, vocabulary expansion)."""
 
     first_trainable_row: int = Field(ge=0, description="embedding rows below this stay frozen")
     freeze_body: bool = Field(True, description="freeze every parameter but embeddings and head")

@@ -1,6 +1,7 @@
-"""Training plugin ``layer_freezing``: freeze chosen weight matrices (paper 002, section 5.2).
+"""Training plugin ``layer_freezing``: freeze chosen weight matrices (the two-phase CFT paper,
+section 5.2).
 
-Paper 002 mitigates forgetting of English in Phase 2 by freezing layers of
+The two-phase CFT paper mitigates forgetting of English in Phase 2 by freezing layers of
 the Phase 1 model chosen by a heuristic: random (LF_H1), most changed from
 base to Phase 1 (LF_H2), or Spectrum's highest-SNR layers (appendix D.1: the
 layers Spectrum calls important, top 50% per module, are *frozen*). The
@@ -24,7 +25,7 @@ works the same way);
 * ``random``: seeded random scores.
 
 then ``pct`` (default 50) or ``top_k`` layers per weight type (``by: type``)
-or whole decoder layers (``by: layer``; the default for ``random``, paper 002's
+or whole decoder layers (``by: layer``; the default for ``random``, the two-phase CFT paper's
 LF_H1 "random set of 10 layers"; ``type`` for the other strategies); ``freeze: selected`` (paper
 002) or
 ``unselected`` (Spectrum's own use). ``pattern`` restricts the candidates,

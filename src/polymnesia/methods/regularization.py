@@ -1,7 +1,7 @@
 """Regularisation baselines against forgetting: L2-SP, EWC (and online EWC), LwF distillation.
 
 Each pulls training towards the model it started from: in a sequential protocol
-(paper 004's ``lifelong``) that is the previous language's model, so these are the
+(Khelli et al. 2025's ``lifelong``) that is the previous language's model, so these are the
 standard answers to "sequential fine-tuning forgets".
 
 * ``l2sp`` (Xuhong et al. 2018): ``alpha/2 ||theta_S - theta_S^0||^2`` on the shared body

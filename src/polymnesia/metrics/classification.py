@@ -1,6 +1,6 @@
 """Classification and sequence-labelling scores: accuracy, macro-F1, entity-span F1.
 
-Papers 003 (NER on WikiANN, XNLI) and 004 (slot filling on MASSIVE) report
+Mao et al. 2022 (NER on WikiANN, XNLI) and Khelli et al. 2025 (slot filling on MASSIVE) report
 F1; span F1 for BIO tags follows the CoNLL-2000 ``conlleval`` chunking that
 seqeval's default mode reproduces (implemented here, no seqeval dependency).
 """

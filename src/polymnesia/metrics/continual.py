@@ -72,7 +72,8 @@ def to_learning_order(
     "2025, Figure 2)",
 )
 def average_learned(R: npt.ArrayLike) -> np.ndarray:
-    """Average score over the languages learned so far, after each step: ``P`` of paper 004.
+    """Average score over the languages learned so far, after each step: ``P`` of Khelli et al.
+    2025.
 
     ``P[i] = mean(R[i, 0..i])`` (0-based), the curve of Figure 2 in 004 and the
     ``P_t`` of its eqs. 9, 13 and 14 ("average performance on tasks seen up to

@@ -1,6 +1,7 @@
-"""Representation drift between two models on the same inputs (paper 002, section 4.4).
+"""Representation drift between two models on the same inputs (the two-phase CFT paper, section
+4.4).
 
-Paper 002 feeds the same English prompts (MT-Bench) to the model before and
+The two-phase CFT paper feeds the same English prompts (MT-Bench) to the model before and
 after Phase 2 and compares "the mean hidden activations, for each model
 layer": for a model with ``l`` layers, ``X in R^{l x d}`` holds, per layer,
 the hidden state averaged over the ``n`` samples (each sample mean-pooled over
@@ -70,7 +71,8 @@ def _same_shape(X1: np.ndarray, X2: np.ndarray) -> None:
     "activation covariances",
 )
 def covariance_drift(X1: Any, X2: Any, ord: Literal["fro", "spectral"] = "fro") -> float:
-    """L2 norm of the difference of the two models' activation covariances (paper 002, sec. 4.4)."""
+    """L2 norm of the difference of the two models' activation covariances (the two-phase CFT paper,
+    sec. 4.4)."""
     a, b = _mat(X1, "X1"), _mat(X2, "X2")
     _same_shape(a, b)
     diff = activation_covariance(a) - activation_covariance(b)

@@ -15,7 +15,7 @@ Ethayarajh, "How Contextual are Contextualized Word Representations?" (EMNLP
   vectors from different sentences; reported values are adjusted by
   subtracting them.
 
-Paper 000 (Table 2) reports self-similarity by language group, lower is better.
+Aggarwal et al. 2024 (Table 2) reports self-similarity by language group, lower is better.
 
 Inputs: ``H [N, d]`` holds one vector per word OCCURRENCE (pool the
 sub-tokens of a word first: :func:`polymnesia.evaluation.representations.contextual_vectors`),

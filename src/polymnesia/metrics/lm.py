@@ -1,10 +1,10 @@
 """Language-modelling scores from summed negative log-likelihoods (natural log, nats).
 
-Paper 000 (Table 1) compares perplexity across models whose vocabularies
+Aggarwal et al. 2024 (Table 1) compares perplexity across models whose vocabularies
 differ (a 48,000-token adapted model against a 32,000-token base); per-token
 perplexity is then not comparable, per-byte or per-word scores are
 (lm-evaluation-harness reports word perplexity, byte perplexity and bits per
-byte the same way). Paper 003 (section 3.1) defines forgetting on the
+byte the same way). Mao et al. 2022 (section 3.1) defines forgetting on the
 pre-training loss.
 """
 

@@ -1,7 +1,7 @@
 """Extractive question answering scores: exact match and token F1, as in SQuAD.
 
 Rajpurkar et al. 2016 (SQuAD v1.1, the official ``evaluate-v1.1.py``), which
-XTREME applies to TyDiQA-GoldP (paper 003, Tables 2 and 5): both the
+XTREME applies to TyDiQA-GoldP (Mao et al. 2022, Tables 2 and 5): both the
 prediction and each gold answer are normalised (lower-cased, punctuation
 removed, the English articles *a*, *an*, *the* removed, whitespace
 collapsed); exact match is 1 when the normalised strings are equal, F1 is the

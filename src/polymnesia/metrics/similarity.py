@@ -1,4 +1,4 @@
-"""Similarity of phase-wise datasets (paper 002, section 4.3): DES and MPD.
+"""Similarity of phase-wise datasets (the two-phase CFT paper, section 4.3): DES and MPD.
 
 * Definition 1, Dataset Embedding Similarity:
   ``f_DES(D1, D2; Theta) = <E(D1), E(D2)>`` where ``E(D)`` is the *normalised
@@ -66,7 +66,8 @@ def normalized_mean(E: Any) -> np.ndarray:
     "mean emb 1, ... 2>",
 )
 def des(E1: Any, E2: Any) -> float:
-    """Dataset Embedding Similarity of two ``[n_i, d]`` embedding sets (paper 002, Definition 1)."""
+    """Dataset Embedding Similarity of two ``[n_i, d]`` embedding sets (the two-phase CFT paper,
+    Definition 1)."""
     a, b = normalized_mean(E1), normalized_mean(E2)
     if a.shape != b.shape:
         raise PolymnesiaError(
@@ -106,7 +107,7 @@ def _array(t: Any) -> np.ndarray:
 
 
 def normalize_by_max(values: Mapping[str, float]) -> dict[str, float]:
-    """Divide every score by the largest (paper 002, Table 4)."""
+    """Divide every score by the largest (the two-phase CFT paper, Table 4)."""
     top = max(values.values(), default=0.0)
     if top <= 0:
         raise PolymnesiaError("normalize_by_max needs at least one positive value")

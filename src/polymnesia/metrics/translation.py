@@ -8,7 +8,7 @@ gives sacrebleu's signature string to store with every score.
 :func:`check_bleu_tokenizer` fails with one line when the tokenizer cannot run
 on this machine instead of falling back to another.
 
-Paper 000 (Table 3) reports "BLEU" (Papineni et al. 2002) on FLORES-200
+Aggarwal et al. 2024 (Table 3) reports "BLEU" (Papineni et al. 2002) on FLORES-200
 without naming a tokenizer, on a 0-1 scale (0.080 ... 0.288). Our default is
 ``13a``, sacrebleu's default and what BLEU means when nothing else is said;
 FLORES-200 work often reports spBLEU instead (``flores200``, SentencePiece).

@@ -166,7 +166,8 @@ def load_encoder(
     attn_implementation: str | None = None,
 ) -> torch.nn.Module:
     """Load an encoder (XLM-R, BERT) with its masked-LM head, as :func:`load_model` loads a
-    causal LM. The classification protocols (papers 003 and 004 used XLM-R) start from it:
+    causal LM. The classification protocols (Mao et al. 2022 and Khelli et al. 2025 used XLM-R)
+    start from it:
     their stages put a task head on its body. Anything that is not an encoder stops with one
     line."""
     from transformers import AutoModelForMaskedLM

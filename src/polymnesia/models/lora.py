@@ -1,4 +1,4 @@
-"""LoRA through PEFT (paper 004, section 3.1: ``h = W0 x + (alpha/r) B A x``).
+"""LoRA through PEFT (Khelli et al. 2025, section 3.1: ``h = W0 x + (alpha/r) B A x``).
 
 The paper uses ranks 32, 64 and 256 with ``alpha = r`` and dropout 0.1. The
 classification head is new for the task, so it is trained and saved with

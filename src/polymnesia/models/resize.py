@@ -1,4 +1,4 @@
-"""A model's vocabulary resized for an expanded tokenizer (paper 000's vocabulary
+"""A model's vocabulary resized for an expanded tokenizer (Aggarwal et al. 2024's vocabulary
 expansion): :func:`resize_and_init` grows the input embeddings (and an untied LM head) to
 the merged tokenizer, padded as the model pads (:func:`padding_multiple`), writes the new
 rows with a registered initialisation (:mod:`polymnesia.models.new_tokens`) and keeps or
@@ -129,7 +129,7 @@ def resize_and_init(
 
 
 def _reinit_head(model: Resizable, seed: int) -> None:
-    """Draw every LM-head row from N(0, initializer_range) and zero its bias (paper 000:
+    """Draw every LM-head row from N(0, initializer_range) and zero its bias (Aggarwal et al. 2024:
     replaced).
     """
     out = model.get_output_embeddings()

@@ -1,4 +1,4 @@
-"""Critical-difference (CD) diagram of average ranks (Demsar 2006; paper 003, Figure 2).
+"""Critical-difference (CD) diagram of average ranks (Demsar 2006; Mao et al. 2022, Figure 2).
 
 The axis shows the average rank of each method over settings (rank 1, the
 best, on the left). With a ``reference`` (control method) the diagram takes the

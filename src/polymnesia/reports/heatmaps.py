@@ -1,4 +1,4 @@
-"""Heatmaps for reports: :func:`heatmap` (R matrices, paper 004 MBT/MFT language-by-hop
+"""Heatmaps for reports: :func:`heatmap` (R matrices, Khelli et al. 2025 MBT/MFT language-by-hop
 maps, cross-branch transfer), centred on zero where a matrix holds changes, and
 :func:`shared_limits`, so that figures compared side by side share one colour scale."""
 
@@ -40,7 +40,7 @@ def heatmap(
 
     ``center`` (e.g. 0 for transfer scores) uses a diverging map with that
     value white (default cmap "coolwarm_r": positive transfer cool, as in
-    paper 004 Figures 5-6); otherwise "viridis". Cells are annotated with
+    Khelli et al. 2025 Figures 5-6); otherwise "viridis". Cells are annotated with
     ``fmt`` when ``annotate`` is true, by default when there are at most 600; without
     ``fmt``, with as many decimals as the colour scale needs (:func:`annotation_format`:
     0.035 and 0.039 on a scale from 0.030 read as two numbers, not "0.04" twice).

@@ -3,11 +3,12 @@
 * :func:`bar_by_language`: per-language scores ordered and coloured by group
   (grouped bars when several models are shown).
 * :func:`polymnesia.reports.curves.line_plot` (and panels, scatter plots): curves such as
-  paper 000 Figure 3 (average score against parameter count per arm) and paper 004 Figure 2
+  Aggarwal et al. 2024 Figure 3 (average score against parameter count per arm) and Khelli et al.
+  2025 Figure 2
   (average score over steps).
-* :func:`polymnesia.reports.heatmaps.heatmap`: R matrices, paper 004 MBT/MFT
+* :func:`polymnesia.reports.heatmaps.heatmap`: R matrices, Khelli et al. 2025 MBT/MFT
   language-by-hop heatmaps (Figures 5-7), cross-branch transfer.
-* :func:`bar_plot`: one bar per label, e.g. paper 004 Figure 3 (performance
+* :func:`bar_plot`: one bar per label, e.g. Khelli et al. 2025 Figure 3 (performance
   change per language), coloured by sign when asked.
 
 Figures are built on :class:`matplotlib.figure.Figure` directly, never through

@@ -1,4 +1,5 @@
-"""Paper 003's tables (1-6): methods by languages or settings, mean±std over seeds, marks, bold
+"""Mao et al. 2022's tables (1-6): methods by languages or settings, mean±std over seeds, marks,
+bold
 best.
 
 With one seed there is no spread and no significance test: a cell shows its
@@ -39,13 +40,14 @@ def seed_table(
     intervals: Mapping[tuple[Any, Any], Interval] | None = None,
     level: float = 0.95,
 ) -> Table:
-    """Paper 003 layout: cells "mean±std" over seeds, with optional marks and the best in bold.
+    """Mao et al. 2022 layout: cells "mean±std" over seeds, with optional marks and the best in
+    bold.
 
     For each (row, col) cell, scores are averaged per seed first (e.g. over the
     target languages when ``col_key="setting"``), then mean and std (``ddof=1``,
     the sample std; the paper does not say which) are taken over seeds; the
     CSV adds the t-interval over seeds. ``marks`` maps a label to a suffix
-    such as "●" (paper 003: "statistically inferior to LF-MLF"); a cell looks
+    such as "●" (Mao et al. 2022: "statistically inferior to LF-MLF"); a cell looks
     up "ROW|COL", then ROW, then COL; ``legend`` explains them. ``best="max"``
     or ``"min"`` bolds the best mean in each row (``best_along="row"``, paper
     003 Tables 4-6 with languages as rows) or in each column

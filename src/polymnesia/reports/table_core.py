@@ -2,7 +2,7 @@
 
 A cell is a number, a string, ``None`` (shown "N/A") or an :class:`Estimate`:
 a value with its uncertainty. An estimate prints as ``value ± half-width``
-of its confidence interval (or ``mean±std`` over seeds, paper 003's layout,
+of its confidence interval (or ``mean±std`` over seeds, Mao et al. 2022's layout,
 when ``spread`` is set) and, in the CSV, its column is followed by
 ``COLUMN_ci_low``, ``COLUMN_ci_high`` and ``COLUMN_n`` columns. An estimate
 without an interval (one seed, no item-level data) prints its value alone:
@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from polymnesia.metrics.uncertainty import Interval
 
 NA = "N/A"
-MISSING = "–"  # paper 003 marks cells that do not apply with an en dash
+MISSING = "–"  # Mao et al. 2022 marks cells that do not apply with an en dash
 CI_SUFFIXES = ("ci_low", "ci_high", "n")
 
 
@@ -36,7 +36,7 @@ class Estimate:
     """A table cell: ``value`` with an optional interval ``[low, high]`` from ``n`` items or seeds.
 
     ``spread`` (a std over seeds) replaces the interval's half-width in the
-    displayed text (paper 003 prints mean±std); ``mark`` is appended (●).
+    displayed text (Mao et al. 2022 prints mean±std); ``mark`` is appended (●).
     """
 
     value: float
@@ -83,7 +83,7 @@ class Table:
     ("400M") and ``block_format`` makes the displayed label ("Number of
     parameters = {}"), after ``block_labels`` maps the raw value to its text
     ("base" -> "0.62M (base)"). Markdown and HTML show the label across the row as in
-    paper 000; the CSV instead repeats the raw value in a leading
+    Aggarwal et al. 2024; the CSV instead repeats the raw value in a leading
     ``block_column`` column so that the file stays tidy (without a
     ``block_column`` the label is kept as a padded row). ``bold`` lists
     (row, column) cells to emphasise.

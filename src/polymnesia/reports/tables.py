@@ -1,20 +1,20 @@
 """Tables in the papers' layouts, built from long-format :class:`~polymnesia.results.Score` records.
 
-* :func:`group_table`: paper 000 Tables 1-3 and 7-11. Rows are models
+* :func:`group_table`: Aggarwal et al. 2024 Tables 1-3 and 7-11. Rows are models
   (Baseline, BA, AFA) in blocks per model size ("Number of parameters =
   400M"); columns are per-group means ``mu_<group>`` then ``mu_overall``.
 * :func:`language_table`: one row per language, one column per model.
-* :func:`seed_table`: paper 003 Tables 1-6, mean ± std over seeds with
+* :func:`seed_table`: Mao et al. 2022 Tables 1-6, mean ± std over seeds with
   significance marks (the paper's ●) and the best cell in bold; with one
   seed, the value (± its bootstrap interval over items) and no marks.
 
 Cells carry their uncertainty as :class:`Estimate` (see
 :mod:`polymnesia.reports.cells` for which interval each cell gets) and the
 caption says what "±" means; the CSV gets ``_ci_low``/``_ci_high``/``_n`` columns.
-* :func:`matrix_table`: a labelled matrix (transfer matrices R, paper 004).
+* :func:`matrix_table`: a labelled matrix (transfer matrices R, Khelli et al. 2025).
 
 ``mu_overall`` is the mean over *all* scored languages, not the mean of the
-group means. Checked against paper 000 Table 1, 400M Baseline: the group means
+group means. Checked against Aggarwal et al. 2024 Table 1, 400M Baseline: the group means
 25.041, 31.440, 34.663 average to 30.381, but the table prints 31.451, which
 is (12 x 25.041 + 14 x 31.440 + 24 x 34.663) / 50 exactly, i.e. the mean over
 the 12 pretraining, 14 adapting and 24 other languages listed in Table 6 (the
@@ -106,7 +106,7 @@ def group_means(
 ) -> dict[str, float]:
     """``{group: mean over its scored languages}`` plus ``"overall"`` over all scored languages.
 
-    A group with no scored language maps to NaN (shown "N/A"). Paper 000, see
+    A group with no scored language maps to NaN (shown "N/A"). Aggarwal et al. 2024, see
     the module docstring for why overall is not the mean of group means.
     """
     out = {
@@ -134,7 +134,8 @@ def group_table(
     intervals: GroupIntervals | None = None,
     level: float = 0.95,
 ) -> Table:
-    """Paper 000 layout: models in size blocks, ``mu_<group>`` columns then ``mu_overall``.
+    """Aggarwal et al. 2024 layout: models in size blocks, ``mu_<group>`` columns then
+    ``mu_overall``.
 
     Scores are averaged per language first (over seeds or repeated records),
     then over the languages of each group; ``mu_overall`` averages every scored
@@ -201,7 +202,8 @@ def _no_interval_note(scores: Sequence[Score]) -> str:
 
 
 def _param_labels(scores: Sequence[Score]) -> dict[str, str]:
-    """Block label -> "0.62M (base)": the parameter count (paper 000 prints it), then the preset."""
+    """Block label -> "0.62M (base)": the parameter count (Aggarwal et al. 2024 prints it), then the
+    preset."""
     out: dict[str, str] = {}
     for block in _size_blocks(scores):
         params = sorted({s.params for s in scores if size_label(s) == block and s.params})
@@ -305,7 +307,8 @@ def matrix_table(
     corner: str = "",
     caption: str = "",
 ) -> Table:
-    """A labelled matrix, e.g. paper 004's R[i, j] (score on language j after training step i)."""
+    """A labelled matrix, e.g. Khelli et al. 2025's R[i, j] (score on language j after training step
+    i)."""
     matrix = [[float(v) for v in row] for row in R]
     if len(matrix) != len(row_labels) or any(len(r) != len(col_labels) for r in matrix):
         shape = f"{len(matrix)}x{len(matrix[0]) if matrix else 0}"

@@ -1,4 +1,5 @@
-"""Stage ``adapt_vocabulary``: vocabulary expansion and new-row training (paper 000, section 3).
+"""Stage ``adapt_vocabulary``: vocabulary expansion and new-row training (Aggarwal et al. 2024,
+section 3).
 
 1. Train a byte-level BPE ``V^L`` on the adapting languages (temperature
    mixture) and merge it into the base vocabulary with
@@ -83,7 +84,7 @@ log = logging.getLogger(__name__)
 
 
 class AdaptConfig(StrictModel):
-    """Vocabulary expansion (paper 000, section 3: 32,000 + 16,000 = 48,000 tokens)."""
+    """Vocabulary expansion (Aggarwal et al. 2024, section 3: 32,000 + 16,000 = 48,000 tokens)."""
 
     new_vocab_size: int = Field(3000, ge=300, description="size of the adapting vocabulary V^L")
     max_new_tokens: int | None = Field(

@@ -1,5 +1,5 @@
 """Stage ``representation_drift``: how Phase 2 moved a model's English representations
-(paper 002, section 4.4: Figure 1's t-SNE and Figure 2's per-layer covariance change).
+(the two-phase CFT paper, section 4.4: Figure 1's t-SNE and Figure 2's per-layer covariance change).
 
 Inputs: ``reference`` (the model before, e.g. Phase 1), ``model_0``, ``model_1``,
 ... (the models after, labelled by ``labels``) and ``data`` (prompts: English
@@ -34,7 +34,7 @@ from polymnesia.pipeline.stage import STAGES, Artifact, Role, Stage, StageContex
 from polymnesia.results import Score
 from polymnesia.stages.common import DATA, MODELS
 
-#: the model the others' drift is measured from (paper 002: the Phase 1 model)
+#: the model the others' drift is measured from (the two-phase CFT paper: the Phase 1 model)
 REFERENCE = Role("reference", Artifact.MODEL)
 
 

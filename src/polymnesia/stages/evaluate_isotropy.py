@@ -1,4 +1,4 @@
-"""Stage ``evaluate_isotropy``: Table 2 of paper 000, isotropy of contextual embeddings.
+"""Stage ``evaluate_isotropy``: Table 2 of Aggarwal et al. 2024, isotropy of contextual embeddings.
 
 Per language: last-layer vectors of the test verses, one per word occurrence
 (whitespace words; single characters in scripts written without spaces) with its

@@ -1,7 +1,8 @@
 """Stages ``evaluate_lm`` (every metric registered for ``lm`` items per language on held-out
 text: token perplexity, bits per byte, word perplexity; :func:`~polymnesia.metrics.base.
 scored_metrics`) and ``pretraining_loss`` (the model's own pre-training loss: causal-LM loss of a
-decoder, masked-LM loss of an encoder; paper 003's L_p, :mod:`polymnesia.evaluation.pretraining`).
+decoder, masked-LM loss of an encoder; Mao et al. 2022's L_p,
+:mod:`polymnesia.evaluation.pretraining`).
 
 A metric's interval is its registered rule resampled over the language's texts; its value the
 all-reduced sums' ratio where :meth:`~polymnesia.evaluation.likelihood.LMStats.total` knows the
@@ -121,7 +122,7 @@ class EvaluateLM(Stage[EvaluateLMParams]):
     "the model's own pre-training loss per language: causal-LM (decoder) or masked-LM (encoder)",
 )
 class PretrainingLoss(EvaluateLM):
-    """L_p(theta_p) of paper 003's F_p (Section 3.1) for a loaded model: ``lm_loss`` (nats per
+    """L_p(theta_p) of Mao et al. 2022's F_p (Section 3.1) for a loaded model: ``lm_loss`` (nats per
     token) of a decoder, ``mlm_loss`` (nats per masked token, fixed seeded masks:
     :mod:`polymnesia.evaluation.masked`) of an encoder, chosen by the model, so the reference
     and the fine-tuned arms (``finetune_task``) use the same loss."""

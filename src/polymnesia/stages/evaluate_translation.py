@@ -1,4 +1,4 @@
-"""Stage ``evaluate_translation``: Table 3 of paper 000, English-to-X with 4 examples.
+"""Stage ``evaluate_translation``: Table 3 of Aggarwal et al. 2024, English-to-X with 4 examples.
 
 The user turn is the paper's Figure 9 prompt; ``{{text}}`` holds four
 English/target example pairs (the same four train-split verses for every
@@ -9,7 +9,7 @@ language ``bleu_tokenize_by_lang``; ``by_script`` picks zh / ja-mecab /
 ko-mecab / char / 13a by the target's script); every tokenizer is checked
 before any model runs and a missing one is one error line, never a fallback
 (:mod:`polymnesia.metrics.translation`). Each score's ``extra`` records the
-tokenizer, sacrebleu's signature and the scale (0-100; paper 000's Table 3
+tokenizer, sacrebleu's signature and the scale (0-100; Aggarwal et al. 2024's Table 3
 is 0-1). Departure: FLORES-200 is replaced by held-out parallel Bible verses.
 
 Per-item evidence: each translated verse's sufficient statistics (chrF's 18

@@ -1,6 +1,6 @@
 """Stage ``finetune_task``: fine-tune a pretrained model on a labelled task, then score it.
 
-One arm of paper 003's experiments (Mao et al. 2022, Section 5): the body of
+One arm of Mao et al. 2022's experiments (their Section 5): the body of
 the ``model`` input (a causal LM from the pretraining stage, or an imported
 model: a decoder, or an encoder with its masked-LM head) gets a new
 classification head and is fine-tuned on the *source* languages, either

@@ -1,4 +1,5 @@
-"""Stage ``instruct``: English-only instruction tuning with ChatML (paper 000, section 4).
+"""Stage ``instruct``: English-only instruction tuning with ChatML (Aggarwal et al. 2024, section
+4).
 
 Alpaca-style records (instruction, input, output) are rendered with ChatML
 and the system prompt of the paper's appendix C
@@ -55,14 +56,16 @@ from polymnesia.tokenizers.chat import build_sft_example
 from polymnesia.training.config import TrainConfig
 from polymnesia.training.data import PaddedExamples
 
-#: instruction sets to train on, as ``InstructParams.records`` names them (paper 002's phases)
+#: instruction sets to train on, as ``InstructParams.records`` names them (the two-phase CFT paper's
+#: phases)
 RECORDS = Family("records_", Artifact.RECORDS)
 
 log = logging.getLogger(__name__)
 
 
 class InstructConfig(StrictModel):
-    """English-only instruction tuning (paper 000, Table 5: OpenOrca; Bible-derived offline)."""
+    """English-only instruction tuning (Aggarwal et al. 2024, Table 5: OpenOrca; Bible-derived
+    offline)."""
 
     source: Literal["bible", "hf"] = Field(
         "bible", description="offline Bible-derived data or a Hub dataset"

@@ -1,8 +1,9 @@
-"""Stage ``instruction_data``: an instruction set with its data card (papers 000 and 002).
+"""Stage ``instruction_data``: an instruction set with its data card (Aggarwal et al. 2024 and the
+two-phase CFT paper).
 
 It writes ``records.jsonl`` and ``DATA_CARD.md`` that the
 ``instruct`` stage trains on (its ``records`` option) and that ``replay_data``
-and ``dataset_similarity`` read. Paper 000's English records (``kind: bible``:
+and ``dataset_similarity`` read. Aggarwal et al. 2024's English records (``kind: bible``:
 the genre question and verse continuation of
 :func:`polymnesia.instructions.records.bible_records`, or ``kind: hf`` for
 OpenOrca) are built here too: :func:`instruct_set` turns the protocol's
@@ -50,12 +51,14 @@ from polymnesia.stages.instruct import InstructConfig
 SetKind = Literal[
     "phase1_english", "phase2_similar", "phase2_dissimilar", "english_counterpart", "hf", "bible"
 ]
-#: the field mapping of paper 000's ``instruct.fields``: unmapped roles keep their own name
+#: the field mapping of Aggarwal et al. 2024's ``instruct.fields``: unmapped roles keep their own
+#: name
 IDENTITY_FIELDS = {"instruction": "instruction", "input": "input", "output": "output"}
 
 
 class InstructionSetConfig(StrictModel):
-    """One instruction dataset: a two-phase set (paper 002) or paper 000's English records."""
+    """One instruction dataset: a two-phase set (the two-phase CFT paper) or Aggarwal et al. 2024's
+    English records."""
 
     kind: SetKind = Field(
         description="phase1_english | phase2_similar (Phase 1's tasks in other languages) | "
@@ -140,7 +143,8 @@ def _hf_set(name: str, c: InstructionSetConfig) -> InstructionSet:
 
 
 def instruct_set(cfg: InstructConfig, language: str = "en") -> InstructionSetConfig:
-    """The set paper 000's ``instruct:`` section describes (``source: bible`` or ``hf``)."""
+    """The set Aggarwal et al. 2024's ``instruct:`` section describes (``source: bible`` or
+    ``hf``)."""
     if cfg.source == "hf":
         return InstructionSetConfig(
             kind="hf",
@@ -156,7 +160,8 @@ def instruct_set(cfg: InstructConfig, language: str = "en") -> InstructionSetCon
 
 
 def _bible_set(name: str, c: InstructionSetConfig, data: Path, seed: int) -> InstructionSet:
-    """Paper 000's records (genre question, continuation), in :func:`bible_records`' order."""
+    """Aggarwal et al. 2024's records (genre question, continuation), in :func:`bible_records`'
+    order."""
     lang = c.languages[0] if c.languages else "en"
     verses = read_split(data, lang, c.split)
     rows = bible_records(verses, BIBLE_GENRES, c.tasks or TASKS, limit=c.records, seed=seed)

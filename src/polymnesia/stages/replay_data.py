@@ -1,4 +1,5 @@
-"""Stage ``replay_data``: Phase 2 records mixed with English replay (paper 002, section 5.1).
+"""Stage ``replay_data``: Phase 2 records mixed with English replay (the two-phase CFT paper,
+section 5.1).
 
 Inputs: ``records`` (the Phase 2 set), ``pool`` (its English counterpart: the
 same kind of instructions in English, *not* the Phase 1 data, which Phase 2

@@ -1,7 +1,7 @@
 """Stage ``sequential_step``: train one model/adapter on one language (or all), then score every
 language.
 
-One stage per training step of paper 004's protocol: step ``k`` of a
+One stage per training step of Khelli et al. 2025's protocol: step ``k`` of a
 sequential method (VANILLA eq. 4, SHARED LoRA eq. 5) starts from the model or
 adapter of step ``k-1`` (input ``prev``) and trains on the ``k``-th language
 of its order (input ``order``); MONO (eqs. 2-3) and NON-SHARED LoRA (eq. 6)

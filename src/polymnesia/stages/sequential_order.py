@@ -1,4 +1,5 @@
-"""Stage ``sequential_order``: one language order of paper 004 (section 3.2), saved as order.json.
+"""Stage ``sequential_order``: one language order of Khelli et al. 2025 (section 3.2), saved as
+order.json.
 
 A stage rather than a constant so that the "most destructive last" order can
 be computed from the accuracy matrices of earlier orders in the same run.

@@ -1,4 +1,5 @@
-"""Stages ``dataset_similarity`` (DES, paper 002 Definition 1, Table 3) and ``model_distance``
+"""Stages ``dataset_similarity`` (DES, the two-phase CFT paper Definition 1, Table 3) and
+``model_distance``
 (MPD, Definition 2, Table 4).
 
 ``dataset_similarity`` embeds ``n`` seeded samples of two instruction sets'

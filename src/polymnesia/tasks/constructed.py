@@ -1,6 +1,6 @@
 """Constructed offline tasks from labelled verses: genre tagging and genre questions.
 
-**Constructed, not natural data** (data cards: docs/lf_mlf.md). Paper 003
+**Constructed, not natural data** (data cards: docs/lf_mlf.md). Mao et al. 2022
 evaluates NER (PAN-X) and extractive QA (TyDiQA-GoldP), which need the Hub.
 Offline, both *formats* are exercised on passages built from the prepared
 Bible verses of one language:

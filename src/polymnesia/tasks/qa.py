@@ -1,6 +1,6 @@
 """Extractive question answering (span prediction) on top of a decoder body.
 
-Paper 003 fine-tunes on TyDiQA-GoldP (Table 2, 5): given a question and a
+Mao et al. 2022 fine-tunes on TyDiQA-GoldP (Table 2, 5): given a question and a
 passage, predict the answer's start and end in the passage. Here the body of
 a causal LM gets a two-logit head (``AutoModelForQuestionAnswering``:
 ``qa_outputs``, one start and one end logit per token) and reads

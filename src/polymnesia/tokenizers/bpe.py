@@ -1,6 +1,6 @@
 """Byte-level BPE tokenizers: training, documents, saving and loading.
 
-Paper 000 (Aggarwal et al. 2024), section 3: the base model has a vocabulary V
+Aggarwal et al. 2024, section 3: the base model has a vocabulary V
 learned on the pretraining languages; adaptation learns a new vocabulary V^L on
 the adapting languages and merges it into V (see :mod:`.merge`). Both are
 byte-level BPE here, so any text (every script, emoji) is encodable without an

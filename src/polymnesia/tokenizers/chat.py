@@ -1,6 +1,6 @@
 """ChatML prompts and supervised fine-tuning (SFT) examples.
 
-Paper 000 (Aggarwal et al. 2024) instruction-tunes on English-only data
+Aggarwal et al. 2024 instruction-tunes on English-only data
 (OpenOrca) and evaluates with ChatML prompts whose system turn is the text in
 its appendix C (Figures 4-9), kept here as :data:`SYSTEM_PROMPT`.
 
@@ -33,7 +33,7 @@ from polymnesia.errors import ConfigError, DataError
 from polymnesia.tokenizers.bpe import encode_document
 from polymnesia.tokenizers.special import CHATML_TEMPLATE, IM_END, IM_START
 
-#: System prompt of paper 000, appendix C (identical in Figures 4-9).
+#: System prompt of Aggarwal et al. 2024, appendix C (identical in Figures 4-9).
 SYSTEM_PROMPT = (
     "You are a large language model trained to solve multiple NLP tasks accurately. "
     "For any given NLP task, you must produce an output that is factually correct and succinct."

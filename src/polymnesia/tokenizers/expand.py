@@ -1,6 +1,7 @@
-"""Vocabulary expansion of a real model's tokenizer, in its own family (paper 000, section 3).
+"""Vocabulary expansion of a real model's tokenizer, in its own family (Aggarwal et al. 2024,
+section 3).
 
-Paper 000 learns a vocabulary V^L on the adapting languages and merges it
+Aggarwal et al. 2024 learns a vocabulary V^L on the adapting languages and merges it
 into the base vocabulary V. With a real model the new vocabulary must be
 learned *as the base one was*, and the merged tokenizer must behave like the
 base on the base languages. :func:`expand_tokenizer` does this for the three

@@ -1,6 +1,6 @@
 """Tokenizer fertility: how many tokens a tokenizer spends on a language.
 
-Used for the before/after table of a vocabulary merge (paper 000, section 3:
+Used for the before/after table of a vocabulary merge (Aggarwal et al. 2024, section 3:
 the merge is meant to make the adapting languages cheaper to encode).
 Fertility is counted on content tokens only (no BOS/EOS).
 

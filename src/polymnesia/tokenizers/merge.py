@@ -1,6 +1,6 @@
 """Merge a new byte-level BPE vocabulary into a base one (vocabulary expansion).
 
-Paper 000 (Aggarwal et al. 2024), section 3: a vocabulary V^L learned on the
+Aggarwal et al. 2024, section 3: a vocabulary V^L learned on the
 adapting languages is merged with the base vocabulary V into V_merged
 (32,000 + 16,000 = 48,000 in appendix A); the embeddings of
 V_merged - V are then trained with the rest of the model frozen.
@@ -70,7 +70,7 @@ class MergeReport:
 
 
 def new_token_ids(report: MergeReport) -> range:
-    """Ids of the tokens appended by the merge (the rows to train in paper 000)."""
+    """Ids of the tokens appended by the merge (the rows to train in Aggarwal et al. 2024)."""
     return range(report.first_new_id, report.first_new_id + report.added)
 
 

@@ -191,7 +191,7 @@ _PER_EPOCH = ("steps", "log_every", "checkpoint_every")
 
 class EpochTrainConfig(TrainConfig):
     """A :class:`TrainConfig` for training in epochs until the validation score stops
-    improving (paper 004's steps, ``sequential_step``): ``early_stopping`` sets the length
+    improving (Khelli et al. 2025's steps, ``sequential_step``): ``early_stopping`` sets the length
     (``steps``, ``log_every`` and ``checkpoint_every`` are set per epoch by the stage; other
     values are refused), and the learning rate is constant unless ``warmup_ratio`` /
     ``min_lr_ratio`` say otherwise (the paper names no schedule). ``batch_size`` is capped at
@@ -237,7 +237,7 @@ for _name, _field in EpochTrainConfig.model_fields.items():
     ):
         _field.json_schema_extra = FINGERPRINTED_UNLESS_DEFAULT
 
-#: named :class:`EpochTrainConfig` settings (paper 004, section 3.5): ``full`` fine-tuning
+#: named :class:`EpochTrainConfig` settings (Khelli et al. 2025, section 3.5): ``full`` fine-tuning
 #: (lr 5e-5, at most 50 epochs, patience 5) and ``lora`` adapters (lr 5e-6, 100 epochs,
 #: patience 15), both at batch 16
 TRAIN_PRESETS: dict[str, dict[str, Any]] = {

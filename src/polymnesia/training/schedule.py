@@ -9,7 +9,7 @@ def warmup_cosine(step: int, *, warmup: int, total: int, min_ratio: float = 0.0)
     """Multiplier of the peak learning rate at optimizer step ``step`` (0-based).
 
     Linear warmup from 1/warmup to 1 over ``warmup`` steps, then cosine decay to
-    ``min_ratio`` at ``total`` (the schedule of Tables 4-5 in paper 000).
+    ``min_ratio`` at ``total`` (the schedule of Tables 4-5 in Aggarwal et al. 2024).
     """
     if warmup > 0 and step < warmup:
         return (step + 1) / warmup

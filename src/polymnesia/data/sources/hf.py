@@ -12,7 +12,7 @@ translations land in the same split), else the row index. ``label_field``
 must hold integers. A text column holding a list of words (PAN-X ``tokens``)
 is joined with single spaces. ``meta_fields`` copies columns into the
 record's ``meta`` under the task's names (``{tags: ner_tags}``; a list of columns keeps their names,
-as MASSIVE's ``[annot_utt]`` for paper 004's slot filling;
+as MASSIVE's ``[annot_utt]`` for Khelli et al. 2025's slot filling;
 ``{pair: hypothesis}``, ``{question: question, answers: answers}``): the field
 mapping that labelled tasks read (docs/lf_mlf.md). With a language column,
 ``lang_pattern`` (a regular expression with one group) extracts the language

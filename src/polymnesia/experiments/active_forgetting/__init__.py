@@ -1,1 +1,2 @@
-"""Protocol ``active_forgetting`` (paper 000): ``config``, ``protocol`` (build) and ``report``."""
+"""Protocol ``active_forgetting`` (Aggarwal et al. 2024): ``config``, ``protocol`` (build) and
+``report``."""

@@ -1,4 +1,5 @@
-"""Paper 000's claims as three-verdict claims, and whether the zero-shot models learned the task.
+"""Aggarwal et al. 2024's claims as three-verdict claims, and whether the zero-shot models learned
+the task.
 
 Each finding of the paper becomes the expected sign of a difference between
 two arms, measured on this run with a paired test
@@ -9,7 +10,7 @@ the paired t-test over seeds where a run has several). The verdict
 sign and its interval excludes zero, *contradicted* for the opposite sign
 with an interval excluding zero, and *inconclusive* otherwise.
 
-Paper 000 (Aggarwal et al. 2024):
+Aggarwal et al. 2024:
 
 1. AFA has lower perplexity than Baseline and BA (Table 1; here bits per
    byte, comparable across vocabularies): two claims, AFA - Baseline < 0 and
@@ -79,7 +80,7 @@ def paper_claims(
     size: str | None = None,
     ok: Mapping[str, Mapping[str, bool]] | None = None,
 ) -> list[Claim]:
-    """The claims of paper 000 on this run's scores and items (one model size, ``size``).
+    """The claims of Aggarwal et al. 2024 on this run's scores and items (one model size, ``size``).
     ``ok`` (task -> arm -> learned?) sets a downstream claim aside as not testable when an arm
     it compares did not learn the task: ``genre`` from :func:`genre_learned`, ``translation``
     from :func:`translated` (chrF above the floor of unrelated references)."""

@@ -1,4 +1,5 @@
-"""The ``active_forgetting`` config (paper 000): groups, base model, forgetting, adaptation,
+"""The ``active_forgetting`` config (Aggarwal et al. 2024): groups, base model, forgetting,
+adaptation,
 instruction tuning and the downstream evaluations."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Protocol ``active_forgetting``: paper 000 end to end (Aggarwal et al. 2024, Figure 1).
+"""Protocol ``active_forgetting``: Aggarwal et al. 2024 end to end (their Figure 1).
 
 Three arms share what they can (one data stage, one tokenizer; the baseline
 pretraining serves Baseline and BA):
@@ -56,7 +56,8 @@ INSTRUCTIONS = "instructions"
 
 
 def instruction_stage(cfg: ActiveForgettingConfig) -> StageSpec:
-    """Paper 000's English instruction records, built by paper 002's ``instruction_data`` stage
+    """Aggarwal et al. 2024's English instruction records, built by the two-phase CFT paper's
+    ``instruction_data`` stage
     (one set for every arm and size: the records depend on the data and the seed only)."""
     params = InstructionDataParams(name=INSTRUCTIONS, set=instruct_set(cfg.instruct), seed=cfg.seed)
     return StageSpec(INSTRUCTIONS, "instruction_data", params, {roles.DATA: DATA})
@@ -104,7 +105,8 @@ def _size_stages(cfg: ActiveForgettingConfig, size: str | None) -> list[StageSpe
 def _harness_stage(
     cfg: ActiveForgettingConfig, arm: str, tuned: str, sfx: str, size: str
 ) -> StageSpec:
-    """lm-evaluation-harness on an instruction-tuned model (``evaluate.harness``; paper 000
+    """lm-evaluation-harness on an instruction-tuned model (``evaluate.harness``; Aggarwal et al.
+    2024
     Tables 3, 7-11)."""
     h = cfg.evaluate.harness
     assert h is not None

@@ -1,4 +1,5 @@
-"""The report of the ``active_forgetting`` protocol: paper 000's tables with intervals, the claims
+"""The report of the ``active_forgetting`` protocol: Aggarwal et al. 2024's tables with intervals,
+the claims
 with three verdicts (:mod:`.claims`), the zero-shot baselines, the harness scores, Figure 3."""
 
 from __future__ import annotations

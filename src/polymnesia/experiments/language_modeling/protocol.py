@@ -1,6 +1,6 @@
 """Protocol ``language_modeling``: tokenizer + decoder from scratch, evaluated by language group.
 
-The quickstart. It is the first half of paper 000's pipeline (Figure 1): a
+The quickstart. It is the first half of Aggarwal et al. 2024's pipeline (Figure 1): a
 byte-level BPE and a small Mistral decoder trained on the *pretraining*
 languages, then perplexity and bits per byte on held-out text of the
 pretraining, adapting and other languages, averaged per group as in Table 1.

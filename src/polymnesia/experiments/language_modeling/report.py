@@ -1,4 +1,5 @@
-"""The ``language_modeling`` report: Table 1 of paper 000 by language group, figures, curves."""
+"""The ``language_modeling`` report: Table 1 of Aggarwal et al. 2024 by language group, figures,
+curves."""
 
 from __future__ import annotations
 

@@ -1,1 +1,1 @@
-"""Protocol ``lf_mlf`` (paper 003): ``config``, ``protocol`` (build) and ``report``."""
+"""Protocol ``lf_mlf`` (Mao et al. 2022): ``config``, ``protocol`` (build) and ``report``."""

@@ -1,4 +1,4 @@
-"""Paper 003's claims judged with uncertainty, and the did-the-models-learn baselines.
+"""Mao et al. 2022's claims judged with uncertainty, and the did-the-models-learn baselines.
 
 Each claim is the sign of a paired difference between two arms
 (:func:`polymnesia.reports.evidence.arm_difference`: with two or more shared
@@ -60,7 +60,7 @@ from polymnesia.reports.verdicts import Kind
 from polymnesia.results import Score
 
 SOURCE = "Mao et al. 2022"
-#: methods paper 003 does not run: LF-MLF against them is an extension, judged apart
+#: methods Mao et al. 2022 does not run: LF-MLF against them is an extension, judged apart
 NOT_IN_PAPER = ("MGDA",)
 
 

@@ -1,4 +1,4 @@
-"""The ``lf_mlf`` config (paper 003): base model, task(s), sources and targets, combiners,
+"""The ``lf_mlf`` config (Mao et al. 2022): base model, task(s), sources and targets, combiners,
 seeds, the Friedman blocks, and the optional source-count sweep and cross-branch parts.
 
 Everything that can be known without running is checked here with one line
@@ -167,7 +167,8 @@ class BranchSection(StrictModel):
 
 
 class FriedmanSection(StrictModel):
-    """What one block of the Friedman test and the CD diagram is (paper 003, Section 5.2.1)."""
+    """What one block of the Friedman test and the CD diagram is (Mao et al. 2022, Section
+    5.2.1)."""
 
     blocks: Blocks | None = Field(
         None,

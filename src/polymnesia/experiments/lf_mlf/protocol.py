@@ -1,4 +1,4 @@
-"""Protocol ``lf_mlf``: multi-lingual fine-tuning with per-language gradients (paper 003).
+"""Protocol ``lf_mlf``: multi-lingual fine-tuning with per-language gradients (Mao et al. 2022).
 
 Mao et al. 2022, "Less-Forgetting Multi-Lingual Fine-Tuning", Section 5: a
 multilingual model (here: the decoder of the pretraining stage, shared and

@@ -1,4 +1,4 @@
-"""The ``lf_mlf`` report: paper 003's tables (1-6), forgetting, Figure 2 (CD), 3-4 (sweep), 5a
+"""The ``lf_mlf`` report: Mao et al. 2022's tables (1-6), forgetting, Figure 2 (CD), 3-4 (sweep), 5a
 (branches).
 
 Everything is recomputed from ``results/scores.jsonl`` and the stages'

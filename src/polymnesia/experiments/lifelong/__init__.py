@@ -1,2 +1,3 @@
-"""Protocol ``lifelong`` (paper 004): ``config``, ``protocol`` (build), ``results`` (R and its
+"""Protocol ``lifelong`` (Khelli et al. 2025): ``config``, ``protocol`` (build), ``results`` (R and
+its
 metrics from what the stages wrote) and ``report``."""

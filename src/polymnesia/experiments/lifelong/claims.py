@@ -1,4 +1,4 @@
-"""Paper 004's findings as claims with three verdicts, and the task models against chance.
+"""Khelli et al. 2025's findings as claims with three verdicts, and the task models against chance.
 
 Each claim is the sign the paper reports for an effect measured on this run's
 accuracy matrices; the effect's interval comes from the shared bootstrap
@@ -218,7 +218,8 @@ def baseline_claims(
 ) -> list[Claim]:
     """Each forgetting baseline (L2-SP, EWC, LwF, MERGE, REPLAY) forgets less than VANILLA:
     ``CBT(arm) − CBT(VANILLA) > 0``, on the forgetting metric, as a paired bootstrap over the
-    same test items (the shared replicates). Paper 004 runs none of these baselines, so these
+    same test items (the shared replicates). Khelli et al. 2025 runs none of these baselines, so
+    these
     are extensions: a block and a Holm family of their own, so that adding a baseline never
     changes a paper claim's verdict."""
     vanilla = next((a for a in arms if a.method == "vanilla"), None)

@@ -1,4 +1,4 @@
-"""The ``lifelong`` config (paper 004): base model, task languages, methods, LoRA ranks,
+"""The ``lifelong`` config (Khelli et al. 2025): base model, task languages, methods, LoRA ranks,
 optimisation per method, language orders, evaluation sizes and the report's resampling.
 
 Everything that can be known without running is checked here, one line each

@@ -1,4 +1,5 @@
-"""Figures 2, 3, 5, 6 and 7 of paper 004 for a lifelong run (with several training seeds, the
+"""Figures 2, 3, 5, 6 and 7 of Khelli et al. 2025 for a lifelong run (with several training seeds,
+the
 mean over seeds, as each caption says)."""
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ def figures(
     shift: Shift = "literal",
     pool: Pool | None = None,
 ) -> None:
-    """Figures 2, 3 (P_avg with the ``shift`` reading), 5, 6 and 7 of paper 004; with a
+    """Figures 2, 3 (P_avg with the ``shift`` reading), 5, 6 and 7 of Khelli et al. 2025; with a
     ``pool`` of several seeds each drawn quantity is the mean over them."""
     fig_dir = run_dir / "figures"
     several = pool is not None and pool.several

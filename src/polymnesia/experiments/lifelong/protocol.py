@@ -1,4 +1,4 @@
-"""Protocol ``lifelong``: sequential learning over many languages (paper 004, Khelli et al.).
+"""Protocol ``lifelong``: sequential learning over many languages (Khelli et al. 2025).
 
 A base decoder (the ``language_modeling`` data, tokenizer and pretraining
 stages, so it is shared through the cache) is fine-tuned on a labelled task

@@ -1,4 +1,5 @@
-"""The lifelong report: claims, baselines, Tables 1-2 of paper 004 with intervals, the language
+"""The lifelong report: claims, baselines, Tables 1-2 of Khelli et al. 2025 with intervals, the
+language
 analysis, cost and Figures 2, 3, 5, 6, 7.
 
 Every headline number (final scores, vitality and script groups, CBT, CFT,

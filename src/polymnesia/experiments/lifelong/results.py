@@ -1,4 +1,4 @@
-"""From the lifelong run's score records to accuracy matrices and metrics (paper 004)."""
+"""From the lifelong run's score records to accuracy matrices and metrics (Khelli et al. 2025)."""
 
 from __future__ import annotations
 
@@ -133,7 +133,7 @@ METRICS: list[tuple[str, str]] = [
 def matrix_metrics(
     Rs: Mapping[str, np.ndarray], orders: Mapping[str, list[str]], b: Mapping[str, float]
 ) -> dict[str, float]:
-    """Every scalar metric of paper 004 and the named variants (:data:`METRICS`), mean over
+    """Every scalar metric of Khelli et al. 2025 and the named variants (:data:`METRICS`), mean over
     orders.
     """
     rows: dict[str, list[float]] = {}

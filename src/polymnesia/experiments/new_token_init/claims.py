@@ -10,7 +10,8 @@ is the unweighted mean over its languages, texts resampled within each language.
 Claims (the expected sign of an effect in bits per byte; lower is better):
 
 1. INIT beats mean at 0 steps, on each base: ``bpb(base, INIT) - bpb(base, mean) < 0``.
-2. Active forgetting helps relearning (paper 000), with mean, after the longest relearning:
+2. Active forgetting helps relearning (Aggarwal et al. 2024), with mean, after the longest
+relearning:
    ``bpb(af, mean) - bpb(standard, mean) < 0``.
 3. Active forgetting narrows the gap between INIT and mean (after the longest relearning):
    ``[bpb(af, INIT) - bpb(af, mean)] - [bpb(standard, INIT) - bpb(standard, mean)] > 0``
@@ -21,7 +22,8 @@ Claims (the expected sign of an effect in bits per byte; lower is better):
 The claims rest on the adapting group. ``normal`` is left out of claims 1 and 3: it is
 ``mean`` plus noise of 1e-9 times the rows' covariance, so a difference of 1e-5 bits per
 byte could still "hold". Claims 1 and 3 are this project's questions (issue 26), not a paper's:
-they are extensions, Holm-corrected as a family of their own; claim 2 (paper 000's finding) is
+they are extensions, Holm-corrected as a family of their own; claim 2 (Aggarwal et al. 2024's
+finding) is
 the paper family.
 """
 

@@ -6,7 +6,7 @@ on base models pretrained with and without active forgetting (issue 26).
   and the side data the chosen initialisations need (static embeddings, alignments), computed
   once for every base and every initialisation;
 * ``pretrain_BASE``: each base model (``bases``): standard pretraining, or pretraining with
-  active forgetting (paper 000);
+  active forgetting (Aggarwal et al. 2024);
 * ``relearn_BASE_INIT`` (``relearn_new_tokens``): the base's vocabulary expanded with the new
   rows initialised by INIT, scored at 0 steps and after each step count of relearning the new
   rows and the head (body and old rows frozen).

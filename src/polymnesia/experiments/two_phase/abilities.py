@@ -1,4 +1,5 @@
-"""English and multilingual ability (paper 002, Tables 1, 2 and 5) from the harness stages'
+"""English and multilingual ability (the two-phase CFT paper, Tables 1, 2 and 5) from the harness
+stages'
 per-document items, with bootstrap intervals and paired differences.
 
 Each task contributes one score per model, the mean of a per-document value of its

@@ -1,4 +1,5 @@
-"""Paper 002's claims judged on a ``two_phase`` run: Phase 2 keeps or loses English ability,
+"""The two-phase CFT paper's claims judged on a ``two_phase`` run: Phase 2 keeps or loses English
+ability,
 gains multilingual ability, CFT against the mixture, the mitigations of Table 5 and the rank
 correlation of the EA change with DES and MPD, each with its paired test over seeds and
 documents."""
@@ -105,7 +106,8 @@ FIELLER = 1.06
 def correlation_claim(
     name: str, sign: int, change: dict[str, float], other: dict[str, float], level: float = 0.95
 ) -> Claim:
-    """ "The EA change after Phase 2 correlates with ``name``" (paper 002, Section 4.3, Tables
+    """ "The EA change after Phase 2 correlates with ``name``" (the two-phase CFT paper, Section
+    4.3, Tables
     3-4) over the pairs: Spearman's rho with Fisher's z interval, ``atanh(rho) ± q
     sqrt(1.06 / (n - 3))`` mapped back, and the p of the same z (so p < 1 - level exactly
     where the interval excludes 0). Not testable over fewer than
@@ -163,7 +165,8 @@ def correlation_claim(
 def claims(
     cfg: TwoPhaseConfig, ev: Evidence, arms: dict[str, str], scores: Sequence[Score] = ()
 ) -> list[Claim]:
-    """Paper 002's claims on this run, corrected: superiority tests, a non-inferiority test
+    """The two-phase CFT paper's claims on this run, corrected: superiority tests, a non-inferiority
+    test
     with ``evaluate.ea_margin`` for "a similar Phase 2 keeps English ability", and the
     mitigations judged only where plain CFT loses EA.
 

@@ -1,4 +1,5 @@
-"""The ``two_phase`` config (paper 002): base model, instruction sets, phase-wise pairs, the
+"""The ``two_phase`` config (the two-phase CFT paper): base model, instruction sets, phase-wise
+pairs, the
 dataset mixture, an optional off-the-shelf Phase 1 model, mitigations, evaluation."""
 
 from __future__ import annotations

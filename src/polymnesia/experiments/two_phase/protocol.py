@@ -1,4 +1,4 @@
-"""Protocol ``two_phase``: two-phase continual instruction fine-tuning (paper 002).
+"""Protocol ``two_phase``: two-phase continual instruction fine-tuning (the two-phase CFT paper).
 
 A base decoder (the shared data, tokenizer and pretraining stages, or an
 imported model) is instruction-tuned end to end on an English set (Phase 1),

@@ -1,4 +1,5 @@
-"""The ``two_phase`` report: Tables 1-5 and Figures 1-2 of paper 002, the EA/MA trade-off, the
+"""The ``two_phase`` report: Tables 1-5 and Figures 1-2 of the two-phase CFT paper, the EA/MA
+trade-off, the
 correlation of EA change with DES and MPD, and the paper's claims judged with this run's
 intervals.
 

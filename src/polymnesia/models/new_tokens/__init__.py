@@ -1,4 +1,5 @@
-"""Initialisations of new-token embedding rows (vocabulary expansion, paper 000; issue 26).
+"""Initialisations of new-token embedding rows (vocabulary expansion, Aggarwal et al. 2024; issue
+26).
 
 Each initialisation is a pure function registered in :data:`INITS`:
 ``fn(old, tokens) -> rows``. ``old`` holds the base vocabulary's rows
